@@ -1,0 +1,1 @@
+"""Price sources: each returns a normalised :class:`providers.base.Catalog`."""

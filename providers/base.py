@@ -1,0 +1,148 @@
+"""The normalised price model every source returns, and the source registry.
+
+An :class:`Offer` is one way to rent one node: (provider, region, zone, instance type, capacity
+type) at ``usd_per_hour`` per node. ``capacity_type`` is ``on_demand``, ``spot`` or ``reserved``.
+A reserved offer exists only where the organisation already holds reservations
+(``max_nodes`` = nodes held): catalog 1y/3y rates without holdings are kept in
+:attr:`Offer.reserved_rates` for purchasing analysis and never become plan offers.
+
+Spot offers carry ``interruptions_per_hour`` (per-node hazard λ, 1/h). ``max_nodes`` None means
+"no published cap" (the planner applies its own pool cap and says so).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from optimizer.errors import InputError, suggest
+
+CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
+STALE_AFTER_DAYS = 90
+"""A catalog older than this (against today's date) is warned about in every plan."""
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: int
+    capacity_type: str
+    usd_per_hour: float
+    vcpus: float | None = None
+    memory_gib: float | None = None
+    interruptions_per_hour: float | None = None
+    max_nodes: int | None = None
+    as_of: str = ""
+    source: str = ""
+    note: str = ""
+    """How the price was formed or which assumption it rests on (shown in plans)."""
+    reserved_sunk: bool = False
+    """Reserved holdings declared sunk: zero marginal cost in a project plan."""
+
+    @property
+    def key(self) -> str:
+        zone = f"/{self.zone}" if self.zone else ""
+        return f"{self.provider}:{self.region}{zone}:{self.instance_type}:{self.capacity_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReservedRate:
+    """A purchasable commitment rate (not capacity the organisation holds)."""
+
+    provider: str
+    region: str
+    instance_type: str
+    term_years: int
+    usd_per_hour: float
+    source: str
+    assumption: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StorageTier:
+    provider: str
+    region: str
+    tier: str
+    usd_per_gb_month: float
+    min_days: float
+    retrieval_usd_per_gb: float
+    access: str
+    """``ms`` (online), ``minutes`` or ``hours`` to first byte."""
+    source: str
+    status: str
+    """V (official page), S (secondary), U (assumption) as in REFERENCE_FACTS.md."""
+
+
+@dataclass(frozen=True, slots=True)
+class EgressRate:
+    provider: str
+    path: str
+    """``same_zone``, ``cross_zone``, ``inter_region``, ``inter_continent`` or ``internet``."""
+    usd_per_gb: float
+    source: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Catalog:
+    name: str
+    as_of: str
+    offers: tuple[Offer, ...]
+    storage_tiers: tuple[StorageTier, ...] = ()
+    egress: tuple[EgressRate, ...] = ()
+    reserved_rates: tuple[ReservedRate, ...] = ()
+    exclusions: tuple[str, ...] = ()
+    """Rows that could not become offers, with the reason (they reach ``Plan.warnings``)."""
+    notes: tuple[str, ...] = field(default=())
+
+    def age_days(self, today: dt.date | None = None) -> int | None:
+        try:
+            as_of = dt.date.fromisoformat(self.as_of[:10])
+        except ValueError:
+            return None
+        return ((today or dt.date.today()) - as_of).days
+
+    def staleness_warning(self, today: dt.date | None = None) -> str | None:
+        age = self.age_days(today)
+        if age is None:
+            return f"catalog {self.name}: as_of {self.as_of!r} is not a date; its age is unknown"
+        if age > STALE_AFTER_DAYS:
+            return (
+                f"catalog {self.name} is {age} days old (as_of {self.as_of}); prices may have "
+                "moved: refresh it or pass a newer --catalog"
+            )
+        return None
+
+    def gpus(self) -> list[str]:
+        return sorted({o.gpu for o in self.offers})
+
+
+PriceSource = Callable[[], Catalog]
+
+_REGISTRY: dict[str, PriceSource] = {}
+
+
+def register(name: str, source: PriceSource) -> None:
+    _REGISTRY[name] = source
+
+
+def load_catalog(ref: str) -> Catalog:
+    """``embedded`` (the offline snapshot, default) or a path to a custom catalog YAML."""
+    import providers.custom  # noqa: F401  (registers itself)
+    import providers.embedded  # noqa: F401
+
+    if ref in _REGISTRY:
+        return _REGISTRY[ref]()
+    if ref.endswith((".yaml", ".yml", ".json")) or "/" in ref:
+        from providers.custom import load_custom_catalog
+
+        return load_custom_catalog(ref)
+    raise InputError(
+        f"--catalog: unknown catalog {ref!r}{suggest(ref, _REGISTRY)}; use one of "
+        f"{', '.join(sorted(_REGISTRY))} or a path to a catalog YAML file"
+    )

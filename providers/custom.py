@@ -1,0 +1,183 @@
+"""Custom catalogs from YAML: other clouds, neoclouds and on-prem (``--catalog PATH``).
+
+Shape (every price optional; an absent price means that capacity type is not offered)::
+
+    as_of: 2026-11-01
+    name: lab                      # optional, defaults to the file name
+    offers:
+      - {provider: lab, region: local, instance_type: h100x8, gpu: H100, gpus_per_node: 8,
+         on_demand_usd_per_hour: 20.0, spot_usd_per_hour: 8.0, reserved_1y_usd_per_hour: 14.0,
+         spot_interruptions_per_hour: 0.05, max_nodes: 16,
+         reserved_nodes_held: 4, reserved_term_years: 1, reserved_sunk: false}
+    storage_tiers:                 # optional
+      - {provider: lab, region: local, tier: nfs, usd_per_gb_month: 0.05}
+    egress:                        # optional
+      - {provider: lab, path: inter_region, usd_per_gb: 0.0}
+
+``max_nodes`` caps on-demand and (unless ``spot_max_nodes`` is given) spot nodes of the offer.
+Reserved capacity becomes a plan offer only with ``reserved_nodes_held`` > 0: at the amortised
+``reserved_{term}y_usd_per_hour`` rate, or at zero marginal cost when ``reserved_sunk: true``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+
+from optimizer.hardware import canonical_gpu_name, unknown_gpu_message
+from optimizer.yamlio import read_mapping, validate
+from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CustomOffer(_Strict):
+    provider: str = Field(min_length=1)
+    region: str = Field(min_length=1)
+    zone: str = ""
+    instance_type: str = Field(min_length=1)
+    gpu: str
+    gpus_per_node: PositiveInt
+    vcpus: PositiveFloat | None = None
+    memory_gib: PositiveFloat | None = None
+    on_demand_usd_per_hour: float | None = Field(default=None, ge=0)
+    spot_usd_per_hour: float | None = Field(default=None, ge=0)
+    reserved_1y_usd_per_hour: float | None = Field(default=None, ge=0)
+    reserved_3y_usd_per_hour: float | None = Field(default=None, ge=0)
+    spot_interruptions_per_hour: float | None = Field(default=None, ge=0, le=10)
+    max_nodes: PositiveInt | None = None
+    spot_max_nodes: PositiveInt | None = None
+    reserved_nodes_held: int = Field(default=0, ge=0)
+    reserved_term_years: Literal[1, 3] = 1
+    reserved_sunk: bool = False
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, value: str) -> str:
+        canon = canonical_gpu_name(value)
+        if canon is None:
+            raise ValueError(unknown_gpu_message(value))
+        return canon
+
+
+class CustomStorage(_Strict):
+    provider: str
+    region: str = "*"
+    tier: str
+    usd_per_gb_month: float = Field(ge=0)
+    min_days: float = Field(default=0, ge=0)
+    retrieval_usd_per_gb: float = Field(default=0, ge=0)
+    access: Literal["ms", "minutes", "hours"] = "ms"
+
+
+class CustomEgress(_Strict):
+    provider: str
+    path: Literal["same_zone", "cross_zone", "inter_region", "inter_continent", "internet"]
+    usd_per_gb: float = Field(ge=0)
+
+
+class CustomCatalog(_Strict):
+    as_of: dt.date
+    name: str | None = None
+    offers: list[CustomOffer] = Field(min_length=1)
+    storage_tiers: list[CustomStorage] = []
+    egress: list[CustomEgress] = []
+
+
+def load_custom_catalog(path: str) -> Catalog:
+    data = read_mapping(path, "catalog")
+    spec = validate(CustomCatalog, data, f"catalog {path}")
+    name = spec.name or Path(path).stem
+    as_of = spec.as_of.isoformat()
+    source = f"custom catalog {Path(path).name}"
+    offers: list[Offer] = []
+    rates: list[ReservedRate] = []
+    exclusions: list[str] = []
+    for row in spec.offers:
+        common = dict(
+            provider=row.provider,
+            region=row.region,
+            zone=row.zone,
+            instance_type=row.instance_type,
+            gpu=row.gpu,
+            gpus_per_node=row.gpus_per_node,
+            vcpus=row.vcpus,
+            memory_gib=row.memory_gib,
+            as_of=as_of,
+            source=source,
+        )
+        if row.on_demand_usd_per_hour is not None:
+            offers.append(
+                Offer(
+                    capacity_type="on_demand",
+                    usd_per_hour=row.on_demand_usd_per_hour,
+                    max_nodes=row.max_nodes,
+                    **common,
+                )
+            )
+        if row.spot_usd_per_hour is not None:
+            hazard = row.spot_interruptions_per_hour
+            note = "interruption rate from the catalog"
+            if hazard is None:
+                from providers.embedded import BAND_FRACTION, DEFAULT_SPOT_BAND, hazard_per_hour
+
+                hazard = hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND])
+                note = f"no interruption rate given: default band {DEFAULT_SPOT_BAND} assumed"
+            offers.append(
+                Offer(
+                    capacity_type="spot",
+                    usd_per_hour=row.spot_usd_per_hour,
+                    interruptions_per_hour=hazard,
+                    max_nodes=row.spot_max_nodes or row.max_nodes,
+                    note=note,
+                    **common,
+                )
+            )
+        for years, rate in ((1, row.reserved_1y_usd_per_hour), (3, row.reserved_3y_usd_per_hour)):
+            if rate is not None:
+                rates.append(
+                    ReservedRate(row.provider, row.region, row.instance_type, years, rate, source,
+                                 assumption=False)
+                )
+        if row.reserved_nodes_held:
+            term = row.reserved_term_years
+            rate = row.reserved_1y_usd_per_hour if term == 1 else row.reserved_3y_usd_per_hour
+            if rate is None and not row.reserved_sunk:
+                exclusions.append(
+                    f"{row.provider} {row.instance_type} {row.region}: reserved_nodes_held "
+                    f"without reserved_{term}y_usd_per_hour and not reserved_sunk: not offered"
+                )
+            else:
+                offers.append(
+                    Offer(
+                        capacity_type="reserved",
+                        usd_per_hour=0.0 if row.reserved_sunk else float(rate or 0.0),
+                        max_nodes=row.reserved_nodes_held,
+                        reserved_sunk=row.reserved_sunk,
+                        note=(
+                            f"{row.reserved_nodes_held} nodes held ({term}y); "
+                            + ("sunk: zero marginal cost" if row.reserved_sunk
+                               else "amortised rate billed for the hours used")
+                        ),
+                        **common,
+                    )
+                )
+    return Catalog(
+        name=name,
+        as_of=as_of,
+        offers=tuple(offers),
+        storage_tiers=tuple(
+            StorageTier(s.provider, s.region, s.tier, s.usd_per_gb_month, s.min_days,
+                        s.retrieval_usd_per_gb, s.access, source, "custom")
+            for s in spec.storage_tiers
+        ),
+        egress=tuple(EgressRate(e.provider, e.path, e.usd_per_gb, source, "custom")
+                     for e in spec.egress),
+        reserved_rates=tuple(rates),
+        exclusions=tuple(exclusions),
+    )

@@ -1,0 +1,308 @@
+"""The embedded, offline price catalog (the default ``--catalog embedded``).
+
+Package data in ``providers/data/`` (see ``SOURCE.md`` there; derived from the SkyPilot catalog):
+``aws_gpu_vms.csv``, ``gcp_gpu_vms.csv``, ``gcp_accelerators.csv``. Normalisation:
+
+* AWS: one on-demand offer per (instance type, region) from ``Price`` (identical across AZs) and
+  one spot offer per (instance type, AZ ID) from ``SpotPrice``.
+* GCP: machine price = VM row (vCPU + RAM part) + GPU row × GPU count, for the same zone, both for
+  on-demand (``Price``) and spot (``SpotPrice``). On-demand offers are per region (the cheapest
+  zone's total when zones differ, with the zone named), spot offers per zone.
+* Empty or zero prices mean "not offered": the row is excluded with a recorded reason (the
+  exclusions reach ``Plan.warnings`` when they touch a GPU the plan considers). Spot prices above
+  on-demand are kept as published (the optimiser will not pick them) and noted.
+* GPUs without a spec row (e.g. B300, V100, P100, P4) are excluded with a reason.
+* Spot interruption rates: AWS Spot Instance Advisor bands per instance family where a value is
+  known (``SPOT_BANDS``), otherwise :data:`DEFAULT_SPOT_BAND`; GCP publishes no rates, the default
+  band applies. A band's monthly reclaim fraction p gives the per-node hazard
+  λ = −ln(1 − p) / 730 h⁻¹.
+* Spot capacity is not published: each spot offer is capped at :data:`SPOT_NODES_PER_ZONE` nodes
+  (a planning assumption; a custom catalog states real caps).
+* Reserved/committed rates are not in the snapshot: 1y/3y rates are derived from on-demand with the
+  planner-default discounts of REFERENCE_FACTS.md (status U, assumption) and kept as
+  :class:`~providers.base.ReservedRate` for purchasing analysis. They never become plan offers,
+  because nobody holds them (see DESIGN: reserved capacity in a project plan).
+* Storage tiers and egress rates come from REFERENCE_FACTS.md (us-east-1 / us-central1 list prices,
+  applied to every region of the provider).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from functools import cache
+from importlib import resources
+
+from optimizer.hardware import canonical_gpu_name
+from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier, register
+
+AS_OF = "2025-12-01"
+"""Approximate snapshot date: the source commit date is not recorded; SOURCE.md says the snapshot
+already has AWS's 2025 P4/P5 price cut ("late 2025 or newer"). Plans warn that it is stale."""
+
+SOURCE = "embedded snapshot derived from SkyPilot catalog (skypilot-org/skypilot-catalog v8)"
+
+SPOT_NODES_PER_ZONE = 8
+"""Assumed spot capacity per offer (nodes per zone): the snapshot has no capacity data."""
+
+# AWS Spot Instance Advisor band -> monthly reclaim fraction used (band midpoint; >20 % -> 25 %).
+BAND_FRACTION: dict[str, float] = {
+    "<5%": 0.025,
+    "5-10%": 0.075,
+    "10-15%": 0.125,
+    "15-20%": 0.175,
+    ">20%": 0.25,
+}
+# Source: AWS Spot Instance Advisor, us-east-1 Linux, third-party snapshot dated 2026-09-20
+# (shared notes, optimizer.md §6). Families without a value use DEFAULT_SPOT_BAND.
+SPOT_BANDS: dict[str, str] = {
+    "p5": "<5%",
+    "g5": "15-20%",
+    "g6": "10-15%",
+    "g6e": "5-10%",
+}
+DEFAULT_SPOT_BAND = "10-15%"
+
+RESERVED_DISCOUNT: dict[tuple[str, int], float] = {
+    ("aws", 1): 0.35,  # REFERENCE_FACTS.md: planner default 1y ≈ 30–40 % (U)
+    ("aws", 3): 0.55,  # 3y ≈ 50–60 % (U)
+    ("gcp", 1): 0.37,  # GCP GPU CUD 1y ≈ 37 % (U)
+    ("gcp", 3): 0.55,  # 3y ≈ 55 % (U)
+}
+
+GCP_MACHINE_GPU: dict[str, str] = {
+    "a2-highgpu": "A100",
+    "a2-megagpu": "A100",
+    "a2-ultragpu": "A100-80GB",
+    "a3-highgpu": "H100",
+    "a3-edgegpu": "H100",
+    "a3-megagpu": "H100-MEGA",
+    "a3-ultragpu": "H200",
+    "a4-highgpu": "B200",
+    "g2-standard": "L4",
+}
+G2_GPUS: dict[str, int] = {"4": 1, "8": 1, "12": 1, "16": 1, "32": 1, "24": 2, "48": 4, "96": 8}
+
+
+def hazard_per_hour(monthly_fraction: float) -> float:
+    """Per-node interruption hazard λ (1/h) from a monthly reclaim fraction p: −ln(1−p)/730."""
+    return -math.log(1.0 - monthly_fraction) / 730.0
+
+
+def _price(cell: str) -> float | None:
+    cell = (cell or "").strip()
+    if not cell:
+        return None
+    value = float(cell)
+    return value if value > 0 else None
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    text = resources.files("providers").joinpath(f"data/{name}").read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def _aws_family(instance_type: str) -> str:
+    return instance_type.split(".")[0]
+
+
+def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
+    on_demand: dict[tuple[str, str], dict[str, str]] = {}
+    for row in _rows("aws_gpu_vms.csv"):
+        itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
+        gpu = canonical_gpu_name(row["AcceleratorName"])
+        if gpu is None:
+            exclusions.append(
+                f"aws {itype} {region}/{zone}: no GPU spec for {row['AcceleratorName']!r}"
+            )
+            continue
+        count = round(float(row["AcceleratorCount"]))
+        family = _aws_family(itype)
+        band = SPOT_BANDS.get(family, DEFAULT_SPOT_BAND)
+        common = dict(
+            provider="aws",
+            region=region,
+            instance_type=itype,
+            gpu=gpu,
+            gpus_per_node=count,
+            vcpus=float(row["vCPUs"]),
+            memory_gib=float(row["MemoryGiB"]),
+            as_of=AS_OF,
+            source=SOURCE,
+        )
+        if (itype, region) not in on_demand:
+            on_demand[(itype, region)] = row
+            od = _price(row["Price"])
+            if od is None:
+                exclusions.append(f"aws {itype} {region}: no on-demand price in the snapshot")
+            else:
+                offers.append(Offer(zone="", capacity_type="on_demand", usd_per_hour=od, **common))
+                for years in (1, 3):
+                    rates.append(
+                        ReservedRate(
+                            provider="aws",
+                            region=region,
+                            instance_type=itype,
+                            term_years=years,
+                            usd_per_hour=round(od * (1 - RESERVED_DISCOUNT[("aws", years)]), 6),
+                            source="REFERENCE_FACTS.md planner default (U: assumption)",
+                            assumption=True,
+                        )
+                    )
+        spot = _price(row["SpotPrice"])
+        if spot is None:
+            exclusions.append(f"aws {itype} {region}/{zone}: no spot price in the snapshot")
+            continue
+        offers.append(
+            Offer(
+                zone=zone,
+                capacity_type="spot",
+                usd_per_hour=spot,
+                interruptions_per_hour=hazard_per_hour(BAND_FRACTION[band]),
+                max_nodes=SPOT_NODES_PER_ZONE,
+                note=f"spot band {band} ({'advisor' if family in SPOT_BANDS else 'default'})",
+                **common,
+            )
+        )
+
+
+def _gcp_gpu_count(itype: str) -> int:
+    if itype.startswith("g2-standard-"):
+        return G2_GPUS[itype.rsplit("-", 1)[1]]
+    token = itype.split("-")[2]  # e.g. "8g"
+    return int(token.rstrip("g"))
+
+
+def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
+    accel: dict[tuple[str, str], dict[str, str]] = {}
+    for row in _rows("gcp_accelerators.csv"):
+        if row["AcceleratorCount"].strip() == "1":
+            accel[(row["AcceleratorName"], row["AvailabilityZone"])] = row
+    per_region_od: dict[tuple[str, str], list[tuple[float, str, dict]]] = defaultdict(list)
+    for row in _rows("gcp_gpu_vms.csv"):
+        itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
+        prefix = "-".join(itype.split("-")[:2])
+        accel_name = GCP_MACHINE_GPU[prefix]
+        gpu = canonical_gpu_name(accel_name)
+        count = _gcp_gpu_count(itype)
+        gpu_row = accel.get((accel_name, zone))
+        if gpu is None or gpu_row is None:
+            exclusions.append(f"gcp {itype} {zone}: no {accel_name} GPU price row for the zone")
+            continue
+        common = dict(
+            provider="gcp",
+            region=region,
+            instance_type=itype,
+            gpu=gpu,
+            gpus_per_node=count,
+            vcpus=float(row["vCPUs"]),
+            memory_gib=float(row["MemoryGiB"]),
+            as_of=AS_OF,
+            source=SOURCE,
+        )
+        vm_od, gpu_od = _price(row["Price"]), _price(gpu_row["Price"])
+        if vm_od is None or gpu_od is None:
+            exclusions.append(f"gcp {itype} {zone}: empty or zero on-demand price (VM or GPU row)")
+        else:
+            total = round(vm_od + gpu_od * count, 6)
+            per_region_od[(itype, region)].append((total, zone, common))
+        vm_spot, gpu_spot = _price(row["SpotPrice"]), _price(gpu_row["SpotPrice"])
+        if vm_spot is None or gpu_spot is None:
+            exclusions.append(f"gcp {itype} {zone}: empty or zero spot price (VM or GPU row)")
+            continue
+        offers.append(
+            Offer(
+                zone=zone,
+                capacity_type="spot",
+                usd_per_hour=round(vm_spot + gpu_spot * count, 6),
+                interruptions_per_hour=hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND]),
+                max_nodes=SPOT_NODES_PER_ZONE,
+                note=f"VM part {vm_spot} + {count} x {accel_name} {gpu_spot}; "
+                f"spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no rates)",
+                **common,
+            )
+        )
+    for (itype, region), rows in sorted(per_region_od.items()):
+        rows.sort(key=lambda r: (r[0], r[1]))
+        total, zone, common = rows[0]
+        prices = {r[0] for r in rows}
+        offers.append(
+            Offer(
+                zone="" if len(prices) == 1 else zone,
+                capacity_type="on_demand",
+                usd_per_hour=total,
+                note="VM part + GPU part (same zone)",
+                **common,
+            )
+        )
+        for years in (1, 3):
+            rates.append(
+                ReservedRate(
+                    provider="gcp",
+                    region=region,
+                    instance_type=itype,
+                    term_years=years,
+                    usd_per_hour=round(total * (1 - RESERVED_DISCOUNT[("gcp", years)]), 6),
+                    source="REFERENCE_FACTS.md typical GPU CUD (U: assumption)",
+                    assumption=True,
+                )
+            )
+
+
+_REF = "REFERENCE_FACTS.md"
+STORAGE: tuple[tuple[str, str, float, float, float, str, str], ...] = (
+    # provider, tier, $/GB-month, min days, retrieval $/GB, access, status
+    ("aws", "s3_standard", 0.023, 0, 0.0, "ms", "V"),
+    ("aws", "s3_standard_ia", 0.0125, 30, 0.01, "ms", "V"),
+    ("aws", "s3_glacier_instant", 0.004, 90, 0.03, "ms", "V"),
+    ("aws", "s3_glacier_flexible", 0.0036, 90, 0.01, "hours", "V"),
+    ("aws", "s3_glacier_deep_archive", 0.00099, 180, 0.02, "hours", "S"),
+    ("aws", "ebs_gp3", 0.08, 0, 0.0, "ms", "V"),
+    ("gcp", "gcs_standard", 0.020, 0, 0.0, "ms", "S"),
+    ("gcp", "gcs_nearline", 0.010, 30, 0.01, "ms", "S"),
+    ("gcp", "gcs_coldline", 0.004, 90, 0.02, "ms", "S"),
+    ("gcp", "gcs_archive", 0.0012, 365, 0.05, "ms", "S"),
+)
+EGRESS: tuple[tuple[str, str, float, str], ...] = (
+    ("aws", "same_zone", 0.0, "V"),
+    ("aws", "cross_zone", 0.02, "S"),  # 0.01 each direction
+    ("aws", "inter_region", 0.02, "S"),
+    ("aws", "inter_continent", 0.02, "U"),
+    ("aws", "internet", 0.09, "S"),
+    ("gcp", "same_zone", 0.0, "V"),
+    ("gcp", "cross_zone", 0.01, "S"),
+    ("gcp", "inter_region", 0.02, "U"),
+    ("gcp", "inter_continent", 0.05, "U"),
+    ("gcp", "internet", 0.12, "S"),
+)
+
+
+@cache
+def embedded_catalog() -> Catalog:
+    """The embedded snapshot, normalised (cached: the files are parsed once per process)."""
+    offers: list[Offer] = []
+    exclusions: list[str] = []
+    rates: list[ReservedRate] = []
+    _aws(offers, exclusions, rates)
+    _gcp(offers, exclusions, rates)
+    offers.sort(key=lambda o: (o.provider, o.region, o.zone, o.instance_type, o.capacity_type))
+    return Catalog(
+        name="embedded",
+        as_of=AS_OF,
+        offers=tuple(offers),
+        storage_tiers=tuple(
+            StorageTier(p, "*", t, price, days, fee, access, _REF, status)
+            for p, t, price, days, fee, access, status in STORAGE
+        ),
+        egress=tuple(EgressRate(p, path, rate, _REF, status) for p, path, rate, status in EGRESS),
+        reserved_rates=tuple(rates),
+        exclusions=tuple(exclusions),
+        notes=(
+            f"{SOURCE}; as_of {AS_OF} is approximate (see providers/data/SOURCE.md)",
+            f"spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per zone (not in the snapshot)",
+        ),
+    )
+
+
+register("embedded", embedded_catalog)
