@@ -97,6 +97,74 @@ def estimate(
     _run(go)
 
 
+@app.command()
+def plan(
+    spec: Path = typer.Argument(..., help="Project spec YAML."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    objective: Objective = typer.Option(Objective.cost, "--objective",
+                                        help="cost: cheapest within deadline and budget; "
+                                        "time: fastest within budget."),
+    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    explain: bool = typer.Option(False, "--explain", help="Show why: binding constraints, "
+                                 "marginal costs, alternatives (always in JSON)."),
+    timings: bool = typer.Option(True, "--timings/--no-timings",
+                                 help="--no-timings zeroes solver.seconds for byte-identical "
+                                 "output."),
+) -> None:
+    """The cheapest cluster plan that meets the deadline and the budget."""
+
+    def go() -> None:
+        from optimizer.report import plan_markdown, plan_table
+        from optimizer.solve import plan as make_plan
+        from optimizer.spec import load_spec
+        from providers.base import load_catalog
+
+        s = load_spec(str(spec))
+        cat = load_catalog(catalog)
+        typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers)...",
+                   err=True)
+        p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings)
+        if fmt is Format.json:
+            _emit(p.to_json(), output)
+        elif fmt is Format.markdown:
+            _emit(plan_markdown(p, explain), output)
+        else:
+            _emit(plan_table(p, explain), output)
+
+    _run(go)
+
+
+@app.command()
+def check(
+    plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="A plan written by "
+                                     "`ptplan plan --format json`."),
+    spec: Path = typer.Option(None, "--spec", help="Also recompute demand from this spec."),
+) -> None:
+    """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget."""
+
+    def go() -> None:
+        from optimizer.plan import Plan
+        from optimizer.spec import load_spec
+        from optimizer.verify import verify_against_spec, verify_plan
+        from optimizer.yamlio import read_mapping, validate
+
+        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {plan_file}")
+        problems = verify_plan(p)
+        if spec is not None:
+            problems += verify_against_spec(p, load_spec(str(spec)))
+        if problems:
+            for line in problems:
+                typer.echo(f"violation: {line}")
+            typer.echo(f"{len(problems)} violation(s) in {plan_file}", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"ok: {plan_file} is consistent ({len(p.pools)} pools, {len(p.phases)} "
+                   f"phases, total ${p.total_cost_usd})")
+
+    _run(go)
+
+
 @schema_app.command("spec")
 def schema_spec() -> None:
     """JSON Schema of the project spec (for editor completion)."""

@@ -43,9 +43,9 @@ Formulas (sources in ``docs/demand-model.md``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from optimizer.hardware import BYTES_PER_PARAM, GPU, KV_BYTES, PRECISIONS, HIGH_PRECISIONS
+from optimizer.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, KV_BYTES, PRECISIONS
 from optimizer.spec import ModelBlock, ProjectSpec
 
 GB = 1e9
@@ -73,6 +73,8 @@ class Part:
     context_tokens: float = 0.0
     """Decode: mean resident context per sequence S."""
     lora_rank: int | None = None
+    attention: bool = True
+    """Count the attention FLOPs term (``efficiency.attention_flops``)."""
 
     @property
     def flops_per_token(self) -> float:
@@ -84,6 +86,8 @@ class Part:
         return 2.0 * n + 4.0 * att
 
     def _attention(self, seq: float) -> float:
+        if not self.attention:
+            return 0.0
         m = self.model
         return m.layers * m.query_heads * m.head_dim * seq
 
@@ -204,13 +208,15 @@ def build_demand(spec: ProjectSpec) -> Demand:
             parts.append(Part("eval", "prefill", "policy", "prefill", seqs * prompt, policy, prompt))
             parts.append(Part("eval", "decode", "policy", "decode", seqs * e.response_tokens,
                               policy, prompt + e.response_tokens, prompt + e.response_tokens / 2))
+    if not eff.attention_flops:
+        parts = [replace(p, attention=False) for p in parts]
     n_ckpt = steps // spec.checkpoint_every_steps
     return Demand(
         spec=spec,
         parts=tuple(parts),
         checkpoints=n_ckpt,
         checkpoint_gb=checkpoint_gb(spec),
-        weight_sync_gb_per_step=policy.params_b,  # bf16 weights; scaled by precision later
+        weight_sync_gb_per_step=policy.params_b * BYTES_PER_PARAM["bf16"],  # bf16 weights
         steps=steps,
         notes=tuple(notes),
     )
@@ -290,7 +296,11 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
         if act >= usable:
             return Cell(False, reason=f"activations of one {part.seq_tokens}-token sequence "
                                       f"({act / GB:.1f} GB) exceed {gpu.name} usable HBM")
-        g = replica_gpus or max(1, math.ceil(state / (usable - act)))
+        need = max(1, math.ceil(state / (usable - act)))
+        if replica_gpus and replica_gpus < need:
+            return Cell(False, reason=f"training state needs {need} GPUs per replica; "
+                                      f"{replica_gpus} given")
+        g = replica_gpus or need
         hw = part.flops_per_token
         if eff.activation_recompute == "full":
             hw += 2.0 * part.model.active_b * 1e9 + 4.0 * part._attention(part.seq_tokens)
@@ -299,7 +309,11 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
                     "compute")
     weights = part.model.params_b * 1e9 * BYTES_PER_PARAM[precision]
     if part.kind in ("forward", "prefill"):
-        g = replica_gpus or _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
+        need = _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
+        if replica_gpus and replica_gpus * usable * (1 - KV_HEADROOM) < weights:
+            return Cell(False, reason=f"weights need {need} GPUs per replica; "
+                                      f"{replica_gpus} given")
+        g = replica_gpus or need
         if g > MAX_REPLICA_GPUS:
             return Cell(False, reason=f"weights need more than {MAX_REPLICA_GPUS} GPUs")
         tps = peak * eff.prefill_efficiency / part.flops_per_token

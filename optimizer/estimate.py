@@ -17,8 +17,8 @@ from optimizer.demand import (
     phase_cell,
     precision_options,
 )
-from optimizer.hardware import GPU, PRECISIONS, gpus, resolve_gpu
 from optimizer.errors import InputError, suggest
+from optimizer.hardware import GPU, PRECISIONS, gpus, resolve_gpu
 from optimizer.spec import ProjectSpec, applied_defaults
 
 SCHEMA_VERSION = 1

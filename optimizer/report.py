@@ -79,3 +79,72 @@ def estimate_markdown(report: dict[str, Any]) -> str:
     header, rows = estimate_rows(report)
     return (f"# ptplan estimate: {report['spec_name']}\n\n" + md_table(header, rows) + "\n"
             + "\n".join(f"- {line}" for line in _footer(report)) + "\n")
+
+
+def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
+    header = ["pool", "phases", "capacity", "instance", "GPU", "nodes", "$/h", "held h",
+              "busy h", "cost $", "idle $"]
+    rows: list[list[str]] = []
+    for pool in plan.pools:
+        prec = {ph.name: ph.precision for ph in plan.phases if ph.pool == pool.name
+                and ph.precision}
+        phases = ", ".join(f"{k}:{v}" for k, v in prec.items())
+        for i, a in enumerate(pool.allocations):
+            where = a.zone or a.region
+            rows.append([
+                pool.name if i == 0 else "", phases if i == 0 else "",
+                a.capacity_type, f"{a.instance_type} @ {where}", f"{a.gpu} x {a.gpus_per_node}",
+                str(a.nodes), f"{a.usd_per_hour:,.4g}", f"{pool.held_hours:,.2f}",
+                f"{pool.busy_hours:,.2f}" if i == 0 else "", a.cost_usd,
+                pool.idle_cost_usd if i == 0 else "",
+            ])
+    rows.append(["total", "", "", f"{plan.provider} {plan.region}", "",
+                 str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
+                 plan.total_cost_usd, plan.idle_cost_usd])
+    return header, rows
+
+
+def _plan_footer(plan: Any, explain: bool) -> list[str]:
+    lines = [
+        f"status {plan.status} ({plan.solver.name}, gap {plan.solver.gap:g}, "
+        f"{plan.solver.seconds:g} s); objective {plan.objective}; pipeline "
+        f"{plan.pipeline_mode} ({plan.layout})",
+        f"makespan {plan.makespan_hours:,.2f} h (deadline "
+        f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
+        f"${plan.total_cost_usd} (compute ${plan.compute_cost_usd}, of which idle "
+        f"${plan.idle_cost_usd}); budget {'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
+        f"catalog {plan.catalog['name']} as of {plan.catalog_as_of}; {plan.solver.offers_considered}"
+        f" offers, {plan.solver.options_considered} pool options evaluated, "
+        f"{plan.solver.options_pruned} pruned as dominated, {plan.solver.milp_options} in the "
+        f"MILP; cross-check {plan.solver.cross_check}",
+    ]
+    lines += [f"warning: {w}" for w in plan.warnings]
+    if explain:
+        lines += ["why:"] + [f"  {s}" for s in plan.explain.summary]
+        lines += ["binding:"] + [f"  {s}" for s in plan.explain.binding]
+        lines += ["marginal:"] + [f"  {s}" for s in plan.explain.marginal]
+        lines += ["alternatives (best plan per pipeline layout):"]
+        for a in plan.explain.alternatives:
+            if a.total_cost_usd is None:
+                lines.append(f"  {a.layout}: infeasible")
+            else:
+                lines.append(f"  {a.layout}: ${a.total_cost_usd} over {a.makespan_hours:,.2f} h "
+                             f"in {a.provider} {a.region}")
+    lines.append("defaults applied: " + "; ".join(plan.defaults_applied))
+    return lines
+
+
+def plan_table(plan: Any, explain: bool = False) -> str:
+    header, rows = plan_rows(plan)
+    table = Table(title=f"ptplan plan: {plan.spec_name} ({plan.method})")
+    for h in header:
+        table.add_column(h, overflow="fold")
+    for r in rows:
+        table.add_row(*r)
+    return _console_text(table) + "\n".join(_plan_footer(plan, explain)) + "\n"
+
+
+def plan_markdown(plan: Any, explain: bool = False) -> str:
+    header, rows = plan_rows(plan)
+    return (f"# ptplan plan: {plan.spec_name}\n\n" + md_table(header, rows) + "\n"
+            + "\n".join(f"- {line}" for line in _plan_footer(plan, explain)) + "\n")

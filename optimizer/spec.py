@@ -33,7 +33,7 @@ Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ModelBlock(_Strict):
@@ -148,6 +148,9 @@ class Placement(_Strict):
     """Allowed GPU types (aliases accepted)."""
     max_nodes_per_pool: PositiveInt = 64
     """Cap on any pool's nodes where the catalog publishes none."""
+    multi_node_training_min_gpus_per_node: PositiveInt = 8
+    """A training pool spanning several nodes needs nodes at least this large (the
+    network-optimised sizes with EFA / GPUDirect-TCPX); smaller nodes train on one node only."""
 
     @field_validator("gpus")
     @classmethod
@@ -358,8 +361,9 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     for key in Efficiency.model_fields:
         if key not in eff_set:
             out.append(f"efficiency.{key} = {getattr(defaults, key)}")
-    if "max_nodes_per_pool" not in spec.placement.model_fields_set:
-        out.append(f"placement.max_nodes_per_pool = {spec.placement.max_nodes_per_pool}")
+    for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
+        if key not in spec.placement.model_fields_set:
+            out.append(f"placement.{key} = {getattr(spec.placement, key)}")
     return out
 
 

@@ -34,14 +34,17 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
 def parse_mapping(text: str, what: str, origin: str = "<text>") -> dict[str, Any]:
     try:
         data = json.loads(text) if origin.endswith(".json") else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        # ValueError covers json.JSONDecodeError and YAML constructor failures on well-formed
+        # syntax (``2020-02-30``, ``!!int x``); RecursionError covers very deep nesting.
         where = ""
         mark = getattr(exc, "problem_mark", None)
         if mark is not None:
             where = f" at line {mark.line + 1}, column {mark.column + 1}"
         elif isinstance(exc, json.JSONDecodeError):
             where = f" at line {exc.lineno}, column {exc.colno}"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        problem = getattr(exc, "problem", None) or lines[0]
         raise InputError(
             f"{what}: {origin} is not valid YAML/JSON{where} ({problem}); fix the syntax"
         ) from None
@@ -59,7 +62,10 @@ def _loc(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            text = str(part)
+            if not text.isprintable():  # keys with newlines etc.: keep the message one line
+                text = repr(text)
+            out += ("." if out else "") + text
     return out or "(top level)"
 
 
@@ -91,7 +97,9 @@ def _inner_model(annotation: Any) -> Any:
 
 
 def format_validation_error(exc: ValidationError, model: type[BaseModel], what: str) -> str:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # An unknown key usually explains a "missing" one (a typo such as ``methd``): report it first.
+    err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
     loc = tuple(err.get("loc", ()))
     kind = err.get("type", "")
     value = err.get("input")

@@ -133,7 +133,7 @@ def register(name: str, source: PriceSource) -> None:
 
 def load_catalog(ref: str) -> Catalog:
     """``embedded`` (the offline snapshot, default) or a path to a custom catalog YAML."""
-    import providers.custom  # noqa: F401  (registers itself)
+    import providers.custom
     import providers.embedded  # noqa: F401
 
     if ref in _REGISTRY:

@@ -33,7 +33,7 @@ from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class CustomOffer(_Strict):

@@ -5,9 +5,10 @@ Package data in ``providers/data/`` (see ``SOURCE.md`` there; derived from the S
 
 * AWS: one on-demand offer per (instance type, region) from ``Price`` (identical across AZs) and
   one spot offer per (instance type, AZ ID) from ``SpotPrice``.
-* GCP: machine price = VM row (vCPU + RAM part) + GPU row × GPU count, for the same zone, both for
-  on-demand (``Price``) and spot (``SpotPrice``). On-demand offers are per region (the cheapest
-  zone's total when zones differ, with the zone named), spot offers per zone.
+* GCP: machine price = VM row (vCPU + RAM part) + 1-GPU row × GPU count (or, for H100-MEGA, H200
+  and B200, published only per 8 GPUs, the 8-GPU row), for the same zone, both for on-demand
+  (``Price``) and spot (``SpotPrice``). On-demand offers are per region (the cheapest zone's
+  total when zones differ, with the zone named), spot offers per zone.
 * Empty or zero prices mean "not offered": the row is excluded with a recorded reason (the
   exclusions reach ``Plan.warnings`` when they touch a GPU the plan considers). Spot prices above
   on-demand are kept as published (the optimiser will not pick them) and noted.
@@ -175,10 +176,12 @@ def _gcp_gpu_count(itype: str) -> int:
 
 
 def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
-    accel: dict[tuple[str, str], dict[str, str]] = {}
+    # Accelerator rows are keyed by count: most GPUs have a 1-GPU row (price x count), but
+    # H100-MEGA, H200 and B200 are published only as 8-GPU rows (the price of all 8).
+    accel: dict[tuple[str, str, int], dict[str, str]] = {}
     for row in _rows("gcp_accelerators.csv"):
-        if row["AcceleratorCount"].strip() == "1":
-            accel[(row["AcceleratorName"], row["AvailabilityZone"])] = row
+        n = round(float(row["AcceleratorCount"]))
+        accel[(row["AcceleratorName"], row["AvailabilityZone"], n)] = row
     per_region_od: dict[tuple[str, str], list[tuple[float, str, dict]]] = defaultdict(list)
     for row in _rows("gcp_gpu_vms.csv"):
         itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
@@ -186,7 +189,9 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         accel_name = GCP_MACHINE_GPU[prefix]
         gpu = canonical_gpu_name(accel_name)
         count = _gcp_gpu_count(itype)
-        gpu_row = accel.get((accel_name, zone))
+        gpu_row, per_row = accel.get((accel_name, zone, 1)), count
+        if gpu_row is None:
+            gpu_row, per_row = accel.get((accel_name, zone, count)), 1
         if gpu is None or gpu_row is None:
             exclusions.append(f"gcp {itype} {zone}: no {accel_name} GPU price row for the zone")
             continue
@@ -205,7 +210,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         if vm_od is None or gpu_od is None:
             exclusions.append(f"gcp {itype} {zone}: empty or zero on-demand price (VM or GPU row)")
         else:
-            total = round(vm_od + gpu_od * count, 6)
+            total = round(vm_od + gpu_od * per_row, 6)
             per_region_od[(itype, region)].append((total, zone, common))
         vm_spot, gpu_spot = _price(row["SpotPrice"]), _price(gpu_row["SpotPrice"])
         if vm_spot is None or gpu_spot is None:
@@ -215,11 +220,13 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
             Offer(
                 zone=zone,
                 capacity_type="spot",
-                usd_per_hour=round(vm_spot + gpu_spot * count, 6),
+                usd_per_hour=round(vm_spot + gpu_spot * per_row, 6),
                 interruptions_per_hour=hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND]),
                 max_nodes=SPOT_NODES_PER_ZONE,
-                note=f"VM part {vm_spot} + {count} x {accel_name} {gpu_spot}; "
-                f"spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no rates)",
+                note=f"VM part {vm_spot} + "
+                + (f"{count} x {accel_name} {gpu_spot}" if per_row == count
+                   else f"{accel_name} x{count} row {gpu_spot}")
+                + f"; spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no rates)",
                 **common,
             )
         )

@@ -1,0 +1,205 @@
+"""Turn the chosen pool options into a :class:`~optimizer.plan.Plan`, with its explanation.
+
+Run time (held hours of every pool): colocated/sync = Σ pool busy hours; async = max pool busy
+hours + fill_fraction × rollout busy hours. A phase's cost is what its pool's nodes cost while
+the phase runs; a pool's idle cost is the rest of its held time. Nothing is re-optimised here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from optimizer.candidates import PoolOption, PoolSpec, spot_overhead
+from optimizer.errors import PlannerError
+from optimizer.plan import (
+    Allocation,
+    Explain,
+    PhasePlan,
+    Plan,
+    PoolPlan,
+    SolverInfo,
+    hours,
+    spec_digest,
+    usd,
+)
+from optimizer.spec import applied_defaults
+
+if TYPE_CHECKING:
+    from optimizer.solve import Context, LayoutRun
+
+
+def run_hours(mode: str, chosen: dict[str, PoolOption], fill_fraction: float) -> float:
+    if mode == "async":
+        fill = fill_fraction * chosen["rollout"].busy_hours if "rollout" in chosen else 0.0
+        return max(o.busy_hours for o in chosen.values()) + fill
+    return sum(o.busy_hours for o in chosen.values())
+
+
+def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float
+                 ) -> list[Allocation]:
+    out = []
+    for offer, n in sorted(opt.fill, key=lambda x: (x[0].capacity_type, x[0].zone,
+                                                     x[0].instance_type)):
+        if pool.stateful:
+            frac = 1.0 - opt.overhead_fraction
+        elif offer.capacity_type == "spot":
+            frac = 1.0 - spot_overhead(offer, ctx.demand)
+        else:
+            frac = 1.0
+        out.append(Allocation(
+            provider=offer.provider, region=offer.region, zone=offer.zone,
+            instance_type=offer.instance_type, gpu=offer.gpu, gpus_per_node=offer.gpus_per_node,
+            capacity_type=offer.capacity_type, nodes=n, hours=hours(phase_hours),
+            usd_per_hour=offer.usd_per_hour, cost_usd=usd(n * offer.usd_per_hour * phase_hours),
+            max_nodes=offer.max_nodes, interruptions_per_hour=offer.interruptions_per_hour,
+            effective_fraction=round(frac, 9), note=offer.note,
+        ))
+    return out
+
+
+def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], objective: str,
+               solver: str, start: float, explain: bool, timings: bool) -> Plan:
+    spec, demand = ctx.spec, ctx.demand
+
+    def key(r: LayoutRun) -> tuple[float, float, int]:
+        assert r.solution is not None
+        run = run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
+        cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values())
+        first = cost if objective == "cost" else run
+        second = run if objective == "cost" else cost
+        return (round(first, 9), round(second, 9), runs.index(r))
+
+    winner = min(solved, key=key)
+    assert winner.solution is not None and winner.best is not None
+    lay = winner.cands.layout
+    chosen = winner.solution.chosen
+    held = run_hours(lay.mode, chosen, lay.fill_fraction)
+    pools: list[PoolPlan] = []
+    phases: list[PhasePlan] = []
+    idle_total = 0.0
+    compute_total = 0.0
+    for pool in lay.pools:
+        opt = chosen[pool.name]
+        pool_cost = opt.usd_per_hour * held
+        idle = max(0.0, held - opt.busy_hours)
+        idle_total += opt.usd_per_hour * idle
+        compute_total += pool_cost
+        pools.append(PoolPlan(
+            name=pool.name, phases=list(pool.phases) + [p for p, _ in pool.stall_parts],
+            provider=opt.provider, region=opt.region, gpu=opt.gpu,
+            gpus_per_node=opt.gpus_per_node, nodes=opt.nodes, spot_ok=pool.spot_ok,
+            held_hours=hours(held), busy_hours=hours(opt.busy_hours), idle_hours=hours(idle),
+            usd_per_hour=round(opt.usd_per_hour, 6), cost_usd=usd(pool_cost),
+            idle_cost_usd=usd(opt.usd_per_hour * idle),
+            gang_overhead_fraction=round(opt.overhead_fraction, 9) if pool.stateful else 0.0,
+            allocations=_allocations(ctx, pool, opt, held),
+        ))
+        rates = dict(zip(pool.phases, opt.rates, strict=True))
+        for phase, busy in opt.phase_hours:
+            r = rates[phase]
+            npr = r.nodes_per_replica
+            usable = ((opt.nodes // npr) * npr / opt.nodes) if npr > 1 else 1.0
+            tokens = demand.primary_tokens(phase)
+            phases.append(PhasePlan(
+                name=phase, pool=pool.name, precision=r.precision, tokens=tokens,
+                tokens_per_node_hour=tokens / r.node_hours, usable_node_fraction=usable,
+                replica_gpus=r.replica_gpus, nodes_per_replica=npr, busy_hours=hours(busy),
+                gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
+                cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
+                allocations=_allocations(ctx, pool, opt, busy),
+            ))
+        for stall_name, stall in pool.stall_parts:
+            phases.append(PhasePlan(
+                name=stall_name, pool=pool.name, precision=None, tokens=0.0,
+                tokens_per_node_hour=None, usable_node_fraction=1.0, replica_gpus=0,
+                nodes_per_replica=0, busy_hours=hours(stall),
+                gpu_hours=hours(stall * opt.nodes * opt.gpus_per_node),
+                cost_usd=usd(stall * opt.usd_per_hour), calibrated=False,
+                allocations=_allocations(ctx, pool, opt, stall),
+            ))
+    order = {"rollout": 0, "eval": 1, "weight_sync": 2, "scoring": 3, "update": 4,
+             "checkpoint": 5}
+    phases.sort(key=lambda p: order.get(p.name, 9))
+    warnings = _warnings(ctx, chosen, lay.name)
+    enum_cost = winner.best.usd
+    plan_cost = compute_total
+    agree = abs(plan_cost - enum_cost) <= 1e-6 * max(1.0, enum_cost) + 0.005 \
+        if objective == "cost" else abs(held - winner.best.run_hours) <= 1e-6 * max(1.0, held)
+    cross = "agree" if agree else (f"differ: enumeration {enum_cost:.2f} USD / "
+                                   f"{winner.best.run_hours:.3f} h")
+    if not agree:
+        warnings.append(f"internal cross-check: MILP and enumeration {cross}; the verified "
+                        "MILP plan is shown")
+    provider, region = chosen[lay.pools[0].name].provider, chosen[lay.pools[0].name].region
+    spec_dump = spec.model_dump(mode="json")
+    age = ctx.catalog.age_days()
+    p = Plan(
+        spec_name=spec.name, spec_digest=spec_digest(spec_dump), method=spec.method,
+        algorithm=spec.algorithm, status=winner.solution.status, objective=objective,
+        total_cost_usd=usd(compute_total), compute_cost_usd=usd(compute_total),
+        idle_cost_usd=usd(idle_total), makespan_hours=hours(held),
+        deadline_hours=spec.sla.deadline_hours,
+        budget_usd=usd(spec.budget.max_usd) if spec.budget.max_usd is not None else None,
+        pipeline_mode=lay.mode, layout=lay.name, provider=provider, region=region,
+        steps=demand.steps, fill_fraction=lay.fill_fraction,
+        max_nodes_per_pool=spec.placement.max_nodes_per_pool,
+        multi_node_training_min_gpus_per_node=(
+            spec.placement.multi_node_training_min_gpus_per_node),
+        spot_model={
+            "lost_work_minutes": spec.efficiency.lost_work_minutes,
+            "restart_minutes": spec.efficiency.restart_minutes,
+            "checkpoint_minutes": spec.efficiency.checkpoint_minutes,
+        },
+        pools=pools, phases=phases,
+        solver=SolverInfo(
+            name=solver, status=winner.solution.status, gap=round(winner.solution.gap, 9),
+            seconds=round(time.perf_counter() - start, 3) if timings else 0.0,
+            layouts=len(runs), options_considered=sum(r.cands.considered for r in runs),
+            options_pruned=sum(r.cands.pruned for r in runs),
+            milp_options=sum(r.milp_options for r in runs),
+            offers_considered=ctx.offers_considered, cross_check=cross,
+        ),
+        warnings=warnings, defaults_applied=applied_defaults(spec),
+        catalog={"name": ctx.catalog.name, "as_of": ctx.catalog.as_of, "age_days": age,
+                 "offers": len(ctx.catalog.offers), "notes": list(ctx.catalog.notes)},
+        catalog_as_of=ctx.catalog.as_of,
+        explain=Explain(summary=[], binding=[], marginal=[], alternatives=[]),
+    )
+    if explain:
+        from optimizer.explain import explain_plan
+
+        p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
+    from optimizer.verify import verify_plan
+
+    problems = verify_plan(p)
+    if problems:
+        raise PlannerError("internal error: the plan failed verification ("
+                           + "; ".join(problems[:3]) + "); please report this bug")
+    return p
+
+
+def _warnings(ctx: Context, chosen: dict[str, PoolOption], layout: str) -> list[str]:
+    out: list[str] = []
+    stale = ctx.catalog.staleness_warning()
+    if stale:
+        out.append(stale)
+    gpus_used = {o.gpu for o in chosen.values()}
+    relevant = [e for e in ctx.catalog.exclusions if any(g in e for g in gpus_used)]
+    if relevant:
+        out.append(f"{len(relevant)} catalog rows for the chosen GPU types were excluded "
+                   f"(e.g. {relevant[0]})")
+    for o in chosen.values():
+        for offer, _ in o.fill:
+            if offer.max_nodes is not None and offer.source.startswith("embedded") \
+                    and offer.capacity_type == "spot":
+                out.append("spot capacity in the embedded catalog is an assumption "
+                           f"({offer.max_nodes} nodes per zone); confirm availability")
+                break
+        else:
+            continue
+        break
+    if any(o.gpu.startswith("Trainium") for o in chosen.values()):
+        out.append("a pool runs on AWS Trainium: it needs the Neuron SDK builds of the "
+                   "training and inference stack; exclude it with placement.gpus if unsupported")
+    return out

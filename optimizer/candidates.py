@@ -1,0 +1,455 @@
+"""Pool layouts and pool options: the finite choices the planner's MILP selects from.
+
+A *layout* fixes the pipeline mode and which phases share a pool:
+
+* ``colocated``: one pool runs every phase in turn (veRL hybrid engine); held for the run.
+* ``sync``: rollout (+eval) on one pool, scoring and update on others (or scoring on the update
+  pool); every step waits for each stage, so each pool idles while the others run: the run
+  lasts the *sum* of the pools' busy times and every pool is held (and billed) for all of it.
+* ``async``: the same pools run concurrently (one-step off-policy): the run lasts the *longest*
+  pool's busy time plus one step of pipeline fill; faster pools idle, and that idle is billed.
+
+A *pool option* is one concrete pool: (provider, region, GPU shape = GPU type × GPUs per node,
+node counts per offer). Its ``busy_hours`` (time to do its phases' work) and ``usd_per_hour``
+(what holding it costs) are exact functions of the node counts:
+
+    E = Σ_non-spot n_o + Σ_spot n_o·(1 − ω_o)                  (stateless pools)
+    E = N·(1 − √(2·C·Λ) − R·Λ),  Λ = Σ_spot n_o·λ_o             (pools running the update: a
+                                                                  gang, Young's interval)
+    t_phase = node_hours(phase, GPU, precision, nodes/node) / E,  busy = Σ t_phase + stalls
+    usd_per_hour = Σ n_o·price_o
+
+with ω_o = λ_o·(lost work + restart) for stateless workers (DESIGN §3, shared notes §6), C the
+checkpoint cost and R the restart time. The precision of each phase is the fastest allowed one
+whose replica fits the pool's GPUs: for fixed nodes a faster precision lowers busy time and
+cost never rises, so this choice is exact.
+
+Enumeration and pruning (exactness): for each (pool, region, shape) every pair (non-spot nodes
+Nn, spot nodes Ns) with 1 ≤ Nn + Ns ≤ cap is evaluated; within a capacity class nodes are taken
+from the cheapest offers first (non-spot: by price, rates are equal; spot: by price per effective
+node-hour price/(1−ω)). An option is dropped when another option of the same pool and region is
+at least as fast and at least as cheap per hour (Pareto filter): any plan using the dropped
+option is matched or beaten by the same plan with the other one, in every mode, because run time
+is non-decreasing in each pool's busy time and cost = run time × Σ usd_per_hour. The one
+approximation: spot offers of one shape and region with *different* interruption rates are
+ordered by price/(1−ω), which is exact when the rates are equal (the embedded catalog's case).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from optimizer.demand import Demand, phase_cell, precision_options
+from optimizer.errors import InputError
+from optimizer.hardware import GPU, gpus
+from providers.base import Catalog, Offer
+
+GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
+SPOT_FORBIDDEN_DEFAULT = frozenset({"update"})
+"""Built-in rule until policies land: the update never runs on spot."""
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str
+    phases: tuple[str, ...]
+    spot_ok: bool
+    stateful: bool
+    stall_hours: float
+    """Fixed busy time: checkpoint write stalls (update) and weight-sync receive (rollout)."""
+    stall_parts: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Layout:
+    mode: str  # colocated | sync | async
+    name: str
+    pools: tuple[PoolSpec, ...]
+    tail: bool
+    fill_fraction: float = 0.0
+    """async: one step of pipeline fill = rollout busy time / steps."""
+
+
+@dataclass(frozen=True)
+class PhaseRate:
+    """Node-hours for a phase's whole work on one effective node of a shape, at a precision."""
+
+    phase: str
+    precision: str
+    node_hours: float
+    nodes_per_replica: int
+    replica_gpus: int
+    gpu_hours: float
+    calibrated: bool
+
+
+@dataclass(frozen=True)
+class PoolOption:
+    pool: str
+    provider: str
+    region: str
+    gpu: str
+    gpus_per_node: int
+    fill: tuple[tuple[Offer, int], ...]
+    nodes: int
+    effective_nodes: float
+    usd_per_hour: float
+    busy_hours: float
+    phase_hours: tuple[tuple[str, float], ...]
+    precisions: tuple[tuple[str, str], ...]
+    rates: tuple[PhaseRate, ...]
+    overhead_fraction: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.pool}:{self.provider}:{self.region}:{self.gpu}x{self.gpus_per_node}:{self.nodes}"
+
+
+@dataclass
+class Candidates:
+    layout: Layout
+    frontiers: dict[str, PoolFrontier]
+    """Per pool name: its Pareto options in every region."""
+    regions: list[tuple[str, str]]
+    considered: int = 0
+    """Grid points (pool × region × shape × node counts) evaluated."""
+    pruned: int = 0
+    """Of those, dropped as Pareto-dominated."""
+
+
+@dataclass
+class OfferFilter:
+    offers: list[Offer]
+    removed: dict[str, int] = field(default_factory=dict)
+    """Filter name -> offers it removed (for 'no offers' diagnostics)."""
+
+
+def filter_offers(spec_placement, catalog: Catalog) -> OfferFilter:
+    """Apply ``placement`` (providers, regions globs, GPUs) and drop GPUs without specs."""
+    offers = list(catalog.offers)
+    removed: dict[str, int] = {}
+    p = spec_placement
+    if p.providers:
+        allowed = {x.lower() for x in p.providers}
+        known = {o.provider for o in offers}
+        unknown = [x for x in p.providers if x.lower() not in known]
+        if unknown:
+            raise InputError(
+                f"placement.providers: {unknown[0]!r} is not in the catalog {catalog.name} "
+                f"(providers: {', '.join(sorted(known))}); fix the name or the catalog"
+            )
+        keep = [o for o in offers if o.provider.lower() in allowed]
+        removed["placement.providers"] = len(offers) - len(keep)
+        offers = keep
+    if p.regions:
+        keep = [o for o in offers if any(fnmatch.fnmatchcase(o.region, g) for g in p.regions)]
+        removed["placement.regions"] = len(offers) - len(keep)
+        offers = keep
+    if p.gpus:
+        keep = [o for o in offers if o.gpu in set(p.gpus)]
+        removed["placement.gpus"] = len(offers) - len(keep)
+        offers = keep
+    known_gpus = gpus()
+    keep = [o for o in offers if o.gpu in known_gpus]
+    removed["no GPU spec"] = len(offers) - len(keep)
+    return OfferFilter(keep, removed)
+
+
+def layouts(demand: Demand) -> list[Layout]:
+    """The pool layouts the spec's ``pipeline`` allows (SFT: one pool)."""
+    spec = demand.spec
+    eff = spec.efficiency
+    stall = demand.checkpoint_stall_hours
+    phases = demand.phases
+    has_scoring = "scoring" in phases
+    gen = tuple(p for p in ("rollout", "eval") if p in phases)
+    work = tuple(p for p in phases if p != "checkpoint")
+    ckpt = (("checkpoint", stall),) if stall > 0 else ()
+    if spec.method == "sft":
+        return [Layout("colocated", "colocated", (PoolSpec("all", work, False, True, stall, ckpt),),
+                       tail=True)]
+    ws_hours = demand.steps * demand.weight_sync_gb_per_step / eff.weight_sync_gb_per_s / 3600.0
+    ws = (("weight_sync", ws_hours),)
+    out: list[Layout] = []
+    want = spec.pipeline
+    if want in ("auto", "colocated"):
+        out.append(Layout("colocated", "colocated",
+                          (PoolSpec("all", work, False, True, stall, ckpt),), tail=True))
+    for mode in ("sync", "async"):
+        if want not in ("auto", mode):
+            continue
+        rollout = PoolSpec("rollout", gen, True, False, ws_hours, ws)
+        update_only = PoolSpec("update", ("update",), False, True, stall, ckpt)
+        pools3: list[PoolSpec] = [rollout]
+        if has_scoring:
+            pools3.append(PoolSpec("scoring", ("scoring",), True, False, 0.0))
+        pools3.append(update_only)
+        fill = 1.0 / demand.steps if mode == "async" else 0.0
+        out.append(Layout(mode, f"{mode}:" + "|".join(p.name for p in pools3), tuple(pools3),
+                          tail=(mode == "sync"), fill_fraction=fill))
+        if has_scoring:
+            merged = PoolSpec("update", ("scoring", "update"), False, True, stall, ckpt)
+            out.append(Layout(mode, f"{mode}:rollout|update+scoring", (rollout, merged),
+                              tail=(mode == "sync"), fill_fraction=fill))
+    return out
+
+
+def allowed_precisions(demand: Demand, phase: str) -> tuple[str, ...]:
+    allowed = precision_options(phase)
+    spec_p = demand.spec.precisions or {}
+    if phase in spec_p:
+        allowed = tuple(q for q in allowed if q in spec_p[phase])  # type: ignore[index]
+    elif phase == "eval" and "rollout" in spec_p:
+        allowed = tuple(q for q in allowed if q in spec_p["rollout"])  # type: ignore[index]
+    elif phase == "update":
+        # built-in default until policies land: updates at bf16 or better
+        allowed = tuple(q for q in allowed if q in ("bf16", "fp16", "fp32"))
+    return allowed
+
+
+def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool
+                ) -> list[PhaseRate]:
+    """Per allowed precision that fits: node-hours on one node of ``gpn`` GPUs."""
+    out: list[PhaseRate] = []
+    tail_factor = demand.spec.efficiency.tail_factor if tail else 1.0
+    for q in allowed_precisions(demand, phase):
+        if not gpu.supports(q):
+            continue
+        pc = phase_cell(demand, phase, gpu, q)
+        if not pc.fits:
+            continue
+        g = pc.replica_gpus
+        if phase in GEN_PHASES:
+            if g <= gpn:
+                npr, usable = 1, (gpn // g) * g
+            else:
+                npr = math.ceil(g / gpn)
+                pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn)
+                if not pc.fits:
+                    continue
+                usable = gpn
+        else:
+            npr, usable = math.ceil(g / gpn), gpn
+        busy_gpu_hours = pc.gpu_hours + pc.decode_gpu_hours * (tail_factor - 1.0)
+        out.append(PhaseRate(phase, q, busy_gpu_hours / usable, npr, pc.replica_gpus,
+                             busy_gpu_hours, pc.calibrated))
+    return out
+
+
+def spot_overhead(offer: Offer, demand: Demand) -> float:
+    """Stateless worker overhead ω = λ·(lost work + restart), as a fraction of time."""
+    eff = demand.spec.efficiency
+    lam = offer.interruptions_per_hour or 0.0
+    return min(0.99, lam * (eff.lost_work_minutes + eff.restart_minutes) / 60.0)
+
+
+def _class_arrays(offers: list[Offer], weights: list[float], cap: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Offer]]:
+    """Cumulative (cost/h, effective nodes, Σλ) for taking 0..k nodes cheapest-first."""
+    order = sorted(range(len(offers)),
+                   key=lambda i: (offers[i].usd_per_hour / max(weights[i], 1e-9), offers[i].key))
+    cost = [0.0]
+    eff = [0.0]
+    lam = [0.0]
+    seq: list[Offer] = []
+    for i in order:
+        o = offers[i]
+        room = o.max_nodes or cap
+        for _ in range(min(room, cap - len(seq))):
+            seq.append(o)
+            cost.append(cost[-1] + o.usd_per_hour)
+            eff.append(eff[-1] + weights[i])
+            lam.append(lam[-1] + (o.interruptions_per_hour or 0.0))
+        if len(seq) >= cap:
+            break
+    return np.array(cost), np.array(eff), np.array(lam), seq
+
+
+def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
+    counts: dict[str, list] = {}
+    for o in seq[:k]:
+        counts.setdefault(o.key, [o, 0])[1] += 1
+    return [(o, n) for o, n in counts.values()]
+
+
+def pareto_mask(t: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Indices (sorted by t) of points not dominated in (t, c), lower is better in both."""
+    if len(t) == 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort((c, t))
+    cs = c[order]
+    running = np.minimum.accumulate(cs)
+    prev = np.concatenate(([np.inf], running[:-1]))
+    return order[cs < prev - 1e-12]
+
+
+@dataclass
+class Group:
+    """One (provider, region, GPU shape) for one pool: the grid of node counts."""
+
+    provider: str
+    region: str
+    gpu: str
+    gpus_per_node: int
+    nonspot_seq: list[Offer]
+    spot_seq: list[Offer]
+    rates: list[list[PhaseRate]]
+    e_nodes: np.ndarray
+    omega: np.ndarray
+    picks: list[np.ndarray]
+
+
+@dataclass
+class PoolFrontier:
+    """Pareto options of one pool, per region, as arrays (objects built on demand)."""
+
+    pool: PoolSpec
+    groups: list[Group]
+    t: np.ndarray
+    c: np.ndarray
+    gid: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    region: np.ndarray
+    """Index into :attr:`Candidates.regions`."""
+
+    def option(self, k: int) -> PoolOption:
+        g = self.groups[int(self.gid[k])]
+        i, j = int(self.i[k]), int(self.j[k])
+        fill = _fill(g.nonspot_seq, i) + _fill(g.spot_seq, j)
+        hours, precisions, rates_used = [], [], []
+        for ph, rates, pick in zip(self.pool.phases, g.rates, g.picks, strict=True):
+            r = rates[int(pick[i, j])]
+            scale = 1.0
+            if r.nodes_per_replica > 1:
+                scale = ((i + j) // r.nodes_per_replica) * r.nodes_per_replica / (i + j)
+            hours.append((ph, r.node_hours / (float(g.e_nodes[i, j]) * scale)))
+            precisions.append((ph, r.precision))
+            rates_used.append(r)
+        return PoolOption(
+            pool=self.pool.name, provider=g.provider, region=g.region, gpu=g.gpu,
+            gpus_per_node=g.gpus_per_node, fill=tuple(fill), nodes=i + j,
+            effective_nodes=float(g.e_nodes[i, j]), usd_per_hour=float(self.c[k]),
+            busy_hours=float(self.t[k]), phase_hours=tuple(hours),
+            precisions=tuple(precisions), rates=tuple(rates_used),
+            overhead_fraction=float(g.omega[i, j]),
+        )
+
+
+def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
+                  cap: int, region_index: dict[tuple[str, str], int]
+                  ) -> tuple[PoolFrontier, int]:
+    """Pareto options of one pool per region; also the number of grid points evaluated."""
+    eff = demand.spec.efficiency
+    by_group: dict[tuple[str, str, str, int], list[Offer]] = defaultdict(list)
+    for o in offers:
+        if o.capacity_type == "spot" and not pool.spot_ok:
+            continue
+        by_group[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
+    table = gpus()
+    rate_cache: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
+    groups: list[Group] = []
+    cols: dict[str, list[np.ndarray]] = defaultdict(list)
+    evaluated = 0
+    for (provider, region, gpu_name, gpn), group in sorted(by_group.items()):
+        rk = (gpu_name, gpn)
+        if rk not in rate_cache:
+            rates = [phase_rates(demand, ph, table[gpu_name], gpn, layout.tail)
+                     for ph in pool.phases]
+            rate_cache[rk] = rates if all(rates) else None
+        rates_per_phase = rate_cache[rk]
+        if rates_per_phase is None:
+            continue
+        nonspot = [o for o in group if o.capacity_type != "spot"]
+        spot = [o for o in group if o.capacity_type == "spot"]
+        ns_cost, _, _, ns_seq = _class_arrays(nonspot, [1.0] * len(nonspot), cap)
+        weights = ([1.0] * len(spot) if pool.stateful
+                   else [1.0 - spot_overhead(o, demand) for o in spot])
+        sp_cost, sp_eff, sp_lam, sp_seq = _class_arrays(spot, weights, cap)
+        nn = np.arange(len(ns_cost))[:, None]
+        ns = np.arange(len(sp_cost))[None, :]
+        total = nn + ns
+        valid = (total >= 1) & (total <= cap)
+        if pool.stateful and gpn < demand.spec.placement.multi_node_training_min_gpus_per_node:
+            valid &= total <= 1  # data-parallel training across small nodes: not modelled
+        usd = ns_cost[:, None] + sp_cost[None, :]
+        n_tot = np.maximum(total, 1).astype(float)
+        if pool.stateful:
+            lam = np.broadcast_to(sp_lam[None, :], usd.shape)
+            c_h, r_h = eff.checkpoint_minutes / 60.0, eff.restart_minutes / 60.0
+            omega = np.sqrt(2.0 * c_h * lam) + r_h * lam
+            e_nodes = n_tot * (1.0 - omega)
+            valid &= omega < 0.9
+        else:
+            e_nodes = nn + sp_eff[None, :]
+            omega = 1.0 - e_nodes / n_tot
+        busy = np.full(usd.shape, pool.stall_hours)
+        picks: list[np.ndarray] = []
+        for rates in rates_per_phase:
+            best = np.full(usd.shape, np.inf)
+            pick = np.zeros(usd.shape, dtype=int)
+            for idx, r in enumerate(rates):
+                scale = 1.0
+                if r.nodes_per_replica > 1:
+                    scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    t = np.where(total >= r.nodes_per_replica,
+                                 r.node_hours / (e_nodes * scale), np.inf)
+                better = t < best
+                best = np.where(better, t, best)
+                pick = np.where(better, idx, pick)
+            busy = busy + best
+            picks.append(pick)
+        valid &= np.isfinite(busy)
+        ii, jj = np.nonzero(valid)
+        evaluated += len(ii)
+        if len(ii) == 0:
+            continue
+        b, c = busy[ii, jj], usd[ii, jj]
+        keep = pareto_mask(b, c)
+        gid = len(groups)
+        groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates_per_phase,
+                            e_nodes, omega, picks))
+        cols["t"].append(b[keep])
+        cols["c"].append(c[keep])
+        cols["gid"].append(np.full(len(keep), gid))
+        cols["i"].append(ii[keep])
+        cols["j"].append(jj[keep])
+        cols["region"].append(np.full(len(keep), region_index[(provider, region)]))
+    if not groups:
+        empty = np.zeros(0)
+        return PoolFrontier(pool, [], empty, empty, empty.astype(int), empty.astype(int),
+                            empty.astype(int), empty.astype(int)), evaluated
+    arrays = {k: np.concatenate(v) for k, v in cols.items()}
+    kept: list[np.ndarray] = []
+    for r in np.unique(arrays["region"]):
+        idx = np.nonzero(arrays["region"] == r)[0]
+        kept.append(idx[pareto_mask(arrays["t"][idx], arrays["c"][idx])])
+    sel = np.concatenate(kept)
+    return PoolFrontier(pool, groups, arrays["t"][sel], arrays["c"][sel], arrays["gid"][sel],
+                        arrays["i"][sel], arrays["j"][sel], arrays["region"][sel]), evaluated
+
+
+def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: int,
+                     cache: dict | None = None) -> Candidates:
+    """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
+    have the same pool (same phases, capacity rules, stalls and tail treatment)."""
+    regions = sorted({(o.provider, o.region) for o in offers})
+    index = {r: n for n, r in enumerate(regions)}
+    frontiers: dict[str, PoolFrontier] = {}
+    considered = 0
+    cache = {} if cache is None else cache
+    for pool in layout.pools:
+        decode = any(p in ("rollout", "eval") for p in pool.phases)
+        key = (pool, layout.tail if decode else None)
+        if key not in cache:
+            cache[key] = pool_frontier(demand, layout, pool, offers, cap, index)
+        frontiers[pool.name], n = cache[key]
+        considered += n
+    kept = sum(len(f.t) for f in frontiers.values())
+    return Candidates(layout, frontiers, regions, considered, considered - kept)

@@ -1,0 +1,285 @@
+"""The planner's MILP for one pool layout (the only module that imports PuLP).
+
+Sets: pools k of the layout; options a ∈ A_k (see :mod:`optimizer.candidates`: provider,
+region, GPU shape, node counts per offer) with busy time t_ka [h] and holding price C_ka [$/h];
+regions g.
+
+Variables (names from ``[A-Za-z0-9_]``; :attr:`Model.names` maps name → (family, key))::
+
+    z_ka ∈ {0,1}   pool k uses option a            y_g ∈ {0,1}  the plan's region is g
+    D ≥ 0          run time (makespan) [h]         u_ka ≥ 0     = z_ka · D, held hours of a
+
+Constraint families (one function each):
+
+* ``one_option``      Σ_a z_ka = 1                                   for every pool k
+* ``single_region``   z_ka ≤ y_g(a), Σ_g y_g = 1  all pools in one provider region (weight sync
+                      and checkpoints stay in-region until cross-region egress is priced)
+* ``makespan``        sync / colocated: D ≥ Σ_k Σ_a t_ka z_ka (stages run one after another)
+                      async: D ≥ Σ_a t_ka z_ka + φ·Σ_a t_ra z_ra for every k (pools overlap;
+                      φ = 1/steps of pipeline fill by the rollout pool r)
+* ``deadline``        D ≤ deadline
+* ``hold``            u_ka ≥ D − D̄·(1 − z_ka): every pool is held (and billed) for the whole
+                      run, idle or not. This is the exact linearisation of the product of a
+                      binary and a bounded continuous variable (D ≤ D̄); u is only bounded
+                      below, and every objective or budget row pushes it down to z·D. The
+                      valid inequality u_ka ≥ t_ka·z_ka (a pool is held at least while busy)
+                      tightens the LP relaxation.
+* ``budget``          Σ C_ka u_ka ≤ budget
+
+Objective ``cost``: min Σ C_ka u_ka. Objective ``time``: min D, then (lexicographic, second
+solve) min cost subject to D ≤ D* (1 + 1e-9).
+
+Exactness: the product run time × holding price is represented exactly (no outer search over
+D), and options are pruned only by Pareto dominance, so an optimum of this MILP over all
+layouts is an optimum of the planning problem (see the tests' brute-force cross-check).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pulp
+
+from optimizer.candidates import Layout, PoolOption
+from optimizer.errors import InputError
+
+SOLVERS = ("highs", "cbc")
+
+
+@dataclass(frozen=True)
+class OptionSet:
+    """What the MILP chooses from: per pool, its (pruned) options; the regions they span."""
+
+    layout: Layout
+    options: dict[str, list[PoolOption]]
+    regions: list[tuple[str, str]]
+
+
+@dataclass
+class Model:
+    prob: pulp.LpProblem
+    z: dict[tuple[str, int], pulp.LpVariable]
+    u: dict[tuple[str, int], pulp.LpVariable]
+    y: dict[tuple[str, str], pulp.LpVariable]
+    D: pulp.LpVariable
+    d_max: float
+    names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    rows: dict[str, list[str]] = field(default_factory=dict)
+    """Constraint family -> row names."""
+
+
+@dataclass(frozen=True)
+class Solution:
+    status: str  # optimal | infeasible | time_limit | error
+    chosen: dict[str, PoolOption]
+    objective: float
+    gap: float
+    seconds: float
+    solver: str
+
+
+def _name(model: Model, family: str, key: str, name: str) -> str:
+    model.names[name] = (family, key)
+    model.rows.setdefault(family, []).append(name)
+    return name
+
+
+def upper_run_time(c: OptionSet) -> float:
+    """D̄: a valid upper bound on the run time of any plan built from these options."""
+    worst = {k: max(o.busy_hours for o in opts) for k, opts in c.options.items()}
+    fill = c.layout.fill_fraction * worst.get("rollout", 0.0)
+    if c.layout.mode == "async":
+        return max(worst.values()) + fill
+    return sum(worst.values())
+
+
+def build(c: OptionSet, deadline: float | None, budget: float | None, objective: str
+          ) -> Model:
+    prob = pulp.LpProblem("ptplan", pulp.LpMinimize)
+    d_max = upper_run_time(c)
+    if deadline is not None:
+        d_max = min(d_max, deadline)
+    D = pulp.LpVariable("D_hours", lowBound=0, upBound=max(d_max, 0.0))
+    model = Model(prob, {}, {}, {}, D, d_max)
+    model.names["D_hours"] = ("run_time", "")
+    for pool, opts in c.options.items():
+        for i, opt in enumerate(opts):
+            z = pulp.LpVariable(f"z_{pool}_{i}", cat=pulp.LpBinary)
+            u = pulp.LpVariable(f"u_{pool}_{i}", lowBound=0)
+            model.z[(pool, i)] = z
+            model.u[(pool, i)] = u
+            model.names[z.name] = ("option", opt.key)
+            model.names[u.name] = ("held_hours", opt.key)
+    add_one_option(model, c)
+    add_single_region(model, c)
+    add_makespan(model, c)
+    add_hold(model, c)
+    if budget is not None:
+        add_budget(model, c, budget)
+    cost = cost_expr(model, c)
+    if objective == "cost":
+        prob += cost
+    else:
+        prob += D
+    return model
+
+
+def cost_expr(model: Model, c: OptionSet) -> pulp.LpAffineExpression:
+    return pulp.lpSum(
+        opt.usd_per_hour * model.u[(pool, i)]
+        for pool, opts in c.options.items() for i, opt in enumerate(opts)
+    )
+
+
+def add_one_option(model: Model, c: OptionSet) -> None:
+    for pool, opts in c.options.items():
+        name = _name(model, "one_option", pool, f"one_option_{pool}")
+        model.prob += pulp.lpSum(model.z[(pool, i)] for i in range(len(opts))) == 1, name
+
+
+def add_single_region(model: Model, c: OptionSet) -> None:
+    if len(c.regions) <= 1:
+        return
+    for j, (provider, region) in enumerate(c.regions):
+        model.y[(provider, region)] = pulp.LpVariable(f"y_region_{j}", cat=pulp.LpBinary)
+        model.names[f"y_region_{j}"] = ("region", f"{provider}:{region}")
+    model.prob += (pulp.lpSum(model.y.values()) == 1,
+                   _name(model, "single_region", "", "single_region_choose_one"))
+    for pool, opts in c.options.items():
+        for i, opt in enumerate(opts):
+            name = _name(model, "single_region", opt.key, f"region_link_{pool}_{i}")
+            model.prob += model.z[(pool, i)] <= model.y[(opt.provider, opt.region)], name
+
+
+def _busy(model: Model, c: OptionSet, pool: str) -> pulp.LpAffineExpression:
+    return pulp.lpSum(opt.busy_hours * model.z[(pool, i)]
+                      for i, opt in enumerate(c.options[pool]))
+
+
+def add_makespan(model: Model, c: OptionSet) -> None:
+    lay = c.layout
+    if lay.mode == "async":
+        fill = (lay.fill_fraction * _busy(model, c, "rollout")
+                if "rollout" in c.options else 0.0)
+        for pool in c.options:
+            name = _name(model, "makespan", pool, f"makespan_{pool}")
+            model.prob += _busy(model, c, pool) + fill <= model.D, name
+    else:
+        total = pulp.lpSum(_busy(model, c, pool) for pool in c.options)
+        model.prob += total <= model.D, _name(model, "makespan", "", "makespan_sum")
+
+
+def add_hold(model: Model, c: OptionSet) -> None:
+    for pool, opts in c.options.items():
+        for i, opt in enumerate(opts):
+            name = _name(model, "hold", f"{pool}:{i}", f"hold_{pool}_{i}")
+            model.prob += (model.u[(pool, i)] >= model.D - model.d_max * (1 - model.z[(pool, i)]),
+                           name)
+            # valid tightening: a chosen pool is held at least its own busy time
+            name = _name(model, "hold", f"{pool}:{i}:busy", f"hold_busy_{pool}_{i}")
+            model.prob += model.u[(pool, i)] >= opt.busy_hours * model.z[(pool, i)], name
+
+
+def add_budget(model: Model, c: OptionSet, budget: float) -> None:
+    model.prob += cost_expr(model, c) <= budget, _name(model, "budget", "", "budget")
+
+
+def _solver(name: str, time_limit: float, gap: float) -> pulp.LpSolver:
+    if name == "highs":
+        solver = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=1)
+        if not solver.available():
+            raise InputError("--solver highs: highspy is not installed; pip install highspy "
+                             "or use --solver cbc")
+        return solver
+    if name == "cbc":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=gap)
+        if not solver.available():
+            raise InputError("--solver cbc: the CBC binary is not available; use --solver highs")
+        return solver
+    raise InputError(f"--solver: unknown solver {name!r}; use highs or cbc")
+
+
+def solve(c: OptionSet, deadline: float | None, budget: float | None, objective: str,
+          solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6) -> Solution:
+    """Build and solve; returns the chosen option per pool (exact status mapping)."""
+    if any(not opts for opts in c.options.values()):
+        return Solution("infeasible", {}, float("nan"), 0.0, 0.0, solver)
+    start = time.perf_counter()
+    model = build(c, deadline, budget, objective)
+    status = _run(model, solver, time_limit, gap)
+    if status in ("optimal", "time_limit") and objective == "time":
+        # lexicographic: cheapest among the fastest
+        d_star = model.D.value() or 0.0
+        model.prob += d_star * (1 + 1e-9) + 1e-9 >= model.D, "lex_time"
+        model.prob.setObjective(cost_expr(model, c))
+        status = _run(model, solver, time_limit, gap)
+    seconds = time.perf_counter() - start
+    if status not in ("optimal", "time_limit"):
+        return Solution(status, {}, float("nan"), 0.0, seconds, solver)
+    chosen: dict[str, PoolOption] = {}
+    for (pool, i), z in model.z.items():
+        if (z.value() or 0.0) > 0.5:
+            chosen[pool] = c.options[pool][i]
+    objective_value = pulp.value(model.prob.objective) or 0.0
+    gap_value = _gap(model, solver)
+    return Solution(status, chosen, float(objective_value), gap_value, seconds, solver)
+
+
+@contextlib.contextmanager
+def _stdout_silenced() -> Iterator[None]:
+    """HiGHS prints a banner from C++ straight to file descriptor 1 whenever a solver object is
+    created, whatever ``msg`` says; plans are written to stdout, so fd 1 is parked on devnull
+    for the duration of the solve."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no fd 1 (embedded interpreters): nothing to protect
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _run(model: Model, solver: str, time_limit: float, gap: float) -> str:
+    try:
+        with warnings.catch_warnings(), _stdout_silenced():
+            warnings.simplefilter("ignore")
+            model.prob.solve(_solver(solver, time_limit, gap))
+    except pulp.PulpSolverError as exc:  # pragma: no cover - solver crash
+        return "error" if "infeasible" not in str(exc).lower() else "infeasible"
+    status = pulp.LpStatus.get(model.prob.status, "Undefined")
+    if status == "Optimal":
+        # a time-limited solve can say "Optimal": sol_status 2 = feasible, not proven
+        return "time_limit" if model.prob.sol_status == 2 else "optimal"
+    if status == "Infeasible":
+        return "infeasible"
+    if status == "Not Solved" and model.prob.sol_status == 2:
+        return "time_limit"
+    return "error" if status != "Unbounded" else "error"
+
+
+def _gap(model: Model, solver: str) -> float:
+    if solver != "highs":
+        return 0.0
+    highs = getattr(model.prob, "solverModel", None)
+    if highs is None:
+        return 0.0
+    try:
+        info = highs.getInfo()
+        return float(max(0.0, info.mip_gap)) if info.mip_gap < 1e30 else 0.0
+    except Exception:  # pragma: no cover - older highspy
+        return 0.0

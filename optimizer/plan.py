@@ -1,0 +1,160 @@
+"""The ``Plan``: what the planner returns, prints and writes (versioned JSON schema).
+
+Every figure is traceable: a pool's cost is Σ nodes × usd_per_hour × held_hours over its
+allocations; a phase's busy hours are its tokens / (Σ nodes × effective fraction ×
+tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Money is a decimal
+string in USD (cents), rounded once at output; hours keep 6 significant decimals.
+
+Schema history: 1 = first release (see README "Plan JSON").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+SCHEMA_VERSION = 1
+
+
+def usd(x: float) -> str:
+    """Money as a decimal string with cents."""
+    return str(Decimal(repr(float(x))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def hours(x: float) -> float:
+    return round(float(x), 6)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Allocation(_Frozen):
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: int
+    capacity_type: str
+    nodes: int
+    hours: float
+    usd_per_hour: float
+    cost_usd: str
+    max_nodes: int | None
+    interruptions_per_hour: float | None
+    effective_fraction: float
+    """Share of a node's time doing useful work after spot overhead (1 off spot)."""
+    note: str
+
+
+class PhasePlan(_Frozen):
+    name: str
+    pool: str
+    precision: str | None
+    tokens: float
+    tokens_per_node_hour: float | None
+    """Nominal throughput of one node of the pool's shape at this precision (tail included)."""
+    usable_node_fraction: float
+    """Whole replicas only: ⌊N / nodes_per_replica⌋ × nodes_per_replica / N."""
+    replica_gpus: int
+    nodes_per_replica: int
+    busy_hours: float
+    gpu_hours: float
+    cost_usd: str
+    calibrated: bool
+    allocations: list[Allocation]
+
+
+class PoolPlan(_Frozen):
+    name: str
+    phases: list[str]
+    provider: str
+    region: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    spot_ok: bool
+    held_hours: float
+    busy_hours: float
+    idle_hours: float
+    usd_per_hour: float
+    cost_usd: str
+    idle_cost_usd: str
+    gang_overhead_fraction: float
+    allocations: list[Allocation]
+
+
+class SolverInfo(_Frozen):
+    name: str
+    status: str
+    gap: float
+    seconds: float
+    layouts: int
+    options_considered: int
+    options_pruned: int
+    milp_options: int
+    offers_considered: int
+    cross_check: str
+
+
+class LayoutResult(_Frozen):
+    layout: str
+    pipeline_mode: str
+    status: str
+    total_cost_usd: str | None
+    makespan_hours: float | None
+    provider: str | None
+    region: str | None
+
+
+class Explain(_Frozen):
+    summary: list[str]
+    binding: list[str]
+    marginal: list[str]
+    alternatives: list[LayoutResult]
+
+
+class Plan(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    spec_name: str
+    spec_digest: str
+    method: str
+    algorithm: str | None
+    status: str
+    objective: str
+    total_cost_usd: str
+    compute_cost_usd: str
+    idle_cost_usd: str
+    makespan_hours: float
+    deadline_hours: float | None
+    budget_usd: str | None
+    pipeline_mode: str
+    layout: str
+    provider: str
+    region: str
+    steps: int
+    fill_fraction: float
+    max_nodes_per_pool: int
+    multi_node_training_min_gpus_per_node: int
+    spot_model: dict[str, float]
+    pools: list[PoolPlan]
+    phases: list[PhasePlan]
+    solver: SolverInfo
+    warnings: list[str]
+    defaults_applied: list[str]
+    catalog: dict[str, Any]
+    catalog_as_of: str
+    explain: Explain
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def spec_digest(spec_dump: dict[str, Any]) -> str:
+    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

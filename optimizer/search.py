@@ -1,0 +1,289 @@
+"""Exact enumeration over pool frontiers: the bound that keeps the MILP small.
+
+For one layout, every region's Pareto options are combined exactly:
+
+* sync / colocated: run time T = Σ_k t_k, holding price C = Σ_k c_k. Pools are combined one
+  at a time by Minkowski sum followed by a Pareto filter (a dominated partial combination can
+  never beat the one dominating it, since cost = T·C is increasing in both), then every
+  surviving (T, C) is scored.
+* async: T = max_k t_k + φ·t_rollout. For every rollout option and every candidate maximum m
+  (any option's busy time), each other pool takes its cheapest option with t ≤ m (on a Pareto
+  list: the last one with t ≤ m). The optimum is among these pairs: lowering T to the longest
+  pool's time never raises cost.
+
+Deadline (T ≤ deadline) and budget (T·C ≤ budget) filter candidates; objective ``cost`` takes
+the minimum T·C, ``time`` the minimum T (then cost). The result is the exact optimum over the
+frontiers, used (1) to prune options whose lower bound exceeds it before the MILP is built and
+(2) as an independent cross-check of the MILP's answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.candidates import Candidates
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Best:
+    region: int
+    picks: dict[str, int]
+    """Pool name -> index into that pool's frontier arrays."""
+    run_hours: float
+    usd: float
+
+
+def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np.ndarray,
+                                                                    np.ndarray]]:
+    out = {}
+    for name, f in c.frontiers.items():
+        idx = np.nonzero(f.region == region)[0]
+        order = idx[np.argsort(f.t[idx], kind="stable")]
+        out[name] = (f.t[order], f.c[order], order)
+    return out
+
+
+def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
+            objective: str) -> int | None:
+    cost = T * C
+    ok = np.ones(len(T), dtype=bool)
+    if deadline is not None:
+        ok &= deadline * (1 + EPS) + EPS >= T
+    if budget is not None:
+        ok &= cost <= budget * (1 + EPS) + EPS
+    if not ok.any():
+        return None
+    idx = np.nonzero(ok)[0]
+    if objective == "cost":
+        keys = (T[idx], cost[idx])  # lexsort: last key primary
+    else:
+        keys = (cost[idx], T[idx])
+    return int(idx[np.lexsort(keys)[0]])
+
+
+def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: str,
+          limit: float = np.inf) -> tuple[float, float, dict[str, int]] | None:
+    names = sorted(arrs, key=lambda n: len(arrs[n][0]))
+    rem_t = {n: sum(float(arrs[k][0].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
+    rem_c = {n: sum(float(arrs[k][1].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
+    T = np.zeros(1)
+    C = np.zeros(1)
+    picks = np.zeros((1, 0), dtype=int)
+    for name in names:
+        t, c, order = arrs[name]
+        if len(t) == 0:
+            return None
+        T2 = (T[:, None] + t[None, :]).ravel()
+        C2 = (C[:, None] + c[None, :]).ravel()
+        rows = np.repeat(np.arange(len(T)), len(t))
+        cols = np.tile(np.arange(len(t)), len(T))
+        ok = np.ones(len(T2), dtype=bool)
+        t_lb = T2 + rem_t[name]
+        if deadline is not None:
+            ok &= t_lb <= deadline * (1 + EPS) + EPS
+        if np.isfinite(limit):  # branch and bound against the best plan found so far
+            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name])
+            ok &= lb <= limit * (1 + 1e-7) + 1e-7
+        keep = np.nonzero(ok)[0]
+        if len(keep) == 0:
+            return None
+        if name != names[-1]:  # intermediate Pareto filter
+            sub = np.lexsort((C2[keep], T2[keep]))
+            cs = C2[keep][sub]
+            prev = np.concatenate(([np.inf], np.minimum.accumulate(cs)[:-1]))
+            keep = keep[sub[cs < prev - 1e-12]]
+        picks = np.concatenate([picks[rows[keep]], order[cols[keep]][:, None]], axis=1)
+        T, C = T2[keep], C2[keep]
+    k = _choose(T, C, deadline, budget, objective)
+    if k is None:
+        return None
+    return float(T[k]), float(C[k]), {n: int(picks[k, i]) for i, n in enumerate(names)}
+
+
+def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None,
+           objective: str) -> tuple[float, float, dict[str, int]] | None:
+    names = list(arrs)
+    if any(len(arrs[n][0]) == 0 for n in names):
+        return None
+    tr, cr, order_r = arrs["rollout"]
+    others = [n for n in names if n != "rollout"]
+    m = np.unique(np.concatenate([arrs[n][0] for n in names]))
+    A, M = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
+    A, M = A.ravel(), M.ravel()
+    mv = m[M]
+    ok = mv >= tr[A] - 1e-12
+    C = cr[A].copy()
+    idx_other = {}
+    for n in others:
+        t, c, _ = arrs[n]
+        pos = np.searchsorted(t, mv + 1e-12, side="right") - 1
+        ok &= pos >= 0
+        pos = np.maximum(pos, 0)
+        C = C + c[pos]
+        idx_other[n] = pos
+    T = mv + fill * tr[A]
+    sel = np.nonzero(ok)[0]
+    if len(sel) == 0:
+        return None
+    k = _choose(T[sel], C[sel], deadline, budget, objective)
+    if k is None:
+        return None
+    k = int(sel[k])
+    picks = {"rollout": int(order_r[A[k]])}
+    for n in others:
+        picks[n] = int(arrs[n][2][idx_other[n][k]])
+    return float(T[k]), float(C[k]), picks
+
+
+def region_bound(c: Candidates, arrs: dict, objective: str) -> float:
+    """A lower bound on any plan in one region: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)."""
+    min_t = {n: float(a[0].min()) for n, a in arrs.items()}
+    min_c = {n: float(a[1].min()) for n, a in arrs.items()}
+    if c.layout.mode == "async" and "rollout" in arrs:
+        t_lb = max(min_t.values()) + c.layout.fill_fraction * min_t["rollout"]
+    else:
+        t_lb = sum(min_t.values())
+    if objective == "time":
+        return t_lb
+    busy = sum(float((a[0] * a[1]).min()) for a in arrs.values())
+    return max(busy, t_lb * sum(min_c.values()))
+
+
+def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
+    out = []
+    for region in range(len(c.regions)):
+        arrs = _region_arrays(c, region)
+        if any(len(a[0]) == 0 for a in arrs.values()):
+            continue
+        out.append((region_bound(c, arrs, objective), region, arrs))
+    out.sort(key=lambda x: (x[0], x[1]))
+    return out
+
+
+def best(c: Candidates, deadline: float | None, budget: float | None, objective: str
+         ) -> Best | None:
+    """The exact optimum of this layout over all regions, or None if nothing is feasible.
+
+    Regions are visited in order of a lower bound; once the bound exceeds the best plan found,
+    the remaining regions cannot hold a better one and are skipped.
+    """
+    found: list[tuple[tuple[float, float, int], Best]] = []
+    incumbent = np.inf
+    for bound, region, arrs in _regions_by_bound(c, objective):
+        if bound > incumbent * (1 + 1e-9) + 1e-9:
+            break
+        if c.layout.mode == "async" and "rollout" in arrs:
+            r = _async(arrs, c.layout.fill_fraction, deadline, budget, objective)
+        else:
+            r = _sync(arrs, deadline, budget, objective, incumbent)
+        if r is None:
+            continue
+        T, C, picks = r
+        b = Best(region, picks, T, T * C)
+        key = (b.usd, b.run_hours, region) if objective == "cost" else (b.run_hours, b.usd, region)
+        found.append((key, b))
+        incumbent = min(incumbent, key[0])
+    if not found:
+        return None
+    found.sort(key=lambda x: x[0])
+    return found[0][1]
+
+
+def _minkowski(arrs: list[tuple[np.ndarray, np.ndarray]], deadline: float | None,
+               limit: float = np.inf, objective: str = "cost", extra_t: float = 0.0,
+               extra_c: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Pareto set of (Σt, Σc) over one option per pool, pruned by deadline and by ``limit``
+    (a bound computed with the remaining pools' and ``extra_*`` smallest t and c)."""
+    T, C = np.zeros(1), np.zeros(1)
+    for i, (t, c) in enumerate(arrs):
+        T2 = (T[:, None] + t[None, :]).ravel()
+        C2 = (C[:, None] + c[None, :]).ravel()
+        rt = extra_t + sum(float(a[0].min()) for a in arrs[i + 1:])
+        rc = extra_c + sum(float(a[1].min()) for a in arrs[i + 1:])
+        ok = np.ones(len(T2), dtype=bool)
+        if deadline is not None:
+            ok &= T2 + rt <= deadline * (1 + EPS) + EPS
+        if np.isfinite(limit):
+            lb = T2 + rt if objective == "time" else (T2 + rt) * (C2 + rc)
+            ok &= lb <= limit * (1 + 1e-6) + 1e-7
+        T2, C2 = T2[ok], C2[ok]
+        if len(T2) == 0:
+            return T2, C2
+        sub = np.lexsort((C2, T2))
+        cs = C2[sub]
+        prev = np.concatenate(([np.inf], np.minimum.accumulate(cs)[:-1]))
+        keep = sub[cs < prev - 1e-12]
+        T, C = T2[keep], C2[keep]
+    return T, C
+
+
+def option_bounds(c: Candidates, deadline: float | None, budget: float | None, objective: str,
+                  limit: float = np.inf) -> dict[str, np.ndarray]:
+    """Per pool and frontier index: a lower bound on the objective of any plan using it.
+
+    sync / colocated: exact (the best completion over the Minkowski–Pareto set of the other
+    pools, under the deadline and budget). async: exact for rollout options (best over the
+    candidate maxima); for other pools the bound max(t, others' min t) + fill, c + others' min c.
+    """
+    lay = c.layout
+    out = {n: np.full(len(f.t), np.inf) for n, f in c.frontiers.items()}
+    for bound, _region, arrs in _regions_by_bound(c, objective):
+        if bound > limit * (1 + 1e-6) + 1e-7:
+            break
+        names = list(arrs)
+        is_async = lay.mode == "async" and "rollout" in arrs
+        for n in names:
+            t, cc, order = arrs[n]
+            if not is_async:
+                T_r, C_r = _minkowski([arrs[k][:2] for k in names if k != n], deadline, limit,
+                                      objective, float(t.min()), float(cc.min()))
+                if len(T_r) == 0:
+                    continue
+                T = t[:, None] + T_r[None, :]
+                C = cc[:, None] + C_r[None, :]
+            elif n == "rollout":
+                others = [k for k in names if k != n]
+                m = np.unique(np.concatenate([arrs[k][0] for k in names]))
+                T = np.maximum(m[None, :], t[:, None])
+                C = np.repeat(cc[:, None], len(m), axis=1)
+                for k in others:
+                    tk, ck, _ = arrs[k]
+                    pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
+                    C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
+                T = T + lay.fill_fraction * t[:, None]
+            else:
+                # candidate maxima m ≥ t; the rollout and other pools take their cheapest
+                # option with busy time ≤ m; the fill term uses the fastest rollout option
+                m = np.unique(np.concatenate([arrs[k][0] for k in names]))
+                T = np.maximum(m[None, :], t[:, None])
+                C = np.repeat(cc[:, None], len(m), axis=1)
+                for k in names:
+                    if k == n:
+                        continue
+                    tk, ck, _ = arrs[k]
+                    pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
+                    C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
+                T = T + lay.fill_fraction * float(arrs["rollout"][0].min())
+            cost = T * C
+            ok = np.isfinite(cost)
+            if deadline is not None:
+                ok &= deadline * (1 + EPS) + EPS >= T
+            if budget is not None:
+                ok &= cost <= budget * (1 + EPS) + EPS
+            value = cost if objective == "cost" else T + 0 * cost
+            value = np.where(ok, value, np.inf)
+            out[n][order] = value.min(axis=1)
+    return out
+
+
+def prune_for_milp(c: Candidates, incumbent: Best, deadline: float | None,
+                   budget: float | None, objective: str, keep_gap: float = 1e-6
+                   ) -> dict[str, np.ndarray]:
+    """Frontier indices per pool whose bound is within ``keep_gap`` of the incumbent."""
+    limit = incumbent.usd if objective == "cost" else incumbent.run_hours
+    bounds = option_bounds(c, deadline, budget, objective, limit)
+    return {n: np.nonzero(b <= limit * (1 + keep_gap) + 1e-7)[0] for n, b in bounds.items()}

@@ -1,0 +1,174 @@
+"""Plan a project: layouts → candidate pools → exact bound → MILP → Plan → verify.
+
+Solve strategy (per layout the spec's ``pipeline`` allows):
+
+1. :mod:`optimizer.candidates` builds each pool's Pareto options in every region.
+2. :mod:`optimizer.search` computes the exact optimum over those options (the incumbent) and,
+   per option, a lower bound on any plan using it; options whose bound exceeds the incumbent
+   are dropped.
+3. :mod:`optimizer.formulation` solves the MILP on the surviving options (HiGHS, or CBC with
+   ``--solver cbc``); its answer must agree with step 2 (``solver.cross_check``).
+4. The best layout's solution becomes a :class:`~optimizer.plan.Plan`, which
+   :func:`optimizer.verify.verify_plan` re-checks from the plan alone before it is returned.
+
+Infeasible inputs raise :class:`~optimizer.errors.InfeasibleError` naming the binding
+constraint and what would make the plan feasible.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from optimizer.candidates import Candidates, build_candidates, filter_offers, layouts
+from optimizer.demand import Demand, build_demand, phase_cell
+from optimizer.errors import InfeasibleError, InputError
+from optimizer.formulation import OptionSet, Solution, solve
+from optimizer.hardware import gpus
+from optimizer.plan import Plan
+from optimizer.search import Best, best, prune_for_milp
+from optimizer.spec import ProjectSpec
+from providers.base import Catalog
+
+
+@dataclass
+class LayoutRun:
+    cands: Candidates
+    best: Best | None
+    solution: Solution | None = None
+    milp_options: int = 0
+
+
+@dataclass
+class Context:
+    spec: ProjectSpec
+    demand: Demand
+    catalog: Catalog
+    runs: list[Candidates]
+    offers_considered: int
+    removed: dict[str, int]
+
+
+def prepare(spec: ProjectSpec, catalog: Catalog) -> Context:
+    demand = build_demand(spec)
+    filt = filter_offers(spec.placement, catalog)
+    if not filt.offers:
+        removed = ", ".join(f"{k} removed {v}" for k, v in filt.removed.items() if v)
+        raise InfeasibleError(
+            f"no offers: catalog {catalog.name} has {len(catalog.offers)} offers and the filters "
+            f"left none ({removed or 'the catalog is empty'}); widen placement.providers, "
+            "placement.regions or placement.gpus"
+        )
+    cache: dict = {}
+    cap = spec.placement.max_nodes_per_pool
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache) for lay in layouts(demand)]
+    return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed)
+
+
+def _key(b: Best, objective: str) -> tuple[float, float]:
+    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
+
+
+def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None,
+                      objective: str) -> tuple[Candidates, Best] | None:
+    found = []
+    for i, c in enumerate(ctx.runs):
+        b = best(c, deadline, budget, objective)
+        if b is not None:
+            found.append((_key(b, objective), i, c, b))
+    if not found:
+        return None
+    found.sort(key=lambda x: (x[0], x[1]))
+    return found[0][2], found[0][3]
+
+
+def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: str = "highs",
+         explain: bool = True, timings: bool = True, ctx: Context | None = None) -> Plan:
+    """The cheapest (or, with objective ``time``, fastest within budget) verified plan."""
+    if objective not in ("cost", "time"):
+        raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
+    start = time.perf_counter()
+    ctx = ctx or prepare(spec, catalog)
+    deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
+    runs: list[LayoutRun] = []
+    for c in ctx.runs:
+        runs.append(LayoutRun(c, best(c, deadline, budget, objective)))
+    feasible = [r for r in runs if r.best is not None]
+    if not feasible:
+        raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
+    for r in feasible:
+        assert r.best is not None
+        keep = prune_for_milp(r.cands, r.best, deadline, budget, objective)
+        options = {n: [r.cands.frontiers[n].option(int(k)) for k in idx]
+                   for n, idx in keep.items()}
+        r.milp_options = sum(len(v) for v in options.values())
+        regions = sorted({(o.provider, o.region) for v in options.values() for o in v})
+        r.solution = solve(OptionSet(r.cands.layout, options, regions), deadline, budget,
+                           objective, solver)
+    solved = [r for r in feasible if r.solution and r.solution.chosen]
+    if not solved:
+        statuses = ", ".join(f"{r.cands.layout.name}: {r.solution.status if r.solution else '?'}"
+                             for r in feasible)
+        raise InfeasibleError(f"the MILP solver returned no solution ({statuses}); "
+                              "retry with --solver cbc or report a bug")
+    from optimizer.build import build_plan  # local import keeps module graph acyclic
+
+    return build_plan(ctx, runs, solved, objective, solver, start, explain, timings)
+
+
+def diagnose(ctx: Context, deadline: float | None, budget: float | None, objective: str) -> str:
+    """Name what binds and what would make the plan feasible."""
+    empty = [(c.layout.name, name) for c in ctx.runs for name, f in c.frontiers.items()
+             if len(f.t) == 0]
+    if len(empty) and all(any(len(f.t) == 0 for f in c.frontiers.values()) for c in ctx.runs):
+        return no_fit_message(ctx, sorted({p for _, p in empty}))
+    fastest = best_over_layouts(ctx, None, None, "time")
+    cheapest_any = best_over_layouts(ctx, None, None, "cost")
+    assert fastest is not None and cheapest_any is not None
+    f_c, f_b = fastest
+    region = "/".join(f_c.regions[f_b.region])
+    if deadline is not None and f_b.run_hours > deadline:
+        return (
+            f"deadline {deadline:g} h: fastest achievable {f_b.run_hours:.1f} h "
+            f"({f_c.layout.name}, {region}, ${f_b.usd:,.2f}); set sla.deadline_hours to at least "
+            f"{f_b.run_hours:.1f}, raise placement.max_nodes_per_pool "
+            f"({ctx.spec.placement.max_nodes_per_pool}) or allow more GPU types and regions"
+        )
+    if budget is not None:
+        cheap = best_over_layouts(ctx, deadline, None, "cost")
+        assert cheap is not None
+        c_c, c_b = cheap
+        within = f"meeting the {deadline:g} h deadline " if deadline is not None else ""
+        any_deadline = (f"; with no deadline the cheapest plan costs ${cheapest_any[1].usd:,.2f} "
+                        f"over {cheapest_any[1].run_hours:.1f} h" if deadline is not None else "")
+        return (
+            f"budget ${budget:,.2f}: the cheapest plan {within}costs ${c_b.usd:,.2f} "
+            f"({c_c.layout.name}, {'/'.join(c_c.regions[c_b.region])}); raise budget.max_usd "
+            f"to at least {c_b.usd:,.2f}{any_deadline}"
+        )
+    return "no feasible plan under the given constraints"
+
+
+def no_fit_message(ctx: Context, pools: list[str]) -> str:
+    demand = ctx.demand
+    reasons: list[str] = []
+    seen_gpus = sorted({o.gpu for c in ctx.runs for f in c.frontiers.values() for g in f.groups
+                        for o in (g.nonspot_seq + g.spot_seq)} |
+                       {o.gpu for o in ctx.catalog.offers})
+    for phase in demand.phases:
+        if phase == "checkpoint":
+            continue
+        from optimizer.candidates import allowed_precisions
+
+        allowed = allowed_precisions(demand, phase)
+        for name in seen_gpus:
+            gpu = gpus().get(name)
+            if gpu is None:
+                continue
+            cells = [phase_cell(demand, phase, gpu, q) for q in allowed if gpu.supports(q)]
+            if cells and not any(c.fits for c in cells):
+                reasons.append(f"{phase} on {name}: {cells[0].reason}")
+                break
+    detail = "; ".join(reasons[:3]) or "no GPU type offers an allowed precision"
+    return (f"no offer can run pool(s) {', '.join(pools)}: {detail}; allow larger GPUs "
+            "(placement.gpus), lower precisions (precisions) or more nodes per replica")

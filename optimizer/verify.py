@@ -1,0 +1,200 @@
+"""Independent re-check of a plan, from the plan alone (and optionally its spec).
+
+Nothing here calls the optimiser or reads the catalog. From the plan's own figures it recomputes:
+
+* ``pool_accounting``: a pool's nodes, $/h and cost are the sums over its allocations; every
+  allocation is of the pool's shape, provider and region (one region per plan).
+* ``hold``: every pool is held for the whole run; idle = held − busy ≥ 0, billed.
+* ``coverage``: Σ nodes × effective fraction × tokens/node-hour × usable fraction × busy hours
+  covers each phase's tokens.
+* ``spot_overhead``: effective fractions follow from the interruption rates and the plan's spot
+  model (stateless: 1 − λ·(lost + restart); gang: 1 − √(2CΛ) − RΛ).
+* ``memory``: pool nodes ≥ nodes per replica, and nodes per replica × GPUs/node ≥ replica GPUs.
+* ``capacity``: nodes ≤ each offer's cap and ≤ the pool cap; spot only where allowed; the
+  update never on spot (built-in rule until policies land).
+* ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
+* ``totals``: compute = Σ pools; total = compute; idle = Σ idle; phase costs + idle = total.
+* ``deadline``, ``budget``.
+
+With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
+demand model and compares them with the plan's.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from optimizer.plan import Plan
+
+REL = 1e-6
+
+
+def _close(a: float, b: float, rel: float = REL, abs_: float = 1e-6) -> bool:
+    return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
+
+
+def _money(s: str) -> float:
+    return float(Decimal(s))
+
+
+def verify_plan(plan: Plan) -> list[str]:
+    """Violations as ``rule: detail`` lines; empty when the plan is consistent."""
+    v: list[str] = []
+    held = plan.makespan_hours
+    pools = {p.name: p for p in plan.pools}
+    sm = plan.spot_model
+    lost_r = (sm["lost_work_minutes"] + sm["restart_minutes"]) / 60.0
+    c_h, r_h = sm["checkpoint_minutes"] / 60.0, sm["restart_minutes"] / 60.0
+    total_cost = 0.0
+    idle_cost = 0.0
+    for pool in plan.pools:
+        allocs = pool.allocations
+        stateful = "update" in pool.phases
+        if sum(a.nodes for a in allocs) != pool.nodes:
+            v.append(f"pool_accounting: pool {pool.name} nodes {pool.nodes} != sum of "
+                     "allocations")
+        price = sum(a.nodes * a.usd_per_hour for a in allocs)
+        if not _close(price, pool.usd_per_hour):
+            v.append(f"pool_accounting: pool {pool.name} ${pool.usd_per_hour}/h != "
+                     f"{price:.6f} from allocations")
+        for a in allocs:
+            if (a.gpu, a.gpus_per_node) != (pool.gpu, pool.gpus_per_node):
+                v.append(f"pool_accounting: pool {pool.name} mixes shapes ({a.instance_type})")
+            if (a.provider, a.region) != (plan.provider, plan.region):
+                v.append(f"pool_accounting: {a.instance_type} in {a.provider}/{a.region} is "
+                         f"outside the plan's region {plan.provider}/{plan.region}")
+            if a.capacity_type not in ("on_demand", "spot", "reserved"):
+                v.append(f"capacity: unknown capacity_type {a.capacity_type!r}")
+            if a.max_nodes is not None and a.nodes > a.max_nodes:
+                v.append(f"capacity: {a.nodes} {a.instance_type} {a.capacity_type} in "
+                         f"{a.zone or a.region} exceeds the offer's cap {a.max_nodes}")
+            if a.capacity_type == "spot" and not pool.spot_ok:
+                v.append(f"capacity: pool {pool.name} uses spot but spot is not allowed there")
+            if a.capacity_type == "spot" and stateful:
+                v.append(f"capacity: pool {pool.name} runs the update on spot (built-in rule)")
+            if not _close(a.hours, held):
+                v.append(f"hold: {a.instance_type} in pool {pool.name} billed {a.hours} h, "
+                         f"the run lasts {held} h")
+            if not _close(_money(a.cost_usd), a.nodes * a.usd_per_hour * a.hours, abs_=0.006):
+                v.append(f"pool_accounting: {a.instance_type} cost {a.cost_usd} != nodes x "
+                         "price x hours")
+        if stateful:
+            lam = sum(a.nodes * (a.interruptions_per_hour or 0.0) for a in allocs
+                      if a.capacity_type == "spot")
+            want = 1.0 - (math.sqrt(2.0 * c_h * lam) + r_h * lam)
+            for a in allocs:
+                if not _close(a.effective_fraction, want, abs_=1e-8):
+                    v.append(f"spot_overhead: pool {pool.name} effective fraction "
+                             f"{a.effective_fraction} != {want:.9f} (gang model)")
+        else:
+            for a in allocs:
+                want = 1.0 - (a.interruptions_per_hour or 0.0) * lost_r \
+                    if a.capacity_type == "spot" else 1.0
+                if not _close(a.effective_fraction, want, abs_=1e-8):
+                    v.append(f"spot_overhead: {a.instance_type} effective fraction "
+                             f"{a.effective_fraction} != {want:.9f}")
+        if stateful and pool.nodes > 1 and \
+                pool.gpus_per_node < plan.multi_node_training_min_gpus_per_node:
+            v.append(f"capacity: pool {pool.name} trains across {pool.nodes} nodes of "
+                     f"{pool.gpus_per_node} GPUs; multi-node training needs "
+                     f"{plan.multi_node_training_min_gpus_per_node}+ GPUs per node")
+        if pool.nodes > plan.max_nodes_per_pool:
+            v.append(f"capacity: pool {pool.name} has {pool.nodes} nodes, the pool cap is "
+                     f"{plan.max_nodes_per_pool}")
+        busy = sum(ph.busy_hours for ph in plan.phases if ph.pool == pool.name)
+        if not _close(busy, pool.busy_hours, abs_=1e-5):
+            v.append(f"hold: pool {pool.name} busy {pool.busy_hours} h != phases' {busy:.6f} h")
+        if pool.busy_hours > held * (1 + REL) + 1e-6:
+            v.append(f"hold: pool {pool.name} busy {pool.busy_hours} h exceeds the run {held} h")
+        if not _close(pool.idle_hours, max(0.0, held - pool.busy_hours), abs_=1e-5):
+            v.append(f"hold: pool {pool.name} idle {pool.idle_hours} h != held - busy")
+        if not _close(_money(pool.cost_usd), price * held, abs_=0.006):
+            v.append(f"pool_accounting: pool {pool.name} cost {pool.cost_usd} != "
+                     f"{price * held:.2f}")
+        total_cost += price * held
+        idle_cost += price * max(0.0, held - pool.busy_hours)
+    for ph in plan.phases:
+        pool = pools.get(ph.pool)
+        if pool is None:
+            v.append(f"coverage: phase {ph.name} names unknown pool {ph.pool!r}")
+            continue
+        if ph.tokens_per_node_hour is None:
+            continue
+        done = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
+            * ph.tokens_per_node_hour * ph.usable_node_fraction * ph.busy_hours
+        if done < ph.tokens * (1 - 1e-5):
+            v.append(f"coverage: phase {ph.name} covers {done:.6g} of {ph.tokens:.6g} tokens")
+        npr = ph.nodes_per_replica
+        if pool.nodes < npr or npr * pool.gpus_per_node < ph.replica_gpus:
+            v.append(f"memory: phase {ph.name} needs {ph.replica_gpus} GPUs per replica; pool "
+                     f"{pool.name} has {pool.nodes} x {pool.gpus_per_node}")
+        usable = (pool.nodes // npr) * npr / pool.nodes if npr > 1 else 1.0
+        if not _close(usable, ph.usable_node_fraction):
+            v.append(f"memory: phase {ph.name} usable fraction {ph.usable_node_fraction} != "
+                     f"{usable}")
+    busy = {p.name: p.busy_hours for p in plan.pools}
+    if plan.pipeline_mode == "async":
+        want = max(busy.values()) + plan.fill_fraction * busy.get("rollout", 0.0)
+    else:
+        want = sum(busy.values())
+    if not _close(want, held, abs_=1e-5):
+        v.append(f"makespan: run {held} h != {want:.6f} h from pool busy times "
+                 f"({plan.pipeline_mode})")
+    if not _close(_money(plan.compute_cost_usd), total_cost, abs_=0.01):
+        v.append(f"totals: compute {plan.compute_cost_usd} != {total_cost:.2f}")
+    if not _close(_money(plan.total_cost_usd), _money(plan.compute_cost_usd), abs_=0.005):
+        v.append("totals: total != compute (no storage or network priced in this schema)")
+    if not _close(_money(plan.idle_cost_usd), idle_cost, abs_=0.01):
+        v.append(f"totals: idle {plan.idle_cost_usd} != {idle_cost:.2f}")
+    parts = sum(_money(ph.cost_usd) for ph in plan.phases) + _money(plan.idle_cost_usd)
+    tol = 0.006 * (len(plan.phases) + 1)
+    if not _close(parts, _money(plan.total_cost_usd), abs_=tol):
+        v.append(f"totals: phases + idle = {parts:.2f} != total {plan.total_cost_usd}")
+    if plan.deadline_hours is not None and held > plan.deadline_hours * (1 + REL):
+        v.append(f"deadline: run {held} h exceeds the deadline {plan.deadline_hours} h")
+    if plan.budget_usd is not None and _money(plan.total_cost_usd) > _money(plan.budget_usd):
+        v.append(f"budget: cost {plan.total_cost_usd} exceeds the budget {plan.budget_usd}")
+    return v
+
+
+def verify_against_spec(plan: Plan, spec) -> list[str]:
+    """``spec_match``: recompute tokens and node throughput per phase from the spec."""
+    from optimizer.candidates import allowed_precisions, phase_rates
+    from optimizer.demand import build_demand
+    from optimizer.hardware import gpus
+    from optimizer.plan import spec_digest
+
+    v: list[str] = []
+    if spec.name != plan.spec_name:
+        v.append(f"spec_match: plan is for {plan.spec_name!r}, the spec is {spec.name!r}")
+    if spec_digest(spec.model_dump(mode="json")) != plan.spec_digest:
+        v.append("spec_match: the spec changed since the plan was made (digest differs)")
+    if spec.sla.deadline_hours != plan.deadline_hours:
+        v.append(f"spec_match: deadline {plan.deadline_hours} != spec {spec.sla.deadline_hours}")
+    demand = build_demand(spec)
+    pools = {p.name: p for p in plan.pools}
+    tail = plan.pipeline_mode != "async"
+    for ph in plan.phases:
+        if ph.tokens_per_node_hour is None:
+            continue
+        tokens = demand.primary_tokens(ph.name)
+        if not _close(tokens, ph.tokens):
+            v.append(f"spec_match: phase {ph.name} tokens {ph.tokens:.6g} != {tokens:.6g}")
+        if ph.precision not in allowed_precisions(demand, ph.name):
+            v.append(f"spec_match: phase {ph.name} precision {ph.precision} is not allowed")
+        pool = pools[ph.pool]
+        gpu = gpus().get(pool.gpu)
+        if gpu is None:
+            v.append(f"spec_match: unknown GPU {pool.gpu!r}")
+            continue
+        rates = {r.precision: r for r in phase_rates(demand, ph.name, gpu, pool.gpus_per_node,
+                                                     tail)}
+        r = rates.get(ph.precision or "")
+        if r is None:
+            v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")
+            continue
+        if not _close(tokens / r.node_hours, ph.tokens_per_node_hour):
+            v.append(f"spec_match: phase {ph.name} throughput {ph.tokens_per_node_hour:.6g} "
+                     f"tokens/node-hour != model {tokens / r.node_hours:.6g}")
+    return v
