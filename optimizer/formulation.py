@@ -105,13 +105,13 @@ def build(c: OptionSet, deadline: float | None, budget: float | None, objective:
     d_max = upper_run_time(c)
     if deadline is not None:
         d_max = min(d_max, deadline)
-    D = pulp.LpVariable("D_hours", lowBound=0, upBound=max(d_max, 0.0))
+    D = _var(prob, "D_hours", 0, max(d_max, 0.0))
     model = Model(prob, {}, {}, {}, D, d_max)
     model.names["D_hours"] = ("run_time", "")
     for pool, opts in c.options.items():
         for i, opt in enumerate(opts):
-            z = pulp.LpVariable(f"z_{pool}_{i}", cat=pulp.LpBinary)
-            u = pulp.LpVariable(f"u_{pool}_{i}", lowBound=0)
+            z = _var(prob, f"z_{pool}_{i}", cat=pulp.LpBinary)
+            u = _var(prob, f"u_{pool}_{i}", 0)
             model.z[(pool, i)] = z
             model.u[(pool, i)] = u
             model.names[z.name] = ("option", opt.key)
@@ -128,6 +128,14 @@ def build(c: OptionSet, deadline: float | None, budget: float | None, objective:
     else:
         prob += D
     return model
+
+
+def _var(prob: pulp.LpProblem, name: str, low: float | None = None, up: float | None = None,
+         cat: str = pulp.LpContinuous) -> pulp.LpVariable:
+    """A variable attached to ``prob`` (PuLP ≥ 3.3 API; plain constructor before it)."""
+    if hasattr(prob, "add_variable"):
+        return prob.add_variable(name, lowBound=low, upBound=up, cat=cat)
+    return pulp.LpVariable(name, lowBound=low, upBound=up, cat=cat)
 
 
 def cost_expr(model: Model, c: OptionSet) -> pulp.LpAffineExpression:
@@ -147,7 +155,7 @@ def add_single_region(model: Model, c: OptionSet) -> None:
     if len(c.regions) <= 1:
         return
     for j, (provider, region) in enumerate(c.regions):
-        model.y[(provider, region)] = pulp.LpVariable(f"y_region_{j}", cat=pulp.LpBinary)
+        model.y[(provider, region)] = _var(model.prob, f"y_region_{j}", cat=pulp.LpBinary)
         model.names[f"y_region_{j}"] = ("region", f"{provider}:{region}")
     model.prob += (pulp.lpSum(model.y.values()) == 1,
                    _name(model, "single_region", "", "single_region_choose_one"))
@@ -269,7 +277,7 @@ def _run(model: Model, solver: str, time_limit: float, gap: float) -> str:
         return "infeasible"
     if status == "Not Solved" and model.prob.sol_status == 2:
         return "time_limit"
-    return "error" if status != "Unbounded" else "error"
+    return "error"
 
 
 def _gap(model: Model, solver: str) -> float:

@@ -58,10 +58,8 @@ def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float 
     if not ok.any():
         return None
     idx = np.nonzero(ok)[0]
-    if objective == "cost":
-        keys = (T[idx], cost[idx])  # lexsort: last key primary
-    else:
-        keys = (cost[idx], T[idx])
+    # lexsort: the last key is the primary one
+    keys = (T[idx], cost[idx]) if objective == "cost" else (cost[idx], T[idx])
     return int(idx[np.lexsort(keys)[0]])
 
 
@@ -274,7 +272,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                 ok &= deadline * (1 + EPS) + EPS >= T
             if budget is not None:
                 ok &= cost <= budget * (1 + EPS) + EPS
-            value = cost if objective == "cost" else T + 0 * cost
+            value = cost if objective == "cost" else np.broadcast_to(T, cost.shape)
             value = np.where(ok, value, np.inf)
             out[n][order] = value.min(axis=1)
     return out

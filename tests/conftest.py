@@ -1,0 +1,43 @@
+"""Shared fixtures: the example specs as plain dicts (fresh copies) and a one-line check."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+EXAMPLE_FILES = ("grpo-7b.yaml", "opd-8b-from-32b.yaml", "sft-8b.yaml")
+
+_RAW: dict[str, dict[str, Any]] = {
+    name: yaml.safe_load((EXAMPLES / name).read_text(encoding="utf-8")) for name in EXAMPLE_FILES
+}
+
+
+def example_dict(name: str) -> dict[str, Any]:
+    """A fresh, mutable copy of an example spec as loaded from YAML."""
+    return copy.deepcopy(_RAW[name])
+
+
+def assert_one_line(message: str) -> None:
+    assert message.strip(), "empty error message"
+    assert len(message.splitlines()) == 1, f"message is not one line: {message!r}"
+
+
+@pytest.fixture
+def grpo() -> dict[str, Any]:
+    return example_dict("grpo-7b.yaml")
+
+
+@pytest.fixture
+def opd() -> dict[str, Any]:
+    return example_dict("opd-8b-from-32b.yaml")
+
+
+@pytest.fixture
+def sft() -> dict[str, Any]:
+    return example_dict("sft-8b.yaml")

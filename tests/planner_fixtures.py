@@ -1,0 +1,149 @@
+"""Small, realistic planner fixtures and an independent brute-force planner.
+
+The brute force shares only the rate model with the planner (``phase_rates``, ``spot_overhead``
+and the layouts): it enumerates every node count of every offer for every pool, every region
+and every layout, and prices each combination directly. It knows nothing of Pareto fronts,
+bounds or the MILP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+from optimizer.candidates import layouts, phase_rates, spot_overhead
+from optimizer.demand import build_demand
+from optimizer.hardware import gpus
+from optimizer.spec import ProjectSpec, parse_spec
+from providers.base import Catalog, Offer
+
+
+def small_spec(**overrides) -> ProjectSpec:
+    """A GRPO run of a 1.5B model (Qwen2.5-1.5B shape) small enough to brute-force."""
+    data = {
+        "name": "grpo-1.5b-test",
+        "method": "rl",
+        "algorithm": "grpo",
+        "model": {"params_b": 1.54, "layers": 28, "hidden_size": 1536, "heads": 12,
+                  "kv_heads": 2, "head_dim": 128},
+        "data": {"steps": 200, "prompts_per_step": 256, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 2048},
+        "checkpoints": {"every_steps": 20},
+        "sla": {"deadline_hours": 6},
+        "placement": {"max_nodes_per_pool": 4},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return parse_spec(data)
+
+
+def offer(region: str, itype: str, gpu: str, gpn: int, kind: str, price: float,
+          cap: int | None = None, lam: float | None = None, zone: str = "") -> Offer:
+    return Offer(provider="lab", region=region, zone=zone, instance_type=itype, gpu=gpu,
+                 gpus_per_node=gpn, capacity_type=kind, usd_per_hour=price,
+                 interruptions_per_hour=lam if kind == "spot" else None, max_nodes=cap,
+                 as_of="2026-11-01", source="test")
+
+
+def small_catalog(h100_od: float = 20.0, h100_spot: float = 9.0, l4_od: float = 0.8,
+                  l4_spot: float = 0.35, l40s_od: float = 1.9, r2_factor: float = 1.1,
+                  caps: tuple[int, int] = (3, 2)) -> Catalog:
+    od_cap, spot_cap = caps
+    offers = []
+    for region, f in (("r1", 1.0), ("r2", r2_factor)):
+        offers += [
+            offer(region, "h100x8", "H100", 8, "on_demand", h100_od * f, od_cap),
+            offer(region, "h100x8", "H100", 8, "spot", h100_spot * f, spot_cap, 0.002, "a"),
+            offer(region, "l4x1", "L4", 1, "on_demand", l4_od * f, od_cap),
+            offer(region, "l4x1", "L4", 1, "spot", l4_spot * f, spot_cap, 0.004, "a"),
+            offer(region, "l40sx1", "L40S", 1, "on_demand", l40s_od * f, od_cap),
+        ]
+    return Catalog(name="test", as_of="2026-11-01", offers=tuple(offers))
+
+
+def scale_prices(catalog: Catalog, factor: float, kind: str | None = None) -> Catalog:
+    offers = tuple(replace(o, usd_per_hour=o.usd_per_hour * factor)
+                   if kind is None or o.capacity_type == kind else o for o in catalog.offers)
+    return replace(catalog, offers=offers)
+
+
+def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
+                ) -> tuple[float, float] | None:
+    """(cost, run hours) of the best plan by exhaustive enumeration, or None."""
+    demand = build_demand(spec)
+    eff = spec.efficiency
+    cap = spec.placement.max_nodes_per_pool
+    deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
+    table = gpus()
+    best: tuple[float, float] | None = None
+    regions = sorted({(o.provider, o.region) for o in catalog.offers})
+    for lay in layouts(demand):
+        for region in regions:
+            pool_choices = []
+            for pool in lay.pools:
+                choices = []
+                offers = [o for o in catalog.offers if (o.provider, o.region) == region
+                          and (pool.spot_ok or o.capacity_type != "spot")]
+                shapes = sorted({(o.gpu, o.gpus_per_node) for o in offers})
+                for gpu, gpn in shapes:
+                    rates = [phase_rates(demand, ph, table[gpu], gpn, lay.tail)
+                             for ph in pool.phases]
+                    if not all(rates):
+                        continue
+                    group = [o for o in offers if (o.gpu, o.gpus_per_node) == (gpu, gpn)]
+                    ranges = [range((o.max_nodes or cap) + 1) for o in group]
+                    for counts in itertools.product(*ranges):
+                        n = sum(counts)
+                        if n < 1 or n > cap:
+                            continue
+                        if pool.stateful and n > 1 and \
+                                gpn < spec.placement.multi_node_training_min_gpus_per_node:
+                            continue
+                        price = sum(c * o.usd_per_hour for c, o in zip(counts, group,
+                                                                        strict=True))
+                        if pool.stateful:
+                            lam = sum(c * (o.interruptions_per_hour or 0.0)
+                                      for c, o in zip(counts, group, strict=True)
+                                      if o.capacity_type == "spot")
+                            omega = math.sqrt(2 * eff.checkpoint_minutes / 60 * lam) \
+                                + eff.restart_minutes / 60 * lam
+                            if omega >= 0.9:
+                                continue
+                            e = n * (1 - omega)
+                        else:
+                            e = sum(c * ((1 - spot_overhead(o, demand))
+                                         if o.capacity_type == "spot" else 1.0)
+                                    for c, o in zip(counts, group, strict=True))
+                        busy = pool.stall_hours
+                        for phase_rates_list in rates:
+                            t_best = math.inf
+                            for r in phase_rates_list:
+                                if n < r.nodes_per_replica:
+                                    continue
+                                scale = ((n // r.nodes_per_replica) * r.nodes_per_replica / n
+                                         if r.nodes_per_replica > 1 else 1.0)
+                                t_best = min(t_best, r.node_hours / (e * scale))
+                            busy += t_best
+                        if math.isfinite(busy):
+                            choices.append((busy, price))
+                pool_choices.append(choices)
+            for combo in itertools.product(*pool_choices):
+                busy = {p.name: c[0] for p, c in zip(lay.pools, combo, strict=True)}
+                if lay.mode == "async":
+                    run = max(busy.values()) + lay.fill_fraction * busy.get("rollout", 0.0)
+                else:
+                    run = sum(busy.values())
+                cost = run * sum(c[1] for c in combo)
+                if deadline is not None and run > deadline * (1 + 1e-9):
+                    continue
+                if budget is not None and cost > budget * (1 + 1e-9):
+                    continue
+                key = (cost, run) if objective == "cost" else (run, cost)
+                if best is None or key < ((best[0], best[1]) if objective == "cost"
+                                          else (best[1], best[0])):
+                    best = (cost, run)
+    return best

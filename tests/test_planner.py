@@ -1,0 +1,216 @@
+"""The planner: optimality against brute force, metamorphic properties, infeasibility messages,
+and verification."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from optimizer.errors import InfeasibleError
+from optimizer.plan import Plan
+from optimizer.solve import plan
+from optimizer.spec import load_spec
+from optimizer.verify import verify_against_spec, verify_plan
+from providers.base import Catalog
+from providers.embedded import embedded_catalog
+from planner_fixtures import brute_force, offer, scale_prices, small_catalog, small_spec
+
+
+def cost(p: Plan) -> float:
+    return float(p.total_cost_usd)
+
+
+def assert_matches_brute_force(spec, catalog, objective="cost"):
+    expected = brute_force(spec, catalog, objective)
+    if expected is None:
+        with pytest.raises(InfeasibleError):
+            plan(spec, catalog, objective, explain=False)
+        return None
+    p = plan(spec, catalog, objective, explain=False)
+    assert verify_plan(p) == []
+    if objective == "cost":
+        assert cost(p) == pytest.approx(expected[0], rel=1e-6, abs=0.006)
+    else:
+        assert p.makespan_hours == pytest.approx(expected[1], rel=1e-6, abs=1e-6)
+    return p
+
+
+@pytest.mark.parametrize("deadline", [1.0, 2.0, 5.0, 40.0])
+@pytest.mark.parametrize("caps", [(3, 2), (2, 1)])
+def test_optimal_against_brute_force(deadline, caps):
+    spec = small_spec(sla={"deadline_hours": deadline})
+    assert_matches_brute_force(spec, small_catalog(caps=caps))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    h100_od=st.floats(8, 40), h100_spot=st.floats(2, 45), l4_od=st.floats(0.3, 2.0),
+    l4_spot=st.floats(0.05, 2.0), l40s_od=st.floats(0.8, 4.0), r2=st.floats(0.6, 1.5),
+    deadline=st.sampled_from([0.5, 1.0, 2.0, 4.0, 30.0, None]),
+    caps=st.sampled_from([(1, 1), (2, 1), (2, 2), (3, 1)]),
+    pipeline=st.sampled_from(["auto", "colocated", "sync", "async"]),
+    objective=st.sampled_from(["cost", "time"]),
+)
+def test_random_instances_match_brute_force(h100_od, h100_spot, l4_od, l4_spot, l40s_od, r2,
+                                            deadline, caps, pipeline, objective):
+    spec = small_spec(sla={"deadline_hours": deadline}, pipeline=pipeline,
+                      placement={"max_nodes_per_pool": 3})
+    catalog = small_catalog(h100_od, h100_spot, l4_od, l4_spot, l40s_od, r2, caps)
+    assert_matches_brute_force(spec, catalog, objective)
+
+
+def test_budget_constraint_and_time_objective_match_brute_force():
+    spec = small_spec(sla={"deadline_hours": None}, budget={"max_usd": 80.0})
+    catalog = small_catalog()
+    fast = assert_matches_brute_force(spec, catalog, "time")
+    cheap = plan(small_spec(sla={"deadline_hours": None}), catalog, explain=False)
+    assert fast is not None
+    assert fast.makespan_hours <= cheap.makespan_hours + 1e-9
+    assert cost(fast) <= 80.0
+
+
+def test_cbc_gives_the_same_plan_cost():
+    spec, catalog = small_spec(), small_catalog()
+    a = plan(spec, catalog, solver="highs", explain=False)
+    b = plan(spec, catalog, solver="cbc", explain=False)
+    assert cost(a) == pytest.approx(cost(b), abs=0.006)
+    assert b.solver.name == "cbc"
+
+
+# ----------------------------------------------------------------------------- metamorphic
+def test_doubling_every_price_doubles_cost_and_keeps_allocation():
+    spec = small_spec()
+    base = plan(spec, small_catalog(), explain=False)
+    doubled = plan(spec, scale_prices(small_catalog(), 2.0), explain=False)
+    assert cost(doubled) == pytest.approx(2 * cost(base), abs=0.02)
+    shape = [(p.name, p.gpu, p.nodes, [(a.instance_type, a.capacity_type, a.nodes)
+                                       for a in p.allocations]) for p in base.pools]
+    assert shape == [(p.name, p.gpu, p.nodes, [(a.instance_type, a.capacity_type, a.nodes)
+                                               for a in p.allocations]) for p in doubled.pools]
+    assert doubled.makespan_hours == pytest.approx(base.makespan_hours)
+
+
+@pytest.mark.parametrize("tight,loose", [(1.0, 2.0), (2.0, 6.0), (6.0, 50.0)])
+def test_looser_deadline_never_costs_more(tight, loose):
+    catalog = small_catalog()
+    a = plan(small_spec(sla={"deadline_hours": tight}), catalog, explain=False)
+    b = plan(small_spec(sla={"deadline_hours": loose}), catalog, explain=False)
+    assert cost(b) <= cost(a) + 1e-9
+
+
+def test_adding_a_cheaper_offer_never_costs_more():
+    spec = small_spec()
+    catalog = small_catalog()
+    base = plan(spec, catalog, explain=False)
+    cheaper = offer("r1", "h100x8b", "H100", 8, "on_demand", 12.0, 2)
+    more = replace(catalog, offers=(*catalog.offers, cheaper))
+    p = plan(spec, more, explain=False)
+    assert cost(p) <= cost(base) + 1e-9
+    assert cost(p) < cost(base)  # here the new offer is strictly useful
+    assert any(a.instance_type == "h100x8b" for pool in p.pools for a in pool.allocations)
+
+
+def test_expensive_spot_moves_every_phase_off_spot():
+    spec = small_spec()
+    base = plan(spec, small_catalog(), explain=False)
+    assert any(a.capacity_type == "spot" for p in base.pools for a in p.allocations)
+    dear = plan(spec, scale_prices(small_catalog(), 10.0, "spot"), explain=False)
+    assert all(a.capacity_type != "spot" for p in dear.pools for a in p.allocations)
+
+
+def test_update_never_on_spot_even_when_spot_is_free():
+    spec = small_spec(pipeline="sync")
+    p = plan(spec, scale_prices(small_catalog(), 0.01, "spot"), explain=False)
+    for pool in p.pools:
+        if "update" in pool.phases:
+            assert all(a.capacity_type != "spot" for a in pool.allocations)
+
+
+# ----------------------------------------------------------------------------- infeasible
+def test_too_tight_deadline_names_the_fastest_achievable():
+    spec = small_spec(sla={"deadline_hours": 0.01})
+    with pytest.raises(InfeasibleError, match=r"deadline 0.01 h: fastest achievable \d"):
+        plan(spec, small_catalog())
+
+
+def test_too_small_budget_names_the_cheapest_plan():
+    spec = small_spec(budget={"max_usd": 5.0})
+    with pytest.raises(InfeasibleError, match=r"budget \$5.00: the cheapest plan meeting"):
+        plan(spec, small_catalog())
+
+
+def test_no_offers_names_the_filters():
+    spec = small_spec(placement={"regions": ["mars-*"]})
+    with pytest.raises(InfeasibleError, match="placement.regions removed 10"):
+        plan(spec, small_catalog())
+
+
+def test_model_that_fits_nowhere_is_reported():
+    catalog = Catalog("tiny", "2026-11-01", (offer("r1", "l4x1", "L4", 1, "on_demand", 0.8, 2),))
+    spec = small_spec(model={"params_b": 70.0, "layers": 80, "hidden_size": 8192, "heads": 64,
+                             "kv_heads": 8, "head_dim": 128},
+                      placement={"max_nodes_per_pool": 2})
+    with pytest.raises(InfeasibleError, match="no offer can run"):
+        plan(spec, catalog)
+
+
+# ----------------------------------------------------------------------------- examples
+@pytest.fixture(scope="module")
+def grpo_plan() -> Plan:
+    return plan(load_spec("examples/grpo-7b.yaml"), embedded_catalog())
+
+
+def test_rl_example_rollout_on_spot_update_on_demand(grpo_plan):
+    pools = {p.name: p for p in grpo_plan.pools}
+    update_pool = next(p for p in grpo_plan.pools if "update" in p.phases)
+    assert all(a.capacity_type in ("on_demand", "reserved") for a in update_pool.allocations)
+    rollout_pool = next(p for p in grpo_plan.pools if "rollout" in p.phases)
+    if rollout_pool is not update_pool:
+        assert all(a.capacity_type == "spot" for a in rollout_pool.allocations)
+    assert grpo_plan.makespan_hours <= 72
+    assert verify_plan(grpo_plan) == []
+    assert verify_against_spec(grpo_plan, load_spec("examples/grpo-7b.yaml")) == []
+    assert pools  # explain says why
+    text = " ".join(grpo_plan.explain.summary)
+    assert "spot" in text and "update never runs on spot" in text
+    assert grpo_plan.explain.binding and grpo_plan.explain.marginal
+    assert len(grpo_plan.explain.alternatives) == 5
+
+
+def test_plan_is_deterministic():
+    spec, catalog = small_spec(), small_catalog()
+    a = plan(spec, catalog, timings=False).to_json()
+    b = plan(spec, catalog, timings=False).to_json()
+    assert a == b
+
+
+# ----------------------------------------------------------------------------- verifier
+def test_verifier_catches_tampering(grpo_plan):
+    data = grpo_plan.model_dump()
+    data["pools"][0]["allocations"][0]["nodes"] += 1
+    assert any(v.startswith("pool_accounting") for v in verify_plan(Plan.model_validate(data)))
+    data = grpo_plan.model_dump()
+    data["makespan_hours"] = data["makespan_hours"] * 0.5
+    problems = verify_plan(Plan.model_validate(data))
+    assert any(v.startswith(("makespan", "hold")) for v in problems)
+    data = grpo_plan.model_dump()
+    for ph in data["phases"]:
+        if ph["name"] == "rollout":
+            ph["tokens"] *= 3
+    assert any(v.startswith("coverage") for v in verify_plan(Plan.model_validate(data)))
+    data = grpo_plan.model_dump()
+    data["deadline_hours"] = 1.0
+    assert any(v.startswith("deadline") for v in verify_plan(Plan.model_validate(data)))
+    data = grpo_plan.model_dump()
+    upd = next(p for p in data["pools"] if "update" in p["phases"])
+    upd["allocations"][0]["capacity_type"] = "spot"
+    assert any(v.startswith("capacity") for v in verify_plan(Plan.model_validate(data)))
+
+
+def test_spec_mismatch_is_reported(grpo_plan):
+    other = load_spec("examples/grpo-7b.yaml").model_copy(update={"name": "other"})
+    problems = verify_against_spec(grpo_plan, other)
+    assert any("spec_match" in p for p in problems)
