@@ -105,6 +105,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
                 name=phase, pool=pool.name, precision=r.precision, tokens=tokens,
                 tokens_per_node_hour=tokens / r.node_hours, usable_node_fraction=usable,
                 replica_gpus=r.replica_gpus, nodes_per_replica=npr, busy_hours=hours(busy),
+                latency_floor_hours=hours(r.floor_hours),
                 gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
                 cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
                 allocations=_allocations(ctx, pool, opt, busy),
@@ -113,7 +114,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
             phases.append(PhasePlan(
                 name=stall_name, pool=pool.name, precision=None, tokens=0.0,
                 tokens_per_node_hour=None, usable_node_fraction=1.0, replica_gpus=0,
-                nodes_per_replica=0, busy_hours=hours(stall),
+                nodes_per_replica=0, busy_hours=hours(stall), latency_floor_hours=hours(stall),
                 gpu_hours=hours(stall * opt.nodes * opt.gpus_per_node),
                 cost_usd=usd(stall * opt.usd_per_hour), calibrated=False,
                 allocations=_allocations(ctx, pool, opt, stall),

@@ -16,7 +16,8 @@ node counts per offer). Its ``busy_hours`` (time to do its phases' work) and ``u
     E = Σ_non-spot n_o + Σ_spot n_o·(1 − ω_o)                  (stateless pools)
     E = N·(1 − √(2·C·Λ) − R·Λ),  Λ = Σ_spot n_o·λ_o             (pools running the update: a
                                                                   gang, Young's interval)
-    t_phase = node_hours(phase, GPU, precision, nodes/node) / E,  busy = Σ t_phase + stalls
+    t_phase = max(node_hours(phase, GPU, precision, nodes/node) / E, latency floor)
+    busy = Σ t_phase + stalls
     usd_per_hour = Σ n_o·price_o
 
 with ω_o = λ_o·(lost work + restart) for stateless workers (DESIGN §3, shared notes §6), C the
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.demand import Demand, phase_cell, precision_options
+from optimizer.demand import Demand, latency_floor_hours, phase_cell, precision_options
 from optimizer.errors import InputError
 from optimizer.hardware import GPU, gpus
 from providers.base import Catalog, Offer
@@ -86,6 +87,11 @@ class PhaseRate:
     replica_gpus: int
     gpu_hours: float
     calibrated: bool
+    floor_hours: float = 0.0
+    """Least busy time whatever the node count (sequential work inside each step)."""
+
+    def busy(self, effective_nodes: float) -> float:
+        return max(self.node_hours / effective_nodes, self.floor_hours)
 
 
 @dataclass(frozen=True)
@@ -236,8 +242,9 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool
         else:
             npr, usable = math.ceil(g / gpn), gpn
         busy_gpu_hours = pc.gpu_hours + pc.decode_gpu_hours * (tail_factor - 1.0)
+        floor = latency_floor_hours(demand, phase, gpu, q, pc.replica_gpus)
         out.append(PhaseRate(phase, q, busy_gpu_hours / usable, npr, pc.replica_gpus,
-                             busy_gpu_hours, pc.calibrated))
+                             busy_gpu_hours, pc.calibrated, floor))
     return out
 
 
@@ -328,7 +335,7 @@ class PoolFrontier:
             scale = 1.0
             if r.nodes_per_replica > 1:
                 scale = ((i + j) // r.nodes_per_replica) * r.nodes_per_replica / (i + j)
-            hours.append((ph, r.node_hours / (float(g.e_nodes[i, j]) * scale)))
+            hours.append((ph, r.busy(float(g.e_nodes[i, j]) * scale)))
             precisions.append((ph, r.precision))
             rates_used.append(r)
         return PoolOption(
@@ -399,7 +406,8 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
                     scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
                 with np.errstate(divide="ignore", invalid="ignore"):
                     t = np.where(total >= r.nodes_per_replica,
-                                 r.node_hours / (e_nodes * scale), np.inf)
+                                 np.maximum(r.node_hours / (e_nodes * scale), r.floor_hours),
+                                 np.inf)
                 better = t < best
                 best = np.where(better, t, best)
                 pick = np.where(better, idx, pick)

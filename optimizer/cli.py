@@ -165,6 +165,34 @@ def check(
     _run(go)
 
 
+@app.command()
+def pareto(
+    spec: Path = typer.Argument(..., help="Project spec YAML."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    points: int = typer.Option(10, "--points", help="Deadlines to solve (geometric grid)."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+) -> None:
+    """The cost-vs-deadline frontier: what each hour of deadline costs."""
+
+    def go() -> None:
+        from optimizer.report import pareto_markdown, pareto_table
+        from optimizer.solve import pareto as run
+        from optimizer.spec import load_spec
+        from providers.base import load_catalog
+
+        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver)
+        if fmt is Format.json:
+            _emit(dumps(report), output)
+        elif fmt is Format.markdown:
+            _emit(pareto_markdown(report), output)
+        else:
+            _emit(pareto_table(report), output)
+
+    _run(go)
+
+
 @schema_app.command("spec")
 def schema_spec() -> None:
     """JSON Schema of the project spec (for editor completion)."""

@@ -122,6 +122,7 @@ class Demand:
     weight_sync_gb_per_step: float
     steps: int
     notes: tuple[str, ...] = field(default=())
+    eval_runs: int = 0
 
     def phase_parts(self, phase: str) -> tuple[Part, ...]:
         return tuple(p for p in self.parts if p.phase == phase)
@@ -211,6 +212,7 @@ def build_demand(spec: ProjectSpec) -> Demand:
     if not eff.attention_flops:
         parts = [replace(p, attention=False) for p in parts]
     n_ckpt = steps // spec.checkpoint_every_steps
+    eval_runs = steps // spec.eval.every_steps if spec.eval is not None else 0
     return Demand(
         spec=spec,
         parts=tuple(parts),
@@ -219,6 +221,7 @@ def build_demand(spec: ProjectSpec) -> Demand:
         weight_sync_gb_per_step=policy.params_b * BYTES_PER_PARAM["bf16"],  # bf16 weights
         steps=steps,
         notes=tuple(notes),
+        eval_runs=eval_runs,
     )
 
 
@@ -406,6 +409,52 @@ def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str,
             decode += h
     return PhaseCell(phase, gpu.name, precision, True, hours, decode, replica, memory, False,
                      cells=tuple(cells))
+
+
+def latency_floor_hours(demand: Demand, phase: str, gpu: GPU, precision: str,
+                        replica_gpus: int = 0) -> float:
+    """The least time a phase can take however many nodes it gets: work inside a step is
+    sequential.
+
+    * rollout: each step waits for its longest response, generated token by token:
+      steps × max_response_tokens × t_token, t_token = (W + S·kv) / (g·BW·MBU) (batch 1);
+      eval: runs × eval.response_tokens × t_token.
+    * scoring and update: each step needs at least one sequence's forward (and, for the
+      update, forward + backward for each of update_epochs × mini_batches_per_step optimizer
+      steps) on one replica.
+    """
+    spec = demand.spec
+    eff = spec.efficiency
+    parts = demand.phase_parts(phase)
+    if not parts:
+        return 0.0
+    if phase in ("rollout", "eval"):
+        decode = next(p for p in parts if p.kind == "decode")
+        c = cell(decode, gpu, precision, spec, replica_gpus)
+        if not c.fits:
+            return math.inf
+        g = c.replica_gpus
+        weights = decode.model.params_b * 1e9 * BYTES_PER_PARAM[precision]
+        kv = _kv_bytes_per_token(decode.model, precision) * decode.context_tokens
+        t_token = (weights + kv) / (g * gpu.mem_bw_tbps * 1e12 * eff.decode_mbu)
+        if phase == "rollout":
+            runs, longest = demand.steps, spec.max_response_tokens
+        else:
+            assert spec.eval is not None
+            runs, longest = demand.eval_runs, spec.eval.response_tokens
+        return runs * longest * t_token / 3600.0
+    seconds = 0.0
+    inner = spec.update_epochs * (spec.data.mini_batches_per_step or 1) \
+        if spec.method != "sft" else 1
+    for part in parts:
+        c = cell(part, gpu, precision, spec, replica_gpus)
+        if not c.fits:
+            return math.inf
+        if part.kind == "train":
+            seconds += inner * part.seq_tokens / c.tokens_per_second_per_gpu
+        else:
+            seconds += part.seq_tokens / (c.tokens_per_second_per_gpu * c.replica_gpus)
+    return demand.steps * seconds / 3600.0
 
 
 def default_precision(gpu: GPU, phase: str) -> str | None:

@@ -3,7 +3,7 @@
 Every figure is traceable: a pool's cost is Σ nodes × usd_per_hour × held_hours over its
 allocations; a phase's busy hours are its tokens / (Σ nodes × effective fraction ×
 tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Money is a decimal
-string in USD (cents), rounded once at output; hours keep 6 significant decimals.
+string in USD (cents), rounded once at output; hours keep full float precision.
 
 Schema history: 1 = first release (see README "Plan JSON").
 """
@@ -26,7 +26,8 @@ def usd(x: float) -> str:
 
 
 def hours(x: float) -> float:
-    return round(float(x), 6)
+    """Hours at full float precision (repr is deterministic; tables round for display)."""
+    return float(x)
 
 
 class _Frozen(BaseModel):
@@ -64,6 +65,8 @@ class PhasePlan(_Frozen):
     replica_gpus: int
     nodes_per_replica: int
     busy_hours: float
+    latency_floor_hours: float
+    """Least busy time at any node count (each step's sequential work); busy ≥ floor."""
     gpu_hours: float
     cost_usd: str
     calibrated: bool

@@ -148,3 +148,29 @@ def plan_markdown(plan: Any, explain: bool = False) -> str:
     header, rows = plan_rows(plan)
     return (f"# ptplan plan: {plan.spec_name}\n\n" + md_table(header, rows) + "\n"
             + "\n".join(f"- {line}" for line in _plan_footer(plan, explain)) + "\n")
+
+
+def pareto_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    header = ["makespan h", "cost $", "$ per hour saved", "pipeline", "where", "pools"]
+    rows = []
+    for p in report["points"]:
+        saved = p.get("usd_per_hour_saved")
+        rows.append([f"{p['makespan_hours']:,.2f}", p["total_cost_usd"], saved or "-",
+                     p["layout"], f"{p['provider']} {p['region']}", "; ".join(p["pools"])])
+    return header, rows
+
+
+def pareto_table(report: dict[str, Any]) -> str:
+    header, rows = pareto_rows(report)
+    table = Table(title=f"ptplan pareto: {report['spec_name']} (cost vs deadline)")
+    for h in header:
+        table.add_column(h, overflow="fold")
+    for r in rows:
+        table.add_row(*r)
+    return _console_text(table) + report["note"] + "\n"
+
+
+def pareto_markdown(report: dict[str, Any]) -> str:
+    header, rows = pareto_rows(report)
+    return f"# ptplan pareto: {report['spec_name']}\n\n" + md_table(header, rows) + \
+        f"\n{report['note']}\n"

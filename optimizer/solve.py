@@ -18,7 +18,7 @@ constraint and what would make the plan feasible.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optimizer.candidates import Candidates, build_candidates, filter_offers, layouts
 from optimizer.demand import Demand, build_demand, phase_cell
@@ -88,7 +88,7 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     if objective not in ("cost", "time"):
         raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
     start = time.perf_counter()
-    ctx = ctx or prepare(spec, catalog)
+    ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog)
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     runs: list[LayoutRun] = []
     for c in ctx.runs:
@@ -172,3 +172,62 @@ def no_fit_message(ctx: Context, pools: list[str]) -> str:
     detail = "; ".join(reasons[:3]) or "no GPU type offers an allowed precision"
     return (f"no offer can run pool(s) {', '.join(pools)}: {detail}; allow larger GPUs "
             "(placement.gpus), lower precisions (precisions) or more nodes per replica")
+
+
+def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs"
+           ) -> dict:
+    """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
+    run to the cheapest plan's run (geometric grid), with the cost of each hour saved."""
+    from optimizer.plan import hours, usd
+
+    if points < 2:
+        raise InputError(f"--points: {points} is too few; ask for at least 2")
+    ctx = prepare(spec, catalog)
+    budget = spec.budget.max_usd
+    fastest = best_over_layouts(ctx, None, budget, "time")
+    cheapest = best_over_layouts(ctx, None, budget, "cost")
+    if fastest is None or cheapest is None:
+        raise InfeasibleError(diagnose(ctx, None, budget, "cost"))
+    t_min, t_max = fastest[1].run_hours, cheapest[1].run_hours
+    grid = [t_min * (t_max / t_min) ** (i / (points - 1)) for i in range(points)] \
+        if t_max > t_min * (1 + 1e-9) else [t_min]
+    rows: list[dict] = []
+    seen: set[tuple[str, float]] = set()
+    for d in grid:
+        d = d * (1 + 1e-9)
+        p = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})}),
+                 catalog, "cost", solver, explain=False, timings=False, ctx=ctx)
+        key = (p.total_cost_usd, p.makespan_hours)
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append({
+            "deadline_hours": hours(d), "total_cost_usd": p.total_cost_usd,
+            "makespan_hours": p.makespan_hours, "pipeline_mode": p.pipeline_mode,
+            "layout": p.layout, "provider": p.provider, "region": p.region,
+            "pools": [f"{pool.name}: {pool.nodes} x {pool.gpu} x {pool.gpus_per_node} "
+                      f"({'+'.join(sorted({a.capacity_type for a in pool.allocations}))})"
+                      for pool in p.pools],
+            "verified": True,
+        })
+    rows.sort(key=lambda r: r["makespan_hours"])
+    frontier: list[dict] = []
+    for r in rows:  # keep only points not dominated (faster must cost more)
+        if frontier and float(r["total_cost_usd"]) >= float(frontier[-1]["total_cost_usd"]):
+            continue
+        frontier.append(r)
+    for a, b in zip(frontier, frontier[1:], strict=False):
+        dh = b["makespan_hours"] - a["makespan_hours"]
+        a["usd_per_hour_saved"] = usd((float(a["total_cost_usd"]) - float(b["total_cost_usd"]))
+                                      / dh) if dh > 0 else None
+    if frontier:
+        frontier[-1]["usd_per_hour_saved"] = None
+    return {
+        "schema_version": 1, "spec_name": spec.name,
+        "budget_usd": usd(budget) if budget is not None else None,
+        "fastest_hours": hours(t_min), "cheapest_usd": usd(cheapest[1].usd),
+        "catalog": catalog.name, "catalog_as_of": catalog.as_of,
+        "points": frontier,
+        "note": "each point is a verified plan at that deadline; usd_per_hour_saved is what "
+                "finishing at this point instead of the next slower one costs per hour",
+    }

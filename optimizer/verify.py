@@ -123,6 +123,9 @@ def verify_plan(plan: Plan) -> list[str]:
             continue
         done = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
             * ph.tokens_per_node_hour * ph.usable_node_fraction * ph.busy_hours
+        if ph.busy_hours < ph.latency_floor_hours * (1 - REL):
+            v.append(f"coverage: phase {ph.name} busy {ph.busy_hours:.6g} h is below its "
+                     f"latency floor {ph.latency_floor_hours:.6g} h")
         if done < ph.tokens * (1 - 1e-5):
             v.append(f"coverage: phase {ph.name} covers {done:.6g} of {ph.tokens:.6g} tokens")
         npr = ph.nodes_per_replica
@@ -194,6 +197,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         if r is None:
             v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")
             continue
+        if not _close(r.floor_hours, ph.latency_floor_hours):
+            v.append(f"spec_match: phase {ph.name} latency floor {ph.latency_floor_hours:.6g} h "
+                     f"!= model {r.floor_hours:.6g} h")
         if not _close(tokens / r.node_hours, ph.tokens_per_node_hour):
             v.append(f"spec_match: phase {ph.name} throughput {ph.tokens_per_node_hour:.6g} "
                      f"tokens/node-hour != model {tokens / r.node_hours:.6g}")

@@ -126,7 +126,7 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                                     continue
                                 scale = ((n // r.nodes_per_replica) * r.nodes_per_replica / n
                                          if r.nodes_per_replica > 1 else 1.0)
-                                t_best = min(t_best, r.node_hours / (e * scale))
+                                t_best = min(t_best, max(r.node_hours / (e * scale), r.floor_hours))
                             busy += t_best
                         if math.isfinite(busy):
                             choices.append((busy, price))
