@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from itertools import accumulate
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -260,21 +261,18 @@ def _class_arrays(offers: list[Offer], weights: list[float], cap: int
     """Cumulative (cost/h, effective nodes, Σλ) for taking 0..k nodes cheapest-first."""
     order = sorted(range(len(offers)),
                    key=lambda i: (offers[i].usd_per_hour / max(weights[i], 1e-9), offers[i].key))
-    cost = [0.0]
-    eff = [0.0]
-    lam = [0.0]
-    seq: list[Offer] = []
+    idx: list[int] = []
     for i in order:
-        o = offers[i]
-        room = o.max_nodes or cap
-        for _ in range(min(room, cap - len(seq))):
-            seq.append(o)
-            cost.append(cost[-1] + o.usd_per_hour)
-            eff.append(eff[-1] + weights[i])
-            lam.append(lam[-1] + (o.interruptions_per_hour or 0.0))
-        if len(seq) >= cap:
+        room = min(offers[i].max_nodes or cap, cap - len(idx))
+        idx.extend([i] * room)
+        if len(idx) >= cap:
             break
-    return np.array(cost), np.array(eff), np.array(lam), seq
+    seq = [offers[i] for i in idx]
+    cost = np.fromiter(accumulate((o.usd_per_hour for o in seq), initial=0.0), float)
+    eff = np.fromiter(accumulate((weights[i] for i in idx), initial=0.0), float)
+    lam = np.fromiter(accumulate((o.interruptions_per_hour or 0.0 for o in seq), initial=0.0),
+                      float)
+    return cost, eff, lam, seq
 
 
 def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
@@ -348,11 +346,54 @@ class PoolFrontier:
         )
 
 
+def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]], gpn: int,
+          cap: int, n_nonspot: int, sp_eff: np.ndarray, sp_lam: np.ndarray) -> tuple:
+    """Busy hours over the (non-spot nodes × spot nodes) grid of one shape; it depends on the
+    shape, the class sizes and the spot classes' overheads, not on prices, so it is shared by
+    every region where those agree."""
+    eff = demand.spec.efficiency
+    nn = np.arange(n_nonspot)[:, None]
+    ns = np.arange(len(sp_eff))[None, :]
+    total = nn + ns
+    valid = (total >= 1) & (total <= cap)
+    if pool.stateful and gpn < demand.spec.placement.multi_node_training_min_gpus_per_node:
+        valid &= total <= 1  # data-parallel training across small nodes: not modelled
+    n_tot = np.maximum(total, 1).astype(float)
+    if pool.stateful:
+        lam = np.broadcast_to(sp_lam[None, :], total.shape)
+        c_h, r_h = eff.checkpoint_minutes / 60.0, eff.restart_minutes / 60.0
+        omega = np.sqrt(2.0 * c_h * lam) + r_h * lam
+        e_nodes = n_tot * (1.0 - omega)
+        valid &= omega < 0.9
+    else:
+        e_nodes = nn + sp_eff[None, :]
+        omega = 1.0 - e_nodes / n_tot
+    busy = np.full(total.shape, pool.stall_hours)
+    picks: list[np.ndarray] = []
+    for rates in rates_per_phase:
+        best = np.full(total.shape, np.inf)
+        pick = np.zeros(total.shape, dtype=int)
+        for idx, r in enumerate(rates):
+            scale = 1.0
+            if r.nodes_per_replica > 1:
+                scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(total >= r.nodes_per_replica,
+                             np.maximum(r.node_hours / (e_nodes * scale), r.floor_hours),
+                             np.inf)
+            better = t < best
+            best = np.where(better, t, best)
+            pick = np.where(better, idx, pick)
+        busy = busy + best
+        picks.append(pick)
+    valid &= np.isfinite(busy)
+    return valid, busy, picks, e_nodes, omega
+
+
 def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
                   cap: int, region_index: dict[tuple[str, str], int]
                   ) -> tuple[PoolFrontier, int]:
     """Pareto options of one pool per region; also the number of grid points evaluated."""
-    eff = demand.spec.efficiency
     by_group: dict[tuple[str, str, str, int], list[Offer]] = defaultdict(list)
     for o in offers:
         if o.capacity_type == "spot" and not pool.spot_ok:
@@ -360,6 +401,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         by_group[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
     table = gpus()
     rate_cache: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
+    grid_cache: dict[tuple, tuple] = {}
     groups: list[Group] = []
     cols: dict[str, list[np.ndarray]] = defaultdict(list)
     evaluated = 0
@@ -378,42 +420,13 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         weights = ([1.0] * len(spot) if pool.stateful
                    else [1.0 - spot_overhead(o, demand) for o in spot])
         sp_cost, sp_eff, sp_lam, sp_seq = _class_arrays(spot, weights, cap)
-        nn = np.arange(len(ns_cost))[:, None]
-        ns = np.arange(len(sp_cost))[None, :]
-        total = nn + ns
-        valid = (total >= 1) & (total <= cap)
-        if pool.stateful and gpn < demand.spec.placement.multi_node_training_min_gpus_per_node:
-            valid &= total <= 1  # data-parallel training across small nodes: not modelled
+        grid_key = (gpu_name, gpn, len(ns_cost), sp_eff.round(12).tobytes(),
+                    sp_lam.round(15).tobytes() if pool.stateful else b"")
+        if grid_key not in grid_cache:
+            grid_cache[grid_key] = _grid(demand, pool, rates_per_phase, gpn, cap, len(ns_cost),
+                                         sp_eff, sp_lam)
+        valid, busy, picks, e_nodes, omega = grid_cache[grid_key]
         usd = ns_cost[:, None] + sp_cost[None, :]
-        n_tot = np.maximum(total, 1).astype(float)
-        if pool.stateful:
-            lam = np.broadcast_to(sp_lam[None, :], usd.shape)
-            c_h, r_h = eff.checkpoint_minutes / 60.0, eff.restart_minutes / 60.0
-            omega = np.sqrt(2.0 * c_h * lam) + r_h * lam
-            e_nodes = n_tot * (1.0 - omega)
-            valid &= omega < 0.9
-        else:
-            e_nodes = nn + sp_eff[None, :]
-            omega = 1.0 - e_nodes / n_tot
-        busy = np.full(usd.shape, pool.stall_hours)
-        picks: list[np.ndarray] = []
-        for rates in rates_per_phase:
-            best = np.full(usd.shape, np.inf)
-            pick = np.zeros(usd.shape, dtype=int)
-            for idx, r in enumerate(rates):
-                scale = 1.0
-                if r.nodes_per_replica > 1:
-                    scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    t = np.where(total >= r.nodes_per_replica,
-                                 np.maximum(r.node_hours / (e_nodes * scale), r.floor_hours),
-                                 np.inf)
-                better = t < best
-                best = np.where(better, t, best)
-                pick = np.where(better, idx, pick)
-            busy = busy + best
-            picks.append(pick)
-        valid &= np.isfinite(busy)
         ii, jj = np.nonzero(valid)
         evaluated += len(ii)
         if len(ii) == 0:

@@ -1,0 +1,74 @@
+"""Plan solve time against catalog size and number of phases.
+
+Run: ``python benchmarks/plan_scaling.py [--repeat 3]``. Prints a table of wall-clock seconds
+(median of the repeats) for ``optimizer.solve.plan`` on catalogs made of the first N offers of
+the embedded catalog (sorted by provider, region, zone, instance type: so small catalogs hold a
+few regions, the full one every region) and on specs with 1 to 4 phases:
+
+* SFT (update + eval pool): ``examples/sft-8b.yaml``
+* OPD (rollout, teacher scoring, update, eval): ``examples/opd-8b-from-32b.yaml``
+* RL (rollout, reference scoring, update, eval): ``examples/grpo-7b.yaml``, with its placement
+  filter removed so that every GPU type and region competes.
+
+Nothing here asserts on time: it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer.errors import PlannerError  # noqa: E402
+from optimizer.solve import plan  # noqa: E402
+from optimizer.spec import load_spec  # noqa: E402
+from providers.embedded import embedded_catalog  # noqa: E402
+
+
+def timed(spec, catalog, repeat: int) -> tuple[float, str]:
+    times = []
+    result = ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        try:
+            p = plan(spec, catalog, explain=False, timings=False)
+            result = f"${p.total_cost_usd} {p.pipeline_mode} {p.region}"
+        except PlannerError as exc:
+            result = f"no plan ({str(exc)[:40]})"
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    full = embedded_catalog()
+    specs = {
+        "sft-8b (1 pool)": load_spec(str(ROOT / "examples/sft-8b.yaml")),
+        "opd-8b (3 pools)": load_spec(str(ROOT / "examples/opd-8b-from-32b.yaml")),
+    }
+    grpo = load_spec(str(ROOT / "examples/grpo-7b.yaml"))
+    specs["grpo-7b all GPUs (3 pools)"] = grpo.model_copy(
+        update={"placement": grpo.placement.model_copy(update={"gpus": None, "providers": None})})
+    specs["grpo-7b example"] = grpo
+    sizes = [10, 100, 300, 1000, len(full.offers)]
+    print(f"machine: {sys.platform}, python {sys.version.split()[0]}; median of {args.repeat}")
+    print(f"{'spec':<28} {'offers':>6} {'regions':>7} {'seconds':>8}  result")
+    for name, spec in specs.items():
+        for n in sizes:
+            offers = full.offers[:n]
+            catalog = replace(full, offers=offers)
+            regions = len({(o.provider, o.region) for o in offers})
+            seconds, result = timed(spec, catalog, args.repeat)
+            print(f"{name:<28} {n:>6} {regions:>7} {seconds:>8.3f}  {result}")
+
+
+if __name__ == "__main__":
+    main()
