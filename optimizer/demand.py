@@ -20,9 +20,10 @@ checkpoint   write stalls: bytes = N × (2 + 12 with optimizer state) / write ba
 Formulas (sources in ``docs/demand-model.md``):
 
 * Training FLOPs/token = 6N + 12·L·H·Q·T (PaLM App. B attention term; off with
-  ``efficiency.attention_flops: false``); LoRA 4N + 12LHQT; hardware FLOPs add one forward
-  (2N + 4LHQT) with full recomputation. Throughput/GPU = peak(precision) × MFU / hardware FLOPs
-  per token (MFU counts the recompute forward, i.e. it is a hardware-FLOPs utilisation).
+  ``efficiency.attention_flops: false``), T the mean sequence; LoRA 4N + 12LHQT.
+  Throughput/GPU = peak(precision) × MFU / model FLOPs per token. MFU is model-FLOPs
+  utilisation as published (the recompute forward of full activation recomputation is one of
+  the things that keep it below 1, so it is not counted again).
 * Forward (scoring, prefill): 2N + 4LHQT per token at ``prefill_efficiency`` of peak.
 * Decode, per replica of g GPUs with batch B and mean context S = prompt + response/2::
 
@@ -69,12 +70,18 @@ class Part:
     tokens: float
     model: ModelBlock
     seq_tokens: int
-    """Sequence length (memory, attention term)."""
+    """Mean sequence length (attention FLOPs term)."""
     context_tokens: float = 0.0
     """Decode: mean resident context per sequence S."""
     lora_rank: int | None = None
     attention: bool = True
     """Count the attention FLOPs term (``efficiency.attention_flops``)."""
+    max_seq_tokens: int = 0
+    """Longest sequence (activation memory, per-step latency); 0 means ``seq_tokens``."""
+
+    @property
+    def longest(self) -> int:
+        return self.max_seq_tokens or self.seq_tokens
 
     @property
     def flops_per_token(self) -> float:
@@ -178,25 +185,26 @@ def build_demand(spec: ProjectSpec) -> Demand:
                           generated_seqs * d.response_tokens, policy, max_seq, context))
         if spec.uses_reference:
             parts.append(Part("scoring", "reference", "reference", "forward",
-                              trained_seqs * seq, policy, max_seq))
+                              trained_seqs * seq, policy, seq, max_seq_tokens=max_seq))
         if spec.reward_model is not None:
             parts.append(Part("scoring", "reward", "reward", "forward",
-                              generated_seqs * seq, spec.reward_model, max_seq))
+                              generated_seqs * seq, spec.reward_model, seq,
+                              max_seq_tokens=max_seq))
         if spec.teacher is not None:
             parts.append(Part("scoring", "teacher", "teacher", "forward",
-                              trained_seqs * seq, spec.teacher, max_seq))
+                              trained_seqs * seq, spec.teacher, seq, max_seq_tokens=max_seq))
         epochs = spec.update_epochs
         if eff.recompute_old_logprobs:
             parts.append(Part("update", "old_logprob", "policy", "forward",
-                              trained_seqs * seq, policy, max_seq))
+                              trained_seqs * seq, policy, seq, max_seq_tokens=max_seq))
         parts.append(Part("update", "actor", "policy", "train", trained_seqs * seq * epochs,
-                          policy, max_seq, lora_rank=lora))
+                          policy, seq, lora_rank=lora, max_seq_tokens=max_seq))
         critic = spec.critic_model
         if critic is not None:
             parts.append(Part("update", "critic_values", "critic", "forward",
-                              trained_seqs * seq, critic, max_seq))
+                              trained_seqs * seq, critic, seq, max_seq_tokens=max_seq))
             parts.append(Part("update", "critic", "critic", "train", trained_seqs * seq * epochs,
-                              critic, max_seq))
+                              critic, seq, max_seq_tokens=max_seq))
         prompt_default = d.prompt_tokens
     if spec.eval is not None:
         e = spec.eval
@@ -231,13 +239,17 @@ def lora_params(model: ModelBlock, rank: int) -> float:
 
 
 def checkpoint_gb(spec: ProjectSpec) -> float:
-    """One checkpoint's size in GB: bf16 weights (+ fp32 master and Adam m, v = 12 B/param)."""
+    """One checkpoint's size in GB: bf16 weights plus, with ``with_optimizer``, the optimizer
+    state (adam_bytes_per_param − 4: the fp32 master copy and Adam m, v; gradients are not
+    saved). LoRA saves only the adapter; a PPO critic is always fully trained and saved."""
+    per_param = 2.0
+    if spec.checkpoints.with_optimizer:
+        per_param += max(0.0, spec.efficiency.adam_bytes_per_param - 4.0)
     m = spec.model
-    per_param = 2.0 + (12.0 if spec.checkpoints.with_optimizer else 0.0)
     if m.finetune == "lora":
-        return lora_params(m, spec.lora_rank) * per_param / GB
-    n = m.params_b * 1e9
-    total = n * per_param
+        total = lora_params(m, spec.lora_rank) * per_param
+    else:
+        total = m.params_b * 1e9 * per_param
     critic = spec.critic_model
     if critic is not None:
         total += critic.params_b * 1e9 * per_param
@@ -270,7 +282,7 @@ def train_memory(part: Part, precision: str, spec: ProjectSpec) -> tuple[float, 
         state = n * 2.0 + lora_params(m, part.lora_rank) * eff.adam_bytes_per_param
     else:
         state = n * eff.adam_bytes_per_param
-    s, b, h, layers = part.seq_tokens, eff.micro_batch_size, m.hidden_size, m.layers
+    s, b, h, layers = part.longest, eff.micro_batch_size, m.hidden_size, m.layers
     act_scale = BYTES_PER_PARAM[precision] / 2.0  # formulas are for 16-bit activations
     if eff.activation_recompute == "full":
         act = 2.0 * s * b * h * layers
@@ -297,19 +309,18 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     if part.kind == "train":
         state, act = train_memory(part, precision, spec)
         if act >= usable:
-            return Cell(False, reason=f"activations of one {part.seq_tokens}-token sequence "
+            return Cell(False, reason=f"activations of one {part.longest}-token sequence "
                                       f"({act / GB:.1f} GB) exceed {gpu.name} usable HBM")
         need = max(1, math.ceil(state / (usable - act)))
         if replica_gpus and replica_gpus < need:
             return Cell(False, reason=f"training state needs {need} GPUs per replica; "
                                       f"{replica_gpus} given")
         g = replica_gpus or need
-        hw = part.flops_per_token
-        if eff.activation_recompute == "full":
-            hw += 2.0 * part.model.active_b * 1e9 + 4.0 * part._attention(part.seq_tokens)
+        # MFU counts model FLOPs (6N + attention): the recompute forward is part of what
+        # lowers achieved MFU, as in the published figures the defaults come from.
         mfu = eff.train_mfu if spec.method == "sft" else eff.rl_train_mfu
-        return Cell(True, peak * mfu / hw, g, (state / g + act) / GB, eff.micro_batch_size,
-                    "compute")
+        return Cell(True, peak * mfu / part.flops_per_token, g, (state / g + act) / GB,
+                    eff.micro_batch_size, "compute")
     weights = part.model.params_b * 1e9 * BYTES_PER_PARAM[precision]
     if part.kind in ("forward", "prefill"):
         need = _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
@@ -451,9 +462,9 @@ def latency_floor_hours(demand: Demand, phase: str, gpu: GPU, precision: str,
         if not c.fits:
             return math.inf
         if part.kind == "train":
-            seconds += inner * part.seq_tokens / c.tokens_per_second_per_gpu
+            seconds += inner * part.longest / c.tokens_per_second_per_gpu
         else:
-            seconds += part.seq_tokens / (c.tokens_per_second_per_gpu * c.replica_gpus)
+            seconds += part.longest / (c.tokens_per_second_per_gpu * c.replica_gpus)
     return demand.steps * seconds / 3600.0
 
 

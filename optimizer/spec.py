@@ -235,8 +235,9 @@ class ProjectSpec(_Strict):
             raise ValueError("method opd needs a teacher model block (the model that scores)")
         if m != "opd" and self.teacher is not None:
             raise ValueError(f"teacher applies to method opd only; remove it for method {m}")
-        if m == "sft" and (self.reward_model is not None or self.reference_model):
-            raise ValueError("reward_model and reference_model apply to rl/opd, not sft")
+        if m == "sft" and (self.reward_model is not None or self.reference_model is not None):
+            raise ValueError("reward_model and reference_model apply to rl/opd; remove them "
+                             "for method sft")
         if self.critic is not None and self.algorithm != "ppo":
             raise ValueError("critic applies to algorithm ppo only")
         given = {k for k, v in self.data.model_dump().items() if v is not None}
@@ -262,6 +263,28 @@ class ProjectSpec(_Strict):
                 if not allowed:
                     raise ValueError(f"precisions.{phase} is empty; list at least one of "
                                      f"{', '.join(PRECISIONS)}")
+            bad = [q for q in self.precisions.get("update", []) if q == "int8"]
+            if bad:
+                raise ValueError("precisions.update lists int8, an inference format; train in "
+                                 "fp32, bf16, fp16 or fp8")
+            if m == "sft" and any(p in self.precisions for p in ("rollout", "scoring")):
+                raise ValueError("precisions: method sft has no rollout or scoring phase; "
+                                 "list update and eval only")
+        phases = {"update"} | ({"eval"} if self.eval is not None else set())
+        if m != "sft":
+            phases |= {"rollout"}
+            if self.uses_reference or self.reward_model is not None or self.teacher is not None:
+                phases |= {"scoring"}
+        seen: set[tuple[str, str, str]] = set()
+        for i, c in enumerate(self.calibration):
+            key = (c.phase, c.gpu, c.precision)
+            if key in seen:
+                raise ValueError(f"calibration[{i}] repeats phase {c.phase}, gpu {c.gpu}, "
+                                 f"precision {c.precision}; keep one measurement per cell")
+            seen.add(key)
+            if c.phase not in phases:
+                raise ValueError(f"calibration[{i}].phase {c.phase!r}: this job has no such "
+                                 f"phase (phases: {', '.join(sorted(phases))})")
         return self
 
     # ---- resolved values (defaults applied) -------------------------------------------
@@ -358,9 +381,18 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             out.append(f"checkpoints.{key} = {getattr(cp_defaults, key)}")
     eff_set = spec.efficiency.model_fields_set
     defaults = Efficiency()
+    rl_only = {"rl_train_mfu", "tail_factor", "recompute_old_logprobs", "weight_sync_gb_per_s",
+               "lost_work_minutes"}
     for key in Efficiency.model_fields:
-        if key not in eff_set:
-            out.append(f"efficiency.{key} = {getattr(defaults, key)}")
+        if key in eff_set or (spec.method == "sft" and key in rl_only):
+            continue
+        if spec.method != "sft" and key == "train_mfu":
+            continue
+        value = getattr(defaults, key)
+        shown = str(value).lower() if isinstance(value, bool) else value
+        out.append(f"efficiency.{key} = {shown}")
+    if spec.method != "sft" and "pipeline" not in spec.model_fields_set:
+        out.append("pipeline = auto (colocated, sync and async are compared)")
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
         if key not in spec.placement.model_fields_set:
             out.append(f"placement.{key} = {getattr(spec.placement, key)}")

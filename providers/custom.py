@@ -99,6 +99,10 @@ def load_custom_catalog(path: str) -> Catalog:
     rates: list[ReservedRate] = []
     exclusions: list[str] = []
     for row in spec.offers:
+        if row.on_demand_usd_per_hour is None and row.spot_usd_per_hour is None \
+                and not row.reserved_nodes_held:
+            exclusions.append(f"{row.provider} {row.instance_type} {row.region}: no on-demand, "
+                              "spot or held reserved capacity: not offered")
         common = dict(
             provider=row.provider,
             region=row.region,

@@ -155,6 +155,9 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         if spot is None:
             exclusions.append(f"aws {itype} {region}/{zone}: no spot price in the snapshot")
             continue
+        od_here = _price(row["Price"])
+        above = ("; spot above on-demand in the source (kept as published)"
+                 if od_here is not None and spot > od_here else "")
         offers.append(
             Offer(
                 zone=zone,
@@ -162,7 +165,8 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
                 usd_per_hour=spot,
                 interruptions_per_hour=hazard_per_hour(BAND_FRACTION[band]),
                 max_nodes=SPOT_NODES_PER_ZONE,
-                note=f"spot band {band} ({'advisor' if family in SPOT_BANDS else 'default'})",
+                note=f"spot band {band} ({'advisor' if family in SPOT_BANDS else 'default'})"
+                f"{above}",
                 **common,
             )
         )
@@ -216,6 +220,10 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         if vm_spot is None or gpu_spot is None:
             exclusions.append(f"gcp {itype} {zone}: empty or zero spot price (VM or GPU row)")
             continue
+        above = ""
+        if vm_od is not None and gpu_od is not None and \
+                vm_spot + gpu_spot * count > vm_od + gpu_od * count:
+            above = "; spot above on-demand in the source (kept as published)"
         offers.append(
             Offer(
                 zone=zone,

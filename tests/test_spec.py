@@ -56,7 +56,8 @@ def test_resolved_defaults() -> None:
     defaults = applied_defaults(spec)
     assert "data.max_response_tokens = 4096 (2 x mean)" in defaults
     assert any(line.startswith("data.oversample_factor = 2.0") for line in defaults)
-    assert any(line.startswith("efficiency.train_mfu = ") for line in defaults)
+    assert any(line.startswith("efficiency.rl_train_mfu = ") for line in defaults)
+    assert not any(line.startswith("efficiency.train_mfu = ") for line in defaults)  # SFT only
 
 
 def test_ppo_gets_a_critic_shaped_like_the_model() -> None:
