@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from itertools import accumulate
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import numpy as np
 
@@ -114,7 +114,8 @@ class PoolOption:
 
     @property
     def key(self) -> str:
-        return f"{self.pool}:{self.provider}:{self.region}:{self.gpu}x{self.gpus_per_node}:{self.nodes}"
+        shape = f"{self.gpu}x{self.gpus_per_node}"
+        return f"{self.pool}:{self.provider}:{self.region}:{shape}:{self.nodes}"
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,13 +29,13 @@ app.add_typer(schema_app, name="schema")
 T = TypeVar("T")
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
 
 
-class Objective(str, Enum):
+class Objective(StrEnum):
     cost = "cost"
     time = "time"
 

@@ -210,11 +210,13 @@ def build_demand(spec: ProjectSpec) -> Demand:
         e = spec.eval
         runs = steps // e.every_steps
         if runs == 0:
-            notes.append(f"eval.every_steps {e.every_steps} exceeds the {steps} steps: no eval runs")
+            notes.append(f"eval.every_steps {e.every_steps} exceeds the {steps} steps: "
+                         "no eval runs")
         else:
             seqs = runs * e.prompts * e.samples_per_prompt
             prompt = e.prompt_tokens or prompt_default
-            parts.append(Part("eval", "prefill", "policy", "prefill", seqs * prompt, policy, prompt))
+            parts.append(Part("eval", "prefill", "policy", "prefill", seqs * prompt, policy,
+                              prompt))
             parts.append(Part("eval", "decode", "policy", "decode", seqs * e.response_tokens,
                               policy, prompt + e.response_tokens, prompt + e.response_tokens / 2))
     if not eff.attention_flops:

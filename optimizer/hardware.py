@@ -166,7 +166,7 @@ def unknown_gpu_message(name: str) -> str:
 
 
 def resolve_gpu(name: str, field: str = "gpu") -> GPU:
-    """The GPU for a user-given name; an unknown name raises :class:`InputError` with suggestions."""
+    """The GPU for a user-given name; unknown names raise :class:`InputError` with suggestions."""
     canon = canonical_gpu_name(name)
     if canon is None:
         raise InputError(f"{field}: {unknown_gpu_message(name)}")

@@ -112,9 +112,11 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} (compute ${plan.compute_cost_usd}, of which idle "
-        f"${plan.idle_cost_usd}); budget {'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
-        f"catalog {plan.catalog['name']} as of {plan.catalog_as_of}; {plan.solver.offers_considered}"
-        f" offers, {plan.solver.options_considered} pool options evaluated, "
+        f"${plan.idle_cost_usd}); budget "
+        f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
+        f"catalog {plan.catalog['name']} as of {plan.catalog_as_of}; "
+        f"{plan.solver.offers_considered} offers, {plan.solver.options_considered} pool options "
+        "evaluated, "
         f"{plan.solver.options_pruned} pruned as dominated, {plan.solver.milp_options} in the "
         f"MILP; cross-check {plan.solver.cross_check}",
     ]

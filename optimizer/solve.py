@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from optimizer.candidates import Candidates, build_candidates, filter_offers, layouts
 from optimizer.demand import Demand, build_demand, phase_cell
@@ -216,7 +217,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
         if frontier and float(r["total_cost_usd"]) >= float(frontier[-1]["total_cost_usd"]):
             continue
         frontier.append(r)
-    for a, b in zip(frontier, frontier[1:], strict=False):
+    for a, b in pairwise(frontier):
         dh = b["makespan_hours"] - a["makespan_hours"]
         a["usd_per_hour_saved"] = usd((float(a["total_cost_usd"]) - float(b["total_cost_usd"]))
                                       / dh) if dh > 0 else None

@@ -222,7 +222,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
             continue
         above = ""
         if vm_od is not None and gpu_od is not None and \
-                vm_spot + gpu_spot * count > vm_od + gpu_od * count:
+                vm_spot + gpu_spot * per_row > vm_od + gpu_od * per_row:
             above = "; spot above on-demand in the source (kept as published)"
         offers.append(
             Offer(
@@ -234,7 +234,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
                 note=f"VM part {vm_spot} + "
                 + (f"{count} x {accel_name} {gpu_spot}" if per_row == count
                    else f"{accel_name} x{count} row {gpu_spot}")
-                + f"; spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no rates)",
+                + f"; spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no rates){above}",
                 **common,
             )
         )
