@@ -327,7 +327,8 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     if part.kind in ("forward", "prefill"):
         need = _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
         if replica_gpus and replica_gpus * usable * (1 - KV_HEADROOM) < weights:
-            return Cell(False, reason=f"weights need {need} GPUs per replica; "
+            shown = need if need <= MAX_REPLICA_GPUS else f"more than {MAX_REPLICA_GPUS}"
+            return Cell(False, reason=f"weights need {shown} GPUs per replica; "
                                       f"{replica_gpus} given")
         g = replica_gpus or need
         if g > MAX_REPLICA_GPUS:
@@ -358,8 +359,9 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
 
 
 def _pow2_at_least(x: float) -> int:
+    """Smallest power of two >= x, capped at 2 x MAX_REPLICA_GPUS (x may be inf: no hang)."""
     g = 1
-    while g < x:
+    while g < x and g <= MAX_REPLICA_GPUS:
         g *= 2
     return g
 

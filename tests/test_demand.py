@@ -483,3 +483,17 @@ def test_every_gpu_gives_finite_or_explained_cells(gpu_name: str) -> None:
                 assert 0 < pc.gpu_hours < math.inf and pc.replica_gpus >= 1
             else:
                 assert pc.reason
+
+
+def test_absurd_model_size_is_reported_not_hung() -> None:
+    # 1e300 B params: bf16 weight bytes overflow to inf; replica sizing must still terminate
+    d = example_dict("grpo-7b.yaml")
+    d["model"]["params_b"] = 1e300
+    spec = parse_spec(d)
+    demand = build_demand(spec)
+    for name in ("prefill", "decode"):
+        c = cell(part(demand, "rollout", name), H100, "bf16", spec)
+        assert not c.fits and "64 GPUs" in c.reason
+    forced = cell(part(demand, "rollout", "prefill"), H100, "bf16", spec, replica_gpus=8)
+    assert not forced.fits and "more than 64" in forced.reason
+    assert not phase_cell(demand, "rollout", H100, "bf16").fits
