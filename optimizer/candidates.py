@@ -41,7 +41,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 import numpy as np
@@ -283,6 +283,61 @@ def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
     return [(o, n) for o, n in counts.values()]
 
 
+def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[PoolOption]:
+    """The same node counts drawn from other offers of the same class (rotating which offer
+    is used first), where every offer of the class has the same interruption rate, so the
+    busy time is unchanged and only the price and the offers used differ. Used when pools
+    compete for capped offers."""
+    out: list[PoolOption] = []
+    by_class = {"nonspot": group.nonspot_offers, "spot": group.spot_offers}
+    counts = {"nonspot": sum(n for o, n in option.fill if o.capacity_type != "spot"),
+              "spot": sum(n for o, n in option.fill if o.capacity_type == "spot")}
+    for cls, offers in by_class.items():
+        k = counts[cls]
+        rates = {o.interruptions_per_hour for o in offers}
+        if k == 0 or len(offers) < 2 or len(rates) > 1:
+            continue
+        ordered = sorted(offers, key=lambda o: (o.usd_per_hour, o.key))
+        keep = [(o, n) for o, n in option.fill
+                if (o.capacity_type == "spot") != (cls == "spot")]
+        for r in range(1, min(limit, len(ordered))):
+            rotated = ordered[r:] + ordered[:r]
+            fill: list[tuple[Offer, int]] = []
+            left = k
+            for o in rotated:
+                take = min(left, o.max_nodes or left)
+                if take:
+                    fill.append((o, take))
+                    left -= take
+                if left == 0:
+                    break
+            if left:
+                continue
+            new_fill = tuple(keep + fill)
+            price = sum(o.usd_per_hour * n for o, n in new_fill)
+            out.append(replace(option, fill=new_fill, usd_per_hour=price))
+    return out
+
+
+def offer_usage(options: list[PoolOption]) -> dict[str, int]:
+    """Nodes taken from each offer (by key) by a set of pool options held at the same time."""
+    used: dict[str, int] = defaultdict(int)
+    for opt in options:
+        for o, n in opt.fill:
+            used[o.key] += n
+    return dict(used)
+
+
+def over_capacity(options: list[PoolOption], caps: dict[str, int | None] | None = None
+                  ) -> list[str]:
+    """Offers whose cap the options exceed together (pools are held at the same time).
+    ``caps`` gives the offers' real caps when the options' offers carry per-pool shares."""
+    if caps is None:
+        caps = {o.key: o.max_nodes for opt in options for o, _ in opt.fill}
+    return sorted(k for k, n in offer_usage(options).items()
+                  if caps[k] is not None and n > caps[k])
+
+
 def pareto_mask(t: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Indices (sorted by t) of points not dominated in (t, c), lower is better in both."""
     if len(t) == 0:
@@ -305,6 +360,8 @@ class Group:
     nonspot_seq: list[Offer]
     spot_seq: list[Offer]
     rates: list[list[PhaseRate]]
+    nonspot_offers: list[Offer]
+    spot_offers: list[Offer]
     e_nodes: np.ndarray
     omega: np.ndarray
     picks: list[np.ndarray]
@@ -436,7 +493,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         keep = pareto_mask(b, c)
         gid = len(groups)
         groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates_per_phase,
-                            e_nodes, omega, picks))
+                            nonspot, spot, e_nodes, omega, picks))
         cols["t"].append(b[keep])
         cols["c"].append(c[keep])
         cols["gid"].append(np.full(len(keep), gid))
@@ -458,9 +515,12 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
 
 
 def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: int,
-                     cache: dict | None = None) -> Candidates:
+                     cache: dict | None = None,
+                     pool_offers: dict[str, list[Offer]] | None = None) -> Candidates:
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
-    have the same pool (same phases, capacity rules, stalls and tail treatment)."""
+    have the same pool (same phases, capacity rules, stalls and tail treatment);
+    ``pool_offers`` gives a pool its own offers (shares of capped offers, see
+    :mod:`optimizer.capacity`)."""
     regions = sorted({(o.provider, o.region) for o in offers})
     index = {r: n for n, r in enumerate(regions)}
     frontiers: dict[str, PoolFrontier] = {}
@@ -469,7 +529,10 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     for pool in layout.pools:
         decode = any(p in ("rollout", "eval") for p in pool.phases)
         key = (pool, layout.tail if decode else None)
-        if key not in cache:
+        if pool_offers is not None:
+            cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
+                                       index)
+        elif key not in cache:
             cache[key] = pool_frontier(demand, layout, pool, offers, cap, index)
         frontiers[pool.name], n = cache[key]
         considered += n

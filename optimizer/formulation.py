@@ -24,6 +24,8 @@ Constraint families (one function each):
                       below, and every objective or budget row pushes it down to z·D. The
                       valid inequality u_ka ≥ t_ka·z_ka (a pool is held at least while busy)
                       tightens the LP relaxation.
+* ``offer_capacity``  Σ_ka n_ka,o z_ka ≤ cap_o for every capped offer o used by options of
+                      more than one pool: pools are held at the same time, so they share it
 * ``budget``          Σ C_ka u_ka ≤ budget
 
 Objective ``cost``: min Σ C_ka u_ka. Objective ``time``: min D, then (lexicographic, second
@@ -59,6 +61,8 @@ class OptionSet:
     layout: Layout
     options: dict[str, list[PoolOption]]
     regions: list[tuple[str, str]]
+    caps: dict[str, int | None] = field(default_factory=dict)
+    """Real caps by offer key (options may carry per-pool shares of a capped offer)."""
 
 
 @dataclass
@@ -120,6 +124,7 @@ def build(c: OptionSet, deadline: float | None, budget: float | None, objective:
     add_single_region(model, c)
     add_makespan(model, c)
     add_hold(model, c)
+    add_offer_capacity(model, c)
     if budget is not None:
         add_budget(model, c, budget)
     cost = cost_expr(model, c)
@@ -194,8 +199,30 @@ def add_hold(model: Model, c: OptionSet) -> None:
             model.prob += model.u[(pool, i)] >= opt.busy_hours * model.z[(pool, i)], name
 
 
+def add_offer_capacity(model: Model, c: OptionSet) -> None:
+    users: dict[str, set[str]] = {}
+    caps: dict[str, int] = {}
+    for pool, opts in c.options.items():
+        for opt in opts:
+            for o, _ in opt.fill:
+                cap = c.caps.get(o.key, o.max_nodes)
+                if cap is not None:
+                    users.setdefault(o.key, set()).add(pool)
+                    caps[o.key] = cap
+    for j, key in enumerate(sorted(k for k, pools in users.items() if len(pools) > 1)):
+        terms = [n * model.z[(pool, i)] for pool, opts in c.options.items()
+                 for i, opt in enumerate(opts) for o, n in opt.fill if o.key == key]
+        name = _name(model, "offer_capacity", key, f"offer_capacity_{j}")
+        model.prob += pulp.lpSum(terms) <= caps[key], name
+
+
 def add_budget(model: Model, c: OptionSet, budget: float) -> None:
     model.prob += cost_expr(model, c) <= budget, _name(model, "budget", "", "budget")
+
+
+def check_solver(name: str) -> None:
+    """Reject an unknown or unavailable solver before any work is done."""
+    _solver(name, 1.0, 1e-6)
 
 
 def _solver(name: str, time_limit: float, gap: float) -> pulp.LpSolver:

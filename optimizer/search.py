@@ -162,8 +162,8 @@ def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, d
     return out
 
 
-def best(c: Candidates, deadline: float | None, budget: float | None, objective: str
-         ) -> Best | None:
+def best(c: Candidates, deadline: float | None, budget: float | None, objective: str,
+         only_region: int | None = None) -> Best | None:
     """The exact optimum of this layout over all regions, or None if nothing is feasible.
 
     Regions are visited in order of a lower bound; once the bound exceeds the best plan found,
@@ -172,6 +172,8 @@ def best(c: Candidates, deadline: float | None, budget: float | None, objective:
     found: list[tuple[tuple[float, float, int], Best]] = []
     incumbent = np.inf
     for bound, region, arrs in _regions_by_bound(c, objective):
+        if only_region is not None and region != only_region:
+            continue
         if bound > incumbent * (1 + 1e-9) + 1e-9:
             break
         if c.layout.mode == "async" and "rollout" in arrs:
@@ -279,9 +281,15 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
 
 
 def prune_for_milp(c: Candidates, incumbent: Best, deadline: float | None,
-                   budget: float | None, objective: str, keep_gap: float = 1e-6
-                   ) -> dict[str, np.ndarray]:
-    """Frontier indices per pool whose bound is within ``keep_gap`` of the incumbent."""
+                   budget: float | None, objective: str, keep_gap: float = 1e-6,
+                   max_per_pool: int | None = None) -> dict[str, np.ndarray]:
+    """Frontier indices per pool whose bound is within ``keep_gap`` of the incumbent (the
+    ``max_per_pool`` lowest bounds at most), ordered by bound."""
     limit = incumbent.usd if objective == "cost" else incumbent.run_hours
-    bounds = option_bounds(c, deadline, budget, objective, limit)
-    return {n: np.nonzero(b <= limit * (1 + keep_gap) + 1e-7)[0] for n, b in bounds.items()}
+    bounds = option_bounds(c, deadline, budget, objective, limit * (1 + keep_gap))
+    out = {}
+    for n, b in bounds.items():
+        idx = np.nonzero(b <= limit * (1 + keep_gap) + 1e-7)[0]
+        idx = idx[np.argsort(b[idx], kind="stable")]
+        out[n] = idx[:max_per_pool] if max_per_pool else idx
+    return out

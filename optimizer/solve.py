@@ -18,18 +18,31 @@ constraint and what would make the plan feasible.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from optimizer.candidates import Candidates, build_candidates, filter_offers, layouts
+from optimizer.candidates import (
+    Candidates,
+    PoolOption,
+    build_candidates,
+    fill_variants,
+    filter_offers,
+    layouts,
+)
+from optimizer.capacity import resolve
 from optimizer.demand import Demand, build_demand, phase_cell
 from optimizer.errors import InfeasibleError, InputError
-from optimizer.formulation import OptionSet, Solution, solve
+from optimizer.formulation import OptionSet, Solution, check_solver, solve
 from optimizer.hardware import gpus
 from optimizer.plan import Plan
 from optimizer.search import Best, best, prune_for_milp
 from optimizer.spec import ProjectSpec
 from providers.base import Catalog
+
+SHARED_KEEP_GAPS = (0.25, 1.0, 4.0)
+"""When pools compete for capped offers: options kept for the MILP (bound within this factor
+of the relaxation's optimum), widened until the MILP finds a plan."""
+SHARED_MAX_OPTIONS = 150
 
 
 @dataclass
@@ -38,6 +51,8 @@ class LayoutRun:
     best: Best | None
     solution: Solution | None = None
     milp_options: int = 0
+    shared_capacity: bool = False
+    """The relaxation's best plan over-uses a capped offer shared by pools."""
 
 
 @dataclass
@@ -48,6 +63,12 @@ class Context:
     runs: list[Candidates]
     offers_considered: int
     removed: dict[str, int]
+    offers: list = field(default_factory=list)
+
+    @property
+    def caps(self) -> dict[str, int | None]:
+        """Real caps by offer key (split searches hand pools shares of capped offers)."""
+        return {o.key: o.max_nodes for o in self.offers}
 
 
 def prepare(spec: ProjectSpec, catalog: Catalog) -> Context:
@@ -63,7 +84,7 @@ def prepare(spec: ProjectSpec, catalog: Catalog) -> Context:
     cache: dict = {}
     cap = spec.placement.max_nodes_per_pool
     runs = [build_candidates(demand, lay, filt.offers, cap, cache) for lay in layouts(demand)]
-    return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed)
+    return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed, filt.offers)
 
 
 def _key(b: Best, objective: str) -> tuple[float, float]:
@@ -88,26 +109,32 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     """The cheapest (or, with objective ``time``, fastest within budget) verified plan."""
     if objective not in ("cost", "time"):
         raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
+    check_solver(solver)
     start = time.perf_counter()
     ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog)
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     runs: list[LayoutRun] = []
     for c in ctx.runs:
-        runs.append(LayoutRun(c, best(c, deadline, budget, objective)))
+        resolved = resolve(c, ctx.offers, ctx.demand, spec.placement.max_nodes_per_pool,
+                           deadline, budget, objective)
+        if resolved is None:
+            runs.append(LayoutRun(c, None))
+        else:
+            runs.append(LayoutRun(resolved.cands, resolved.best,
+                                  shared_capacity=not resolved.exact))
     feasible = [r for r in runs if r.best is not None]
     if not feasible:
         raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
+    caps = ctx.caps
     for r in feasible:
-        assert r.best is not None
-        keep = prune_for_milp(r.cands, r.best, deadline, budget, objective)
-        options = {n: [r.cands.frontiers[n].option(int(k)) for k in idx]
-                   for n, idx in keep.items()}
-        r.milp_options = sum(len(v) for v in options.values())
-        regions = sorted({(o.provider, o.region) for v in options.values() for o in v})
-        r.solution = solve(OptionSet(r.cands.layout, options, regions), deadline, budget,
-                           objective, solver)
+        solve_layout(r, deadline, budget, objective, solver, caps)
     solved = [r for r in feasible if r.solution and r.solution.chosen]
     if not solved:
+        if any(r.shared_capacity for r in feasible):
+            raise InfeasibleError(
+                "capacity: the pools need more nodes of capped offers than the offers have "
+                "when held at the same time; raise the offers' max_nodes, relax the deadline "
+                "or allow more GPU types and regions")
         statuses = ", ".join(f"{r.cands.layout.name}: {r.solution.status if r.solution else '?'}"
                              for r in feasible)
         raise InfeasibleError(f"the MILP solver returned no solution ({statuses}); "
@@ -115,6 +142,34 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     from optimizer.build import build_plan  # local import keeps module graph acyclic
 
     return build_plan(ctx, runs, solved, objective, solver, start, explain, timings)
+
+
+def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,
+                 solver: str, caps: dict[str, int | None]) -> None:
+    """MILP on the options that can still be optimal (with the shared-capacity rows). When the
+    split search of :mod:`optimizer.capacity` hit its limits, the MILP gets a wider option set
+    and fill variants, and the plan is reported as feasible with its gap to the bound."""
+    assert r.best is not None
+    frontiers = r.cands.frontiers
+    gaps: tuple[float, ...] = SHARED_KEEP_GAPS if r.shared_capacity else (1e-6,)
+    for keep_gap in gaps:
+        keep = prune_for_milp(r.cands, r.best, deadline, budget, objective, keep_gap,
+                              SHARED_MAX_OPTIONS if r.shared_capacity else None)
+        options: dict[str, list[PoolOption]] = {}
+        for n, idx in keep.items():
+            opts = []
+            for k in idx:
+                opt = frontiers[n].option(int(k))
+                opts.append(opt)
+                if r.shared_capacity:
+                    opts.extend(fill_variants(opt, frontiers[n].groups[int(frontiers[n].gid[k])]))
+            options[n] = opts
+        r.milp_options = sum(len(v) for v in options.values())
+        regions = sorted({(o.provider, o.region) for v in options.values() for o in v})
+        r.solution = solve(OptionSet(r.cands.layout, options, regions, caps), deadline, budget,
+                           objective, solver)
+        if r.solution.chosen:
+            return
 
 
 def diagnose(ctx: Context, deadline: float | None, budget: float | None, objective: str) -> str:
@@ -183,6 +238,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
 
     if points < 2:
         raise InputError(f"--points: {points} is too few; ask for at least 2")
+    check_solver(solver)
     ctx = prepare(spec, catalog)
     budget = spec.budget.max_usd
     fastest = best_over_layouts(ctx, None, budget, "time")

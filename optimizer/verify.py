@@ -136,6 +136,18 @@ def verify_plan(plan: Plan) -> list[str]:
         if not _close(usable, ph.usable_node_fraction):
             v.append(f"memory: phase {ph.name} usable fraction {ph.usable_node_fraction} != "
                      f"{usable}")
+    used: dict[tuple, int] = {}
+    caps: dict[tuple, int | None] = {}
+    for pool in plan.pools:
+        for a in pool.allocations:
+            key = (a.provider, a.region, a.zone, a.instance_type, a.capacity_type)
+            used[key] = used.get(key, 0) + a.nodes
+            caps[key] = a.max_nodes
+    for key, n in sorted(used.items()):
+        cap = caps[key]
+        if cap is not None and n > cap:
+            v.append(f"capacity: pools together hold {n} {key[3]} {key[4]} in "
+                     f"{key[2] or key[1]}, the offer's cap is {cap}")
     busy = {p.name: p.busy_hours for p in plan.pools}
     if plan.pipeline_mode == "async":
         want = max(busy.values()) + plan.fill_fraction * busy.get("rollout", 0.0)

@@ -73,7 +73,8 @@ def scale_prices(catalog: Catalog, factor: float, kind: str | None = None) -> Ca
 
 def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                 ) -> tuple[float, float] | None:
-    """(cost, run hours) of the best plan by exhaustive enumeration, or None."""
+    """(cost, run hours) of the best plan by exhaustive enumeration, or None. Pools are held at
+    the same time, so together they take at most each offer's cap."""
     demand = build_demand(spec)
     eff = spec.efficiency
     cap = spec.placement.max_nodes_per_pool
@@ -129,9 +130,17 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                                 t_best = min(t_best, max(r.node_hours / (e * scale), r.floor_hours))
                             busy += t_best
                         if math.isfinite(busy):
-                            choices.append((busy, price))
+                            used = {o.key: c for c, o in zip(counts, group, strict=True) if c}
+                            choices.append((busy, price, used))
                 pool_choices.append(choices)
+            caps = {o.key: o.max_nodes for o in catalog.offers}
             for combo in itertools.product(*pool_choices):
+                taken: dict[str, int] = {}
+                for choice in combo:  # pools are held together: they share each offer's cap
+                    for key, n in choice[2].items():
+                        taken[key] = taken.get(key, 0) + n
+                if any(caps[k] is not None and n > caps[k] for k, n in taken.items()):
+                    continue
                 busy = {p.name: c[0] for p, c in zip(lay.pools, combo, strict=True)}
                 if lay.mode == "async":
                     run = max(busy.values()) + lay.fill_fraction * busy.get("rollout", 0.0)

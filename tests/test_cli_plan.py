@@ -589,12 +589,6 @@ def test_custom_catalog_plan_is_deterministic(lab: dict[str, Any]) -> None:
     assert result.stdout == lab["file"].read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an offer's max_nodes (here reserved_nodes_held) caps each pool "
-    "separately; pools held at the same time may together exceed it (no joint cap in "
-    "optimizer/formulation.py, none checked in optimizer/verify.py)",
-)
 def test_custom_catalog_reserved_nodes_are_shared_by_pools(lab: dict[str, Any]) -> None:
     used: dict[tuple[str, str, str, str], int] = {}
     for pool in lab["plan"]["pools"]:
@@ -615,11 +609,6 @@ def test_plan_unknown_solver(lab: dict[str, Any]) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: --solver is validated only when the MILP runs "
-    "(optimizer/formulation.py _solver); an infeasible spec exits 1 instead of 2",
-)
 def test_plan_unknown_solver_is_rejected_before_planning(
     lab: dict[str, Any], tmp_path: Path
 ) -> None:

