@@ -19,6 +19,7 @@ from optimizer.plan import (
     Plan,
     PoolPlan,
     SolverInfo,
+    SpotModel,
     hours,
     spec_digest,
     usd,
@@ -161,11 +162,11 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         max_nodes_per_pool=spec.placement.max_nodes_per_pool,
         multi_node_training_min_gpus_per_node=(
             spec.placement.multi_node_training_min_gpus_per_node),
-        spot_model={
-            "lost_work_minutes": spec.efficiency.lost_work_minutes,
-            "restart_minutes": spec.efficiency.restart_minutes,
-            "checkpoint_minutes": spec.efficiency.checkpoint_minutes,
-        },
+        spot_model=SpotModel(
+            lost_work_minutes=spec.efficiency.lost_work_minutes,
+            restart_minutes=spec.efficiency.restart_minutes,
+            checkpoint_minutes=spec.efficiency.checkpoint_minutes,
+        ),
         pools=pools, phases=phases,
         solver=SolverInfo(
             name=solver, status=status, gap=round(gap, 9),

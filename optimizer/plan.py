@@ -15,7 +15,9 @@ import json
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 SCHEMA_VERSION = 1
 
@@ -30,8 +32,19 @@ def hours(x: float) -> float:
     return float(x)
 
 
+Money = Annotated[str, StringConstraints(pattern=r"^-?[0-9]+\.[0-9]{2}$")]
+"""USD with cents, as a decimal string ("1234.50")."""
+Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SpotModel(_Frozen):
+    lost_work_minutes: float = Field(ge=0)
+    restart_minutes: float = Field(ge=0)
+    checkpoint_minutes: float = Field(ge=0)
 
 
 class Allocation(_Frozen):
@@ -45,7 +58,7 @@ class Allocation(_Frozen):
     nodes: int
     hours: float
     usd_per_hour: float
-    cost_usd: str
+    cost_usd: Money
     max_nodes: int | None
     interruptions_per_hour: float | None
     effective_fraction: float
@@ -68,7 +81,7 @@ class PhasePlan(_Frozen):
     latency_floor_hours: float
     """Least busy time at any node count (each step's sequential work); busy ≥ floor."""
     gpu_hours: float
-    cost_usd: str
+    cost_usd: Money
     calibrated: bool
     allocations: list[Allocation]
 
@@ -86,8 +99,8 @@ class PoolPlan(_Frozen):
     busy_hours: float
     idle_hours: float
     usd_per_hour: float
-    cost_usd: str
-    idle_cost_usd: str
+    cost_usd: Money
+    idle_cost_usd: Money
     gang_overhead_fraction: float
     allocations: list[Allocation]
 
@@ -130,12 +143,12 @@ class Plan(_Frozen):
     algorithm: str | None
     status: str
     objective: str
-    total_cost_usd: str
-    compute_cost_usd: str
-    idle_cost_usd: str
-    makespan_hours: float
+    total_cost_usd: Money
+    compute_cost_usd: Money
+    idle_cost_usd: Money
+    makespan_hours: Hours
     deadline_hours: float | None
-    budget_usd: str | None
+    budget_usd: Money | None
     pipeline_mode: str
     layout: str
     provider: str
@@ -144,7 +157,7 @@ class Plan(_Frozen):
     fill_fraction: float
     max_nodes_per_pool: int
     multi_node_training_min_gpus_per_node: int
-    spot_model: dict[str, float]
+    spot_model: SpotModel
     pools: list[PoolPlan]
     phases: list[PhasePlan]
     solver: SolverInfo

@@ -43,9 +43,11 @@ def verify_plan(plan: Plan) -> list[str]:
     v: list[str] = []
     held = plan.makespan_hours
     pools = {p.name: p for p in plan.pools}
+    if not plan.pools:
+        return ["pool_accounting: the plan has no pools"]
     sm = plan.spot_model
-    lost_r = (sm["lost_work_minutes"] + sm["restart_minutes"]) / 60.0
-    c_h, r_h = sm["checkpoint_minutes"] / 60.0, sm["restart_minutes"] / 60.0
+    lost_r = (sm.lost_work_minutes + sm.restart_minutes) / 60.0
+    c_h, r_h = sm.checkpoint_minutes / 60.0, sm.restart_minutes / 60.0
     total_cost = 0.0
     idle_cost = 0.0
     for pool in plan.pools:
@@ -99,6 +101,9 @@ def verify_plan(plan: Plan) -> list[str]:
             v.append(f"capacity: pool {pool.name} trains across {pool.nodes} nodes of "
                      f"{pool.gpus_per_node} GPUs; multi-node training needs "
                      f"{plan.multi_node_training_min_gpus_per_node}+ GPUs per node")
+        if pool.nodes < 1:
+            v.append(f"pool_accounting: pool {pool.name} has no nodes")
+            continue
         if pool.nodes > plan.max_nodes_per_pool:
             v.append(f"capacity: pool {pool.name} has {pool.nodes} nodes, the pool cap is "
                      f"{plan.max_nodes_per_pool}")
@@ -119,7 +124,7 @@ def verify_plan(plan: Plan) -> list[str]:
         if pool is None:
             v.append(f"coverage: phase {ph.name} names unknown pool {ph.pool!r}")
             continue
-        if ph.tokens_per_node_hour is None:
+        if ph.tokens_per_node_hour is None or pool.nodes < 1:
             continue
         done = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
             * ph.tokens_per_node_hour * ph.usable_node_fraction * ph.busy_hours
@@ -198,7 +203,13 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
             v.append(f"spec_match: phase {ph.name} tokens {ph.tokens:.6g} != {tokens:.6g}")
         if ph.precision not in allowed_precisions(demand, ph.name):
             v.append(f"spec_match: phase {ph.name} precision {ph.precision} is not allowed")
-        pool = pools[ph.pool]
+        pool = pools.get(ph.pool)
+        if pool is None:
+            v.append(f"spec_match: phase {ph.name} names unknown pool {ph.pool!r}")
+            continue
+        if tokens <= 0:
+            v.append(f"spec_match: the spec's job has no {ph.name} phase")
+            continue
         gpu = gpus().get(pool.gpu)
         if gpu is None:
             v.append(f"spec_match: unknown GPU {pool.gpu!r}")
@@ -208,6 +219,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         r = rates.get(ph.precision or "")
         if r is None:
             v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")
+            continue
+        if r.node_hours <= 0:
+            v.append(f"spec_match: phase {ph.name} has no work in the spec")
             continue
         if not _close(r.floor_hours, ph.latency_floor_hours):
             v.append(f"spec_match: phase {ph.name} latency floor {ph.latency_floor_hours:.6g} h "

@@ -386,11 +386,6 @@ def _empty_spot_model(p: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: `check` raises (ZeroDivisionError, KeyError, ValueError, "
-    "decimal.InvalidOperation) in optimizer/verify.py on these files",
-)
 @pytest.mark.parametrize(
     "mutate", [_sft_spec, _unknown_pool, _no_pools, _money_not_a_number, _empty_spot_model]
 )
