@@ -13,9 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
-
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
