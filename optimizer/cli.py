@@ -46,6 +46,10 @@ def _run(fn: Callable[[], T]) -> T:
     except PlannerError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except (OverflowError, ArithmeticError) as exc:
+        typer.echo(f"error: numbers out of range ({exc}); check the magnitudes in the spec "
+                   "and catalog", err=True)
+        raise typer.Exit(2) from None
 
 
 def _emit(text: str, output: Path | None) -> None:

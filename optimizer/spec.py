@@ -15,8 +15,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PositiveFloat,
-    PositiveInt,
     field_validator,
     model_validator,
 )
@@ -29,7 +27,13 @@ Algorithm = Literal["ppo", "grpo", "dapo"]
 Pipeline = Literal["auto", "colocated", "sync", "async"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 PhaseName = Literal["rollout", "scoring", "update", "eval"]
-Fraction = Annotated[float, Field(gt=0, le=1)]
+Fraction = Annotated[float, Field(gt=0, le=1, strict=True)]
+Count = Annotated[int, Field(gt=0, le=10**12, strict=True)]
+"""A positive whole number (booleans and floats are rejected, absurd magnitudes too)."""
+Amount = Annotated[float, Field(gt=0, le=1e12, strict=True)]
+"""A positive finite number."""
+Billions = Annotated[float, Field(gt=0, le=100_000, strict=True)]
+"""Parameters in billions (up to 100 trillion)."""
 
 
 class _Strict(BaseModel):
@@ -39,13 +43,13 @@ class _Strict(BaseModel):
 class ModelBlock(_Strict):
     """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters."""
 
-    params_b: PositiveFloat
-    active_params_b: PositiveFloat | None = None
-    layers: PositiveInt
-    hidden_size: PositiveInt
-    kv_heads: PositiveInt
-    head_dim: PositiveInt
-    heads: PositiveInt | None = None
+    params_b: Billions
+    active_params_b: Billions | None = None
+    layers: Count
+    hidden_size: Count
+    kv_heads: Count
+    head_dim: Count
+    heads: Count | None = None
     """Query heads; defaults to hidden_size / head_dim (used by the attention FLOPs term)."""
 
     @model_validator(mode="after")
@@ -68,7 +72,7 @@ class ModelBlock(_Strict):
 
 class TrainedModel(ModelBlock):
     finetune: Literal["full", "lora"] = "full"
-    lora_rank: PositiveInt | None = None
+    lora_rank: Count | None = None
 
     @model_validator(mode="after")
     def _lora(self) -> TrainedModel:
@@ -79,23 +83,23 @@ class TrainedModel(ModelBlock):
 
 class Data(_Strict):
     # sft
-    examples: PositiveInt | None = None
-    tokens_per_example: PositiveInt | None = None
-    epochs: PositiveFloat | None = None
-    batch_size: PositiveInt | None = None
+    examples: Count | None = None
+    tokens_per_example: Count | None = None
+    epochs: Amount | None = None
+    batch_size: Count | None = None
     """SFT: examples per optimizer step (defines a step for eval/checkpoint cadence)."""
     # rl / opd
-    steps: PositiveInt | None = None
-    prompts_per_step: PositiveInt | None = None
-    samples_per_prompt: PositiveInt | None = None
-    prompt_tokens: PositiveInt | None = None
-    response_tokens: PositiveInt | None = None
-    max_response_tokens: PositiveInt | None = None
+    steps: Count | None = None
+    prompts_per_step: Count | None = None
+    samples_per_prompt: Count | None = None
+    prompt_tokens: Count | None = None
+    response_tokens: Count | None = None
+    max_response_tokens: Count | None = None
     oversample_factor: Annotated[float, Field(ge=1, le=10)] | None = None
     """Generated samples per trained sample (DAPO dynamic sampling filters groups)."""
-    update_epochs: PositiveInt | None = None
+    update_epochs: Count | None = None
     """Passes over each step's batch in the update (PPO epochs)."""
-    mini_batches_per_step: PositiveInt | None = None
+    mini_batches_per_step: Count | None = None
     """Optimizer steps inside one rollout→update step (reported; does not change FLOPs)."""
 
 
@@ -117,27 +121,27 @@ RL_REQUIRED = ("steps", "prompts_per_step", "samples_per_prompt", "prompt_tokens
 
 
 class Eval(_Strict):
-    every_steps: PositiveInt
-    prompts: PositiveInt
-    samples_per_prompt: PositiveInt = 1
-    response_tokens: PositiveInt
-    prompt_tokens: PositiveInt | None = None
+    every_steps: Count
+    prompts: Count
+    samples_per_prompt: Count = 1
+    response_tokens: Count
+    prompt_tokens: Count | None = None
 
 
 class Checkpoints(_Strict):
-    every_steps: PositiveInt | None = None
-    keep_hot: PositiveInt = 3
-    archive_every: PositiveInt = 5
-    retention_days: PositiveInt = 30
+    every_steps: Count | None = None
+    keep_hot: Count = 3
+    archive_every: Count = 5
+    retention_days: Count = 30
     with_optimizer: bool = True
 
 
 class SLA(_Strict):
-    deadline_hours: PositiveFloat | None = None
+    deadline_hours: Amount | None = None
 
 
 class Budget(_Strict):
-    max_usd: PositiveFloat | None = None
+    max_usd: Amount | None = None
 
 
 class Placement(_Strict):
@@ -146,9 +150,9 @@ class Placement(_Strict):
     """Region names or globs (``us-*``)."""
     gpus: list[str] | None = None
     """Allowed GPU types (aliases accepted)."""
-    max_nodes_per_pool: PositiveInt = 64
+    max_nodes_per_pool: Count = 64
     """Cap on any pool's nodes where the catalog publishes none."""
-    multi_node_training_min_gpus_per_node: PositiveInt = 8
+    multi_node_training_min_gpus_per_node: Count = 8
     """A training pool spanning several nodes needs nodes at least this large (the
     network-optimised sizes with EFA / GPUDirect-TCPX); smaller nodes train on one node only."""
 
@@ -176,14 +180,14 @@ class Efficiency(_Strict):
     decode_compute_efficiency: Fraction = 0.5
     tail_factor: Annotated[float, Field(ge=1, le=5)] = 1.5
     gpu_memory_utilization: Fraction = 0.9
-    max_batch_per_replica: PositiveInt = 256
+    max_batch_per_replica: Count = 256
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32)] = 16.0
     activation_recompute: Literal["full", "selective", "none"] = "full"
-    micro_batch_size: PositiveInt = 1
+    micro_batch_size: Count = 1
     attention_flops: bool = True
     recompute_old_logprobs: bool = True
-    checkpoint_write_gb_per_s: PositiveFloat = 2.0
-    weight_sync_gb_per_s: PositiveFloat = 10.0
+    checkpoint_write_gb_per_s: Amount = 2.0
+    weight_sync_gb_per_s: Amount = 10.0
     restart_minutes: Annotated[float, Field(ge=0)] = 10.0
     lost_work_minutes: Annotated[float, Field(ge=0)] = 5.0
     checkpoint_minutes: Annotated[float, Field(ge=0)] = 3.0
@@ -193,7 +197,7 @@ class Calibration(_Strict):
     phase: PhaseName
     gpu: str
     precision: Precision
-    tokens_per_second_per_gpu: PositiveFloat
+    tokens_per_second_per_gpu: Amount
 
     @field_validator("gpu")
     @classmethod

@@ -31,9 +31,36 @@ def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     return parse_mapping(text, what, str(path))
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys instead of keeping the last one silently."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False
+                    ) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:  # unhashable key: the mapping constructor reports it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (only one value per key is allowed)",
+                key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def parse_mapping(text: str, what: str, origin: str = "<text>") -> dict[str, Any]:
     try:
-        data = json.loads(text) if origin.endswith(".json") else yaml.safe_load(text)
+        if origin.endswith(".json"):
+            data = json.loads(text)
+        else:  # a SafeLoader subclass: no arbitrary objects
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         # ValueError covers json.JSONDecodeError and YAML constructor failures on well-formed
         # syntax (``2020-02-30``, ``!!int x``); RecursionError covers very deep nesting.

@@ -14,6 +14,7 @@ import pytest
 from conftest import example_dict
 
 from optimizer.demand import Demand, Part, build_demand, cell, phase_cell
+from optimizer.errors import InputError
 from optimizer.hardware import gpus, resolve_gpu
 from optimizer.spec import ProjectSpec, parse_spec
 
@@ -489,7 +490,10 @@ def test_absurd_model_size_is_reported_not_hung() -> None:
     # 1e300 B params: bf16 weight bytes overflow to inf; replica sizing must still terminate
     d = example_dict("grpo-7b.yaml")
     d["model"]["params_b"] = 1e300
-    spec = parse_spec(d)
+    with pytest.raises(InputError, match=r"model\.params_b = 1e\+300"):
+        parse_spec(d)  # the loader refuses it (one line, exit 2) ...
+    ok = parse_spec(example_dict("grpo-7b.yaml"))  # ... and the model terminates anyway
+    spec = ok.model_copy(update={"model": ok.model.model_copy(update={"params_b": 1e300})})
     demand = build_demand(spec)
     for name in ("prefill", "decode"):
         c = cell(part(demand, "rollout", name), H100, "bf16", spec)

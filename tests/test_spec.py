@@ -586,3 +586,17 @@ def test_parse_mapping_json_origin() -> None:
     with pytest.raises(InputError) as info:
         parse_mapping("[1, 2]", "spec", "x.json")
     assert "x.json" in str(info.value) and "list" in str(info.value)
+
+
+def test_duplicate_yaml_keys_are_rejected(tmp_path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: a\nmethod: sft\nname: b\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 3.*duplicate key 'name'"):
+        load_spec(str(path))
+
+
+def test_booleans_are_not_counts() -> None:
+    d = example_dict("grpo-7b.yaml")
+    d["data"]["steps"] = True
+    with pytest.raises(InputError, match=r"data\.steps = True"):
+        parse_spec(d)
