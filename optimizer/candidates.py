@@ -335,7 +335,7 @@ def over_capacity(options: list[PoolOption], caps: dict[str, int | None] | None 
     if caps is None:
         caps = {o.key: o.max_nodes for opt in options for o, _ in opt.fill}
     return sorted(k for k, n in offer_usage(options).items()
-                  if caps[k] is not None and n > caps[k])
+                  if (cap := caps[k]) is not None and n > cap)
 
 
 def pareto_mask(t: np.ndarray, c: np.ndarray) -> np.ndarray:

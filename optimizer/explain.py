@@ -84,14 +84,14 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
     marginal = _marginal(ctx, plan, objective)
     alternatives = []
     for r in runs:
-        b = r.best
+        best = r.best
         alternatives.append(LayoutResult(
             layout=r.cands.layout.name, pipeline_mode=r.cands.layout.mode,
-            status="feasible" if b else "infeasible",
-            total_cost_usd=usd(b.usd) if b else None,
-            makespan_hours=hours(b.run_hours) if b else None,
-            provider=r.cands.regions[b.region][0] if b else None,
-            region=r.cands.regions[b.region][1] if b else None,
+            status="feasible" if best else "infeasible",
+            total_cost_usd=usd(best.usd) if best else None,
+            makespan_hours=hours(best.run_hours) if best else None,
+            provider=r.cands.regions[best.region][0] if best else None,
+            region=r.cands.regions[best.region][1] if best else None,
         ))
     return Explain(summary=summary, binding=binding, marginal=marginal,
                    alternatives=alternatives)

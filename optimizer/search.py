@@ -110,8 +110,8 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
     tr, cr, order_r = arrs["rollout"]
     others = [n for n in names if n != "rollout"]
     m = np.unique(np.concatenate([arrs[n][0] for n in names]))
-    A, M = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
-    A, M = A.ravel(), M.ravel()
+    grid_a, grid_m = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
+    A, M = grid_a.ravel(), grid_m.ravel()
     mv = m[M]
     ok = mv >= tr[A] - 1e-12
     C = cr[A].copy()

@@ -281,11 +281,11 @@ class ProjectSpec(_Strict):
                 phases |= {"scoring"}
         seen: set[tuple[str, str, str]] = set()
         for i, c in enumerate(self.calibration):
-            key = (c.phase, c.gpu, c.precision)
-            if key in seen:
+            cell = (c.phase, c.gpu, c.precision)
+            if cell in seen:
                 raise ValueError(f"calibration[{i}] repeats phase {c.phase}, gpu {c.gpu}, "
                                  f"precision {c.precision}; keep one measurement per cell")
-            seen.add(key)
+            seen.add(cell)
             if c.phase not in phases:
                 raise ValueError(f"calibration[{i}].phase {c.phase!r}: this job has no such "
                                  f"phase (phases: {', '.join(sorted(phases))})")

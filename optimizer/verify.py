@@ -120,13 +120,13 @@ def verify_plan(plan: Plan) -> list[str]:
         total_cost += price * held
         idle_cost += price * max(0.0, held - pool.busy_hours)
     for ph in plan.phases:
-        pool = pools.get(ph.pool)
-        if pool is None:
+        owner = pools.get(ph.pool)
+        if owner is None:
             v.append(f"coverage: phase {ph.name} names unknown pool {ph.pool!r}")
             continue
-        if ph.tokens_per_node_hour is None or pool.nodes < 1:
+        if ph.tokens_per_node_hour is None or owner.nodes < 1:
             continue
-        done = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
+        done = sum(a.nodes * a.effective_fraction for a in owner.allocations) \
             * ph.tokens_per_node_hour * ph.usable_node_fraction * ph.busy_hours
         if ph.busy_hours < ph.latency_floor_hours * (1 - REL):
             v.append(f"coverage: phase {ph.name} busy {ph.busy_hours:.6g} h is below its "
@@ -134,10 +134,10 @@ def verify_plan(plan: Plan) -> list[str]:
         if done < ph.tokens * (1 - 1e-5):
             v.append(f"coverage: phase {ph.name} covers {done:.6g} of {ph.tokens:.6g} tokens")
         npr = ph.nodes_per_replica
-        if pool.nodes < npr or npr * pool.gpus_per_node < ph.replica_gpus:
+        if owner.nodes < npr or npr * owner.gpus_per_node < ph.replica_gpus:
             v.append(f"memory: phase {ph.name} needs {ph.replica_gpus} GPUs per replica; pool "
-                     f"{pool.name} has {pool.nodes} x {pool.gpus_per_node}")
-        usable = (pool.nodes // npr) * npr / pool.nodes if npr > 1 else 1.0
+                     f"{owner.name} has {owner.nodes} x {owner.gpus_per_node}")
+        usable = (owner.nodes // npr) * npr / owner.nodes if npr > 1 else 1.0
         if not _close(usable, ph.usable_node_fraction):
             v.append(f"memory: phase {ph.name} usable fraction {ph.usable_node_fraction} != "
                      f"{usable}")
@@ -153,11 +153,11 @@ def verify_plan(plan: Plan) -> list[str]:
         if cap is not None and n > cap:
             v.append(f"capacity: pools together hold {n} {key[3]} {key[4]} in "
                      f"{key[2] or key[1]}, the offer's cap is {cap}")
-    busy = {p.name: p.busy_hours for p in plan.pools}
+    pool_busy = {p.name: p.busy_hours for p in plan.pools}
     if plan.pipeline_mode == "async":
-        want = max(busy.values()) + plan.fill_fraction * busy.get("rollout", 0.0)
+        want = max(pool_busy.values()) + plan.fill_fraction * pool_busy.get("rollout", 0.0)
     else:
-        want = sum(busy.values())
+        want = sum(pool_busy.values())
     if not _close(want, held, abs_=1e-5):
         v.append(f"makespan: run {held} h != {want:.6f} h from pool busy times "
                  f"({plan.pipeline_mode})")

@@ -147,8 +147,8 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], what: 
     fix = ""
     if kind in {"literal_error", "enum"}:
         expected = str(ctx.get("expected", ""))
-        options = [s.strip(" '") for s in expected.replace(" or ", ",").split(",")]
-        fix = suggest(str(value), [o for o in options if o])
+        choices = [s.strip(" '") for s in expected.replace(" or ", ",").split(",")]
+        fix = suggest(str(value), [o for o in choices if o])
     elif kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
         fix = "; change the value to be within range"
     elif kind.endswith("_type") or kind.endswith("_parsing"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
@@ -103,7 +103,7 @@ def load_custom_catalog(path: str) -> Catalog:
                 and not row.reserved_nodes_held:
             exclusions.append(f"{row.provider} {row.instance_type} {row.region}: no on-demand, "
                               "spot or held reserved capacity: not offered")
-        common = dict(
+        common: dict[str, Any] = dict(
             provider=row.provider,
             region=row.region,
             zone=row.zone,

@@ -34,6 +34,7 @@ import math
 from collections import defaultdict
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from optimizer.hardware import canonical_gpu_name
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier, register
@@ -121,7 +122,7 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         count = round(float(row["AcceleratorCount"]))
         family = _aws_family(itype)
         band = SPOT_BANDS.get(family, DEFAULT_SPOT_BAND)
-        common = dict(
+        common: dict[str, Any] = dict(
             provider="aws",
             region=region,
             instance_type=itype,
@@ -199,7 +200,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         if gpu is None or gpu_row is None:
             exclusions.append(f"gcp {itype} {zone}: no {accel_name} GPU price row for the zone")
             continue
-        common = dict(
+        common: dict[str, Any] = dict(
             provider="gcp",
             region=region,
             instance_type=itype,
