@@ -8,7 +8,8 @@ few regions, the full one every region) and on specs with 1 to 4 phases:
 * SFT (update + eval pool): ``examples/sft-8b.yaml``
 * OPD (rollout, teacher scoring, update, eval): ``examples/opd-8b-from-32b.yaml``
 * RL (rollout, reference scoring, update, eval): ``examples/grpo-7b.yaml``, with its placement
-  filter removed so that every GPU type and region competes.
+  filter removed so that every GPU type and region competes; and without the reference model
+  (2 pools); and the example itself on the whole catalog.
 
 Nothing here asserts on time: it reports.
 """
@@ -55,9 +56,10 @@ def main() -> None:
         "opd-8b (3 pools)": load_spec(str(ROOT / "examples/opd-8b-from-32b.yaml")),
     }
     grpo = load_spec(str(ROOT / "examples/grpo-7b.yaml"))
-    specs["grpo-7b all GPUs (3 pools)"] = grpo.model_copy(
-        update={"placement": grpo.placement.model_copy(update={"gpus": None, "providers": None})})
-    specs["grpo-7b example"] = grpo
+    open_placement = grpo.placement.model_copy(update={"gpus": None, "providers": None})
+    specs["grpo-7b all GPUs (3 pools)"] = grpo.model_copy(update={"placement": open_placement})
+    specs["grpo-7b no ref (2 pools)"] = grpo.model_copy(
+        update={"placement": open_placement, "reference_model": False})
     sizes = [10, 100, 300, 1000, len(full.offers)]
     print(f"machine: {sys.platform}, python {sys.version.split()[0]}; median of {args.repeat}")
     print(f"{'spec':<28} {'offers':>6} {'regions':>7} {'seconds':>8}  result")
@@ -68,6 +70,9 @@ def main() -> None:
             regions = len({(o.provider, o.region) for o in offers})
             seconds, result = timed(spec, catalog, args.repeat)
             print(f"{name:<28} {n:>6} {regions:>7} {seconds:>8.3f}  {result}")
+    seconds, result = timed(grpo, full, args.repeat)
+    print(f"{'grpo-7b example (README)':<28} {len(full.offers):>6} "
+          f"{len({(o.provider, o.region) for o in full.offers}):>7} {seconds:>8.3f}  {result}")
 
 
 if __name__ == "__main__":
