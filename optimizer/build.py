@@ -200,11 +200,13 @@ def _warnings(ctx: Context, chosen: dict[str, PoolOption], layout: str) -> list[
     stale = ctx.catalog.staleness_warning()
     if stale:
         out.append(stale)
-    gpus_used = {o.gpu for o in chosen.values()}
-    relevant = [e for e in ctx.catalog.exclusions if any(g in e for g in gpus_used)]
+    types = {offer.instance_type for o in chosen.values() for offer, _ in o.fill}
+    region = next(iter(chosen.values())).region
+    relevant = [e for e in ctx.catalog.exclusions
+                if region in e and any(t in e for t in types)]
     if relevant:
-        out.append(f"{len(relevant)} catalog rows for the chosen GPU types were excluded "
-                   f"(e.g. {relevant[0]})")
+        out.append(f"{len(relevant)} catalog rows of the chosen instance types in {region} were "
+                   f"excluded (e.g. {relevant[0]})")
     for o in chosen.values():
         for offer, _ in o.fill:
             if offer.max_nodes is not None and offer.source.startswith("embedded") \

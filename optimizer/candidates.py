@@ -52,8 +52,6 @@ from optimizer.hardware import GPU, gpus
 from providers.base import Catalog, Offer
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
-SPOT_FORBIDDEN_DEFAULT = frozenset({"update"})
-"""Built-in rule until policies land: the update never runs on spot."""
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ rollout      policy (student) generation: ``prefill`` 2N per prompt token, ``dec
              memory-bandwidth roofline (below), prompts × samples × oversample_factor sequences
 scoring      forward passes of other models over prompt + response: ``reference`` (2N_policy),
              ``reward`` (2N_rm), ``teacher`` (2N_teacher, OPD: every token)
-update       ``actor`` training 6N per token (4N LoRA; +2N forward recompute with full
-             activation recomputation), ``old_logprob`` forward 2N, PPO ``critic`` training and
-             ``critic_values`` forward; × update_epochs
+update       ``actor`` training 6N per token (4N LoRA), ``old_logprob`` forward 2N, PPO
+             ``critic`` training and ``critic_values`` forward; training × update_epochs
 eval         generation with the policy every ``eval.every_steps`` steps (same roofline)
-checkpoint   write stalls: bytes = N × (2 + 12 with optimizer state) / write bandwidth
+checkpoint   write stalls: bytes = N × (2 + (adam_bytes_per_param − 4) with optimizer state)
+             / write bandwidth
 ===========  =================================================================================
 
 Formulas (sources in ``docs/demand-model.md``):

@@ -95,12 +95,13 @@ class Data(_Strict):
     prompt_tokens: Count | None = None
     response_tokens: Count | None = None
     max_response_tokens: Count | None = None
-    oversample_factor: Annotated[float, Field(ge=1, le=10)] | None = None
+    oversample_factor: Annotated[float, Field(ge=1, le=10, strict=True)] | None = None
     """Generated samples per trained sample (DAPO dynamic sampling filters groups)."""
     update_epochs: Count | None = None
     """Passes over each step's batch in the update (PPO epochs)."""
     mini_batches_per_step: Count | None = None
-    """Optimizer steps inside one rollout→update step (reported; does not change FLOPs)."""
+    """Optimizer steps inside one rollout→update step: no FLOPs change, but each is a
+    sequential forward + backward in the update's per-step latency floor."""
 
 
 SFT_FIELDS = ("examples", "tokens_per_example", "epochs", "batch_size")
@@ -151,7 +152,7 @@ class Placement(_Strict):
     gpus: list[str] | None = None
     """Allowed GPU types (aliases accepted)."""
     max_nodes_per_pool: Count = 64
-    """Cap on any pool's nodes where the catalog publishes none."""
+    """Cap on every pool's nodes (offers' own caps apply as well)."""
     multi_node_training_min_gpus_per_node: Count = 8
     """A training pool spanning several nodes needs nodes at least this large (the
     network-optimised sizes with EFA / GPUDirect-TCPX); smaller nodes train on one node only."""
@@ -178,19 +179,19 @@ class Efficiency(_Strict):
     prefill_efficiency: Fraction = 0.5
     decode_mbu: Fraction = 0.6
     decode_compute_efficiency: Fraction = 0.5
-    tail_factor: Annotated[float, Field(ge=1, le=5)] = 1.5
+    tail_factor: Annotated[float, Field(ge=1, le=5, strict=True)] = 1.5
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
-    adam_bytes_per_param: Annotated[float, Field(ge=2, le=32)] = 16.0
+    adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
     activation_recompute: Literal["full", "selective", "none"] = "full"
     micro_batch_size: Count = 1
     attention_flops: bool = True
     recompute_old_logprobs: bool = True
     checkpoint_write_gb_per_s: Amount = 2.0
     weight_sync_gb_per_s: Amount = 10.0
-    restart_minutes: Annotated[float, Field(ge=0)] = 10.0
-    lost_work_minutes: Annotated[float, Field(ge=0)] = 5.0
-    checkpoint_minutes: Annotated[float, Field(ge=0)] = 3.0
+    restart_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 10.0
+    lost_work_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 5.0
+    checkpoint_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 3.0
 
 
 class Calibration(_Strict):
@@ -242,6 +243,9 @@ class ProjectSpec(_Strict):
         if m == "sft" and (self.reward_model is not None or self.reference_model is not None):
             raise ValueError("reward_model and reference_model apply to rl/opd; remove them "
                              "for method sft")
+        if m == "sft" and self.pipeline not in ("auto", "colocated"):
+            raise ValueError(f"pipeline {self.pipeline} applies to rl/opd; an SFT job runs on "
+                             "one pool (use auto or colocated)")
         if self.critic is not None and self.algorithm != "ppo":
             raise ValueError("critic applies to algorithm ppo only")
         given = {k for k, v in self.data.model_dump().items() if v is not None}
@@ -385,8 +389,10 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             out.append(f"checkpoints.{key} = {getattr(cp_defaults, key)}")
     eff_set = spec.efficiency.model_fields_set
     defaults = Efficiency()
-    rl_only = {"rl_train_mfu", "tail_factor", "recompute_old_logprobs", "weight_sync_gb_per_s",
+    rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
                "lost_work_minutes"}
+    if spec.eval is None:  # SFT generates only for eval: the tail applies there
+        rl_only.add("tail_factor")
     for key in Efficiency.model_fields:
         if key in eff_set or (spec.method == "sft" and key in rl_only):
             continue

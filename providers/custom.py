@@ -23,9 +23,16 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    field_validator,
+    model_validator,
+)
 
 from optimizer.hardware import canonical_gpu_name, unknown_gpu_message
 from optimizer.yamlio import read_mapping, validate
@@ -42,17 +49,17 @@ class CustomOffer(_Strict):
     zone: str = ""
     instance_type: str = Field(min_length=1)
     gpu: str
-    gpus_per_node: PositiveInt
+    gpus_per_node: Annotated[int, Field(gt=0, le=1024, strict=True)]
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
-    on_demand_usd_per_hour: float | None = Field(default=None, ge=0)
-    spot_usd_per_hour: float | None = Field(default=None, ge=0)
-    reserved_1y_usd_per_hour: float | None = Field(default=None, ge=0)
-    reserved_3y_usd_per_hour: float | None = Field(default=None, ge=0)
-    spot_interruptions_per_hour: float | None = Field(default=None, ge=0, le=10)
-    max_nodes: PositiveInt | None = None
-    spot_max_nodes: PositiveInt | None = None
-    reserved_nodes_held: int = Field(default=0, ge=0)
+    on_demand_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    spot_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    reserved_1y_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    reserved_3y_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    spot_interruptions_per_hour: float | None = Field(default=None, ge=0, le=10, strict=True)
+    max_nodes: Annotated[int, Field(gt=0, le=1_000_000, strict=True)] | None = None
+    spot_max_nodes: Annotated[int, Field(gt=0, le=1_000_000, strict=True)] | None = None
+    reserved_nodes_held: int = Field(default=0, ge=0, le=1e9, strict=True)
     reserved_term_years: Literal[1, 3] = 1
     reserved_sunk: bool = False
 
@@ -69,16 +76,16 @@ class CustomStorage(_Strict):
     provider: str
     region: str = "*"
     tier: str
-    usd_per_gb_month: float = Field(ge=0)
-    min_days: float = Field(default=0, ge=0)
-    retrieval_usd_per_gb: float = Field(default=0, ge=0)
+    usd_per_gb_month: float = Field(ge=0, le=1e9, strict=True)
+    min_days: float = Field(default=0, ge=0, le=1e9, strict=True)
+    retrieval_usd_per_gb: float = Field(default=0, ge=0, le=1e9, strict=True)
     access: Literal["ms", "minutes", "hours"] = "ms"
 
 
 class CustomEgress(_Strict):
     provider: str
     path: Literal["same_zone", "cross_zone", "inter_region", "inter_continent", "internet"]
-    usd_per_gb: float = Field(ge=0)
+    usd_per_gb: float = Field(ge=0, le=1e9, strict=True)
 
 
 class CustomCatalog(_Strict):
@@ -87,6 +94,19 @@ class CustomCatalog(_Strict):
     offers: list[CustomOffer] = Field(min_length=1)
     storage_tiers: list[CustomStorage] = []
     egress: list[CustomEgress] = []
+
+    @model_validator(mode="after")
+    def _unique_offers(self) -> CustomCatalog:
+        seen: dict[tuple[str, str, str, str], int] = {}
+        for i, o in enumerate(self.offers):
+            key = (o.provider, o.region, o.zone, o.instance_type)
+            if key in seen:
+                raise ValueError(
+                    f"offers[{i}] repeats offers[{seen[key]}] ({o.provider} {o.region} "
+                    f"{o.zone or '-'} {o.instance_type}); give each offer one row with all its "
+                    "prices, or a different zone")
+            seen[key] = i
+        return self
 
 
 def load_custom_catalog(path: str) -> Catalog:

@@ -484,3 +484,16 @@ def test_custom_catalog_file_errors(tmp_path: Path) -> None:
         load_catalog(str(bad))
     assert_one_line(str(info.value))
     assert "bad.yaml" in str(info.value)
+
+
+def test_custom_catalog_rejects_repeated_offers_and_boolean_prices(tmp_path) -> None:
+    row = ("{provider: lab, region: local, instance_type: h100x8, gpu: H100, gpus_per_node: 8, "
+           "on_demand_usd_per_hour: 20.0}")
+    path = tmp_path / "dup.yaml"
+    path.write_text(f"as_of: 2026-11-01\noffers:\n  - {row}\n  - {row}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"offers\[1\] repeats offers\[0\]"):
+        load_custom_catalog(str(path))
+    path.write_text("as_of: 2026-11-01\noffers:\n  - " + row.replace("20.0", "true") + "\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"on_demand_usd_per_hour = True"):
+        load_custom_catalog(str(path))

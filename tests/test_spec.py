@@ -600,3 +600,10 @@ def test_booleans_are_not_counts() -> None:
     d["data"]["steps"] = True
     with pytest.raises(InputError, match=r"data\.steps = True"):
         parse_spec(d)
+
+
+def test_sft_rejects_rl_pipelines() -> None:
+    d = example_dict("sft-8b.yaml")
+    d["pipeline"] = "async"
+    with pytest.raises(InputError, match="pipeline async applies to rl/opd"):
+        parse_spec(d)
