@@ -65,6 +65,13 @@ def _emit(text: str, output: Path | None) -> None:
     typer.echo(f"wrote {output}", err=True)
 
 
+def _emit_as(fmt: Format, output: Path | None, json_text: Callable[[], str],
+             markdown: Callable[[], str], table: Callable[[], str]) -> None:
+    """Write one report in the asked format (each rendering is only computed if asked)."""
+    render = {Format.json: json_text, Format.markdown: markdown, Format.table: table}[fmt]
+    _emit(render(), output)
+
+
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
@@ -91,12 +98,8 @@ def estimate(
         s = load_spec(str(spec))
         names = list(gpu) if gpu else load_catalog(catalog).gpus()
         report = run(s, names, precision)
-        if fmt is Format.json:
-            _emit(dumps(report), output)
-        elif fmt is Format.markdown:
-            _emit(estimate_markdown(report), output)
-        else:
-            _emit(estimate_table(report), output)
+        _emit_as(fmt, output, lambda: dumps(report), lambda: estimate_markdown(report),
+                 lambda: estimate_table(report))
 
     _run(go)
 
@@ -130,12 +133,8 @@ def plan(
         typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers)...",
                    err=True)
         p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings)
-        if fmt is Format.json:
-            _emit(p.to_json(), output)
-        elif fmt is Format.markdown:
-            _emit(plan_markdown(p, explain), output)
-        else:
-            _emit(plan_table(p, explain), output)
+        _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
+                 lambda: plan_table(p, explain))
 
     _run(go)
 
@@ -187,12 +186,8 @@ def pareto(
         from providers.base import load_catalog
 
         report = run(load_spec(str(spec)), load_catalog(catalog), points, solver)
-        if fmt is Format.json:
-            _emit(dumps(report), output)
-        elif fmt is Format.markdown:
-            _emit(pareto_markdown(report), output)
-        else:
-            _emit(pareto_table(report), output)
+        _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
+                 lambda: pareto_table(report))
 
     _run(go)
 

@@ -55,14 +55,18 @@ def _footer(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def estimate_table(report: dict[str, Any]) -> str:
-    header, rows = estimate_rows(report)
-    table = Table(title=f"ptplan estimate: {report['spec_name']} ({report['method']})")
+def _table(title: str, header: list[str], rows: list[list[str]], footer: list[str]) -> str:
+    table = Table(title=title)
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:
         table.add_row(*r)
-    return _console_text(table) + "\n".join(_footer(report)) + "\n"
+    return _console_text(table) + "".join(line + "\n" for line in footer)
+
+
+def estimate_table(report: dict[str, Any]) -> str:
+    return _table(f"ptplan estimate: {report['spec_name']} ({report['method']})",
+                  *estimate_rows(report), _footer(report))
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -137,13 +141,8 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
 
 
 def plan_table(plan: Any, explain: bool = False) -> str:
-    header, rows = plan_rows(plan)
-    table = Table(title=f"ptplan plan: {plan.spec_name} ({plan.method})")
-    for h in header:
-        table.add_column(h, overflow="fold")
-    for r in rows:
-        table.add_row(*r)
-    return _console_text(table) + "\n".join(_plan_footer(plan, explain)) + "\n"
+    return _table(f"ptplan plan: {plan.spec_name} ({plan.method})", *plan_rows(plan),
+                  _plan_footer(plan, explain))
 
 
 def plan_markdown(plan: Any, explain: bool = False) -> str:
@@ -163,13 +162,8 @@ def pareto_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def pareto_table(report: dict[str, Any]) -> str:
-    header, rows = pareto_rows(report)
-    table = Table(title=f"ptplan pareto: {report['spec_name']} (cost vs deadline)")
-    for h in header:
-        table.add_column(h, overflow="fold")
-    for r in rows:
-        table.add_row(*r)
-    return _console_text(table) + report["note"] + "\n"
+    return _table(f"ptplan pareto: {report['spec_name']} (cost vs deadline)",
+                  *pareto_rows(report), [report["note"]])
 
 
 def pareto_markdown(report: dict[str, Any]) -> str:
