@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from optimizer.candidates import PoolOption, PoolSpec, spot_overhead
 from optimizer.errors import PlannerError
+from optimizer.hardware import HIGH_PRECISIONS
 from optimizer.plan import (
     Allocation,
     Explain,
@@ -103,6 +104,11 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
             npr = r.nodes_per_replica
             usable = ((opt.nodes // npr) * npr / opt.nodes) if npr > 1 else 1.0
             tokens = demand.primary_tokens(phase)
+            roles = sorted({part.role for part in demand.phase_parts(phase)})
+            fallback: dict[str, float] = (
+                {str(k): v for k, v in lay.policy.high_precision_fallback.items()
+                 if k in roles and v > 0}
+                        if phase == "scoring" and r.precision not in HIGH_PRECISIONS else {})
             phases.append(PhasePlan(
                 name=phase, pool=pool.name, precision=r.precision, tokens=tokens,
                 tokens_per_node_hour=tokens / r.node_hours, usable_node_fraction=usable,
@@ -110,6 +116,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
                 latency_floor_hours=hours(r.floor_hours),
                 gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
                 cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
+                models=roles, fallback=fallback,
                 allocations=_allocations(ctx, pool, opt, busy),
             ))
         for stall_name, stall in pool.stall_parts:
@@ -176,6 +183,11 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
             milp_options=sum(r.milp_options for r in runs),
             offers_considered=ctx.offers_considered, cross_check=cross,
         ),
+        policy=lay.policy.model_dump(mode="json"),
+        budget_warn_usd=(usd(spec.budget.max_usd * lay.policy.budget.warn_at)
+                         if spec.budget.max_usd is not None else None),
+        budget_stop_usd=(usd(spec.budget.max_usd * lay.policy.budget.stop_at)
+                         if spec.budget.max_usd is not None else None),
         warnings=warnings, defaults_applied=applied_defaults(spec),
         catalog={"name": ctx.catalog.name, "as_of": ctx.catalog.as_of, "age_days": age,
                  "offers": len(ctx.catalog.offers), "notes": list(ctx.catalog.notes)},

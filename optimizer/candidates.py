@@ -49,6 +49,7 @@ import numpy as np
 from optimizer.demand import Demand, latency_floor_hours, phase_cell, precision_options
 from optimizer.errors import InputError
 from optimizer.hardware import GPU, gpus
+from policies.model import Policy, default_policy
 from providers.base import Catalog, Offer
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
@@ -63,6 +64,9 @@ class PoolSpec:
     stall_hours: float
     """Fixed busy time: checkpoint write stalls (update) and weight-sync receive (rollout)."""
     stall_parts: tuple[tuple[str, float], ...] = ()
+    capacity_types: frozenset[str] = frozenset({"on_demand", "spot", "reserved"})
+    """Capacity types every phase of the pool allows (policy)."""
+    max_spot_share: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Layout:
     tail: bool
     fill_fraction: float = 0.0
     """async: one step of pipeline fill = rollout busy time / steps."""
+    policy: Policy = field(default_factory=default_policy, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -135,10 +140,16 @@ class OfferFilter:
     """Filter name -> offers it removed (for 'no offers' diagnostics)."""
 
 
-def filter_offers(spec_placement, catalog: Catalog) -> OfferFilter:
-    """Apply ``placement`` (providers, regions globs, GPUs) and drop GPUs without specs."""
+def filter_offers(spec_placement, catalog: Catalog,
+                  policy: Policy | None = None) -> OfferFilter:
+    """Apply ``placement`` (providers, regions globs, GPUs) and the policy's providers and
+    regions, and drop GPUs without specs."""
     offers = list(catalog.offers)
     removed: dict[str, int] = {}
+    if policy is not None and (policy.providers is not None or policy.regions is not None):
+        keep = [o for o in offers if policy.allows_region(o.provider, o.region)]
+        removed[f"policy {policy.name} providers/regions"] = len(offers) - len(keep)
+        offers = keep
     p = spec_placement
     if p.providers:
         allowed = {x.lower() for x in p.providers}
@@ -166,8 +177,11 @@ def filter_offers(spec_placement, catalog: Catalog) -> OfferFilter:
     return OfferFilter(keep, removed)
 
 
-def layouts(demand: Demand) -> list[Layout]:
-    """The pool layouts the spec's ``pipeline`` allows (SFT: one pool)."""
+def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
+    """The pool layouts the spec's ``pipeline`` allows (SFT: one pool), with the policy's
+    capacity rules compiled into each pool: a pool may use a capacity type only if every phase
+    it runs allows it."""
+    policy = policy or default_policy()
     spec = demand.spec
     eff = spec.efficiency
     stall = demand.checkpoint_stall_hours
@@ -176,57 +190,72 @@ def layouts(demand: Demand) -> list[Layout]:
     gen = tuple(p for p in ("rollout", "eval") if p in phases)
     work = tuple(p for p in phases if p != "checkpoint")
     ckpt = (("checkpoint", stall),) if stall > 0 else ()
+
+    def pool(name: str, runs: tuple[str, ...], stall_hours: float,
+             parts: tuple[tuple[str, float], ...]) -> PoolSpec:
+        kinds = frozenset.intersection(*(frozenset(policy.capacity_types(p)) for p in runs))
+        return PoolSpec(name, runs, "spot" in kinds, "update" in runs, stall_hours, parts,
+                        kinds, policy.max_spot_share)
+
     if spec.method == "sft":
-        return [Layout("colocated", "colocated", (PoolSpec("all", work, False, True, stall, ckpt),),
-                       tail=True)]
+        return [Layout("colocated", "colocated", (pool("all", work, stall, ckpt),), tail=True,
+                       policy=policy)]
     ws_hours = demand.steps * demand.weight_sync_gb_per_step / eff.weight_sync_gb_per_s / 3600.0
     ws = (("weight_sync", ws_hours),)
     out: list[Layout] = []
     want = spec.pipeline
     if want in ("auto", "colocated"):
-        out.append(Layout("colocated", "colocated",
-                          (PoolSpec("all", work, False, True, stall, ckpt),), tail=True))
+        out.append(Layout("colocated", "colocated", (pool("all", work, stall, ckpt),),
+                          tail=True, policy=policy))
     for mode in ("sync", "async"):
         if want not in ("auto", mode):
             continue
-        rollout = PoolSpec("rollout", gen, True, False, ws_hours, ws)
-        update_only = PoolSpec("update", ("update",), False, True, stall, ckpt)
+        rollout = pool("rollout", gen, ws_hours, ws)
         pools3: list[PoolSpec] = [rollout]
         if has_scoring:
-            pools3.append(PoolSpec("scoring", ("scoring",), True, False, 0.0))
-        pools3.append(update_only)
+            pools3.append(pool("scoring", ("scoring",), 0.0, ()))
+        pools3.append(pool("update", ("update",), stall, ckpt))
         fill = 1.0 / demand.steps if mode == "async" else 0.0
         out.append(Layout(mode, f"{mode}:" + "|".join(p.name for p in pools3), tuple(pools3),
-                          tail=(mode == "sync"), fill_fraction=fill))
+                          tail=(mode == "sync"), fill_fraction=fill, policy=policy))
         if has_scoring:
-            merged = PoolSpec("update", ("scoring", "update"), False, True, stall, ckpt)
+            merged = pool("update", ("scoring", "update"), stall, ckpt)
             out.append(Layout(mode, f"{mode}:rollout|update+scoring", (rollout, merged),
-                              tail=(mode == "sync"), fill_fraction=fill))
+                              tail=(mode == "sync"), fill_fraction=fill, policy=policy))
     return out
 
 
-def allowed_precisions(demand: Demand, phase: str) -> tuple[str, ...]:
+def allowed_precisions(demand: Demand, phase: str, policy: Policy | None = None
+                       ) -> tuple[str, ...]:
+    """Precisions a phase may use: what the phase supports ∩ the spec's ``precisions`` (eval
+    follows rollout when it has no entry) ∩ the policy's."""
+    policy = policy or default_policy()
     allowed = precision_options(phase)
     spec_p = demand.spec.precisions or {}
     if phase in spec_p:
         allowed = tuple(q for q in allowed if q in spec_p[phase])  # type: ignore[index]
     elif phase == "eval" and "rollout" in spec_p:
         allowed = tuple(q for q in allowed if q in spec_p["rollout"])  # type: ignore[index]
-    elif phase == "update":
-        # built-in default until policies land: updates at bf16 or better
-        allowed = tuple(q for q in allowed if q in ("bf16", "fp16", "fp32"))
+    from_policy = policy.precisions(phase)
+    if from_policy is not None:
+        allowed = tuple(q for q in allowed if q in from_policy)
     return allowed
 
 
-def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool
-                ) -> list[PhaseRate]:
-    """Per allowed precision that fits: node-hours on one node of ``gpn`` GPUs."""
+def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
+                policy: Policy | None = None) -> list[PhaseRate]:
+    """Per allowed precision that fits: node-hours on one node of ``gpn`` GPUs (with the
+    policy's high-precision fallback share for teacher and reward scoring)."""
+    policy = policy or default_policy()
     out: list[PhaseRate] = []
     tail_factor = demand.spec.efficiency.tail_factor if tail else 1.0
-    for q in allowed_precisions(demand, phase):
+    fallback: dict[str, float] | None = (
+        {str(k): v for k, v in policy.high_precision_fallback.items()}
+        if phase == "scoring" else None)
+    for q in allowed_precisions(demand, phase, policy):
         if not gpu.supports(q):
             continue
-        pc = phase_cell(demand, phase, gpu, q)
+        pc = phase_cell(demand, phase, gpu, q, fallback=fallback)
         if not pc.fits:
             continue
         g = pc.replica_gpus
@@ -235,7 +264,8 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool
                 npr, usable = 1, (gpn // g) * g
             else:
                 npr = math.ceil(g / gpn)
-                pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn)
+                pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn,
+                                fallback=fallback)
                 if not pc.fits:
                     continue
                 usable = gpn
@@ -412,6 +442,8 @@ def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]]
     ns = np.arange(len(sp_eff))[None, :]
     total = nn + ns
     valid = (total >= 1) & (total <= cap)
+    if pool.max_spot_share < 1.0:  # policy: at most this share of the pool's nodes on spot
+        valid &= ns <= pool.max_spot_share * total + 1e-9
     if pool.stateful and gpn < demand.spec.placement.multi_node_training_min_gpus_per_node:
         valid &= total <= 1  # data-parallel training across small nodes: not modelled
     n_tot = np.maximum(total, 1).astype(float)
@@ -452,7 +484,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     """Pareto options of one pool per region; also the number of grid points evaluated."""
     by_group: dict[tuple[str, str, str, int], list[Offer]] = defaultdict(list)
     for o in offers:
-        if o.capacity_type == "spot" and not pool.spot_ok:
+        if o.capacity_type not in pool.capacity_types:
             continue
         by_group[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
     table = gpus()
@@ -464,7 +496,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     for (provider, region, gpu_name, gpn), group in sorted(by_group.items()):
         rk = (gpu_name, gpn)
         if rk not in rate_cache:
-            rates = [phase_rates(demand, ph, table[gpu_name], gpn, layout.tail)
+            rates = [phase_rates(demand, ph, table[gpu_name], gpn, layout.tail, layout.policy)
                      for ph in pool.phases]
             rate_cache[rk] = rates if all(rates) else None
         rates_per_phase = rate_cache[rk]

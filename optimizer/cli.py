@@ -119,6 +119,8 @@ def plan(
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="--no-timings zeroes solver.seconds for byte-identical "
                                  "output."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
+                                "policies/default.yaml)."),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget."""
 
@@ -126,13 +128,16 @@ def plan(
         from optimizer.report import plan_markdown, plan_table
         from optimizer.solve import plan as make_plan
         from optimizer.spec import load_spec
+        from policies.model import load_policy
         from providers.base import load_catalog
 
         s = load_spec(str(spec))
+        pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
-        typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers)...",
-                   err=True)
-        p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings)
+        typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
+                   f"policy {pol.name}...", err=True)
+        p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings,
+                      policy=pol)
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
                  lambda: plan_table(p, explain))
 
@@ -144,8 +149,11 @@ def check(
     plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="A plan written by "
                                      "`ptplan plan --format json`."),
     spec: Path = typer.Option(None, "--spec", help="Also recompute demand from this spec."),
+    policy: Path = typer.Option(None, "--policy", help="Also check against this policy; "
+                                "violations are named by rule."),
 ) -> None:
-    """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget."""
+    """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget,
+    and the policy it was made under (or --policy)."""
 
     def go() -> None:
         from optimizer.plan import Plan
@@ -157,6 +165,12 @@ def check(
         problems = verify_plan(p)
         if spec is not None:
             problems += verify_against_spec(p, load_spec(str(spec)))
+        if policy is not None:
+            from policies.check import check_plan
+            from policies.model import load_policy
+
+            pol = load_policy(str(policy))
+            problems += [f"policy {pol.name}: {line}" for line in check_plan(p, pol)]
         if problems:
             for line in problems:
                 typer.echo(f"violation: {line}")
@@ -176,6 +190,8 @@ def pareto(
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
+                                "policies/default.yaml)."),
 ) -> None:
     """The cost-vs-deadline frontier: what each hour of deadline costs."""
 
@@ -183,9 +199,11 @@ def pareto(
         from optimizer.report import pareto_markdown, pareto_table
         from optimizer.solve import pareto as run
         from optimizer.spec import load_spec
+        from policies.model import load_policy
         from providers.base import load_catalog
 
-        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver)
+        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver,
+                     load_policy(str(policy) if policy else None))
         _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
                  lambda: pareto_table(report))
 

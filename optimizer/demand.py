@@ -395,18 +395,47 @@ class PhaseCell:
         return tokens / (self.gpu_hours * 3600.0) if self.gpu_hours else 0.0
 
 
+def _fallback_cell(part: Part, gpu: GPU, spec: ProjectSpec, replica_gpus: int) -> Cell | None:
+    """The fastest fitting cell of ``part`` at bf16 or better (fp16/fp32 where no bf16)."""
+    best: Cell | None = None
+    for q in ("bf16", "fp16", "fp32"):
+        if gpu.supports(q):
+            c = cell(part, gpu, q, spec, replica_gpus)
+            if c.fits and (best is None or
+                           c.tokens_per_second_per_gpu > best.tokens_per_second_per_gpu):
+                best = c
+    return best
+
+
 def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str,
-               replica_gpus: int = 0) -> PhaseCell:
-    """Combine a phase's parts on one (GPU, precision). Replica = the largest part replica."""
+               replica_gpus: int = 0, fallback: dict[str, float] | None = None) -> PhaseCell:
+    """Combine a phase's parts on one (GPU, precision). Replica = the largest part replica.
+
+    ``fallback`` maps a model role (``teacher``, ``reward``) to the share of its work that must
+    run at bf16 or better: below-bf16 cells of that part take (1 − f) of the tokens at
+    ``precision`` and f at the fastest high precision that fits."""
     spec = demand.spec
     parts = demand.phase_parts(phase)
     cells: list[tuple[str, Cell]] = []
+    shares: list[tuple[float, Cell | None]] = []
     for part in parts:
         c = cell(part, gpu, precision, spec, replica_gpus)
         cells.append((part.name, c))
         if not c.fits:
             return PhaseCell(phase, gpu.name, precision, False, math.inf, 0.0, 0, 0.0, False,
                              f"{phase}.{part.name}: {c.reason}", tuple(cells))
+        f = (fallback or {}).get(part.role, 0.0)
+        if f > 0 and not is_high_precision(precision):
+            hp = _fallback_cell(part, gpu, spec, replica_gpus)
+            if hp is None:
+                return PhaseCell(phase, gpu.name, precision, False, math.inf, 0.0, 0, 0.0,
+                                 False, f"{phase}.{part.name}: its high-precision fallback "
+                                 f"share needs bf16 or better, which does not fit {gpu.name}",
+                                 tuple(cells))
+            shares.append((f, hp))
+            cells.append((f"{part.name}@fallback", hp))
+        else:
+            shares.append((0.0, None))
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
     measured = calibrated_rate(spec, phase, gpu.name, precision)
@@ -417,8 +446,11 @@ def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str,
                          cells=tuple(cells))
     hours = 0.0
     decode = 0.0
-    for part, (_, c) in zip(parts, cells, strict=True):
-        h = part.tokens / c.tokens_per_second_per_gpu / 3600.0
+    main_cells = [c for name, c in cells if not name.endswith("@fallback")]
+    for part, c, (f, hp) in zip(parts, main_cells, shares, strict=True):
+        h = (1.0 - f) * part.tokens / c.tokens_per_second_per_gpu / 3600.0
+        if hp is not None:
+            h += f * part.tokens / hp.tokens_per_second_per_gpu / 3600.0
         hours += h
         if part.kind == "decode":
             decode += h

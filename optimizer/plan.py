@@ -81,6 +81,10 @@ class PhasePlan(_Frozen):
     gpu_hours: float
     cost_usd: Money
     calibrated: bool
+    models: list[str] = []
+    """Model roles whose work the phase runs (policy, reference, reward, teacher, critic)."""
+    fallback: dict[str, float] = {}
+    """Share of a role's work run at bf16 or better (policy high_precision_fallback)."""
     allocations: list[Allocation]
 
 
@@ -159,6 +163,10 @@ class Plan(_Frozen):
     pools: list[PoolPlan]
     phases: list[PhasePlan]
     solver: SolverInfo
+    policy: dict[str, Any]
+    """The policy the plan was made under (``ptplan check`` re-checks it)."""
+    budget_warn_usd: Money | None = None
+    budget_stop_usd: Money | None = None
     warnings: list[str]
     defaults_applied: list[str]
     catalog: dict[str, Any]

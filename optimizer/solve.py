@@ -37,6 +37,7 @@ from optimizer.hardware import gpus
 from optimizer.plan import Plan
 from optimizer.search import Best, best, prune_for_milp
 from optimizer.spec import ProjectSpec
+from policies.model import Policy, default_policy
 from providers.base import Catalog
 
 SHARED_KEEP_GAPS = (0.25, 1.0, 4.0)
@@ -71,9 +72,10 @@ class Context:
         return {o.key: o.max_nodes for o in self.offers}
 
 
-def prepare(spec: ProjectSpec, catalog: Catalog) -> Context:
+def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None) -> Context:
+    policy = policy or default_policy()
     demand = build_demand(spec)
-    filt = filter_offers(spec.placement, catalog)
+    filt = filter_offers(spec.placement, catalog, policy)
     if not filt.offers:
         removed = ", ".join(f"{k} removed {v}" for k, v in filt.removed.items() if v)
         raise InfeasibleError(
@@ -83,7 +85,8 @@ def prepare(spec: ProjectSpec, catalog: Catalog) -> Context:
         )
     cache: dict = {}
     cap = spec.placement.max_nodes_per_pool
-    runs = [build_candidates(demand, lay, filt.offers, cap, cache) for lay in layouts(demand)]
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache)
+            for lay in layouts(demand, policy)]
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed, filt.offers)
 
 
@@ -105,13 +108,15 @@ def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None
 
 
 def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: str = "highs",
-         explain: bool = True, timings: bool = True, ctx: Context | None = None) -> Plan:
-    """The cheapest (or, with objective ``time``, fastest within budget) verified plan."""
+         explain: bool = True, timings: bool = True, ctx: Context | None = None,
+         policy: Policy | None = None) -> Plan:
+    """The cheapest (or, with objective ``time``, fastest within budget) verified plan under
+    ``policy`` (default: ``policies/default.yaml``)."""
     if objective not in ("cost", "time"):
         raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
     check_solver(solver)
     start = time.perf_counter()
-    ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog)
+    ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     runs: list[LayoutRun] = []
     for c in ctx.runs:
@@ -230,8 +235,8 @@ def no_fit_message(ctx: Context, pools: list[str]) -> str:
             "(placement.gpus), lower precisions (precisions) or more nodes per replica")
 
 
-def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs"
-           ) -> dict:
+def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs",
+           policy: Policy | None = None) -> dict:
     """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
     run to the cheapest plan's run (geometric grid), with the cost of each hour saved."""
     from optimizer.plan import hours, usd
@@ -239,7 +244,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
     if points < 2:
         raise InputError(f"--points: {points} is too few; ask for at least 2")
     check_solver(solver)
-    ctx = prepare(spec, catalog)
+    ctx = prepare(spec, catalog, policy)
     budget = spec.budget.max_usd
     fastest = best_over_layouts(ctx, None, budget, "time")
     cheapest = best_over_layouts(ctx, None, budget, "cost")

@@ -10,8 +10,9 @@ Nothing here calls the optimiser or reads the catalog. From the plan's own figur
 * ``spot_overhead``: effective fractions follow from the interruption rates and the plan's spot
   model (stateless: 1 − λ·(lost + restart); gang: 1 − √(2CΛ) − RΛ).
 * ``memory``: pool nodes ≥ nodes per replica, and nodes per replica × GPUs/node ≥ replica GPUs.
-* ``capacity``: nodes ≤ each offer's cap and ≤ the pool cap; spot only where allowed; the
-  update never on spot (built-in rule until policies land).
+* ``capacity``: nodes ≤ each offer's cap (together over pools) and ≤ the pool cap; spot only
+  where allowed.
+* ``policy ...``: every rule of the policy the plan was made under (:mod:`policies.check`).
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
 * ``totals``: compute = Σ pools; total = compute; idle = Σ idle; phase costs + idle = total.
 * ``deadline``, ``budget``.
@@ -73,8 +74,6 @@ def verify_plan(plan: Plan) -> list[str]:
                          f"{a.zone or a.region} exceeds the offer's cap {a.max_nodes}")
             if a.capacity_type == "spot" and not pool.spot_ok:
                 v.append(f"capacity: pool {pool.name} uses spot but spot is not allowed there")
-            if a.capacity_type == "spot" and stateful:
-                v.append(f"capacity: pool {pool.name} runs the update on spot (built-in rule)")
             if not _close(a.hours, held):
                 v.append(f"hold: {a.instance_type} in pool {pool.name} billed {a.hours} h, "
                          f"the run lasts {held} h")
@@ -175,7 +174,20 @@ def verify_plan(plan: Plan) -> list[str]:
         v.append(f"deadline: run {held} h exceeds the deadline {plan.deadline_hours} h")
     if plan.budget_usd is not None and _money(plan.total_cost_usd) > _money(plan.budget_usd):
         v.append(f"budget: cost {plan.total_cost_usd} exceeds the budget {plan.budget_usd}")
+    v += [f"policy {line}" for line in _policy_violations(plan)]
     return v
+
+
+def _policy_violations(plan: Plan) -> list[str]:
+    """The plan against the policy it says it was made under."""
+    from policies.check import check_plan
+    from policies.model import Policy
+
+    try:
+        policy = Policy.model_validate(plan.policy)
+    except ValueError as exc:
+        return [f"policy: the plan's policy block is invalid ({str(exc).splitlines()[0]})"]
+    return check_plan(plan, policy)
 
 
 def verify_against_spec(plan: Plan, spec) -> list[str]:

@@ -1,0 +1,126 @@
+"""Policy files: declarative cost rules compiled into the planner's constraints.
+
+A policy says, per phase, which capacity types and precisions may be used, which share of
+teacher / reward scoring must run at bf16 or better (to calibrate the low-precision signal),
+which providers and regions are allowed, how large a pool's spot share may be, whether phases
+may be split across regions, the storage lifecycle, and the budget thresholds that warn and stop.
+Policies never touch PuLP: :mod:`optimizer.candidates` reads them when it builds pool options,
+and :mod:`policies.check` checks a plan against them rule by rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from functools import cache
+from importlib import resources
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from optimizer.yamlio import parse_mapping, read_mapping, validate
+
+CapacityType = Literal["on_demand", "spot", "reserved"]
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
+PhaseName = Literal["rollout", "scoring", "update", "eval"]
+Share = Annotated[float, Field(ge=0, le=1, strict=True)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class PhaseRule(_Strict):
+    capacity_types: list[CapacityType] | None = None
+    """Allowed capacity types (absent: all)."""
+    precisions: list[Precision] | None = None
+    """Allowed precisions (absent: all the phase supports)."""
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> PhaseRule:
+        for name in ("capacity_types", "precisions"):
+            value = getattr(self, name)
+            if value is not None and not value:
+                raise ValueError(f"{name} is empty: list at least one, or remove the key")
+        return self
+
+
+class StorageLifecycle(_Strict):
+    keep_hot: Annotated[int, Field(gt=0, le=10_000, strict=True)] = 3
+    archive_every: Annotated[int, Field(gt=0, le=10_000, strict=True)] = 5
+    retention_days: Annotated[int, Field(gt=0, le=36_500, strict=True)] = 30
+    rollout_log_days: Annotated[int, Field(gt=0, le=36_500, strict=True)] = 14
+    metrics_days: Annotated[int, Field(gt=0, le=36_500, strict=True)] = 365
+
+
+class BudgetThresholds(_Strict):
+    warn_at: Share = 0.8
+    """Fraction of the budget at which spending should be flagged."""
+    stop_at: Share = 1.0
+    """Fraction of the budget at which the run must stop."""
+
+    @model_validator(mode="after")
+    def _order(self) -> BudgetThresholds:
+        if self.warn_at > self.stop_at:
+            raise ValueError(f"warn_at {self.warn_at} is above stop_at {self.stop_at}; warn "
+                             "before stopping")
+        return self
+
+
+class Policy(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    phases: dict[PhaseName, PhaseRule] = {}
+    high_precision_fallback: dict[Literal["teacher", "reward"], Share] = {}
+    """Share of that scoring model's work run at bf16 or better (fp16 where no bf16)."""
+    providers: list[str] | None = None
+    regions: list[str] | None = None
+    """Region names or globs."""
+    max_spot_share: Share = 1.0
+    """Largest share of any pool's nodes that may be spot."""
+    split_regions: bool = False
+    """Whether a plan's pools may sit in different regions (then paying egress)."""
+    storage: StorageLifecycle = StorageLifecycle()
+    budget: BudgetThresholds = BudgetThresholds()
+
+    @model_validator(mode="after")
+    def _supported(self) -> Policy:
+        if self.split_regions:
+            raise ValueError("split_regions: true is not supported yet (cross-region egress is "
+                             "not priced); set it to false")
+        update = self.phases.get("update")
+        if update and update.precisions and "int8" in update.precisions:
+            raise ValueError("phases.update.precisions lists int8, an inference format; train "
+                             "in fp32, bf16, fp16 or fp8")
+        return self
+
+    def capacity_types(self, phase: str) -> set[str]:
+        rule = self.phases.get(phase)  # type: ignore[call-overload]
+        if rule is None or rule.capacity_types is None:
+            return {"on_demand", "spot", "reserved"}
+        return set(rule.capacity_types)
+
+    def precisions(self, phase: str) -> set[str] | None:
+        rule = self.phases.get(phase)  # type: ignore[call-overload]
+        return set(rule.precisions) if rule is not None and rule.precisions else None
+
+    def allows_region(self, provider: str, region: str) -> bool:
+        if self.providers is not None and provider.lower() not in \
+                {p.lower() for p in self.providers}:
+            return False
+        return self.regions is None or any(fnmatch.fnmatchcase(region, g) for g in self.regions)
+
+
+def parse_policy(text: str, origin: str = "policy") -> Policy:
+    return validate(Policy, parse_mapping(text, "policy", origin), f"policy {origin}")
+
+
+def load_policy(path: str | None) -> Policy:
+    """The policy at ``path``, or the default policy (``policies/default.yaml``)."""
+    if path is None:
+        return default_policy()
+    return validate(Policy, read_mapping(path, "policy"), f"policy {path}")
+
+
+@cache
+def default_policy() -> Policy:
+    text = resources.files("policies").joinpath("default.yaml").read_text(encoding="utf-8")
+    return parse_policy(text, "policies/default.yaml")
