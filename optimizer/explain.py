@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from optimizer.solve import Context, LayoutRun
 
 
+POLICY_PHASES = ("rollout", "scoring", "update", "eval")
+
+
+def ctx_types(plan: Plan, phase: str) -> set[str]:
+    """Capacity types the plan's policy allows for a phase."""
+    rule = (plan.policy.get("phases") or {}).get(phase) or {}
+    return set(rule.get("capacity_types") or ["on_demand", "spot", "reserved"])
+
+
 def _shape_prices(ctx: Context, provider: str, region: str, gpu: str, gpn: int
                   ) -> tuple[float | None, float | None]:
     """(cheapest on-demand $/h, cheapest spot $/effective node-hour) for a shape in a region."""
@@ -52,7 +61,9 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
                 + ", ".join(f"{k} {v}" for k, v in precisions.items())
                 + f"; busy {pool.busy_hours:.1f} of {pool.held_hours:.1f} h")
         if not pool.spot_ok:
-            line += "; spot not allowed here (built-in rule: the update never runs on spot)"
+            line += (f"; spot not allowed here (policy {plan.policy.get('name', '?')}: "
+                     + ", ".join(f"{ph} may use {'/'.join(sorted(ctx_types(plan, ph)))}"
+                                 for ph in pool.phases if ph in POLICY_PHASES) + ")")
         elif od is not None and sp is not None:
             verdict = "spot is cheaper" if sp < od else "on-demand is cheaper"
             line += (f"; spot ${sp:.3f} per effective node-hour (after interruption overhead) vs "
