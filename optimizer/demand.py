@@ -391,9 +391,6 @@ class PhaseCell:
     reason: str = ""
     cells: tuple[tuple[str, Cell], ...] = ()
 
-    def tokens_per_second_per_gpu(self, tokens: float) -> float:
-        return tokens / (self.gpu_hours * 3600.0) if self.gpu_hours else 0.0
-
 
 def _fallback_cell(part: Part, gpu: GPU, spec: ProjectSpec, replica_gpus: int) -> Cell | None:
     """The fastest fitting cell of ``part`` at bf16 or better (fp16/fp32 where no bf16)."""

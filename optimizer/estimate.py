@@ -18,7 +18,7 @@ from optimizer.demand import (
     precision_options,
 )
 from optimizer.errors import InputError, suggest
-from optimizer.hardware import GPU, PRECISIONS, gpus, resolve_gpu
+from optimizer.hardware import GPU, PRECISIONS, resolve_gpu
 from optimizer.spec import ProjectSpec, applied_defaults
 
 SCHEMA_VERSION = 1
@@ -135,6 +135,3 @@ def _checkpoint(demand: Demand, chosen: list[GPU]) -> dict[str, Any]:
                 "update replica",
     }
 
-
-def known_gpu_names() -> list[str]:
-    return sorted(gpus())
