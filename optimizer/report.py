@@ -86,22 +86,25 @@ def estimate_markdown(report: dict[str, Any]) -> str:
 
 
 def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
-    header = ["pool", "phases", "capacity", "instance", "GPU", "nodes", "$/h", "held h",
+    """One row per pool (its offers summarised) and a total line."""
+    header = ["pool", "phases", "capacity", "instances", "GPU", "nodes", "$/h", "held h",
               "busy h", "cost $", "idle $"]
     rows: list[list[str]] = []
     for pool in plan.pools:
         prec = {ph.name: ph.precision for ph in plan.phases if ph.pool == pool.name
                 and ph.precision}
-        phases = ", ".join(f"{k}:{v}" for k, v in prec.items())
-        for i, a in enumerate(pool.allocations):
-            where = a.zone or a.region
-            rows.append([
-                pool.name if i == 0 else "", phases if i == 0 else "",
-                a.capacity_type, f"{a.instance_type} @ {where}", f"{a.gpu} x {a.gpus_per_node}",
-                str(a.nodes), f"{a.usd_per_hour:,.4g}", f"{pool.held_hours:,.2f}",
-                f"{pool.busy_hours:,.2f}" if i == 0 else "", a.cost_usd,
-                pool.idle_cost_usd if i == 0 else "",
-            ])
+        kinds: dict[str, int] = {}
+        for a in pool.allocations:
+            kinds[a.capacity_type] = kinds.get(a.capacity_type, 0) + a.nodes
+        where = ", ".join(f"{a.nodes} {a.instance_type} @ {a.zone or a.region}"
+                          for a in pool.allocations)
+        rows.append([
+            pool.name, ", ".join(f"{k}:{v}" for k, v in prec.items()),
+            " + ".join(f"{k} {n}" for k, n in kinds.items()), where,
+            f"{pool.gpu} x {pool.gpus_per_node}", str(pool.nodes), f"{pool.usd_per_hour:,.4g}",
+            f"{pool.held_hours:,.2f}", f"{pool.busy_hours:,.2f}", pool.cost_usd,
+            pool.idle_cost_usd,
+        ])
     rows.append(["total", "", "", f"{plan.provider} {plan.region}", "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
                  plan.total_cost_usd, plan.idle_cost_usd])
