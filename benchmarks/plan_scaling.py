@@ -1,9 +1,9 @@
 """Plan solve time against catalog size and number of phases.
 
 Run: ``python benchmarks/plan_scaling.py [--repeat 3]``. Prints a table of wall-clock seconds
-(median of the repeats) for ``optimizer.solve.plan`` on catalogs made of the first N offers of
-the embedded catalog (sorted by provider, region, zone, instance type: so small catalogs hold a
-few regions, the full one every region) and on specs with 1 to 4 phases:
+(median of the repeats) for ``optimizer.solve.plan`` on catalogs of N offers taken at an even
+stride through the embedded catalog (sorted by provider, region, zone, instance type: so small
+catalogs mix types and regions, the full one has every offer) and on specs with 1 to 3 pools:
 
 * SFT (update + eval pool): ``examples/sft-8b.yaml``
 * OPD (rollout, teacher scoring, update, eval): ``examples/opd-8b-from-32b.yaml``
@@ -65,7 +65,8 @@ def main() -> None:
     print(f"{'spec':<28} {'offers':>6} {'regions':>7} {'seconds':>8}  result")
     for name, spec in specs.items():
         for n in sizes:
-            offers = full.offers[:n]
+            stride = max(1, len(full.offers) // n)
+            offers = full.offers[::stride][:n]
             catalog = replace(full, offers=offers)
             regions = len({(o.provider, o.region) for o in offers})
             seconds, result = timed(spec, catalog, args.repeat)
