@@ -21,6 +21,7 @@ from optimizer.plan import (
     PoolPlan,
     SolverInfo,
     SpotModel,
+    StorageItem,
     hours,
     spec_digest,
     usd,
@@ -132,11 +133,12 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
              "checkpoint": 5}
     phases.sort(key=lambda p: order.get(p.name, 9))
     warnings = _warnings(ctx, chosen, lay.name)
+    storage_items, storage_total = _storage_items(winner, chosen, held)
     # Optimality: the enumeration's best over all layouts is a lower bound (exact when pools
     # do not compete for capped offers); the plan is proven optimal when it reaches it.
     bounds = [r.best for r in runs if r.best is not None]
     if objective == "cost":
-        bound, value = min(b.usd for b in bounds), compute_total
+        bound, value = min(b.usd for b in bounds), compute_total + storage_total
     else:
         bound, value = min(b.run_hours for b in bounds), held
     bound_gap = max(0.0, value / bound - 1.0) if bound > 0 else 0.0
@@ -160,7 +162,8 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     p = Plan(
         spec_name=spec.name, spec_digest=spec_digest(spec_dump), method=spec.method,
         algorithm=spec.algorithm, status=status, objective=objective,
-        total_cost_usd=usd(compute_total), compute_cost_usd=usd(compute_total),
+        total_cost_usd=usd(compute_total + storage_total), compute_cost_usd=usd(compute_total),
+        storage_cost_usd=usd(storage_total), storage=storage_items,
         idle_cost_usd=usd(idle_total), makespan_hours=hours(held),
         deadline_hours=spec.sla.deadline_hours,
         budget_usd=usd(spec.budget.max_usd) if spec.budget.max_usd is not None else None,
@@ -205,6 +208,27 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         raise PlannerError("internal error: the plan failed verification ("
                            + "; ".join(problems[:3]) + "); please report this bug")
     return p
+
+
+def _storage_items(winner: LayoutRun, chosen: dict[str, PoolOption], held: float
+                   ) -> tuple[list[StorageItem], float]:
+    """The storage of the chosen region at the plan's run time, and its unrounded total."""
+    model = winner.cands.storage
+    if model is None:
+        return [], 0.0
+    first = next(iter(chosen.values()))
+    out = []
+    total = 0.0
+    choice = model.choose(first.provider, first.region, held)  # type: ignore[attr-defined]
+    for c, tier, gb_months, cost in choice:
+        total += cost
+        out.append(StorageItem(
+            data_class=c.name, provider=first.provider, region=first.region, tier=tier.tier,
+            access=c.access, gb=c.gb, gb_months=gb_months,
+            usd_per_gb_month=tier.usd_per_gb_month, min_days=tier.min_days,
+            retrieval_gb=c.retrieval_gb, retrieval_usd_per_gb=tier.retrieval_usd_per_gb,
+            cost_usd=usd(cost)))
+    return out, total
 
 
 def _warnings(ctx: Context, chosen: dict[str, PoolOption], layout: str) -> list[str]:

@@ -131,6 +131,15 @@ class Candidates:
     """Grid points (pool × region × shape × node counts) evaluated."""
     pruned: int = 0
     """Of those, dropped as Pareto-dominated."""
+    storage: object | None = None
+    """A :class:`optimizer.storage.StorageModel`: storage cost as a function of run time."""
+
+    def storage_cost(self, region: int, run_hours):
+        """Storage cost (USD) in a region at run time(s) D (0 without a storage model)."""
+        if self.storage is None:
+            return 0.0 * np.asarray(run_hours, dtype=float)
+        provider, name = self.regions[region]
+        return self.storage.cost(provider, name, run_hours)  # type: ignore[attr-defined]
 
 
 @dataclass

@@ -107,6 +107,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                 mine.append(o)
         pool_offers[pool.name] = mine
     sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers)
+    sub.storage = c.storage
     b = best(sub, deadline, budget, objective)
     if b is None:
         return None, True

@@ -107,6 +107,23 @@ class PoolPlan(_Frozen):
     allocations: list[Allocation]
 
 
+class StorageItem(_Frozen):
+    data_class: str
+    provider: str
+    region: str
+    tier: str
+    access: str
+    """Access latency the class needs: ``ms`` (restores) or ``hours`` (archives, logs)."""
+    gb: float
+    gb_months: float
+    """Billed GB-months: each object's lifetime, or the tier's minimum duration if longer."""
+    usd_per_gb_month: float
+    min_days: float
+    retrieval_gb: float
+    retrieval_usd_per_gb: float
+    cost_usd: Money
+
+
 class SolverInfo(_Frozen):
     name: str
     status: str
@@ -147,6 +164,7 @@ class Plan(_Frozen):
     objective: str
     total_cost_usd: Money
     compute_cost_usd: Money
+    storage_cost_usd: Money = "0.00"
     idle_cost_usd: Money
     makespan_hours: Hours
     deadline_hours: float | None
@@ -162,6 +180,7 @@ class Plan(_Frozen):
     spot_model: SpotModel
     pools: list[PoolPlan]
     phases: list[PhasePlan]
+    storage: list[StorageItem] = []
     solver: SolverInfo
     policy: dict[str, Any]
     """The policy the plan was made under (``ptplan check`` re-checks it)."""

@@ -105,6 +105,10 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
             f"{pool.held_hours:,.2f}", f"{pool.busy_hours:,.2f}", pool.cost_usd,
             pool.idle_cost_usd,
         ])
+    if plan.storage:
+        tiers = sorted({i.tier for i in plan.storage})
+        rows.append(["storage", f"{len(plan.storage)} data classes", "", ", ".join(tiers), "",
+                     "", "", "", "", plan.storage_cost_usd, ""])
     rows.append(["total", "", "", f"{plan.provider} {plan.region}", "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
                  plan.total_cost_usd, plan.idle_cost_usd])
@@ -118,9 +122,12 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"{plan.pipeline_mode} ({plan.layout})",
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
-        f"${plan.total_cost_usd} (compute ${plan.compute_cost_usd}, of which idle "
-        f"${plan.idle_cost_usd}); budget "
+        f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
+        f"${plan.idle_cost_usd}) + storage ${plan.storage_cost_usd}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
+        "storage: " + ("; ".join(
+            f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed, "
+            f"${i.cost_usd})" for i in plan.storage) or "not priced (no tiers in the catalog)"),
         f"catalog {plan.catalog['name']} as of {plan.catalog_as_of}; "
         f"{plan.solver.offers_considered} offers, {plan.solver.options_considered} pool options "
         "evaluated, "

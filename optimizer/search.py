@@ -48,8 +48,8 @@ def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np
 
 
 def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
-            objective: str) -> int | None:
-    cost = T * C
+            objective: str, storage=None) -> int | None:
+    cost = T * C + (storage(T) if storage is not None else 0.0)
     ok = np.ones(len(T), dtype=bool)
     if deadline is not None:
         ok &= deadline * (1 + EPS) + EPS >= T
@@ -64,7 +64,7 @@ def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float 
 
 
 def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: str,
-          limit: float = np.inf) -> tuple[float, float, dict[str, int]] | None:
+          limit: float = np.inf, storage=None) -> tuple[float, float, dict[str, int]] | None:
     names = sorted(arrs, key=lambda n: len(arrs[n][0]))
     rem_t = {n: sum(float(arrs[k][0].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
     rem_c = {n: sum(float(arrs[k][1].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
@@ -84,7 +84,8 @@ def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: s
         if deadline is not None:
             ok &= t_lb <= deadline * (1 + EPS) + EPS
         if np.isfinite(limit):  # branch and bound against the best plan found so far
-            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name])
+            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name]) + (
+                storage(t_lb) if storage is not None else 0.0)
             ok &= lb <= limit * (1 + 1e-7) + 1e-7
         keep = np.nonzero(ok)[0]
         if len(keep) == 0:
@@ -96,14 +97,14 @@ def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: s
             keep = keep[sub[cs < prev - 1e-12]]
         picks = np.concatenate([picks[rows[keep]], order[cols[keep]][:, None]], axis=1)
         T, C = T2[keep], C2[keep]
-    k = _choose(T, C, deadline, budget, objective)
+    k = _choose(T, C, deadline, budget, objective, storage)
     if k is None:
         return None
     return float(T[k]), float(C[k]), {n: int(picks[k, i]) for i, n in enumerate(names)}
 
 
 def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None,
-           objective: str) -> tuple[float, float, dict[str, int]] | None:
+           objective: str, storage=None) -> tuple[float, float, dict[str, int]] | None:
     names = list(arrs)
     if any(len(arrs[n][0]) == 0 for n in names):
         return None
@@ -127,7 +128,7 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
     sel = np.nonzero(ok)[0]
     if len(sel) == 0:
         return None
-    k = _choose(T[sel], C[sel], deadline, budget, objective)
+    k = _choose(T[sel], C[sel], deadline, budget, objective, storage)
     if k is None:
         return None
     k = int(sel[k])
@@ -137,7 +138,7 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
     return float(T[k]), float(C[k]), picks
 
 
-def region_bound(c: Candidates, arrs: dict, objective: str) -> float:
+def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) -> float:
     """A lower bound on any plan in one region: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)."""
     min_t = {n: float(a[0].min()) for n, a in arrs.items()}
     min_c = {n: float(a[1].min()) for n, a in arrs.items()}
@@ -148,7 +149,8 @@ def region_bound(c: Candidates, arrs: dict, objective: str) -> float:
     if objective == "time":
         return t_lb
     busy = sum(float((a[0] * a[1]).min()) for a in arrs.values())
-    return max(busy, t_lb * sum(min_c.values()))
+    storage = float(c.storage_cost(region, t_lb)) if region >= 0 else 0.0
+    return max(busy, t_lb * sum(min_c.values())) + storage
 
 
 def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
@@ -157,7 +159,7 @@ def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, d
         arrs = _region_arrays(c, region)
         if any(len(a[0]) == 0 for a in arrs.values()):
             continue
-        out.append((region_bound(c, arrs, objective), region, arrs))
+        out.append((region_bound(c, arrs, objective, region), region, arrs))
     out.sort(key=lambda x: (x[0], x[1]))
     return out
 
@@ -176,14 +178,17 @@ def best(c: Candidates, deadline: float | None, budget: float | None, objective:
             continue
         if bound > incumbent * (1 + 1e-9) + 1e-9:
             break
+        def storage(t, region=region):
+            return c.storage_cost(region, t)
+
         if c.layout.mode == "async" and "rollout" in arrs:
-            r = _async(arrs, c.layout.fill_fraction, deadline, budget, objective)
+            r = _async(arrs, c.layout.fill_fraction, deadline, budget, objective, storage)
         else:
-            r = _sync(arrs, deadline, budget, objective, incumbent)
+            r = _sync(arrs, deadline, budget, objective, incumbent, storage)
         if r is None:
             continue
         T, C, picks = r
-        b = Best(region, picks, T, T * C)
+        b = Best(region, picks, T, T * C + float(c.storage_cost(region, T)))
         key = (b.usd, b.run_hours, region) if objective == "cost" else (b.run_hours, b.usd, region)
         found.append((key, b))
         incumbent = min(incumbent, key[0])
@@ -231,7 +236,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
     """
     lay = c.layout
     out = {n: np.full(len(f.t), np.inf) for n, f in c.frontiers.items()}
-    for bound, _region, arrs in _regions_by_bound(c, objective):
+    for bound, region, arrs in _regions_by_bound(c, objective):
         if bound > limit * (1 + 1e-6) + 1e-7:
             break
         names = list(arrs)
@@ -268,7 +273,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                     pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
                     C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
                 T = T + lay.fill_fraction * float(arrs["rollout"][0].min())
-            cost = T * C
+            cost = T * C + c.storage_cost(region, T)
             ok = np.isfinite(cost)
             if deadline is not None:
                 ok &= deadline * (1 + EPS) + EPS >= T

@@ -37,6 +37,7 @@ from optimizer.hardware import gpus
 from optimizer.plan import Plan
 from optimizer.search import Best, best, prune_for_milp
 from optimizer.spec import ProjectSpec
+from optimizer.storage import StorageModel, data_classes
 from policies.model import Policy, default_policy
 from providers.base import Catalog
 
@@ -87,6 +88,9 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None) -
     cap = spec.placement.max_nodes_per_pool
     runs = [build_candidates(demand, lay, filt.offers, cap, cache)
             for lay in layouts(demand, policy)]
+    storage = StorageModel(tuple(data_classes(demand, policy)), catalog)
+    for c in runs:
+        c.storage = storage
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed, filt.offers)
 
 
@@ -156,6 +160,15 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
     and fill variants, and the plan is reported as feasible with its gap to the bound."""
     assert r.best is not None
     frontiers = r.cands.frontiers
+    if r.cands.storage is not None:
+        # Storage depends only on the region and the run time and never falls as the run
+        # gets longer: the MILP minimises compute with the run no longer than the exact
+        # search's optimum, and within the budget left after that run's storage.
+        stored = float(r.cands.storage_cost(r.best.region, r.best.run_hours))
+        cap_run = r.best.run_hours * (1 + 1e-9) + 1e-9
+        deadline = cap_run if deadline is None else min(deadline, cap_run)
+        if budget is not None:
+            budget = budget - stored + 1e-6
     gaps: tuple[float, ...] = SHARED_KEEP_GAPS if r.shared_capacity else (1e-6,)
     for keep_gap in gaps:
         keep = prune_for_milp(r.cands, r.best, deadline, budget, objective, keep_gap,

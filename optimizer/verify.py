@@ -162,14 +162,28 @@ def verify_plan(plan: Plan) -> list[str]:
                  f"({plan.pipeline_mode})")
     if not _close(_money(plan.compute_cost_usd), total_cost, abs_=0.01):
         v.append(f"totals: compute {plan.compute_cost_usd} != {total_cost:.2f}")
-    if not _close(_money(plan.total_cost_usd), _money(plan.compute_cost_usd), abs_=0.005):
-        v.append("totals: total != compute (no storage or network priced in this schema)")
+    storage = 0.0
+    for item in plan.storage:
+        want = item.gb_months * item.usd_per_gb_month + \
+            item.retrieval_gb * item.retrieval_usd_per_gb
+        if not _close(_money(item.cost_usd), want, abs_=0.006):
+            v.append(f"storage: {item.data_class} cost {item.cost_usd} != GB-months x price + "
+                     f"retrieval = {want:.2f}")
+        if item.gb_months * 730.0 < item.gb * item.min_days * 24.0 * (1 - 1e-9) - 1e-9:
+            v.append(f"storage: {item.data_class} billed {item.gb_months:.4g} GB-months, below "
+                     f"the {item.tier} minimum duration of {item.min_days:g} days")
+        storage += _money(item.cost_usd)
+    if not _close(_money(plan.storage_cost_usd), storage, abs_=0.006 * (len(plan.storage) + 1)):
+        v.append(f"totals: storage {plan.storage_cost_usd} != {storage:.2f} from its items")
+    total = _money(plan.compute_cost_usd) + _money(plan.storage_cost_usd)
+    if not _close(_money(plan.total_cost_usd), total, abs_=0.0101):  # three roundings
+        v.append(f"totals: total {plan.total_cost_usd} != compute + storage {total:.2f}")
     if not _close(_money(plan.idle_cost_usd), idle_cost, abs_=0.01):
         v.append(f"totals: idle {plan.idle_cost_usd} != {idle_cost:.2f}")
     parts = sum(_money(ph.cost_usd) for ph in plan.phases) + _money(plan.idle_cost_usd)
     tol = 0.006 * (len(plan.phases) + 1)
-    if not _close(parts, _money(plan.total_cost_usd), abs_=tol):
-        v.append(f"totals: phases + idle = {parts:.2f} != total {plan.total_cost_usd}")
+    if not _close(parts, _money(plan.compute_cost_usd), abs_=tol):
+        v.append(f"totals: phases + idle = {parts:.2f} != compute {plan.compute_cost_usd}")
     if plan.deadline_hours is not None and held > plan.deadline_hours * (1 + REL):
         v.append(f"deadline: run {held} h exceeds the deadline {plan.deadline_hours} h")
     if plan.budget_usd is not None and _money(plan.total_cost_usd) > _money(plan.budget_usd):

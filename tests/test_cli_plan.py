@@ -210,7 +210,8 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     assert p["deadline_hours"] == 72
     assert _money(p["budget_usd"]) == Decimal("25000.00")
     total = _money(p["total_cost_usd"])
-    assert _money(p["compute_cost_usd"]) == total
+    assert _money(p["compute_cost_usd"]) + _money(p["storage_cost_usd"]) == total
+    assert sum(_money(i["cost_usd"]) for i in p["storage"]) == _money(p["storage_cost_usd"])
     assert 0 < total <= Decimal(p["budget_usd"])
     assert 0 < p["makespan_hours"] <= p["deadline_hours"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", p["catalog_as_of"])
@@ -245,7 +246,9 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
 
 def test_plan_total_is_sum_of_pool_costs(grpo_plan: dict[str, Any]) -> None:
     pools = sum(_money(pool["cost_usd"]) for pool in grpo_plan["pools"])
-    assert abs(pools - _money(grpo_plan["total_cost_usd"])) <= Decimal("0.01")
+    assert abs(pools - _money(grpo_plan["compute_cost_usd"])) <= Decimal("0.01")
+    total = pools + _money(grpo_plan["storage_cost_usd"])
+    assert abs(total - _money(grpo_plan["total_cost_usd"])) <= Decimal("0.01")
     for pool in grpo_plan["pools"]:
         allocs = sum(_money(a["cost_usd"]) for a in pool["allocations"])
         assert abs(allocs - _money(pool["cost_usd"])) <= Decimal("0.01") * len(pool["allocations"])
@@ -435,8 +438,10 @@ def test_plan_markdown_is_a_markdown_table(
     assert columns >= 5 and header.startswith("| pool |")
     assert re.fullmatch(r"\|(---\|)+", sep) and sep.count("|") - 1 == columns
     assert all(r.endswith("|") and r.count("|") - 1 == columns for r in rows)
-    allocations = sum(len(pool["allocations"]) for pool in grpo_plan["pools"])
-    assert len(rows) == allocations + 1
+    storage_rows = 1 if grpo_plan["storage"] else 0
+    assert len(rows) == len(grpo_plan["pools"]) + storage_rows + 1  # pools, storage, total
+    if storage_rows:
+        assert rows[-2].startswith("| storage |") and grpo_plan["storage_cost_usd"] in rows[-2]
     assert rows[-1].startswith("| total |") and grpo_plan["total_cost_usd"] in rows[-1]
     assert "│" not in text and "┃" not in text  # no box drawing in markdown
     assert any(line.startswith("- makespan ") for line in lines)  # footer as a list
@@ -687,6 +692,7 @@ def test_plan_examples(spec: str, name: str, tmp_path: Path) -> None:
     assert p["makespan_hours"] <= p["deadline_hours"]
     assert _money(p["total_cost_usd"]) <= _money(p["budget_usd"])
     pools = sum(_money(pool["cost_usd"]) for pool in p["pools"])
-    assert abs(pools - _money(p["total_cost_usd"])) <= Decimal("0.005") * len(p["pools"])
+    total = pools + _money(p["storage_cost_usd"])
+    assert abs(total - _money(p["total_cost_usd"])) <= Decimal("0.005") * (len(p["pools"]) + 2)
     result = _ok(_invoke("check", str(out), "--spec", spec))
     assert result.stdout.startswith("ok: ")

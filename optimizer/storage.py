@@ -1,0 +1,179 @@
+"""Storage in the plan: data classes sized from the spec, one tier per class, lifecycle billed.
+
+Data classes (sizes in GB = 10^9 bytes; lifetimes in hours, linear in the run time D):
+
+==========================  ==============================================================  =====
+class                       objects and lifetime                                            access
+==========================  ==============================================================  =====
+dataset                     prompts (RL/OPD) or examples (SFT) × tokens × 4 B; the run       ms
+hot_checkpoints             the last ``keep_hot`` full checkpoints (weights + optimizer       ms
+                            state): each is hot for keep_hot checkpoint intervals; the last
+                            ones stay hot to the end of the run and ``retention_days`` after
+retained_checkpoints        the others (neither hot nor archived) after they leave the hot   ms
+                            set: ``retention_days``, then deleted
+archived_checkpoints        every ``archive_every``-th checkpoint, weights only (bf16), kept  hours
+                            ``metrics_days``; one expected retrieval
+rollout_logs                generated tokens × 8 B (token id, log-prob); rollout_log_days    hours
+eval_outputs                eval tokens × 4 B, ``metrics_days``                              hours
+==========================  ==============================================================  =====
+
+Each class takes the tier of the plan's provider (and region) that allows its access latency
+and costs least: Σ objects GB × $/GB-month × max(lifetime, the tier's minimum duration) +
+expected retrievals × fee. A tier whose minimum duration makes it dearer than a hotter one is
+therefore never chosen. Lifecycle parameters come from the spec's ``checkpoints`` block where
+the user set them, otherwise from the policy's ``storage`` block.
+
+The cost is a non-decreasing function of D for a given provider and region, so the planner adds
+it exactly to every candidate plan (:mod:`optimizer.search`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.demand import Demand
+from policies.model import Policy
+from providers.base import Catalog, StorageTier
+
+BYTES_PER_TOKEN = 4.0
+"""Tokenised text as int32 ids (datasets, eval outputs)."""
+LOG_BYTES_PER_TOKEN = 8.0
+"""Rollout logs: token id + log-probability."""
+HOURS_PER_MONTH = 730.0
+ACCESS_RANK = {"ms": 0, "minutes": 1, "hours": 2}
+
+
+@dataclass(frozen=True)
+class ObjectGroup:
+    """``count`` objects of ``gb`` each, alive ``a + b·D`` hours (D = run time)."""
+
+    count: float
+    gb: float
+    a_hours: float
+    b: float
+
+
+@dataclass(frozen=True)
+class DataClass:
+    name: str
+    access: str
+    groups: tuple[ObjectGroup, ...]
+    retrieval_gb: float = 0.0
+
+    @property
+    def gb(self) -> float:
+        return sum(g.count * g.gb for g in self.groups)
+
+
+def _lifecycle(demand: Demand, policy: Policy) -> dict[str, int]:
+    spec = demand.spec
+    given = spec.checkpoints.model_fields_set
+    out = {k: getattr(policy.storage, k) for k in
+           ("keep_hot", "archive_every", "retention_days", "rollout_log_days", "metrics_days")}
+    for k in ("keep_hot", "archive_every", "retention_days"):
+        if k in given:
+            out[k] = getattr(spec.checkpoints, k)
+    return out
+
+
+def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
+    spec = demand.spec
+    life = _lifecycle(demand, policy)
+    d = spec.data
+    out: list[DataClass] = []
+    if spec.method == "sft":
+        tokens = (d.examples or 0) * (d.tokens_per_example or 0)
+    else:
+        tokens = demand.steps * (d.prompts_per_step or 0) * (d.prompt_tokens or 0)
+    out.append(DataClass("dataset", "ms", (ObjectGroup(1, tokens * BYTES_PER_TOKEN / 1e9, 0, 1),)))
+    n = demand.checkpoints
+    if n > 0:
+        full = demand.checkpoint_gb
+        interval_b = spec.checkpoint_every_steps / demand.steps  # × D = hours between writes
+        k = min(life["keep_hot"], n)
+        retention = life["retention_days"] * 24.0
+        n_arch = n // life["archive_every"]
+        # the last k checkpoints: hot from their write to the end, then retention_days
+        last = tuple(ObjectGroup(1, full, retention, (j - 1) * interval_b)
+                     for j in range(1, k + 1))
+        earlier = (ObjectGroup(n - k, full, 0, k * interval_b),) if n > k else ()
+        out.append(DataClass("hot_checkpoints", "ms", earlier + last))
+        rest = max(0, n - k - n_arch)
+        if rest:
+            out.append(DataClass("retained_checkpoints", "ms",
+                                 (ObjectGroup(rest, full, retention, 0),)))
+        if n_arch:
+            weights = spec.model.params_b * 2.0 if spec.model.finetune == "full" else \
+                full * 2.0 / (2.0 + max(0.0, spec.efficiency.adam_bytes_per_param - 4.0))
+            out.append(DataClass("archived_checkpoints", "hours",
+                                 (ObjectGroup(n_arch, weights, life["metrics_days"] * 24.0, 0),),
+                                 retrieval_gb=weights))
+    generated = sum(p.tokens for p in demand.phase_parts("rollout") if p.kind == "decode")
+    if generated:
+        out.append(DataClass("rollout_logs", "hours", (ObjectGroup(
+            1, generated * LOG_BYTES_PER_TOKEN / 1e9, life["rollout_log_days"] * 24.0, 0),)))
+    evaluated = sum(p.tokens for p in demand.phase_parts("eval") if p.kind == "decode")
+    if evaluated:
+        out.append(DataClass("eval_outputs", "hours", (ObjectGroup(
+            1, evaluated * BYTES_PER_TOKEN / 1e9, life["metrics_days"] * 24.0, 0),)))
+    return [c for c in out if c.gb > 0]
+
+
+def tiers_for(catalog: Catalog, provider: str, region: str) -> list[StorageTier]:
+    exact = [t for t in catalog.storage_tiers if t.provider == provider and t.region == region]
+    return exact or [t for t in catalog.storage_tiers
+                     if t.provider == provider and t.region == "*"]
+
+
+def class_cost(c: DataClass, tier: StorageTier, run_hours: np.ndarray | float
+               ) -> tuple[np.ndarray | float, np.ndarray | float]:
+    """(billed GB-months, cost in USD) of a class on a tier, for run time(s) D."""
+    min_hours = tier.min_days * 24.0
+    gb_months: np.ndarray | float = 0.0
+    for g in c.groups:
+        life = g.a_hours + g.b * np.asarray(run_hours, dtype=float)
+        gb_months = gb_months + g.count * g.gb * np.maximum(life, min_hours) / HOURS_PER_MONTH
+    cost = gb_months * tier.usd_per_gb_month + c.retrieval_gb * tier.retrieval_usd_per_gb
+    return gb_months, cost
+
+
+def eligible(c: DataClass, tiers: list[StorageTier]) -> list[StorageTier]:
+    return [t for t in tiers if ACCESS_RANK.get(t.access, 9) <= ACCESS_RANK[c.access]]
+
+
+@dataclass(frozen=True)
+class StorageModel:
+    """Storage cost as a function of the run time, per (provider, region)."""
+
+    classes: tuple[DataClass, ...]
+    catalog: Catalog
+
+    def cost(self, provider: str, region: str, run_hours: np.ndarray | float
+             ) -> np.ndarray | float:
+        """Least storage cost (USD) at run time(s) D; 0 where the catalog has no tiers."""
+        tiers = tiers_for(self.catalog, provider, region)
+        total: np.ndarray | float = np.zeros_like(np.asarray(run_hours, dtype=float))
+        if not tiers:
+            return total
+        for c in self.classes:
+            options = [class_cost(c, t, run_hours)[1] for t in eligible(c, tiers)]
+            if options:
+                total = total + np.minimum.reduce([np.asarray(o, dtype=float) for o in options])
+        return total
+
+    def choose(self, provider: str, region: str, run_hours: float
+               ) -> list[tuple[DataClass, StorageTier, float, float]]:
+        """Per class: (class, tier, billed GB-months, cost) at run time D."""
+        tiers = tiers_for(self.catalog, provider, region)
+        out = []
+        for c in self.classes:
+            scored = []
+            for t in eligible(c, tiers):
+                gbm, usd = class_cost(c, t, run_hours)
+                scored.append((float(usd), t.tier, t, float(gbm)))
+            if scored:
+                usd, _, t, gbm = min(scored, key=lambda x: (x[0], x[1]))
+                out.append((c, t, gbm, usd))
+        return out

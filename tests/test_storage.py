@@ -1,0 +1,98 @@
+"""Storage in the plan: sizes from the spec, tier choice with minimum durations, lifecycle."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import example_dict
+from planner_fixtures import small_catalog, small_spec
+
+from optimizer.demand import build_demand
+from optimizer.solve import plan
+from optimizer.spec import load_spec, parse_spec
+from optimizer.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
+from optimizer.verify import verify_plan
+from policies.model import default_policy, parse_policy
+from providers.base import StorageTier
+from providers.embedded import embedded_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tier(name, price, min_days, fee=0.0, access="ms"):
+    return StorageTier("lab", "*", name, price, min_days, fee, access, "test", "custom")
+
+
+def test_checkpoint_classes_follow_the_lifecycle():
+    spec = load_spec(str(ROOT / "examples/grpo-7b.yaml"))
+    demand = build_demand(spec)
+    classes = {c.name: c for c in data_classes(demand, default_policy())}
+    full = 7.6 * (2 + 12)  # GB: bf16 weights + fp32 master and Adam m, v
+    n = 300 // 25  # checkpoints
+    hot, archive_every = 3, 4  # the spec's checkpoints block overrides the policy's 3 / 5
+    assert classes["hot_checkpoints"].gb == pytest.approx(n * full)
+    n_arch = n // archive_every
+    assert classes["archived_checkpoints"].gb == pytest.approx(n_arch * 7.6 * 2)  # weights only
+    assert classes["archived_checkpoints"].access == "hours"
+    assert classes["retained_checkpoints"].gb == pytest.approx((n - hot - n_arch) * full)
+    assert classes["dataset"].gb == pytest.approx(300 * 256 * 512 * 4 / 1e9)
+    assert classes["rollout_logs"].gb == pytest.approx(300 * 256 * 8 * 2048 * 8 / 1e9)
+
+
+def test_minimum_duration_is_billed_and_never_makes_a_colder_tier_win():
+    short = DataClass("logs", "hours", (ObjectGroup(1, 100.0, 24.0 * 10, 0.0),))  # 10 days
+    standard, ia = tier("standard", 0.023, 0), tier("ia", 0.0125, 30, 0.01)
+    gbm_std, usd_std = class_cost(short, standard, 0.0)
+    gbm_ia, usd_ia = class_cost(short, ia, 0.0)
+    assert gbm_std == pytest.approx(100 * 240 / 730)
+    assert gbm_ia == pytest.approx(100 * 720 / 730)  # billed for its 30-day minimum
+    assert usd_std < usd_ia  # 10 days on IA cost more than on standard
+    catalog = replace(small_catalog(), storage_tiers=(standard, ia))
+    model = StorageModel((short,), catalog)
+    [(_, chosen, _, cost)] = model.choose("lab", "r1", 0.0)
+    assert chosen.tier == "standard" and cost == pytest.approx(usd_std)
+    long = DataClass("archive", "hours", (ObjectGroup(1, 100.0, 24.0 * 365, 0.0),))
+    [(_, chosen, _, _)] = StorageModel((long,), catalog).choose("lab", "r1", 0.0)
+    assert chosen.tier == "ia"
+
+
+def test_access_latency_excludes_slow_tiers():
+    restore = DataClass("hot", "ms", (ObjectGroup(1, 100.0, 24.0 * 400, 0.0),))
+    glacier = tier("glacier", 0.001, 90, 0.02, access="hours")
+    catalog = replace(small_catalog(), storage_tiers=(tier("standard", 0.023, 0), glacier))
+    [(_, chosen, _, _)] = StorageModel((restore,), catalog).choose("lab", "r1", 0.0)
+    assert chosen.tier == "standard"
+
+
+def test_rl_example_archives_cold_and_restores_fast():
+    p = plan(load_spec(str(ROOT / "examples/grpo-7b.yaml")), embedded_catalog(), explain=False)
+    items = {i.data_class: i for i in p.storage}
+    assert items["hot_checkpoints"].tier.endswith("standard")
+    assert items["archived_checkpoints"].tier in ("gcs_archive", "s3_glacier_deep_archive")
+    total = float(p.compute_cost_usd) + float(p.storage_cost_usd)
+    assert float(p.total_cost_usd) == pytest.approx(total, abs=0.011)
+    assert verify_plan(p) == []
+
+
+def test_policy_lifecycle_applies_where_the_spec_is_silent():
+    d = example_dict("grpo-7b.yaml")
+    d["checkpoints"] = {"every_steps": 25}
+    spec = parse_spec(d)
+    keep_all = parse_policy("name: keep\nstorage: {keep_hot: 12, archive_every: 100}\n")
+    classes = {c.name: c for c in data_classes(build_demand(spec), keep_all)}
+    assert "retained_checkpoints" not in classes and "archived_checkpoints" not in classes
+
+
+def test_storage_is_part_of_the_optimum():
+    spec = small_spec(sla={"deadline_hours": None})
+    base = plan(spec, small_catalog(), explain=False)
+    assert base.storage == []  # the test catalog has no storage tiers
+    priced = replace(small_catalog(), storage_tiers=(tier("standard", 50.0, 0),))
+    p = plan(spec, priced, explain=False)
+    assert float(p.storage_cost_usd) > 0
+    # storage billed per hour of the run pushes the plan to finish sooner
+    assert p.makespan_hours <= base.makespan_hours + 1e-9
+    assert p.status == "optimal" and p.solver.cross_check == "agree"
+    assert verify_plan(p) == []
