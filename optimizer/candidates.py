@@ -133,6 +133,8 @@ class Candidates:
     """Of those, dropped as Pareto-dominated."""
     storage: object | None = None
     """A :class:`optimizer.storage.StorageModel`: storage cost as a function of run time."""
+    memo: dict = field(default_factory=dict, repr=False)
+    """Results derived from the frontiers (e.g. region bounds), computed once."""
 
     def storage_cost(self, region: int, run_hours):
         """Storage cost (USD) in a region at run time(s) D (0 without a storage model)."""

@@ -154,6 +154,11 @@ def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) ->
 
 
 def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
+    """Regions with options in every pool, by lower bound (cached: candidates are immutable
+    once built)."""
+    cached = c.memo.get(("regions_by_bound", objective))
+    if cached is not None:
+        return cached
     out = []
     for region in range(len(c.regions)):
         arrs = _region_arrays(c, region)
@@ -161,6 +166,7 @@ def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, d
             continue
         out.append((region_bound(c, arrs, objective, region), region, arrs))
     out.sort(key=lambda x: (x[0], x[1]))
+    c.memo[("regions_by_bound", objective)] = out
     return out
 
 

@@ -29,7 +29,7 @@ it exactly to every candidate plan (:mod:`optimizer.search`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -144,24 +144,62 @@ def eligible(c: DataClass, tiers: list[StorageTier]) -> list[StorageTier]:
 
 
 @dataclass(frozen=True)
+class _Compiled:
+    """One class on the eligible tiers of one region, as arrays (tiers × object groups)."""
+
+    coef: np.ndarray  # count × GB × $/GB-month / 730, per tier and group
+    a: np.ndarray  # lifetime intercept per group (h)
+    b: np.ndarray  # lifetime slope per group (× D)
+    min_hours: np.ndarray  # per tier
+    retrieval: np.ndarray  # per tier (USD)
+
+
+@dataclass(frozen=True)
 class StorageModel:
     """Storage cost as a function of the run time, per (provider, region)."""
 
     classes: tuple[DataClass, ...]
     catalog: Catalog
+    _compiled: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def _compile(self, provider: str, region: str) -> list[_Compiled]:
+        key = (provider, region)
+        if key not in self._compiled:
+            tiers = tiers_for(self.catalog, provider, region)
+            out = []
+            for c in self.classes:
+                ok = eligible(c, tiers)
+                if not ok:
+                    continue
+                size = np.array([g.count * g.gb for g in c.groups])
+                price = np.array([t.usd_per_gb_month for t in ok])
+                out.append(_Compiled(
+                    coef=price[:, None] * size[None, :] / HOURS_PER_MONTH,
+                    a=np.array([g.a_hours for g in c.groups]),
+                    b=np.array([g.b for g in c.groups]),
+                    min_hours=np.array([t.min_days * 24.0 for t in ok]),
+                    retrieval=np.array([c.retrieval_gb * t.retrieval_usd_per_gb for t in ok]),
+                ))
+            self._compiled[key] = out
+        return self._compiled[key]
 
     def cost(self, provider: str, region: str, run_hours: np.ndarray | float
              ) -> np.ndarray | float:
         """Least storage cost (USD) at run time(s) D; 0 where the catalog has no tiers."""
-        tiers = tiers_for(self.catalog, provider, region)
-        total: np.ndarray | float = np.zeros_like(np.asarray(run_hours, dtype=float))
-        if not tiers:
-            return total
-        for c in self.classes:
-            options = [class_cost(c, t, run_hours)[1] for t in eligible(c, tiers)]
-            if options:
-                total = total + np.minimum.reduce([np.asarray(o, dtype=float) for o in options])
-        return total
+        d = np.asarray(run_hours, dtype=float)
+        flat = d.reshape(-1)
+        inverse = None
+        if flat.size > 64:  # many candidates share run times: evaluate each distinct one once
+            flat, inverse = np.unique(flat, return_inverse=True)
+        total = np.zeros(flat.shape)
+        for k in self._compile(provider, region):
+            life = k.a[:, None] + k.b[:, None] * flat[None, :]  # groups × N
+            billed = np.maximum(life[None, :, :], k.min_hours[:, None, None])  # tiers × g × N
+            per_tier = (k.coef[:, :, None] * billed).sum(axis=1) + k.retrieval[:, None]
+            total += per_tier.min(axis=0)
+        if inverse is not None:
+            total = total[inverse.reshape(-1)]
+        return total.reshape(d.shape)
 
     def choose(self, provider: str, region: str, run_hours: float
                ) -> list[tuple[DataClass, StorageTier, float, float]]:
