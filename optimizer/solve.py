@@ -54,7 +54,8 @@ class LayoutRun:
     solution: Solution | None = None
     milp_options: int = 0
     shared_capacity: bool = False
-    """The relaxation's best plan over-uses a capped offer shared by pools."""
+    """The cap-split search of :mod:`optimizer.capacity` hit its limits: the MILP then gets a
+    wider option set and the plan is reported as feasible with its gap to the bound."""
 
 
 @dataclass
@@ -160,15 +161,17 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
     and fill variants, and the plan is reported as feasible with its gap to the bound."""
     assert r.best is not None
     frontiers = r.cands.frontiers
+    milp_budget = budget
     if r.cands.storage is not None:
         # Storage depends only on the region and the run time and never falls as the run
         # gets longer: the MILP minimises compute with the run no longer than the exact
-        # search's optimum, and within the budget left after that run's storage.
+        # search's optimum, and within the budget left after that run's storage (the option
+        # bounds below count storage themselves, so they keep the full budget).
         stored = float(r.cands.storage_cost(r.best.region, r.best.run_hours))
         cap_run = r.best.run_hours * (1 + 1e-9) + 1e-9
         deadline = cap_run if deadline is None else min(deadline, cap_run)
         if budget is not None:
-            budget = budget - stored + 1e-6
+            milp_budget = budget - stored + 1e-6
     gaps: tuple[float, ...] = SHARED_KEEP_GAPS if r.shared_capacity else (1e-6,)
     for keep_gap in gaps:
         keep = prune_for_milp(r.cands, r.best, deadline, budget, objective, keep_gap,
@@ -184,8 +187,8 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
             options[n] = opts
         r.milp_options = sum(len(v) for v in options.values())
         regions = sorted({(o.provider, o.region) for v in options.values() for o in v})
-        r.solution = solve(OptionSet(r.cands.layout, options, regions, caps), deadline, budget,
-                           objective, solver)
+        r.solution = solve(OptionSet(r.cands.layout, options, regions, caps), deadline,
+                           milp_budget, objective, solver)
         if r.solution.chosen:
             return
 

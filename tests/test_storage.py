@@ -96,3 +96,14 @@ def test_storage_is_part_of_the_optimum():
     assert p.makespan_hours <= base.makespan_hours + 1e-9
     assert p.status == "optimal" and p.solver.cross_check == "agree"
     assert verify_plan(p) == []
+
+
+def test_a_budget_equal_to_the_optimum_with_storage_is_feasible():
+    priced = replace(small_catalog(), storage_tiers=(tier("standard", 50.0, 0),))
+    spec = small_spec(sla={"deadline_hours": None})
+    best = plan(spec, priced, explain=False)
+    tight = small_spec(sla={"deadline_hours": None},
+                       budget={"max_usd": float(best.total_cost_usd) + 0.01})
+    p = plan(tight, priced, explain=False)
+    assert p.total_cost_usd == best.total_cost_usd
+    assert float(p.storage_cost_usd) > 0
