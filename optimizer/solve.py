@@ -17,6 +17,7 @@ constraint and what would make the plan feasible.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -206,9 +207,9 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
     region = "/".join(f_c.regions[f_b.region])
     if deadline is not None and f_b.run_hours > deadline:
         return (
-            f"deadline {deadline:g} h: fastest achievable {f_b.run_hours:.1f} h "
+            f"deadline {deadline:g} h: fastest achievable {f_b.run_hours:.2f} h "
             f"({f_c.layout.name}, {region}, ${f_b.usd:,.2f}); set sla.deadline_hours to at least "
-            f"{f_b.run_hours:.1f}, raise placement.max_nodes_per_pool "
+            f"{_ceil2(f_b.run_hours):.2f}, raise placement.max_nodes_per_pool "
             f"({ctx.spec.placement.max_nodes_per_pool}) or allow more GPU types and regions"
         )
     if budget is not None:
@@ -221,9 +222,14 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
         return (
             f"budget ${budget:,.2f}: the cheapest plan {within}costs ${c_b.usd:,.2f} "
             f"({c_c.layout.name}, {'/'.join(c_c.regions[c_b.region])}); raise budget.max_usd "
-            f"to at least {c_b.usd:,.2f}{any_deadline}"
+            f"to at least {_ceil2(c_b.usd):.2f}{any_deadline}"
         )
     return "no feasible plan under the given constraints"
+
+
+def _ceil2(x: float) -> float:
+    """Round up to 2 decimals, so that a suggested limit is enough."""
+    return math.ceil(x * 100 - 1e-9) / 100
 
 
 def no_fit_message(ctx: Context, pools: list[str]) -> str:
