@@ -132,7 +132,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     order = {"rollout": 0, "eval": 1, "weight_sync": 2, "scoring": 3, "update": 4,
              "checkpoint": 5}
     phases.sort(key=lambda p: order.get(p.name, 9))
-    warnings = _warnings(ctx, chosen, lay.name)
+    warnings = _warnings(ctx, chosen)
     storage_items, storage_total = _storage_items(winner, chosen, held)
     # Optimality: the enumeration's best over all layouts is a lower bound (exact when pools
     # do not compete for capped offers); the plan is proven optimal when it reaches it.
@@ -231,7 +231,7 @@ def _storage_items(winner: LayoutRun, chosen: dict[str, PoolOption], held: float
     return out, total
 
 
-def _warnings(ctx: Context, chosen: dict[str, PoolOption], layout: str) -> list[str]:
+def _warnings(ctx: Context, chosen: dict[str, PoolOption]) -> list[str]:
     out: list[str] = []
     stale = ctx.catalog.staleness_warning()
     if stale:
@@ -243,16 +243,12 @@ def _warnings(ctx: Context, chosen: dict[str, PoolOption], layout: str) -> list[
     if relevant:
         out.append(f"{len(relevant)} catalog rows of the chosen instance types in {region} were "
                    f"excluded (e.g. {relevant[0]})")
-    for o in chosen.values():
-        for offer, _ in o.fill:
-            if offer.max_nodes is not None and offer.source.startswith("embedded") \
-                    and offer.capacity_type == "spot":
-                out.append("spot capacity in the embedded catalog is an assumption "
-                           f"({offer.max_nodes} nodes per zone); confirm availability")
-                break
-        else:
-            continue
-        break
+    assumed = next((offer for o in chosen.values() for offer, _ in o.fill
+                    if offer.capacity_type == "spot" and offer.max_nodes is not None
+                    and offer.source.startswith("embedded")), None)
+    if assumed is not None:
+        out.append("spot capacity in the embedded catalog is an assumption "
+                   f"({assumed.max_nodes} nodes per zone); confirm availability")
     if any(o.gpu.startswith("Trainium") for o in chosen.values()):
         out.append("a pool runs on AWS Trainium: it needs the Neuron SDK builds of the "
                    "training and inference stack; exclude it with placement.gpus if unsupported")

@@ -55,10 +55,7 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
         return Resolved(c, relaxed, True)
     incumbent: Resolved | None = None
     exact = True
-    for region in _regions_in_bound_order(c, deadline, budget, objective):
-        rb = best(c, deadline, budget, objective, only_region=region)
-        if rb is None:
-            continue
+    for region, rb in _regional_bests(c, deadline, budget, objective):
         if incumbent is not None and _key(rb, objective) >= _key(incumbent.best, objective):
             break  # relaxed bound of the remaining regions cannot beat the incumbent
         if not _contested(c, rb):
@@ -81,13 +78,14 @@ def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> lis
     return over_capacity([c.frontiers[n].option(k) for n, k in b.picks.items()], caps)
 
 
-def _regions_in_bound_order(c: Candidates, deadline, budget, objective) -> list[int]:
-    keyed = []
+def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[int, Best]]:
+    """Each region's relaxed best plan, best first (a lower bound on what the region holds)."""
+    found = []
     for region in range(len(c.regions)):
         rb = best(c, deadline, budget, objective, only_region=region)
         if rb is not None:
-            keyed.append((_key(rb, objective), region))
-    return [r for _, r in sorted(keyed)]
+            found.append((_key(rb, objective), region, rb))
+    return [(region, rb) for _, region, rb in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,

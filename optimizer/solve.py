@@ -66,7 +66,6 @@ class Context:
     catalog: Catalog
     runs: list[Candidates]
     offers_considered: int
-    removed: dict[str, int]
     offers: list = field(default_factory=list)
 
     @property
@@ -93,7 +92,7 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None) -
     storage = StorageModel(tuple(data_classes(demand, policy)), catalog)
     for c in runs:
         c.storage = storage
-    return Context(spec, demand, catalog, runs, len(filt.offers), filt.removed, filt.offers)
+    return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
 
 
 def _key(b: Best, objective: str) -> tuple[float, float]:
