@@ -490,9 +490,12 @@ def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]]
 
 
 def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
-                  cap: int, region_index: dict[tuple[str, str], int]
-                  ) -> tuple[PoolFrontier, int]:
-    """Pareto options of one pool per region; also the number of grid points evaluated."""
+                  cap: int, region_index: dict[tuple[str, str], int],
+                  grid_cache: dict | None = None) -> tuple[PoolFrontier, int]:
+    """Pareto options of one pool per region; also the number of grid points evaluated.
+
+    ``grid_cache`` keeps the busy-time grids (which do not depend on prices) across calls,
+    e.g. across the price scenarios of a what-if sweep on one spec."""
     by_group: dict[tuple[str, str, str, int], list[Offer]] = defaultdict(list)
     for o in offers:
         if o.capacity_type not in pool.capacity_types:
@@ -500,7 +503,10 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         by_group[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
     table = gpus()
     rate_cache: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
-    grid_cache: dict[tuple, tuple] = {}
+    grid_cache = {} if grid_cache is None else grid_cache
+    eff = demand.spec.efficiency
+    context = (pool, layout.tail, cap, eff.checkpoint_minutes, eff.restart_minutes,
+               demand.spec.placement.multi_node_training_min_gpus_per_node)
     groups: list[Group] = []
     cols: dict[str, list[np.ndarray]] = defaultdict(list)
     evaluated = 0
@@ -519,7 +525,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         weights = ([1.0] * len(spot) if pool.stateful
                    else [1.0 - spot_overhead(o, demand) for o in spot])
         sp_cost, sp_eff, sp_lam, sp_seq = _class_arrays(spot, weights, cap)
-        grid_key = (gpu_name, gpn, len(ns_cost), sp_eff.round(12).tobytes(),
+        grid_key = (context, gpu_name, gpn, len(ns_cost), sp_eff.round(12).tobytes(),
                     sp_lam.round(15).tobytes() if pool.stateful else b"")
         if grid_key not in grid_cache:
             grid_cache[grid_key] = _grid(demand, pool, rates_per_phase, gpn, cap, len(ns_cost),
@@ -557,7 +563,8 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
 
 def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: int,
                      cache: dict | None = None,
-                     pool_offers: dict[str, list[Offer]] | None = None) -> Candidates:
+                     pool_offers: dict[str, list[Offer]] | None = None,
+                     grid_cache: dict | None = None) -> Candidates:
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
@@ -572,9 +579,9 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
         key = (pool, layout.tail if decode else None)
         if pool_offers is not None:
             cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
-                                       index)
+                                       index, grid_cache)
         elif key not in cache:
-            cache[key] = pool_frontier(demand, layout, pool, offers, cap, index)
+            cache[key] = pool_frontier(demand, layout, pool, offers, cap, index, grid_cache)
         frontiers[pool.name], n = cache[key]
         considered += n
     kept = sum(len(f.t) for f in frontiers.values())

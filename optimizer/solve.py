@@ -74,9 +74,13 @@ class Context:
         return {o.key: o.max_nodes for o in self.offers}
 
 
-def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None) -> Context:
+def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
+            demand: Demand | None = None, grid_cache: dict | None = None) -> Context:
+    """Candidates of every layout. ``demand`` and ``grid_cache`` (busy-time grids, which do
+    not depend on prices) may be reused across calls on the same spec and policy, e.g. by the
+    price scenarios of a what-if sweep."""
     policy = policy or default_policy()
-    demand = build_demand(spec)
+    demand = demand if demand is not None else build_demand(spec)
     filt = filter_offers(spec.placement, catalog, policy)
     if not filt.offers:
         removed = ", ".join(f"{k} removed {v}" for k, v in filt.removed.items() if v)
@@ -87,7 +91,7 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None) -
         )
     cache: dict = {}
     cap = spec.placement.max_nodes_per_pool
-    runs = [build_candidates(demand, lay, filt.offers, cap, cache)
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache)
             for lay in layouts(demand, policy)]
     storage = StorageModel(tuple(data_classes(demand, policy)), catalog)
     for c in runs:
