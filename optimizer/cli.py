@@ -220,6 +220,7 @@ def schema_spec() -> None:
 
 # --- command modules: each imports ``app`` from here and adds its commands (one line each) ---
 # (keep these imports below every command defined in this file)
+import optimizer.cli_reserve  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover - console entry
