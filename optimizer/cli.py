@@ -83,7 +83,7 @@ def estimate(
                                   "GPU types of the catalog."),
     precision: str = typer.Option(None, "--precision", help="fp32|bf16|fp16|fp8|int8; default: "
                                   "bf16 (fp16/fp32 where the GPU lacks bf16)."),
-    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
@@ -107,7 +107,7 @@ def estimate(
 @app.command()
 def plan(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
-    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     objective: Objective = typer.Option(Objective.cost, "--objective",
@@ -185,7 +185,7 @@ def check(
 @app.command()
 def pareto(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
-    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
     points: int = typer.Option(10, "--points", help="Deadlines to solve (geometric grid)."),
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
@@ -220,6 +220,8 @@ def schema_spec() -> None:
 
 # --- command modules: each imports ``app`` from here and adds its commands (one line each) ---
 # (keep these imports below every command defined in this file)
+import optimizer.cli_render  # noqa: E402, F401
+import optimizer.cli_prices  # noqa: E402
 import optimizer.cli_reserve  # noqa: E402, F401
 
 

@@ -59,8 +59,18 @@ class ReservedRate:
     instance_type: str
     term_years: int
     usd_per_hour: float
+    """Effective hourly rate: recurring hourly + upfront fee / term hours."""
     source: str
     assumption: bool
+    offering_class: str = ""
+    """AWS ``standard``/``convertible``; GCP ``resource-cud``; empty when unknown."""
+    purchase_option: str = ""
+    """AWS ``No Upfront``/``Partial Upfront``/``All Upfront``; GCP CUDs ``No Upfront``."""
+    upfront_usd: float = 0.0
+    """One-time fee per node for the whole term (amortised into ``usd_per_hour``)."""
+    recurring_usd_per_hour: float | None = None
+    """The billed hourly part, before amortising the upfront fee (None: not published)."""
+    as_of: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +142,16 @@ def register(name: str, source: PriceSource) -> None:
 
 
 def load_catalog(ref: str) -> Catalog:
-    """``embedded`` (the offline snapshot, default) or a path to a custom catalog YAML."""
+    """``embedded`` (the offline snapshot, default), ``cache`` (the local price cache filled by
+    ``ptplan prices refresh``), a price-cache file (``*.sqlite``) or a custom catalog YAML."""
+    import providers.cache
     import providers.custom
-    import providers.embedded  # noqa: F401
+    import providers.embedded
 
     if ref in _REGISTRY:
         return _REGISTRY[ref]()
+    if ref.endswith(providers.cache.CACHE_SUFFIXES):
+        return providers.cache.load_cache_catalog(ref)
     if ref.endswith((".yaml", ".yml", ".json")) or "/" in ref:
         from providers.custom import load_custom_catalog
 
