@@ -1,0 +1,739 @@
+"""What-if price analysis: scenarios, sweeps, break-even prices and plan diffs, in parallel.
+
+Every answer here is an exact, verified re-solve of the planner on a catalog edited by price
+rules (:mod:`optimizer.pricerules`); nothing is extrapolated from the baseline plan.
+
+Why re-solve rather than re-price one MILP. The planner's MILP is solved over a pruned option
+set: pool options are Pareto-filtered on (busy time, $/h) and then cut by exact cost bounds
+against the incumbent (:mod:`optimizer.search`), and both cuts depend on prices. A coefficient
+change on the kept MILP, or LP cost ranging (``highspy.Highs.getRanging``) on it, is therefore
+exact only for plans that survived the baseline's pruning, not for the full problem: an option
+pruned at today's prices can be the optimum at tomorrow's. So a scenario re-runs the whole
+pipeline (candidates → bound → MILP → verify) on the edited catalog, and reuses only what does
+not depend on prices:
+
+* the spec, catalog and policy, parsed once per worker process (or Ray actor);
+* the demand model (:func:`optimizer.demand.build_demand`), passed as ``demand=``;
+* the busy-time grids of every (pool, GPU shape, class sizes, spot overheads), kept in a
+  per-worker ``grid_cache`` dict passed to :func:`optimizer.solve.prepare`;
+* the positions of the offers each selector matches, computed once per selector;
+* no explanation pass (``explain=False``): the plan diff is the explanation.
+
+Break-even prices. Scaling the matched prices by a multiplier m, every plan P costs
+a_P + m·b_P (b_P = its spend on the matched offers at m = 1), so the optimal cost
+min_P (a_P + m·b_P) is concave and piecewise linear in m and the optimal plan's matched spend
+b(m) is non-increasing: the multipliers at which the plan's use of the matched offers is the
+baseline's form one interval around m = 1 (with a budget, plans that exceed it drop out as m
+rises, which keeps the interval property). Its ends are found by k-section on exact re-solves
+(k = the number of workers; bisection with one), to a stated tolerance on m; both bracketing
+plans are reported with their diff, and the multiplier where their two cost lines cross,
+m* = (a_B − a_A)/(b_A − b_B), when it lies inside the bracket (a switch forced by the budget
+has no crossing). Ties at the break-even itself may be resolved either way.
+
+Parallelism. Scenarios run in a process pool (``spawn``; each worker is initialised once with
+the spec, catalog and policy) or on Ray actors (``ray.util.ActorPool``); results come back in
+submission order, and each plan is a deterministic function of its inputs, so the output does
+not depend on the number of workers or the backend.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from optimizer.errors import InfeasibleError, InputError
+from optimizer.plan import Plan, usd
+from optimizer.pricerules import (
+    KIND_UNITS,
+    PriceRule,
+    RuleEffect,
+    Selector,
+    apply_rules,
+    make_rule,
+)
+from optimizer.spec import ProjectSpec
+from policies.model import Policy
+from providers.base import Catalog, Offer
+
+DEFAULT_TOLERANCE = 1e-3
+"""Break-even: width of the final bracket on the price multiplier (0.1 % of the price)."""
+
+
+# --------------------------------------------------------------------------- solving
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything a worker needs; loaded once per worker."""
+
+    spec: ProjectSpec
+    catalog: Catalog
+    policy: Policy
+    objective: str = "cost"
+    solver: str = "highs"
+    timings: bool = True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One scenario's result: a verified plan, or why there is none."""
+
+    rules: tuple[str, ...]
+    plan: Plan | None
+    error: str | None = None
+    effects: tuple[RuleEffect, ...] = ()
+    seconds: float = 0.0
+
+
+class Session:
+    """Solves scenarios of one spec, keeping everything that does not depend on prices."""
+
+    def __init__(self, setup: Setup) -> None:
+        from optimizer.demand import build_demand
+
+        self.setup = setup
+        self.demand = build_demand(setup.spec)
+        self.grid_cache: dict = {}
+        self.indices: dict[str, tuple[int, ...]] = {}
+
+    def solve(self, rules: Sequence[PriceRule]) -> Outcome:
+        from optimizer.solve import plan, prepare
+
+        s = self.setup
+        start = time.perf_counter()
+        catalog, effects = apply_rules(s.catalog, rules, self.indices)
+        texts = tuple(r.text for r in rules)
+        try:
+            ctx = prepare(s.spec, catalog, s.policy, demand=self.demand,
+                          grid_cache=self.grid_cache)
+            p = plan(s.spec, catalog, s.objective, s.solver, explain=False, timings=s.timings,
+                     ctx=ctx, policy=s.policy)
+        except InfeasibleError as exc:
+            return Outcome(texts, None, str(exc), tuple(effects),
+                           time.perf_counter() - start)
+        return Outcome(texts, p, None, tuple(effects), time.perf_counter() - start)
+
+
+_SESSION: Session | None = None
+
+
+def _init_worker(setup: Setup) -> None:
+    global _SESSION
+    _SESSION = Session(setup)
+
+
+def _solve_in_worker(rules: tuple[PriceRule, ...]) -> Outcome:
+    assert _SESSION is not None, "worker not initialised"
+    return _SESSION.solve(rules)
+
+
+class _RayActor:
+    """A Ray actor holding one :class:`Session` (created with ``ray.remote`` at run time)."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.session = Session(setup)
+
+    def solve(self, rules: tuple[PriceRule, ...]) -> Outcome:
+        return self.session.solve(rules)
+
+
+def default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class Runner:
+    """Runs scenarios in this process (1 worker), a spawn process pool, or on Ray actors.
+    Use as a context manager; :meth:`map` returns outcomes in the order of its jobs."""
+
+    def __init__(self, setup: Setup, workers: int | None = None, ray_address: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise InputError(f"--workers: {workers} is not a worker count; use 1 or more")
+        self.setup = setup
+        self.workers = workers or default_workers()
+        self.ray_address = ray_address
+        self.progress = progress
+        self.backend = "ray" if ray_address else ("process" if self.workers > 1 else "serial")
+        self._local: Session | None = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._actors: Any = None
+        self._ray_started = False
+        self.solves = 0
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._actors is not None:
+            import ray
+
+            for a in self._actors:
+                ray.kill(a)
+            self._actors = None
+            if self._ray_started:
+                ray.shutdown()
+
+    def local(self) -> Session:
+        if self._local is None:
+            self._local = Session(self.setup)
+        return self._local
+
+    def map(self, jobs: Sequence[tuple[PriceRule, ...]]) -> list[Outcome]:
+        self.solves += len(jobs)
+        if self.backend == "ray":
+            return self._map_ray(jobs)
+        if self.backend == "serial" or len(jobs) <= 1:
+            out = []
+            for n, job in enumerate(jobs):
+                out.append(self.local().solve(job))
+                self._tick(n + 1, len(jobs))
+            return out
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker, initargs=(self.setup,))
+        out = []
+        for n, res in enumerate(self._pool.map(_solve_in_worker, jobs)):
+            out.append(res)
+            self._tick(n + 1, len(jobs))
+        return out
+
+    def _tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def _map_ray(self, jobs: Sequence[tuple[PriceRule, ...]]) -> list[Outcome]:
+        try:
+            import ray
+            from ray.util import ActorPool
+        except ImportError:
+            raise InputError("--ray: the ray package is not installed; install the extra: "
+                             "pip install 'ptplan[ray]'") from None
+        if self._actors is None:
+            if not ray.is_initialized():
+                try:
+                    ray.init(address=self.ray_address, include_dashboard=False,
+                             log_to_driver=False, logging_level="ERROR")
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    raise InputError(f"--ray: cannot connect to {self.ray_address!r} ({exc}); "
+                                     "give a running cluster's address (ray://host:10001, "
+                                     "host:6379, auto) or 'local' to start one") from None
+                self._ray_started = True
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            n = min(self.workers if self.workers > 1 else cpus, max(cpus, 1))
+            actor_cls = ray.remote(num_cpus=1)(_RayActor)
+            setup_ref = ray.put(self.setup)
+            self._actors = [actor_cls.remote(setup_ref) for _ in range(max(n, 1))]
+        pool = ActorPool(self._actors)
+        out = []
+        for n, res in enumerate(pool.map(lambda a, job: a.solve.remote(job), list(jobs))):
+            out.append(res)
+            self._tick(n + 1, len(jobs))
+        return out
+
+
+def validate_jobs(setup: Setup, jobs: Sequence[Sequence[PriceRule]]) -> None:
+    """Apply every job's rules once here, so that a bad rule (nothing matched, a negative
+    price) stops the run with one line before any worker starts."""
+    indices: dict[str, tuple[int, ...]] = {}
+    for job in jobs:
+        apply_rules(setup.catalog, job, indices)
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def offer_key(a: Any) -> str:
+    """:attr:`providers.base.Offer.key` of a plan allocation."""
+    zone = f"/{a.zone}" if a.zone else ""
+    return f"{a.provider}:{a.region}{zone}:{a.instance_type}:{a.capacity_type}"
+
+
+def pool_label(pool: Any) -> str:
+    kinds: dict[str, int] = {}
+    for a in pool.allocations:
+        kinds[a.capacity_type] = kinds.get(a.capacity_type, 0) + a.nodes
+    types = sorted({a.instance_type for a in pool.allocations})
+    mix = " + ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    return (f"{pool.name}: {pool.nodes} x {pool.gpu} x {pool.gpus_per_node} "
+            f"({', '.join(types)}; {mix})")
+
+
+def summary(p: Plan) -> dict[str, Any]:
+    """What a plan rents, in a few strings (layout, region, per pool GPUs and capacity)."""
+    return {"layout": p.layout, "pipeline_mode": p.pipeline_mode, "provider": p.provider,
+            "region": p.region, "pools": [pool_label(pool) for pool in p.pools],
+            "storage_tiers": sorted({i.tier for i in p.storage})}
+
+
+def signature(p: Plan | None) -> tuple:
+    """Plans with equal signatures rent the same nodes of the same offers (a sweep marks a
+    switch where it changes)."""
+    if p is None:
+        return ("infeasible",)
+    return (p.layout, tuple((pool.name, offer_key(a), a.nodes) for pool in p.pools
+                            for a in pool.allocations),
+            tuple((i.data_class, i.tier) for i in p.storage))
+
+
+def _money_delta(new: str, old: str) -> str:
+    return str(Decimal(new) - Decimal(old))
+
+
+def _pct(new: str, old: str) -> float | None:
+    base = Decimal(old)
+    return None if base == 0 else round(float((Decimal(new) - base) / base * 100), 2)
+
+
+def _alloc_label(key: tuple[str, ...]) -> str:
+    pool, provider, region, zone, itype, kind = key
+    return f"{pool}: {provider} {zone or region} {itype} {kind}"
+
+
+def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
+    """What changed from ``base`` to ``new``: totals, makespan, layout and region, per-pool and
+    per-phase costs, node moves per offer, storage tiers, and one-line statements."""
+    lines: list[str] = []
+    d_total = _money_delta(new.total_cost_usd, base.total_cost_usd)
+    d_hours = new.makespan_hours - base.makespan_hours
+    if base.layout != new.layout:
+        lines.append(f"layout {base.layout} -> {new.layout}")
+    if (base.provider, base.region) != (new.provider, new.region):
+        lines.append(f"region {base.provider} {base.region} -> {new.provider} {new.region}")
+    pools: list[dict[str, Any]] = []
+    old_pools = {p.name: p for p in base.pools}
+    new_pools = {p.name: p for p in new.pools}
+    for name in sorted(set(old_pools) | set(new_pools)):
+        a, b = old_pools.get(name), new_pools.get(name)
+        row = {"pool": name,
+               "baseline": pool_label(a) if a else None, "scenario": pool_label(b) if b else None,
+               "baseline_cost_usd": a.cost_usd if a else None,
+               "scenario_cost_usd": b.cost_usd if b else None,
+               "delta_usd": _money_delta(b.cost_usd if b else "0", a.cost_usd if a else "0")}
+        pools.append(row)
+        if row["baseline"] != row["scenario"]:
+            lines.append(f"pool {name}: {row['baseline'] or 'absent'} -> "
+                         f"{row['scenario'] or 'absent'}")
+    phases: list[dict[str, Any]] = []
+    old_ph = {p.name: p for p in base.phases}
+    new_ph = {p.name: p for p in new.phases}
+    for name in [p.name for p in base.phases] + [n for n in new_ph if n not in old_ph]:
+        a2, b2 = old_ph.get(name), new_ph.get(name)
+        phases.append({
+            "phase": name,
+            "baseline_pool": a2.pool if a2 else None, "scenario_pool": b2.pool if b2 else None,
+            "baseline_precision": a2.precision if a2 else None,
+            "scenario_precision": b2.precision if b2 else None,
+            "baseline_busy_hours": a2.busy_hours if a2 else None,
+            "scenario_busy_hours": b2.busy_hours if b2 else None,
+            "baseline_cost_usd": a2.cost_usd if a2 else None,
+            "scenario_cost_usd": b2.cost_usd if b2 else None,
+            "delta_usd": _money_delta(b2.cost_usd if b2 else "0", a2.cost_usd if a2 else "0"),
+        })
+        if a2 and b2 and a2.precision != b2.precision:
+            lines.append(f"phase {name}: precision {a2.precision} -> {b2.precision}")
+    moves = _moves(base, new)
+    for m in moves:
+        lines.append(f"{m['allocation']}: {m['baseline_nodes']} -> {m['scenario_nodes']} nodes")
+    storage: list[dict[str, Any]] = []
+    old_st = {i.data_class: i for i in base.storage}
+    new_st = {i.data_class: i for i in new.storage}
+    for cls in sorted(set(old_st) | set(new_st)):
+        s0, s1 = old_st.get(cls), new_st.get(cls)
+        storage.append({"data_class": cls,
+                        "baseline_tier": s0.tier if s0 else None,
+                        "scenario_tier": s1.tier if s1 else None,
+                        "delta_usd": _money_delta(s1.cost_usd if s1 else "0",
+                                                  s0.cost_usd if s0 else "0")})
+        if (s0 and s0.tier) != (s1 and s1.tier):
+            lines.append(f"storage {cls}: {s0.tier if s0 else 'none'} -> "
+                         f"{s1.tier if s1 else 'none'}")
+    if abs(d_hours) > 1e-9:
+        lines.append(f"makespan {base.makespan_hours:,.2f} h -> {new.makespan_hours:,.2f} h "
+                     f"({d_hours:+,.2f} h)")
+    lines.append(f"total ${base.total_cost_usd} -> ${new.total_cost_usd} "
+                 f"({'+' if not d_total.startswith('-') else ''}{d_total} USD)")
+    return {
+        "total": {"baseline_usd": base.total_cost_usd, "scenario_usd": new.total_cost_usd,
+                  "delta_usd": d_total, "delta_percent": _pct(new.total_cost_usd,
+                                                              base.total_cost_usd)},
+        "compute_delta_usd": _money_delta(new.compute_cost_usd, base.compute_cost_usd),
+        "storage_delta_usd": _money_delta(new.storage_cost_usd, base.storage_cost_usd),
+        "idle_delta_usd": _money_delta(new.idle_cost_usd, base.idle_cost_usd),
+        "makespan_hours": {"baseline": base.makespan_hours, "scenario": new.makespan_hours,
+                           "delta": d_hours},
+        "layout": {"baseline": base.layout, "scenario": new.layout},
+        "region": {"baseline": f"{base.provider} {base.region}",
+                   "scenario": f"{new.provider} {new.region}"},
+        "same_allocation": signature(base) == signature(new),
+        "pools": pools,
+        "phases": phases,
+        "moves": moves,
+        "storage": storage,
+        "statements": lines,
+    }
+
+
+def _moves(base: Plan, new: Plan) -> list[dict[str, Any]]:
+    """Node counts per (pool, offer) that differ (nodes moved, added or removed)."""
+
+    def table(p: Plan) -> dict[tuple[str, ...], tuple[int, float]]:
+        return {(pool.name, a.provider, a.region, a.zone, a.instance_type, a.capacity_type):
+                (a.nodes, a.usd_per_hour) for pool in p.pools for a in pool.allocations}
+
+    old, new_t = table(base), table(new)
+    out = []
+    for key in sorted(set(old) | set(new_t)):
+        n0, p0 = old.get(key, (0, None))
+        n1, p1 = new_t.get(key, (0, None))
+        if n0 != n1:
+            out.append({"allocation": _alloc_label(key), "pool": key[0], "provider": key[1],
+                        "region": key[2], "zone": key[3], "instance_type": key[4],
+                        "capacity_type": key[5], "baseline_nodes": n0, "scenario_nodes": n1,
+                        "baseline_usd_per_hour": p0, "scenario_usd_per_hour": p1})
+    return out
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+@dataclass
+class Scenario:
+    name: str
+    rules: tuple[PriceRule, ...]
+
+
+def _plan_json(p: Plan | None) -> Any:
+    return p.model_dump(mode="json") if p is not None else None
+
+
+def _effects(o: Outcome) -> list[dict[str, Any]]:
+    return [e.as_dict() for e in o.effects]
+
+
+def run_scenarios(setup: Setup, scenarios: Sequence[Scenario], runner: Runner
+                  ) -> dict[str, Any]:
+    """The baseline plan and each scenario's plan, with deltas and changes (JSON-ready)."""
+    validate_jobs(setup, [s.rules for s in scenarios])
+    outcomes = runner.map([(), *[s.rules for s in scenarios]])
+    base, rest = outcomes[0], outcomes[1:]
+    rows = []
+    for sc, o in zip(scenarios, rest, strict=True):
+        delta = changes = None
+        if o.plan is not None and base.plan is not None:
+            changes = diff_plans(base.plan, o.plan)
+            delta = changes["total"]["delta_usd"]
+        rows.append({"name": sc.name, "rules": [r.text for r in sc.rules],
+                     "effects": _effects(o), "plan": _plan_json(o.plan), "error": o.error,
+                     "delta_usd": delta, "changes": changes,
+                     "notes": scenario_notes(sc.rules)})
+    return {
+        "schema_version": 1, "kind": "whatif", "spec_name": setup.spec.name,
+        "objective": setup.objective, "catalog": setup.catalog.name,
+        "catalog_as_of": setup.catalog.as_of, "policy": setup.policy.name,
+        "baseline": _plan_json(base.plan), "baseline_error": base.error,
+        "scenarios": rows,
+        "method": METHOD_NOTE,
+    }
+
+
+METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with the rules applied "
+               "(explain pass skipped); deltas are scenario minus baseline")
+
+
+def scenario_notes(rules: Sequence[PriceRule]) -> list[str]:
+    """Caveats a user needs next to the numbers (e.g. a price the planner does not use yet)."""
+    notes = []
+    if any(r.selector.kind == "egress" for r in rules) and "network_cost_usd" not in \
+            Plan.model_fields:
+        notes.append("egress rates are not priced by this planner version yet: egress rules "
+                     "change the catalog but not the plan")
+    return notes
+
+
+# --------------------------------------------------------------------------- use of offers
+
+
+@dataclass(frozen=True)
+class Use:
+    """How a plan uses the items a selector matches."""
+
+    items: tuple[tuple[str, str, int], ...]
+    """(pool or data class, offer key or tier, nodes or 0) of matched allocations."""
+    quantity: float
+    """Node-hours held on matched offers (GB-months on matched storage tiers)."""
+    spend_usd: float
+
+    def key(self) -> tuple:
+        return (self.items, round(self.quantity, 6))
+
+
+def use_of(p: Plan | None, selector: Selector, catalog: Catalog) -> Use | None:
+    if p is None:
+        return None
+    if selector.kind == "offer":
+        keys = {o.key for o in catalog.offers if selector.matches(o)}
+        items, qty, spend = [], 0.0, 0.0
+        for pool in p.pools:
+            for a in pool.allocations:
+                k = offer_key(a)
+                if k in keys:
+                    items.append((pool.name, k, a.nodes))
+                    qty += a.nodes * a.hours
+                    spend += a.nodes * a.hours * a.usd_per_hour
+        return Use(tuple(sorted(items)), qty, spend)
+    if selector.kind == "storage":
+        from optimizer.storage import tiers_for
+
+        items, qty, spend = [], 0.0, 0.0
+        for i in p.storage:
+            tiers = [t for t in tiers_for(catalog, i.provider, i.region) if t.tier == i.tier]
+            if any(selector.matches(t) for t in tiers):
+                items.append((i.data_class, i.tier, 0))
+                qty += i.gb_months
+                spend += i.gb_months * i.usd_per_gb_month
+        return Use(tuple(sorted(items)), qty, spend)
+    raise InputError(f"--break-even {selector.text!r}: egress rates are not priced in plans "
+                     "yet, so no plan uses them; choose offer or storage keys")
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+def linspace(start: float, stop: float, steps: int) -> list[float]:
+    if steps < 2:
+        raise InputError(f"--steps: {steps} is too few; ask for at least 2 points")
+    if steps > 100_000:
+        raise InputError(f"--steps: {steps} is too many; ask for at most 100000 points")
+    return [start + (stop - start) * i / (steps - 1) for i in range(steps)]
+
+
+def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], runner: Runner,
+          base_rules: Sequence[PriceRule] = ()) -> tuple[Outcome, list[Outcome]]:
+    """The baseline (``base_rules`` only) and one outcome per swept value."""
+    jobs = [tuple(base_rules), *[(*base_rules, make_rule(selector, op, v)) for v in values]]
+    validate_jobs(setup, jobs)
+    out = runner.map(jobs)
+    return out[0], out[1:]
+
+
+def sweep_report(setup: Setup, selector: Selector, op: str, values: Sequence[float],
+                 base: Outcome, points: Sequence[Outcome], base_rules: Sequence[PriceRule] = ()
+                 ) -> dict[str, Any]:
+    catalog, _ = apply_rules(setup.catalog, base_rules)
+    rows = []
+    switches = []
+    prev: Outcome | None = None
+    for v, o in zip(values, points, strict=True):
+        p = o.plan
+        use = use_of(p, selector, catalog) if selector.kind != "egress" else None
+        switched = prev is not None and signature(prev.plan) != signature(p)
+        row = {
+            "value": v, "rule": o.rules[-1], "status": p.status if p else "infeasible",
+            "total_cost_usd": p.total_cost_usd if p else None,
+            "delta_usd": (_money_delta(p.total_cost_usd, base.plan.total_cost_usd)
+                          if p and base.plan else None),
+            "makespan_hours": p.makespan_hours if p else None,
+            "summary": summary(p) if p else None, "error": o.error,
+            "matched_quantity": use.quantity if use else None,
+            "matched_spend_usd": usd(use.spend_usd) if use else None,
+            "switch": switched,
+        }
+        rows.append(row)
+        if switched and prev is not None:
+            ch = (diff_plans(prev.plan, p)["statements"] if prev.plan and p else
+                  [o.error or prev.error or ""])
+            switches.append({"between": [rows[-2]["value"], v], "changes": ch})
+        prev = o
+    unit = {"*=": "multiplier", "+=": KIND_UNITS[selector.kind] + " added",
+            "=": KIND_UNITS[selector.kind]}[op]
+    return {
+        "schema_version": 1, "kind": "sweep", "spec_name": setup.spec.name,
+        "objective": setup.objective, "catalog": setup.catalog.name,
+        "catalog_as_of": setup.catalog.as_of, "policy": setup.policy.name,
+        "swept": f"{selector.text} {op}", "value_unit": unit,
+        "base_rules": [r.text for r in base_rules],
+        "matched": len(selector.indices(catalog)),
+        "matched_quantity_unit": ("node-hours" if selector.kind == "offer" else "GB-months"),
+        "baseline": {"total_cost_usd": base.plan.total_cost_usd if base.plan else None,
+                     "makespan_hours": base.plan.makespan_hours if base.plan else None,
+                     "summary": summary(base.plan) if base.plan else None,
+                     "error": base.error},
+        "points": rows, "switches": switches,
+        "notes": [METHOD_NOTE, "switch: the plan rents other nodes (offers or counts), another "
+                  "layout or other storage tiers than at the previous value",
+                  *scenario_notes([make_rule(selector, op, 1.0)])],
+    }
+
+
+# --------------------------------------------------------------------------- break-even
+
+
+@dataclass
+class _Probe:
+    runner: Runner
+    selector: Selector
+    base_rules: tuple[PriceRule, ...]
+    catalog: Catalog
+    cache: dict[float, Outcome] = field(default_factory=dict)
+
+    def rules(self, m: float) -> tuple[PriceRule, ...]:
+        return (*self.base_rules, make_rule(self.selector, "*=", m))
+
+    def run(self, ms: Sequence[float]) -> list[Outcome]:
+        todo = [m for m in dict.fromkeys(ms) if m not in self.cache]
+        for m, o in zip(todo, self.runner.map([self.rules(m) for m in todo]), strict=True):
+            self.cache[m] = o
+        return [self.cache[m] for m in ms]
+
+    def key(self, o: Outcome) -> tuple:
+        u = use_of(o.plan, self.selector, self.catalog)
+        return ("infeasible",) if u is None else u.key()
+
+
+def _search(probe: _Probe, inside: float, outside: float, tol: float, k: int
+            ) -> tuple[float, float, int]:
+    """k-section for the end of the interval of multipliers where the use of the matched
+    items equals that at ``inside``, towards ``outside`` (whose use differs)."""
+    ref = probe.key(probe.run([inside])[0])
+    a, b = inside, outside
+    rounds = 0
+    while abs(b - a) > tol:
+        rounds += 1
+        pts = [a + (b - a) * (i + 1) / (k + 1) for i in range(k)]
+        outs = probe.run(pts)
+        new_a, new_b = a, b
+        for m, o in zip(pts, outs, strict=True):
+            if probe.key(o) == ref:
+                new_a = m
+            else:
+                new_b = m
+                break
+        a, b = new_a, new_b
+    return a, b, rounds
+
+
+def _crossing(sel_use_a: Use, sel_use_b: Use, pa: Plan, pb: Plan, ma: float, mb: float
+              ) -> float | None:
+    """m where a_A + m·b_A = a_B + m·b_B (b = matched spend at m = 1), if in [ma, mb]."""
+    b_a = sel_use_a.spend_usd / ma if ma else None
+    b_b = sel_use_b.spend_usd / mb if mb else None
+    if b_a is None or b_b is None or abs(b_a - b_b) < 1e-12:
+        return None
+    a_a = exact_total_usd(pa) - ma * b_a
+    a_b = exact_total_usd(pb) - mb * b_b
+    m = (a_b - a_a) / (b_a - b_b)
+    lo, hi = min(ma, mb), max(ma, mb)
+    slack = 1e-6 * max(1.0, hi)
+    return m if lo - slack <= m <= hi + slack else None
+
+
+def exact_total_usd(p: Plan) -> float:
+    """A plan's total before rounding to cents: Σ nodes × hours × $/h over the pools'
+    allocations + Σ (GB-months × $/GB-month + retrieval GB × fee) over storage."""
+    compute = sum(a.nodes * a.hours * a.usd_per_hour for pool in p.pools
+                  for a in pool.allocations)
+    storage = sum(i.gb_months * i.usd_per_gb_month + i.retrieval_gb * i.retrieval_usd_per_gb
+                  for i in p.storage)
+    network = float(getattr(p, "network_cost_usd", 0) or 0)  # rounded; absent before egress
+    return compute + storage + network
+
+
+def _prices(probe: _Probe, o: Outcome, m: float) -> dict[str, float]:
+    """Prices of the matched items the plan uses at multiplier m."""
+    u = use_of(o.plan, probe.selector, probe.catalog)
+    if u is None:
+        return {}
+    if probe.selector.kind == "offer":
+        base = {x.key: x.usd_per_hour for x in probe.catalog.offers}
+        return {k: base[k] * m for _, k, _ in u.items}
+    assert o.plan is not None
+    return {f"{i.provider}:{i.region}:{i.tier}": i.usd_per_gb_month
+            for i in o.plan.storage if (i.data_class, i.tier, 0) in u.items}
+
+
+def break_even(setup: Setup, selector: Selector, runner: Runner, low: float = 0.0,
+               high: float = 10.0, tolerance: float = DEFAULT_TOLERANCE,
+               base_rules: Sequence[PriceRule] = ()) -> dict[str, Any]:
+    """Multipliers on the matched prices, below and above 1, where the plan's use of the
+    matched items changes (k-section on exact re-solves; see the module docstring)."""
+    if not (0 <= low <= 1 <= high):
+        raise InputError(f"--from/--to: break-even searches multipliers around 1 (today's "
+                         f"price), got [{low:g}, {high:g}]; use --from <= 1 <= --to, --from >= 0")
+    if not tolerance > 0:
+        raise InputError(f"--tolerance: {tolerance:g} must be > 0 (e.g. 0.001)")
+    if selector.kind == "egress":
+        raise InputError(f"--break-even {selector.text!r}: egress rates are not priced in plans "
+                         "yet, so no plan uses them; choose offer or storage keys")
+    base_rules = tuple(base_rules)
+    catalog, _ = apply_rules(setup.catalog, base_rules)
+    validate_jobs(setup, [(*base_rules, make_rule(selector, "*=", m)) for m in (low, high)])
+    probe = _Probe(runner, selector, base_rules, catalog)
+    k = max(1, runner.workers)
+    base, lo_o, hi_o = probe.run([1.0, low, high])
+    if base.plan is None:
+        raise InfeasibleError(f"break-even: no feasible plan at today's prices ({base.error})")
+    ref = probe.key(base)
+    sides = []
+    for direction, end, end_o in (("down", low, lo_o), ("up", high, hi_o)):
+        side: dict[str, Any] = {"direction": direction, "searched": sorted([1.0, end])}
+        if end == 1.0 or probe.key(end_o) == ref:
+            side.update(found=False, note=f"the use of the matched items is the same over "
+                        f"multipliers [{min(1.0, end):g}, {max(1.0, end):g}]")
+            sides.append(side)
+            continue
+        a, b, rounds = _search(probe, 1.0, end, tolerance, k)
+        oa, ob = probe.run([a, b])
+        ua = use_of(oa.plan, selector, catalog)
+        ub = use_of(ob.plan, selector, catalog)
+        cross = (_crossing(ua, ub, oa.plan, ob.plan, a, b)
+                 if ua and ub and oa.plan and ob.plan else None)
+        side.update(
+            found=True, rounds=rounds,
+            multiplier_same=a, multiplier_changed=b,
+            bracket=sorted([a, b]), crossing_multiplier=cross,
+            prices_same=_prices(probe, oa, a), prices_changed=_prices(probe, ob, b),
+            use_same=_use_json(ua), use_changed=_use_json(ub),
+            plan_same=_plan_json(oa.plan), plan_changed=_plan_json(ob.plan),
+            error_changed=ob.error,
+            changes=diff_plans(oa.plan, ob.plan) if oa.plan and ob.plan else None,
+        )
+        sides.append(side)
+    return {
+        "schema_version": 1, "kind": "break_even", "spec_name": setup.spec.name,
+        "objective": setup.objective, "catalog": setup.catalog.name,
+        "catalog_as_of": setup.catalog.as_of, "policy": setup.policy.name,
+        "selector": selector.text, "base_rules": [r.text for r in base_rules],
+        "matched": len(selector.indices(catalog)),
+        "price_unit": KIND_UNITS[selector.kind], "tolerance": tolerance,
+        "baseline": {"total_cost_usd": base.plan.total_cost_usd,
+                     "summary": summary(base.plan),
+                     "use": _use_json(use_of(base.plan, selector, catalog))},
+        "solves": len(probe.cache),
+        "sides": sides,
+        "method": ("the matched prices are multiplied by m; each side's bracket [same, changed] "
+                   "holds the multiplier where the plan's use of the matched items changes, "
+                   "found by k-section on exact re-solves to the tolerance; LP ranging on the "
+                   "planner's pruned MILP is not valid for the full problem, so it is not used; "
+                   "crossing_multiplier is where the two bracketing plans cost the same"),
+    }
+
+
+def _use_json(u: Use | None) -> dict[str, Any] | None:
+    if u is None:
+        return None
+    return {"items": [list(x) for x in u.items], "quantity": u.quantity,
+            "spend_usd": usd(u.spend_usd)}
+
