@@ -3,7 +3,8 @@
 Portfolio purchasing has its own model module because it is a different problem from a project
 plan (integer commitment counts shared by all projects, recourse per scenario and week), and
 keeping it apart leaves :mod:`optimizer.formulation` the single PuLP module for project plans;
-both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner).
+both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner,
+variables attached with the PuLP 3.3 API).
 
 Notation (see :mod:`optimizer.reserve`): scenarios s with probability p_s, weeks w of 168 h,
 keys k (provider, region, instance type), demand classes j of key k(j) with demand D_sjw
@@ -45,7 +46,7 @@ import numpy as np
 import pulp
 
 from optimizer.errors import PlannerError
-from optimizer.formulation import _solver, _stdout_silenced, check_solver
+from optimizer.formulation import _solver, _stdout_silenced, _var, check_solver
 from optimizer.reserve import HOURS_PER_WEEK, Problem
 
 
@@ -83,7 +84,7 @@ def build(pb: Problem) -> ReserveModel:
     x = []
     for i, p in enumerate(pb.products):
         ub = math.ceil(float(demand_by_key[p.key].max()) - 1e-9) if p.active.any() else 0
-        var = pulp.LpVariable(f"x_{i}", lowBound=0, upBound=max(ub, 0), cat="Integer")
+        var = _var(prob, f"x_{i}", 0, max(ub, 0), pulp.LpInteger)
         names[var.name] = ("buy", p.name)
         x.append(var)
     u: dict[tuple[int, int, int], pulp.LpVariable] = {}
@@ -99,12 +100,12 @@ def build(pb: Problem) -> ReserveModel:
             for w in map(int, np.flatnonzero(c.nodes[s] > 0)):
                 d = float(c.nodes[s, w])
                 const += HOURS_PER_WEEK * od * d
-                uv = pulp.LpVariable(f"u_{s}_{j}_{w}", 0, d)
+                uv = _var(prob, f"u_{s}_{j}_{w}", 0, d)
                 names[uv.name] = ("use", f"{pb.scenarios[s]}:{j}:{w}")
                 u[s, j, w] = uv
                 terms[uv] = -HOURS_PER_WEEK * od
                 if c.spot_usd_per_hour is not None:
-                    vv = pulp.LpVariable(f"v_{s}_{j}_{w}", 0, d)
+                    vv = _var(prob, f"v_{s}_{j}_{w}", 0, d)
                     names[vv.name] = ("spot", f"{pb.scenarios[s]}:{j}:{w}")
                     v[s, j, w] = vv
                     terms[vv] = HOURS_PER_WEEK * (c.spot_usd_per_hour - od)
@@ -134,8 +135,8 @@ def build(pb: Problem) -> ReserveModel:
     if pb.risk is None:
         prob += expected
     else:
-        theta = pulp.LpVariable("cvar_theta")
-        eta = [pulp.LpVariable(f"cvar_eta_{s}", lowBound=0) for s in range(S)]
+        theta = _var(prob, "cvar_theta")
+        eta = [_var(prob, f"cvar_eta_{s}", 0) for s in range(S)]
         for s in range(S):
             prob += eta[s] >= cost[s] - theta, f"cvar_{s}"
             names[f"cvar_{s}"] = ("cvar", pb.scenarios[s])
@@ -182,5 +183,5 @@ def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
     return ReserveSolution(
         counts=counts, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
         gap=gap_value, seconds=seconds, solver=solver, used=used, spot=spot,
-        variables=len(model.prob.variables()), integers=len(model.x),
-        constraints=len(model.prob.constraints))
+        variables=model.prob.numVariables(), integers=len(model.x),
+        constraints=model.prob.numConstraints())
