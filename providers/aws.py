@@ -350,7 +350,7 @@ def _clients(endpoint: str | None, attempts: int) -> tuple[Any, Callable[[str], 
         raise ProviderError("--provider aws needs the AWS SDK: pip install 'ptplan[aws]'"
                             ) from None
     session = boto3.session.Session()
-    config = Config(retries={"mode": "standard", "max_attempts": attempts},
+    config = Config(retries={"mode": "standard", "total_max_attempts": attempts},
                     connect_timeout=10, read_timeout=60, user_agent_extra="ptplan")
     pricing = session.client("pricing", region_name=PRICING_REGION, endpoint_url=endpoint,
                              config=config)
