@@ -177,12 +177,13 @@ def _translate(exc: BaseException, what: str) -> ProviderError:
         cause = type(exc.cause).__name__ if exc.cause is not None else "timeout"
         return ProviderError(f"GCP {what} kept failing ({cause}) after retries with backoff; "
                              f"retry later; {_UNCHANGED}")
-    if isinstance(exc, gexc.Unauthenticated | gexc.PermissionDenied):
+    if isinstance(exc, gexc.Unauthenticated | gexc.PermissionDenied | gexc.Unauthorized
+                  | gexc.Forbidden):
         return ProviderError(f"GCP rejected the credentials for {what} ({exc.code} "
                              f"{type(exc).__name__}); check the account and that the Cloud "
                              f"Billing API is enabled; {_UNCHANGED}")
     if isinstance(exc, gexc.GoogleAPICallError):
-        message = str(exc.message or "").split("\n")[0][:160]
+        message = re.sub(r"^[A-Z]+ \S+: ", "", str(exc.message or "").split("\n")[0])[:160]
         return ProviderError(f"GCP {what} failed ({exc.code} {type(exc).__name__}: {message}); "
                              f"{_UNCHANGED}")
     return ProviderError(f"GCP {what} failed ({type(exc).__name__}); check the network or "

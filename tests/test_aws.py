@@ -267,7 +267,7 @@ def test_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def test_bad_region_and_type_are_input_errors() -> None:
     with pytest.raises(InputError, match="--regions: 'us_east_1'"):
         fetch_aws(["us_east_1"])
-    with pytest.raises(InputError, match="--instance-type: 'm5.large'"):
+    with pytest.raises(InputError, match=r"--instance-type: 'm5\.large'"):
         fetch_aws(["us-east-1"], ["m5.large"])
 
 
@@ -294,7 +294,7 @@ def test_parse_item_checks_fields() -> None:
     bad_price = _item()
     term = next(iter(bad_price["terms"]["OnDemand"].values()))
     next(iter(term["priceDimensions"].values()))["pricePerUnit"]["USD"] = "n/a"
-    with pytest.raises(ProviderError, match="pricePerUnit.USD = 'n/a' is not a number"):
+    with pytest.raises(ProviderError, match=r"pricePerUnit\.USD = 'n/a' is not a number"):
         parse_price_item(json.dumps(bad_price), "x", [])
 
 
