@@ -1,0 +1,92 @@
+# Checkpoint bucket and its lifecycle: the plan's storage tiers and retention (docs/render.md).
+
+resource "google_storage_bucket" "checkpoints" {
+  name                        = var.bucket_name
+  location                    = "US-CENTRAL1"
+  storage_class               = "STANDARD"
+  uniform_bucket_level_access = true
+  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
+
+  lifecycle_rule {
+    action {
+      type          = "SetStorageClass"
+      storage_class = "NEARLINE"
+    }
+    condition {
+      age            = 1
+      matches_prefix = ["grpo-7b-math/checkpoints/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type = "Delete"
+    }
+    condition {
+      age            = 31
+      matches_prefix = ["grpo-7b-math/checkpoints/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type          = "SetStorageClass"
+      storage_class = "ARCHIVE"
+    }
+    condition {
+      age            = 0
+      matches_prefix = ["grpo-7b-math/archive/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type = "Delete"
+    }
+    condition {
+      age            = 365
+      matches_prefix = ["grpo-7b-math/archive/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type = "Delete"
+    }
+    condition {
+      age            = 14
+      matches_prefix = ["grpo-7b-math/rollout_logs/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type          = "SetStorageClass"
+      storage_class = "ARCHIVE"
+    }
+    condition {
+      age            = 0
+      matches_prefix = ["grpo-7b-math/eval/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type = "Delete"
+    }
+    condition {
+      age            = 365
+      matches_prefix = ["grpo-7b-math/eval/"]
+    }
+  }
+
+  lifecycle_rule {
+    action {
+      type = "AbortIncompleteMultipartUpload"
+    }
+    condition {
+      age            = 7
+      matches_prefix = ["grpo-7b-math/"]
+    }
+  }
+}
