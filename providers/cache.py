@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from optimizer.errors import InputError
+from optimizer.errors import InputError, ProviderError
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier, register
 
 ENV_VAR = "PTPLAN_CACHE"
@@ -170,6 +170,11 @@ def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
                         (SCHEMA_VERSION,))
             _replace(con, pull)
             con.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            con.execute("ROLLBACK")
+            raise ProviderError(f"the {pull.provider} prices could not be stored ({exc}: a "
+                                "negative price or a repeated offer); the cache is unchanged"
+                                ) from None
         except BaseException:
             con.execute("ROLLBACK")
             raise
