@@ -387,3 +387,17 @@ def test_spot_ok_without_a_spot_price(tmp_path: Path) -> None:
     line = error_line(run_cli(write(tmp_path, {"demand": [{**LAB, "nodes": 1, "spot_ok": True}]}),
                               "--catalog", CATALOG), 2)
     assert "demand[0].spot_ok" in line and "spot_usd_per_hour" in line
+
+
+def test_example_portfolio_is_valid() -> None:
+    """examples/portfolio.yaml loads (its specs exist and are valid); solving it plans three
+    specs, which the benchmark and docs exercise."""
+    from optimizer.portfolio import load_portfolio, portfolio_dir
+    from optimizer.spec import load_spec
+
+    path = str(EXAMPLES / "portfolio.yaml")
+    pf = load_portfolio(path)
+    assert len(pf.projects) == 9 and [s.name for s in pf.scenarios] == ["low", "expected", "high"]
+    for p in pf.projects:
+        assert isinstance(p.spec, str)
+        load_spec(str(portfolio_dir(path) / p.spec))
