@@ -247,6 +247,10 @@ def show(
     _run(go)
 
 
+DIFF_TOLERANCE_USD = 5e-5
+"""Prices closer than this ($/h, below the 4-decimal display) count as unchanged."""
+
+
 def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, Any]:
     """What changed between two catalogs: offers by key, reserved rates by option."""
 
@@ -265,7 +269,7 @@ def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, 
         changed = []
         for k in sorted(a.keys() & b.keys()):
             x, y = a[k].usd_per_hour, b[k].usd_per_hour
-            if abs(x - y) > 1e-9:
+            if abs(x - y) >= DIFF_TOLERANCE_USD:
                 changed.append({"key": k, "old_usd_per_hour": x, "new_usd_per_hour": y,
                                 "change_pct": round((y - x) / x * 100, 2) if x else None})
         out[label] = {
@@ -275,7 +279,7 @@ def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, 
             "removed": [{"key": k, "usd_per_hour": a[k].usd_per_hour}
                         for k in sorted(a.keys() - b.keys())],
             "unchanged": sum(1 for k in a.keys() & b.keys()
-                             if abs(a[k].usd_per_hour - b[k].usd_per_hour) <= 1e-9),
+                             if abs(a[k].usd_per_hour - b[k].usd_per_hour) < DIFF_TOLERANCE_USD),
         }
     return out
 

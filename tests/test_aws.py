@@ -43,6 +43,7 @@ class FakeAWS:
         self.throttle = 0
         self.fail_token: str | None = None
         self.malformed = False
+        self.items: list[dict[str, Any]] = PRICE_LIST
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -91,7 +92,7 @@ class FakeAWS:
             return 400, ctype, json.dumps({"__type": "InvalidNextTokenException",
                                            "message": "The NextToken is invalid."})
         filters = {f["Field"]: f["Value"] for f in req.get("Filters", [])}
-        items = [i for i in PRICE_LIST
+        items = [i for i in self.items
                  if all(i["product"]["attributes"].get(k) == v for k, v in filters.items())]
         start = int(token or 0)
         page = items[start:start + self.page_size]
