@@ -178,7 +178,7 @@ def parse_selector(text: str, rule: str | None = None) -> Selector:
     return Selector(body, kinds.pop(), tuple(terms))
 
 
-def _split_op(text: str, parts: Sequence[str], rule: str) -> None:
+def _split_op(parts: Sequence[str], rule: str) -> None:
     glued = [p for p in parts if any(op in p for op in ("*=", "+="))]
     if glued:
         raise _bad(rule, f"cannot find the operator in {glued[0]!r}",
@@ -202,7 +202,7 @@ def parse_rule(text: str) -> PriceRule:
     rule = text.strip()
     parts = rule.rsplit(None, 2)
     if len(parts) < 3 or parts[1] not in OPS:
-        _split_op(rule, parts, rule)
+        _split_op(parts, rule)
         raise _bad(rule, "expected 'SELECTOR OP VALUE' with OP one of *=, +=, =",
                    "e.g. 'capacity_type=spot *= 1.4' or 'provider=gcp,gpu=H100 = 9.5'")
     sel_text, op, value_text = parts
@@ -218,7 +218,7 @@ def parse_partial(text: str) -> tuple[Selector, str]:
     rule = text.strip()
     parts = rule.rsplit(None, 1)
     if len(parts) < 2 or parts[1] not in OPS:
-        _split_op(rule, parts, rule)
+        _split_op(parts, rule)
         raise _bad(rule, "expected 'SELECTOR OP' with OP one of *=, +=, =",
                    "e.g. --sweep 'capacity_type=spot *=' --from 0.5 --to 2 --steps 7")
     return parse_selector(parts[0], rule), parts[1]
@@ -299,9 +299,10 @@ def apply_rule(catalog: Catalog, rule: PriceRule, indices: Sequence[int] | None 
     new = [rule.new_price(p) for p in old]
     for i, p in zip(idx, new, strict=True):
         if p < 0:
-            fix = ("raise the value" if rule.op != "*=" else "use a factor >= 0")
+            fix = "set a price >= 0"
             if rule.op == "+=":
-                fix = f"add at least {-old[idx.index(i)]:.6g} (the lowest matched price)"
+                fix = (f"use += {-min(old):.6g} or more (the lowest matched price is "
+                       f"{min(old):.6g})")
             raise _bad(rule.text, f"makes the price of {_describe(items[i])} negative "
                        f"({p:.6g} {KIND_UNITS[kind]})", fix + " or narrow the selector")
         if not math.isfinite(p) or p > MAX_PRICE:
@@ -310,7 +311,8 @@ def apply_rule(catalog: Catalog, rule: PriceRule, indices: Sequence[int] | None 
         items[i] = replace(items[i], **{field: p})  # type: ignore[arg-type]
     effect = RuleEffect(rule.text, kind, len(idx), (min(old), max(old)), (min(new), max(new)))
     attr = {"offer": "offers", "storage": "storage_tiers", "egress": "egress"}[kind]
-    out = replace(catalog, **{attr: tuple(items)}, notes=(*catalog.notes, effect.note()))
+    changes: dict[str, Any] = {attr: tuple(items), "notes": (*catalog.notes, effect.note())}
+    out = replace(catalog, **changes)
     return out, effect
 
 

@@ -38,6 +38,7 @@ not depend on the number of workers or the backend.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
@@ -45,6 +46,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import pairwise
 from typing import Any
 
 from optimizer.errors import InfeasibleError, InputError
@@ -59,7 +61,7 @@ from optimizer.pricerules import (
 )
 from optimizer.spec import ProjectSpec
 from policies.model import Policy
-from providers.base import Catalog, Offer
+from providers.base import Catalog
 
 DEFAULT_TOLERANCE = 1e-3
 """Break-even: width of the final bracket on the price multiplier (0.1 % of the price)."""
@@ -225,7 +227,7 @@ class Runner:
             if not ray.is_initialized():
                 try:
                     ray.init(address=self.ray_address, include_dashboard=False,
-                             log_to_driver=False, logging_level="ERROR")
+                             log_to_driver=False, logging_level=logging.ERROR)
                 except (ConnectionError, ValueError, RuntimeError) as exc:
                     raise InputError(f"--ray: cannot connect to {self.ray_address!r} ({exc}); "
                                      "give a running cluster's address (ray://host:10001, "
@@ -520,43 +522,147 @@ def linspace(start: float, stop: float, steps: int) -> list[float]:
     return [start + (stop - start) * i / (steps - 1) for i in range(steps)]
 
 
+@dataclass(frozen=True)
+class SweepPoint:
+    value: float
+    outcome: Outcome | None
+    """The re-solve at this value; None when the point was inferred (``from_index``)."""
+    from_index: int | None = None
+    """Inferred points: the solved point whose plan is optimal here too."""
+
+
+def initial_points(n: int, workers: int) -> list[int]:
+    """The first round of a sweep: both ends and evenly spaced points, one round for the pool."""
+    g = min(n, max(3, 2 * workers + 1))
+    return sorted({round(i * (n - 1) / (g - 1)) for i in range(g)})
+
+
 def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], runner: Runner,
-          base_rules: Sequence[PriceRule] = ()) -> tuple[Outcome, list[Outcome]]:
-    """The baseline (``base_rules`` only) and one outcome per swept value."""
-    jobs = [tuple(base_rules), *[(*base_rules, make_rule(selector, op, v)) for v in values]]
-    validate_jobs(setup, jobs)
-    out = runner.map(jobs)
-    return out[0], out[1:]
+          base_rules: Sequence[PriceRule] = (), every_point: bool = False
+          ) -> tuple[Outcome, list[SweepPoint]]:
+    """The baseline (``base_rules`` only) and one point per swept value.
+
+    Plan cost is affine in the swept value for each of the three operators, so the optimal cost
+    is the minimum of affine functions of the value; a plan that is optimal at two values is
+    optimal at every value between them (also under a budget, whose feasible set of plans
+    shrinks monotonically; and for objective time). The sweep therefore solves the ends and a
+    few evenly spaced points, then bisects only the gaps whose two solved ends differ (or are
+    not proven optimal), in parallel rounds, and infers the points inside gaps whose ends have
+    the same optimal plan. ``every_point`` solves every value instead."""
+    n = len(values)
+
+    def job(i: int) -> tuple[PriceRule, ...]:
+        return (*base_rules, make_rule(selector, op, values[i]))
+
+    validate_jobs(setup, [tuple(base_rules), *[job(i) for i in range(n)]])
+    solved: dict[int, Outcome] = {}
+    todo = list(range(n)) if every_point else initial_points(n, runner.workers)
+    outs = runner.map([tuple(base_rules), *[job(i) for i in todo]])
+    base = outs[0]
+    solved.update(zip(todo, outs[1:], strict=True))
+    while True:
+        gaps = [(i, j) for i, j in pairwise(sorted(solved)) if j > i + 1
+                and not _same_optimum(solved[i], solved[j])]
+        if not gaps:
+            break
+        per_gap = max(1, runner.workers // len(gaps))
+        todo = sorted({i + (j - i) * (q + 1) // (per_gap + 1) for i, j in gaps
+                       for q in range(per_gap)} - set(solved))
+        solved.update(zip(todo, runner.map([job(i) for i in todo]), strict=True))
+    points: list[SweepPoint] = []
+    last = None
+    for i, v in enumerate(values):
+        if i in solved:
+            last = i
+            points.append(SweepPoint(v, solved[i]))
+        else:
+            points.append(SweepPoint(v, None, last))
+    return base, points
 
 
-def sweep_report(setup: Setup, selector: Selector, op: str, values: Sequence[float],
-                 base: Outcome, points: Sequence[Outcome], base_rules: Sequence[PriceRule] = ()
+def _same_optimum(a: Outcome, b: Outcome) -> bool:
+    return (a.plan is not None and b.plan is not None and a.plan.status == "optimal"
+            and b.plan.status == "optimal" and signature(a.plan) == signature(b.plan))
+
+
+def _repriced(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float, Use | None]:
+    """Plan ``p`` (solved at another value of the swept rule) priced with ``rule`` applied to
+    ``catalog``: (unrounded total USD, use of the matched items)."""
+    sel = rule.selector
+    if sel.kind == "offer":
+        base = {o.key: o.usd_per_hour for o in catalog.offers if sel.matches(o)}
+        compute = 0.0
+        qty = spend = 0.0
+        items = []
+        for pool in p.pools:
+            for a in pool.allocations:
+                k = offer_key(a)
+                price = rule.new_price(base[k]) if k in base else a.usd_per_hour
+                compute += a.nodes * a.hours * price
+                if k in base:
+                    items.append((pool.name, k, a.nodes))
+                    qty += a.nodes * a.hours
+                    spend += a.nodes * a.hours * price
+        rest = exact_total_usd(p) - sum(a.nodes * a.hours * a.usd_per_hour for pool in p.pools
+                                        for a in pool.allocations)
+        return compute + rest, Use(tuple(sorted(items)), qty, spend)
+    if sel.kind == "storage":
+        from optimizer.storage import tiers_for
+
+        total = exact_total_usd(p)
+        items, qty, spend = [], 0.0, 0.0
+        for i in p.storage:
+            tiers = [t for t in tiers_for(catalog, i.provider, i.region)
+                     if t.tier == i.tier and sel.matches(t)]
+            if tiers:
+                price = rule.new_price(tiers[0].usd_per_gb_month)
+                total += i.gb_months * (price - i.usd_per_gb_month)
+                items.append((i.data_class, i.tier, 0))
+                qty += i.gb_months
+                spend += i.gb_months * price
+        return total, Use(tuple(sorted(items)), qty, spend)
+    return exact_total_usd(p), None
+
+
+def sweep_report(setup: Setup, selector: Selector, op: str, base: Outcome,
+                 points: Sequence[SweepPoint], base_rules: Sequence[PriceRule] = ()
                  ) -> dict[str, Any]:
     catalog, _ = apply_rules(setup.catalog, base_rules)
-    rows = []
+    rows: list[dict[str, Any]] = []
     switches = []
-    prev: Outcome | None = None
-    for v, o in zip(values, points, strict=True):
-        p = o.plan
-        use = use_of(p, selector, catalog) if selector.kind != "egress" else None
-        switched = prev is not None and signature(prev.plan) != signature(p)
-        row = {
-            "value": v, "rule": o.rules[-1], "status": p.status if p else "infeasible",
-            "total_cost_usd": p.total_cost_usd if p else None,
-            "delta_usd": (_money_delta(p.total_cost_usd, base.plan.total_cost_usd)
-                          if p and base.plan else None),
+    prev_plan: Plan | None = None
+    prev_error: str | None = None
+    for k, pt in enumerate(points):
+        rule = make_rule(selector, op, pt.value)
+        if pt.outcome is not None:
+            p, error = pt.outcome.plan, pt.outcome.error
+            use = use_of(p, selector, catalog) if selector.kind != "egress" else None
+            total = p.total_cost_usd if p else None
+        else:
+            assert pt.from_index is not None
+            src = points[pt.from_index].outcome
+            assert src is not None and src.plan is not None
+            p, error = src.plan, None
+            exact, use = _repriced(p, rule, catalog)
+            total = usd(exact)
+        switched = k > 0 and signature(prev_plan) != signature(p)
+        rows.append({
+            "value": pt.value, "rule": rule.text, "solved": pt.outcome is not None,
+            "status": p.status if p else "infeasible", "total_cost_usd": total,
+            "delta_usd": (_money_delta(total, base.plan.total_cost_usd)
+                          if total is not None and base.plan else None),
             "makespan_hours": p.makespan_hours if p else None,
-            "summary": summary(p) if p else None, "error": o.error,
+            "summary": summary(p) if p else None, "error": error,
             "matched_quantity": use.quantity if use else None,
             "matched_spend_usd": usd(use.spend_usd) if use else None,
             "switch": switched,
-        }
-        rows.append(row)
-        if switched and prev is not None:
-            ch = (diff_plans(prev.plan, p)["statements"] if prev.plan and p else
-                  [o.error or prev.error or ""])
-            switches.append({"between": [rows[-2]["value"], v], "changes": ch})
-        prev = o
+        })
+        if switched:
+            ch = (diff_plans(prev_plan, p)["statements"] if prev_plan and p else
+                  [f"no feasible plan: {error or prev_error}"])
+            switches.append({"between": [rows[-2]["value"], pt.value], "changes": ch})
+        prev_plan, prev_error = p, error
+    solved = sum(1 for r in rows if r["solved"])
     unit = {"*=": "multiplier", "+=": KIND_UNITS[selector.kind] + " added",
             "=": KIND_UNITS[selector.kind]}[op]
     return {
@@ -571,9 +677,13 @@ def sweep_report(setup: Setup, selector: Selector, op: str, values: Sequence[flo
                      "makespan_hours": base.plan.makespan_hours if base.plan else None,
                      "summary": summary(base.plan) if base.plan else None,
                      "error": base.error},
-        "points": rows, "switches": switches,
-        "notes": [METHOD_NOTE, "switch: the plan rents other nodes (offers or counts), another "
-                  "layout or other storage tiers than at the previous value",
+        "points_solved": solved, "points": rows, "switches": switches,
+        "notes": [METHOD_NOTE,
+                  f"{solved} of {len(rows)} points solved; each other point lies between two "
+                  "solved points with the same optimal plan, which is then optimal there too "
+                  "(plan cost is affine in the swept value), and is priced exactly",
+                  "switch: the plan rents other nodes (offers or counts), another layout or "
+                  "other storage tiers than at the previous value",
                   *scenario_notes([make_rule(selector, op, 1.0)])],
     }
 
