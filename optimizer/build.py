@@ -16,7 +16,9 @@ from optimizer.hardware import HIGH_PRECISIONS
 from optimizer.plan import (
     Allocation,
     Explain,
+    NetworkItem,
     PhasePlan,
+    Place,
     Plan,
     PoolPlan,
     SolverInfo,
@@ -69,7 +71,8 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     def key(r: LayoutRun) -> tuple[float, float, int]:
         assert r.solution is not None
         run = run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
-        cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values())
+        cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values()) + sum(
+            o.egress_usd for o in r.solution.chosen.values())
         first = cost if objective == "cost" else run
         second = run if objective == "cost" else cost
         return (round(first, 9), round(second, 9), runs.index(r))
@@ -134,11 +137,13 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     phases.sort(key=lambda p: order.get(p.name, 9))
     warnings = _warnings(ctx, chosen)
     storage_items, storage_total = _storage_items(winner, chosen, held)
+    network_items, network_total = _network_items(winner, chosen)
+    site = next(iter(chosen.values())).site
     # Optimality: the enumeration's best over all layouts is a lower bound (exact when pools
     # do not compete for capped offers); the plan is proven optimal when it reaches it.
     bounds = [r.best for r in runs if r.best is not None]
     if objective == "cost":
-        bound, value = min(b.usd for b in bounds), compute_total + storage_total
+        bound, value = min(b.usd for b in bounds), compute_total + storage_total + network_total
     else:
         bound, value = min(b.run_hours for b in bounds), held
     bound_gap = max(0.0, value / bound - 1.0) if bound > 0 else 0.0
@@ -156,18 +161,23 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         cross = f"differ: enumeration {bound:,.4f} vs plan {value:,.4f}"
         warnings.append(f"internal cross-check: MILP and enumeration {cross}; the verified "
                         "MILP plan is shown")
-    provider, region = chosen[lay.pools[0].name].provider, chosen[lay.pools[0].name].region
+    provider, region = site[0], site[1]
     spec_dump = spec.model_dump(mode="json")
     age = ctx.catalog.age_days()
     p = Plan(
         spec_name=spec.name, spec_digest=spec_digest(spec_dump), method=spec.method,
         algorithm=spec.algorithm, status=status, objective=objective,
-        total_cost_usd=usd(compute_total + storage_total), compute_cost_usd=usd(compute_total),
+        total_cost_usd=usd(compute_total + storage_total + network_total),
+        compute_cost_usd=usd(compute_total),
         storage_cost_usd=usd(storage_total), storage=storage_items,
+        network_cost_usd=usd(network_total), network=network_items,
+        weight_sync_gb_per_node_step=(winner.cands.network.weight_gb
+                                      if winner.cands.network is not None else 0.0),
         idle_cost_usd=usd(idle_total), makespan_hours=hours(held),
         deadline_hours=spec.sla.deadline_hours,
         budget_usd=usd(spec.budget.max_usd) if spec.budget.max_usd is not None else None,
         pipeline_mode=lay.mode, layout=lay.name, provider=provider, region=region,
+        zone=site[2], split_regions=lay.policy.split_regions,
         steps=demand.steps, fill_fraction=lay.fill_fraction,
         max_nodes_per_pool=spec.placement.max_nodes_per_pool,
         multi_node_training_min_gpus_per_node=(
@@ -210,13 +220,80 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     return p
 
 
+def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
+                   ) -> tuple[list[NetworkItem], float]:
+    """Egress of the chosen plan (see :mod:`optimizer.network`) and its unrounded total,
+    which equals the options' egress plus the site's fixed flows (the search's figure)."""
+    net = winner.cands.network
+    if net is None:
+        return [], 0.0
+    site = next(iter(chosen.values())).site
+    trainer = Place(provider=site[0], region=site[1], zone=site[2])
+    items: list[NetworkItem] = []
+    rollout = chosen.get("rollout") if any(
+        p.remote_ok for p in winner.cands.layout.pools) else None
+    place = None
+    if rollout is not None and net.weight_gb > 0:
+        cross = (rollout.provider, rollout.region) != site[:2]
+        if cross:
+            place = (rollout.provider, rollout.region, "")
+            path, per_node, experience = net.sync_rates(site, place)
+            groups = [(path, rollout.nodes, per_node)]
+        else:
+            _, per_node, _ = net.sync_rates((site[0], site[1], "a"), (site[0], site[1], "b"))
+            groups = [("same_zone", rollout.nodes - rollout.remote_nodes, 0.0),
+                      ("cross_zone", rollout.remote_nodes, per_node)]
+        dst_zone = "" if cross else site[2]
+        for path, n, per in groups:
+            if n <= 0:
+                continue
+            gb = n * net.steps * net.weight_gb
+            rate = per / (net.steps * net.weight_gb)
+            zone = dst_zone if path == "same_zone" else ""
+            items.append(NetworkItem(
+                flow="weight_sync", src=trainer,
+                dst=Place(provider=rollout.provider, region=rollout.region, zone=zone),
+                path=path, nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(n * per),
+                note=(f"{net.steps} steps x {net.weight_gb:g} GB (bf16 weights) into each of "
+                      f"{n} node(s)" + ("; nodes in the region's other zones" if
+                                        path == "cross_zone" else ""))))
+        exp_gb = net.steps * net.experience_gb_per_step
+        if exp_gb > 0:
+            if cross:
+                items.append(NetworkItem(
+                    flow="experience", src=Place(provider=rollout.provider,
+                                                 region=rollout.region),
+                    dst=trainer, path=path, gb=exp_gb,
+                    usd_per_gb=experience / exp_gb, cost_usd=usd(experience),
+                    note="token ids and log-probabilities of every sampled sequence"))
+            else:
+                note = "token ids and log-probabilities of every sampled sequence"
+                if rollout.remote_nodes:
+                    share = exp_gb * rollout.remote_nodes / rollout.nodes
+                    note += (f"; the {rollout.remote_nodes} cross-zone node(s)' share (about "
+                             f"{share:.1f} GB) is not priced")
+                items.append(NetworkItem(
+                    flow="experience", src=Place(provider=rollout.provider,
+                                                 region=rollout.region),
+                    dst=trainer, path="same_zone", gb=exp_gb, usd_per_gb=0.0,
+                    cost_usd=usd(0.0), note=note))
+    for f in net.fixed_flows(site, place):
+        items.append(NetworkItem(
+            flow=f.name, src=Place(provider=f.src[0], region=f.src[1], zone=f.src[2]),
+            dst=Place(provider=f.dst[0], region=f.dst[1], zone=f.dst[2]), path=f.path,
+            gb=f.gb, usd_per_gb=f.usd_per_gb, cost_usd=usd(f.cost), note=f.note))
+    total = sum(o.egress_usd for o in chosen.values()) + net.fixed_cost(site)
+    return items, total
+
+
 def _storage_items(winner: LayoutRun, chosen: dict[str, PoolOption], held: float
                    ) -> tuple[list[StorageItem], float]:
-    """The storage of the chosen region at the plan's run time, and its unrounded total."""
+    """The storage of the trainer's region at the plan's run time, and its unrounded total."""
     model = winner.cands.storage
     if model is None:
         return [], 0.0
-    first = next(iter(chosen.values()))
+    site = next(iter(chosen.values())).site
+    first = next(o for o in chosen.values() if (o.provider, o.region) == site[:2])
     out = []
     total = 0.0
     choice = model.choose(first.provider, first.region, held)  # type: ignore[attr-defined]

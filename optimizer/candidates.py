@@ -49,6 +49,7 @@ import numpy as np
 from optimizer.demand import Demand, latency_floor_hours, phase_cell, precision_options
 from optimizer.errors import InputError
 from optimizer.hardware import GPU, gpus
+from optimizer.network import NetworkModel
 from policies.model import Policy, default_policy
 from providers.base import Catalog, Offer
 
@@ -67,6 +68,9 @@ class PoolSpec:
     capacity_types: frozenset[str] = frozenset({"on_demand", "spot", "reserved"})
     """Capacity types every phase of the pool allows (policy)."""
     max_spot_share: float = 1.0
+    remote_ok: bool = False
+    """May take spot nodes outside the trainer's zone (or, with ``split_regions``, region),
+    paying egress for the weight sync each of them receives (the rollout pool)."""
 
 
 @dataclass(frozen=True)
@@ -114,11 +118,23 @@ class PoolOption:
     precisions: tuple[tuple[str, str], ...]
     rates: tuple[PhaseRate, ...]
     overhead_fraction: float
+    site: tuple[str, str, str] = ("", "", "")
+    """The trainer's (provider, region, zone): where the plan is anchored."""
+    egress_usd: float = 0.0
+    """Weight-sync egress (and, across regions, experience data and dataset staging) of this
+    option over the whole run, priced against :attr:`site`."""
+    remote_nodes: int = 0
+    """Nodes outside the site's zone (cross-zone) or region (split plans)."""
+    egress_path: str = "same_zone"
 
     @property
     def key(self) -> str:
         shape = f"{self.gpu}x{self.gpus_per_node}"
-        return f"{self.pool}:{self.provider}:{self.region}:{shape}:{self.nodes}"
+        zone = f"@{self.site[2]}" if self.site[2] else ""
+        home = "" if self.site[:2] == (self.provider, self.region) else \
+            f"~{self.site[0]}:{self.site[1]}"
+        return (f"{self.pool}:{self.provider}:{self.region}{zone}{home}:{shape}:{self.nodes}"
+                f":{self.nodes - self.remote_nodes}")
 
 
 @dataclass
@@ -126,22 +142,41 @@ class Candidates:
     layout: Layout
     frontiers: dict[str, PoolFrontier]
     """Per pool name: its Pareto options in every region."""
-    regions: list[tuple[str, str]]
+    regions: list[tuple[str, str, str]]
+    """Sites: (provider, region, zone) where the trainer sits (see :func:`sites_of`)."""
     considered: int = 0
     """Grid points (pool × region × shape × node counts) evaluated."""
     pruned: int = 0
     """Of those, dropped as Pareto-dominated."""
     storage: object | None = None
     """A :class:`optimizer.storage.StorageModel`: storage cost as a function of run time."""
+    network: NetworkModel | None = None
+    """Egress rates and flows; fixed flows (dataset staging, checkpoint copies) per site."""
+    places: list[tuple[str, str]] = field(default_factory=list)
+    """Regions of the rollout pool's cross-region entries (``split_regions``)."""
     memo: dict = field(default_factory=dict, repr=False)
     """Results derived from the frontiers (e.g. region bounds), computed once."""
 
     def storage_cost(self, region: int, run_hours):
-        """Storage cost (USD) in a region at run time(s) D (0 without a storage model)."""
+        """Storage cost (USD) at site ``region`` at run time(s) D (0 without a storage model)."""
         if self.storage is None:
             return 0.0 * np.asarray(run_hours, dtype=float)
-        provider, name = self.regions[region]
+        provider, name = self.regions[region][:2]
         return self.storage.cost(provider, name, run_hours)  # type: ignore[attr-defined]
+
+    def fixed_network(self, region: int) -> float:
+        """Dataset staging and checkpoint copies of a plan anchored at site ``region`` whose
+        rollout (if any) is in the same region."""
+        if self.network is None:
+            return 0.0
+        key = ("fixed_network", region)
+        if key not in self.memo:
+            self.memo[key] = self.network.fixed_cost(self.regions[region])
+        return float(self.memo[key])
+
+    def extra_cost(self, region: int, run_hours):
+        """Storage + fixed network cost at site ``region`` for run time(s) D."""
+        return self.storage_cost(region, run_hours) + self.fixed_network(region)
 
 
 @dataclass
@@ -203,10 +238,10 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     ckpt = (("checkpoint", stall),) if stall > 0 else ()
 
     def pool(name: str, runs: tuple[str, ...], stall_hours: float,
-             parts: tuple[tuple[str, float], ...]) -> PoolSpec:
+             parts: tuple[tuple[str, float], ...], remote_ok: bool = False) -> PoolSpec:
         kinds = frozenset.intersection(*(frozenset(policy.capacity_types(p)) for p in runs))
         return PoolSpec(name, runs, "spot" in kinds, "update" in runs, stall_hours, parts,
-                        kinds, policy.max_spot_share)
+                        kinds, policy.max_spot_share, remote_ok)
 
     if spec.method == "sft":
         return [Layout("colocated", "colocated", (pool("all", work, stall, ckpt),), tail=True,
@@ -221,7 +256,7 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     for mode in ("sync", "async"):
         if want not in ("auto", mode):
             continue
-        rollout = pool("rollout", gen, ws_hours, ws)
+        rollout = pool("rollout", gen, ws_hours, ws, remote_ok=True)
         pools3: list[PoolSpec] = [rollout]
         if has_scoring:
             pools3.append(pool("scoring", ("scoring",), 0.0, ()))
@@ -334,8 +369,9 @@ def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[Pool
     for cls, offers in by_class.items():
         k = counts[cls]
         rates = {o.interruptions_per_hour for o in offers}
-        if k == 0 or len(offers) < 2 or len(rates) > 1:
-            continue
+        if k == 0 or len(offers) < 2 or len(rates) > 1 or \
+                (cls == "spot" and (option.remote_nodes or group.all_remote)):
+            continue  # rotating remote spot nodes would change the egress
         ordered = sorted(offers, key=lambda o: (o.usd_per_hour, o.key))
         keep = [(o, n) for o, n in option.fill
                 if (o.capacity_type == "spot") != (cls == "spot")]
@@ -388,9 +424,42 @@ def pareto_mask(t: np.ndarray, c: np.ndarray) -> np.ndarray:
     return order[cs < prev - 1e-12]
 
 
+def pareto_mask3(t: np.ndarray, c: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """Indices of points not dominated in (t, c, level), lower is better in all three;
+    ``level`` holds small non-negative integers (e.g. nodes paying egress).
+
+    First a Pareto filter in (t, c) within each level (one pass: sorted by level, then t,
+    then c; the running minimum of c − level·K restarts at every level because K exceeds the
+    range of c), then the survivors are checked against every lower-or-equal level: a point
+    is dropped when an earlier point in (t, c) order has a level no higher and a cost no
+    higher."""
+    if len(t) == 0 or int(level.max(initial=0)) == int(level.min(initial=0)):
+        return pareto_mask(t, c)
+    lv = level.astype(int)
+    order = np.lexsort((c, t, lv))
+    span = float(c.max() - c.min()) + 1.0
+    shifted = c[order] - lv[order] * span
+    prev = np.concatenate(([np.inf], np.minimum.accumulate(shifted)[:-1]))
+    first = np.concatenate(([True], lv[order][1:] != lv[order][:-1]))
+    cand = order[first | (shifted < prev - 1e-12)]
+    order = cand[np.lexsort((lv[cand], c[cand], t[cand]))]
+    cs, ls = c[order], lv[order]
+    base = int(ls.min())
+    ls = ls - base
+    n, width = len(cs), int(ls.max()) + 1
+    m = np.full((n, width), np.inf)
+    m[np.arange(n), ls] = cs
+    run = np.minimum.accumulate(np.minimum.accumulate(m, axis=0), axis=1)
+    prev2 = np.vstack([np.full((1, width), np.inf), run[:-1]])
+    return order[cs < prev2[np.arange(n), ls] - 1e-12]
+
+
 @dataclass
 class Group:
-    """One (provider, region, GPU shape) for one pool: the grid of node counts."""
+    """One (provider, region, GPU shape) for one pool and one arrangement of its offers
+    around a zone: the grid of node counts. Non-spot nodes come first from
+    ``nonspot_seq``; spot nodes from ``spot_seq``, the site's zone first, then (rollout pool)
+    the region's other zones, whose nodes are *remote*."""
 
     provider: str
     region: str
@@ -401,14 +470,19 @@ class Group:
     rates: list[list[PhaseRate]]
     nonspot_offers: list[Offer]
     spot_offers: list[Offer]
+    """Spot offers of the site's zone (rotated by :func:`fill_variants`)."""
     e_nodes: np.ndarray
     omega: np.ndarray
     picks: list[np.ndarray]
+    remote: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=int))
+    """Remote nodes among the first j spot nodes (cumulative)."""
+    all_remote: bool = False
+    """Cross-region entries (split plans): every node is remote."""
 
 
 @dataclass
 class PoolFrontier:
-    """Pareto options of one pool, per region, as arrays (objects built on demand)."""
+    """Pareto options of one pool, per site, as arrays (objects built on demand)."""
 
     pool: PoolSpec
     groups: list[Group]
@@ -418,9 +492,20 @@ class PoolFrontier:
     i: np.ndarray
     j: np.ndarray
     region: np.ndarray
-    """Index into :attr:`Candidates.regions`."""
+    """Index into :attr:`Candidates.regions` (sites); -1 for cross-region entries."""
+    e: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Egress (USD over the run) of site-bound entries, priced against their site."""
+    remote: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    place: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    """Cross-region entries: index into :attr:`Candidates.places` (-1 for site-bound)."""
 
-    def option(self, k: int) -> PoolOption:
+    def nodes(self, k: int) -> int:
+        return int(self.i[k]) + int(self.j[k])
+
+    def option(self, k: int, sites: list[tuple[str, str, str]] | None = None,
+               site: int | None = None, network: NetworkModel | None = None) -> PoolOption:
+        """Option ``k``; cross-region entries need the trainer's ``site`` (an index into
+        ``sites``) and the ``network`` model to be priced."""
         g = self.groups[int(self.gid[k])]
         i, j = int(self.i[k]), int(self.j[k])
         fill = _fill(g.nonspot_seq, i) + _fill(g.spot_seq, j)
@@ -433,14 +518,38 @@ class PoolFrontier:
             hours.append((ph, r.busy(float(g.e_nodes[i, j]) * scale)))
             precisions.append((ph, r.precision))
             rates_used.append(r)
+        own = int(self.region[k]) if len(self.region) else -1
+        home: tuple[str, str, str] = (g.provider, g.region, "")
+        egress, remote, path = 0.0, int(self.remote[k]) if len(self.remote) else 0, "same_zone"
+        if own >= 0 and sites is not None:
+            home = sites[own]
+            egress = float(self.e[k]) if len(self.e) else 0.0
+            path = "cross_zone" if remote else "same_zone"
+        elif own < 0:
+            if sites is None or site is None or network is None:
+                raise ValueError("a cross-region option needs the trainer's site")
+            home = sites[site]
+            egress, path = cross_region_egress(network, home, (g.provider, g.region), i + j)
+            remote = i + j
         return PoolOption(
             pool=self.pool.name, provider=g.provider, region=g.region, gpu=g.gpu,
             gpus_per_node=g.gpus_per_node, fill=tuple(fill), nodes=i + j,
             effective_nodes=float(g.e_nodes[i, j]), usd_per_hour=float(self.c[k]),
             busy_hours=float(self.t[k]), phase_hours=tuple(hours),
             precisions=tuple(precisions), rates=tuple(rates_used),
-            overhead_fraction=float(g.omega[i, j]),
+            overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
+            remote_nodes=remote, egress_path=path,
         )
+
+
+def cross_region_egress(network: NetworkModel, site: tuple[str, str, str],
+                        place: tuple[str, str], nodes: int) -> tuple[float, str]:
+    """(USD, path) of a rollout pool of ``nodes`` nodes in region ``place`` serving a trainer
+    at ``site``: every node's weight-sync copy, all the experience data, and the dataset
+    staged to ``place`` instead of the trainer's region."""
+    path, per_node, experience = network.sync_rates(site, (place[0], place[1], ""))
+    staging = network.fixed_cost(site, (place[0], place[1], "")) - network.fixed_cost(site)
+    return nodes * per_node + experience + staging, path
 
 
 def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]], gpn: int,
@@ -490,17 +599,31 @@ def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]]
 
 
 def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
-                  cap: int, region_index: dict[tuple[str, str], int],
-                  grid_cache: dict | None = None) -> tuple[PoolFrontier, int]:
-    """Pareto options of one pool per region; also the number of grid points evaluated.
+                  cap: int, sites: list[tuple[str, str, str]],
+                  grid_cache: dict | None = None, network: NetworkModel | None = None,
+                  split: bool = False) -> tuple[PoolFrontier, int]:
+    """Pareto options of one pool per site (the trainer's provider, region and zone); also
+    the number of grid points evaluated.
+
+    At a site, region-level offers (no zone: on-demand, reserved) and the site zone's spot
+    offers are local; a pool with ``remote_ok`` (rollout) may also take the region's other
+    zones' spot offers, after the local ones, each such node paying the cross-zone rate on
+    its weight-sync copy (``e`` = remote nodes × steps × W × rate). Options are pruned by
+    Pareto dominance in (busy time, price per hour, remote nodes), which is exact because a
+    plan's egress is non-decreasing in the remote nodes. With ``split`` the rollout pool also
+    gets cross-region entries per region (every zone's spot offers cheapest-first, all nodes
+    remote), priced against the trainer's site during the search.
 
     ``grid_cache`` keeps the busy-time grids (which do not depend on prices) across calls,
-    e.g. across the price scenarios of a what-if sweep on one spec."""
+    e.g. across the price scenarios of a what-if sweep."""
     by_group: dict[tuple[str, str, str, int], list[Offer]] = defaultdict(list)
     for o in offers:
         if o.capacity_type not in pool.capacity_types:
             continue
         by_group[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
+    zones: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for n, site in enumerate(sites):
+        zones[site[:2]].append(n)
     table = gpus()
     rate_cache: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
     grid_cache = {} if grid_cache is None else grid_cache
@@ -510,21 +633,49 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     groups: list[Group] = []
     cols: dict[str, list[np.ndarray]] = defaultdict(list)
     evaluated = 0
-    for (provider, region, gpu_name, gpn), group in sorted(by_group.items()):
-        rk = (gpu_name, gpn)
-        if rk not in rate_cache:
-            rates = [phase_rates(demand, ph, table[gpu_name], gpn, layout.tail, layout.policy)
-                     for ph in pool.phases]
-            rate_cache[rk] = rates if all(rates) else None
-        rates_per_phase = rate_cache[rk]
-        if rates_per_phase is None:
-            continue
-        nonspot = [o for o in group if o.capacity_type != "spot"]
-        spot = [o for o in group if o.capacity_type == "spot"]
+    per_node: dict[str, float] = {}
+    omega_of: dict[str, float] = {}
+
+    def weights_of(spot: list[Offer]) -> list[float]:
+        if pool.stateful:
+            return [1.0] * len(spot)
+        out = []
+        for o in spot:
+            w = omega_of.get(o.key)
+            if w is None:
+                w = omega_of[o.key] = 1.0 - spot_overhead(o, demand)
+            out.append(w)
+        return out
+
+    def ordered(group: list[Offer], weights: list[float], room: int) -> list[Offer]:
+        """Cheapest first (by price per effective node-hour), each offer up to its cap."""
+        order = sorted(range(len(group)), key=lambda i: (
+            group[i].usd_per_hour / max(weights[i], 1e-9), group[i].key))
+        seq: list[Offer] = []
+        for i in order:
+            take = min(group[i].max_nodes or room, room - len(seq))
+            seq.extend([group[i]] * take)
+            if len(seq) >= room:
+                break
+        return seq
+
+    def add_group(provider: str, region: str, gpu_name: str, gpn: int,
+                  rates_per_phase: list[list[PhaseRate]], nonspot: list[Offer],
+                  local: list[Offer], remote: list[Offer], all_remote: bool = False
+                  ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                             np.ndarray] | None:
+        nonlocal evaluated
         ns_cost, _, _, ns_seq = _class_arrays(nonspot, [1.0] * len(nonspot), cap)
-        weights = ([1.0] * len(spot) if pool.stateful
-                   else [1.0 - spot_overhead(o, demand) for o in spot])
-        sp_cost, sp_eff, sp_lam, sp_seq = _class_arrays(spot, weights, cap)
+        local_seq = ordered(local, weights_of(local), cap)
+        remote_seq = ordered(remote, weights_of(remote), cap - len(local_seq)) if remote else []
+        sp_seq = local_seq + remote_seq
+        w = weights_of(sp_seq)
+        sp_cost = np.fromiter(accumulate((o.usd_per_hour for o in sp_seq), initial=0.0), float)
+        sp_eff = np.fromiter(accumulate(w, initial=0.0), float)
+        sp_lam = np.fromiter(accumulate((o.interruptions_per_hour or 0.0 for o in sp_seq),
+                                        initial=0.0), float)
+        rem = np.concatenate((np.zeros(len(local_seq) + 1, dtype=int),
+                              np.arange(1, len(remote_seq) + 1)))
         grid_key = (context, gpu_name, gpn, len(ns_cost), sp_eff.round(12).tobytes(),
                     sp_lam.round(15).tobytes() if pool.stateful else b"")
         if grid_key not in grid_cache:
@@ -535,42 +686,122 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         ii, jj = np.nonzero(valid)
         evaluated += len(ii)
         if len(ii) == 0:
-            continue
+            return None
         b, c = busy[ii, jj], usd[ii, jj]
-        keep = pareto_mask(b, c)
+        level = (ii + jj) if all_remote else rem[jj]
+        keep = pareto_mask3(b, c, level)
         gid = len(groups)
         groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates_per_phase,
-                            nonspot, spot, e_nodes, omega, picks))
-        cols["t"].append(b[keep])
-        cols["c"].append(c[keep])
-        cols["gid"].append(np.full(len(keep), gid))
-        cols["i"].append(ii[keep])
-        cols["j"].append(jj[keep])
-        cols["region"].append(np.full(len(keep), region_index[(provider, region)]))
-    if not groups:
+                            nonspot, local, e_nodes, omega, picks, rem, all_remote))
+        return gid, b[keep], c[keep], ii[keep], jj[keep], level[keep]
+
+    for (provider, region, gpu_name, gpn), group in sorted(by_group.items()):
+        rk = (gpu_name, gpn)
+        if rk not in rate_cache:
+            rates = [phase_rates(demand, ph, table[gpu_name], gpn, layout.tail, layout.policy)
+                     for ph in pool.phases]
+            rate_cache[rk] = rates if all(rates) else None
+        rates_per_phase = rate_cache[rk]
+        if rates_per_phase is None:
+            continue
+        done: dict[tuple, tuple | None] = {}
+        for s in zones[(provider, region)]:
+            zone = sites[s][2]
+            nonspot = [o for o in group if o.capacity_type != "spot"
+                       and (not o.zone or o.zone == zone)]
+            local = [o for o in group if o.capacity_type == "spot"
+                     and (not o.zone or o.zone == zone)]
+            remote = [o for o in group if o.capacity_type == "spot" and o.zone
+                      and o.zone != zone] if pool.remote_ok else []
+            arrangement = (tuple(o.key for o in nonspot), tuple(o.key for o in local),
+                           tuple(o.key for o in remote))
+            if arrangement not in done:
+                done[arrangement] = add_group(provider, region, gpu_name, gpn,
+                                              rates_per_phase, nonspot, local, remote)
+            got = done[arrangement]
+            if got is None:
+                continue
+            gid, b, c, ii, jj, level = got
+            if provider not in per_node and network is not None:
+                per_node[provider] = network.sync_rates(
+                    (provider, region, "a"), (provider, region, "b"))[1]
+            e_node = per_node.get(provider, 0.0) if pool.remote_ok else 0.0
+            cols["t"].append(b)
+            cols["c"].append(c)
+            cols["gid"].append(np.full(len(b), gid))
+            cols["i"].append(ii)
+            cols["j"].append(jj)
+            cols["region"].append(np.full(len(b), s))
+            cols["remote"].append(level)
+            cols["e"].append(level * e_node)
+            cols["place"].append(np.full(len(b), -1))
+    places: list[tuple[str, str]] = sorted(zones)
+    if split and pool.remote_ok:
+        place_index = {p: n for n, p in enumerate(places)}
+        for (provider, region, gpu_name, gpn), group in sorted(by_group.items()):
+            rates_per_phase = rate_cache.get((gpu_name, gpn))
+            if rates_per_phase is None:
+                continue
+            nonspot = [o for o in group if o.capacity_type != "spot"]
+            spot = [o for o in group if o.capacity_type == "spot"]
+            got = add_group(provider, region, gpu_name, gpn, rates_per_phase, nonspot, spot,
+                            [], all_remote=True)
+            if got is None:
+                continue
+            gid, b, c, ii, jj, level = got
+            cols["t"].append(b)
+            cols["c"].append(c)
+            cols["gid"].append(np.full(len(b), gid))
+            cols["i"].append(ii)
+            cols["j"].append(jj)
+            cols["region"].append(np.full(len(b), -1))
+            cols["remote"].append(level)
+            cols["e"].append(np.zeros(len(b)))
+            cols["place"].append(np.full(len(b), place_index[(provider, region)]))
+    if not groups or not cols["t"]:
         empty = np.zeros(0)
-        return PoolFrontier(pool, [], empty, empty, empty.astype(int), empty.astype(int),
-                            empty.astype(int), empty.astype(int)), evaluated
+        ints = empty.astype(int)
+        return PoolFrontier(pool, [], empty, empty, ints, ints, ints, ints, empty, ints,
+                            ints), evaluated
     arrays = {k: np.concatenate(v) for k, v in cols.items()}
     kept: list[np.ndarray] = []
-    for r in np.unique(arrays["region"]):
-        idx = np.nonzero(arrays["region"] == r)[0]
-        kept.append(idx[pareto_mask(arrays["t"][idx], arrays["c"][idx])])
-    sel = np.concatenate(kept)
+    for key in ("region", "place"):
+        for r in np.unique(arrays[key]):
+            if r < 0:
+                continue
+            idx = np.nonzero(arrays[key] == r)[0]
+            kept.append(idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx],
+                                         arrays["remote"][idx])])
+    sel = np.sort(np.concatenate(kept))
     return PoolFrontier(pool, groups, arrays["t"][sel], arrays["c"][sel], arrays["gid"][sel],
-                        arrays["i"][sel], arrays["j"][sel], arrays["region"][sel]), evaluated
+                        arrays["i"][sel], arrays["j"][sel], arrays["region"][sel],
+                        arrays["e"][sel], arrays["remote"][sel], arrays["place"][sel]), evaluated
+
+
+def sites_of(offers: list[Offer]) -> list[tuple[str, str, str]]:
+    """Sites (provider, region, zone) where a plan can be anchored: every zone of a region
+    that has zoned offers, or the region itself (zone "") when none has."""
+    zones: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for o in offers:
+        zones[(o.provider, o.region)]
+        if o.zone:
+            zones[(o.provider, o.region)].add(o.zone)
+    out: list[tuple[str, str, str]] = []
+    for (provider, region), zs in sorted(zones.items()):
+        out.extend((provider, region, z) for z in sorted(zs or {""}))
+    return out
 
 
 def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: int,
                      cache: dict | None = None,
                      pool_offers: dict[str, list[Offer]] | None = None,
-                     grid_cache: dict | None = None) -> Candidates:
+                     grid_cache: dict | None = None, network: NetworkModel | None = None,
+                     split: bool = False) -> Candidates:
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
     :mod:`optimizer.capacity`)."""
-    regions = sorted({(o.provider, o.region) for o in offers})
-    index = {r: n for n, r in enumerate(regions)}
+    sites = sites_of(offers)
     frontiers: dict[str, PoolFrontier] = {}
     considered = 0
     cache = {} if cache is None else cache
@@ -579,10 +810,13 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
         key = (pool, layout.tail if decode else None)
         if pool_offers is not None:
             cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
-                                       index, grid_cache)
+                                       sites, grid_cache, network, split)
         elif key not in cache:
-            cache[key] = pool_frontier(demand, layout, pool, offers, cap, index, grid_cache)
+            cache[key] = pool_frontier(demand, layout, pool, offers, cap, sites, grid_cache,
+                                       network, split)
         frontiers[pool.name], n = cache[key]
         considered += n
     kept = sum(len(f.t) for f in frontiers.values())
-    return Candidates(layout, frontiers, regions, considered, considered - kept)
+    places = sorted({(o.provider, o.region) for o in offers})
+    return Candidates(layout, frontiers, sites, considered, considered - kept, network=network,
+                      places=places)

@@ -61,7 +61,8 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
         else:
-            region_offers = [o for o in offers if (o.provider, o.region) == c.regions[region]]
+            region_offers = [o for o in offers
+                             if (o.provider, o.region) == c.regions[region][:2]]
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0)
             exact = exact and ok
@@ -75,7 +76,8 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
 
 def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> list[str]:
     caps = {o.key: o.max_nodes for o in offers} if offers is not None else None
-    return over_capacity([c.frontiers[n].option(k) for n, k in b.picks.items()], caps)
+    return over_capacity([c.frontiers[n].option(k, c.regions, b.region, c.network)
+                          for n, k in b.picks.items()], caps)
 
 
 def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[int, Best]]:
@@ -104,7 +106,8 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
             else:
                 mine.append(o)
         pool_offers[pool.name] = mine
-    sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers)
+    sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers,
+                           network=c.network)
     sub.storage = c.storage
     b = best(sub, deadline, budget, objective)
     if b is None:

@@ -1,19 +1,20 @@
 """The planner's MILP for one pool layout (the only module that imports PuLP).
 
 Sets: pools k of the layout; options a ∈ A_k (see :mod:`optimizer.candidates`: provider,
-region, GPU shape, node counts per offer) with busy time t_ka [h] and holding price C_ka [$/h];
-regions g.
+region, GPU shape, node counts per offer) with busy time t_ka [h], holding price C_ka [$/h] and
+egress e_ka [$] (weight sync to rollout nodes outside the trainer's zone or region); sites g
+(the trainer's provider, region and zone).
 
 Variables (names from ``[A-Za-z0-9_]``; :attr:`Model.names` maps name → (family, key))::
 
-    z_ka ∈ {0,1}   pool k uses option a            y_g ∈ {0,1}  the plan's region is g
+    z_ka ∈ {0,1}   pool k uses option a            y_g ∈ {0,1}  the plan's site is g
     D ≥ 0          run time (makespan) [h]         u_ka ≥ 0     = z_ka · D, held hours of a
 
 Constraint families (one function each):
 
 * ``one_option``      Σ_a z_ka = 1                                   for every pool k
-* ``single_region``   z_ka ≤ y_g(a), Σ_g y_g = 1  all pools in one provider region (weight sync
-                      and checkpoints stay in-region until cross-region egress is priced)
+* ``single_region``   z_ka ≤ y_g(a), Σ_g y_g = 1  every option is priced against one site (its
+                      egress depends on where the trainer is), so one site is chosen
 * ``makespan``        sync / colocated: D ≥ Σ_k Σ_a t_ka z_ka (stages run one after another)
                       async: D ≥ Σ_a t_ka z_ka + φ·Σ_a t_ra z_ra for every k (pools overlap;
                       φ = 1/steps of pipeline fill by the rollout pool r)
@@ -26,10 +27,10 @@ Constraint families (one function each):
                       tightens the LP relaxation.
 * ``offer_capacity``  Σ_ka n_ka,o z_ka ≤ cap_o for every capped offer o used by options of
                       more than one pool: pools are held at the same time, so they share it
-* ``budget``          Σ C_ka u_ka ≤ budget
+* ``budget``          Σ C_ka u_ka + Σ e_ka z_ka ≤ budget
 
-Objective ``cost``: min Σ C_ka u_ka. Objective ``time``: min D, then (lexicographic, second
-solve) min cost subject to D ≤ D* (1 + 1e-9).
+Objective ``cost``: min Σ C_ka u_ka + Σ e_ka z_ka. Objective ``time``: min D, then
+(lexicographic, second solve) min cost subject to D ≤ D* (1 + 1e-9).
 
 Exactness: the product run time × holding price is represented exactly (no outer search over
 D), and options are pruned only by Pareto dominance, so an optimum of this MILP over all
@@ -60,7 +61,8 @@ class OptionSet:
 
     layout: Layout
     options: dict[str, list[PoolOption]]
-    regions: list[tuple[str, str]]
+    regions: list[tuple[str, str, str]]
+    """Sites (provider, region, zone) the options are priced against."""
     caps: dict[str, int | None] = field(default_factory=dict)
     """Real caps by offer key (options may carry per-pool shares of a capped offer)."""
 
@@ -70,7 +72,7 @@ class Model:
     prob: pulp.LpProblem
     z: dict[tuple[str, int], pulp.LpVariable]
     u: dict[tuple[str, int], pulp.LpVariable]
-    y: dict[tuple[str, str], pulp.LpVariable]
+    y: dict[tuple[str, str, str], pulp.LpVariable]
     D: pulp.LpVariable
     d_max: float
     names: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -145,7 +147,7 @@ def _var(prob: pulp.LpProblem, name: str, low: float | None = None, up: float | 
 
 def cost_expr(model: Model, c: OptionSet) -> pulp.LpAffineExpression:
     return pulp.lpSum(
-        opt.usd_per_hour * model.u[(pool, i)]
+        opt.usd_per_hour * model.u[(pool, i)] + opt.egress_usd * model.z[(pool, i)]
         for pool, opts in c.options.items() for i, opt in enumerate(opts)
     )
 
@@ -159,15 +161,15 @@ def add_one_option(model: Model, c: OptionSet) -> None:
 def add_single_region(model: Model, c: OptionSet) -> None:
     if len(c.regions) <= 1:
         return
-    for j, (provider, region) in enumerate(c.regions):
-        model.y[(provider, region)] = _var(model.prob, f"y_region_{j}", cat=pulp.LpBinary)
-        model.names[f"y_region_{j}"] = ("region", f"{provider}:{region}")
+    for j, site in enumerate(c.regions):
+        model.y[site] = _var(model.prob, f"y_region_{j}", cat=pulp.LpBinary)
+        model.names[f"y_region_{j}"] = ("region", ":".join(site))
     model.prob += (pulp.lpSum(model.y.values()) == 1,
                    _name(model, "single_region", "", "single_region_choose_one"))
     for pool, opts in c.options.items():
         for i, opt in enumerate(opts):
             name = _name(model, "single_region", opt.key, f"region_link_{pool}_{i}")
-            model.prob += model.z[(pool, i)] <= model.y[(opt.provider, opt.region)], name
+            model.prob += model.z[(pool, i)] <= model.y[opt.site], name
 
 
 def _busy(model: Model, c: OptionSet, pool: str) -> pulp.LpAffineExpression:

@@ -124,6 +124,28 @@ class StorageItem(_Frozen):
     cost_usd: Money
 
 
+class Place(_Frozen):
+    provider: str
+    region: str
+    zone: str = ""
+    """Empty: anywhere in the region (region-level capacity, buckets)."""
+
+
+class NetworkItem(_Frozen):
+    flow: str
+    """``weight_sync``, ``experience``, ``dataset_staging`` or ``checkpoint_copies``."""
+    src: Place
+    dst: Place
+    path: str
+    """``same_zone``, ``cross_zone``, ``inter_region``, ``inter_continent`` or ``internet``."""
+    nodes: int | None = None
+    """Weight sync: the rollout nodes on this path (each receives one copy per step)."""
+    gb: float
+    usd_per_gb: float
+    cost_usd: Money
+    note: str = ""
+
+
 class SolverInfo(_Frozen):
     name: str
     status: str
@@ -165,6 +187,7 @@ class Plan(_Frozen):
     total_cost_usd: Money
     compute_cost_usd: Money
     storage_cost_usd: Money = "0.00"
+    network_cost_usd: Money = "0.00"
     idle_cost_usd: Money
     makespan_hours: Hours
     deadline_hours: float | None
@@ -173,6 +196,10 @@ class Plan(_Frozen):
     layout: str
     provider: str
     region: str
+    zone: str = ""
+    """The trainer's zone: pools that hold state or talk to the trainer every micro-step are
+    placed here; rollout nodes elsewhere pay egress (``network``). Empty: region-level."""
+    split_regions: bool = False
     steps: int
     fill_fraction: float
     max_nodes_per_pool: int
@@ -181,6 +208,8 @@ class Plan(_Frozen):
     pools: list[PoolPlan]
     phases: list[PhasePlan]
     storage: list[StorageItem] = []
+    network: list[NetworkItem] = []
+    weight_sync_gb_per_node_step: float = 0.0
     solver: SolverInfo
     policy: dict[str, Any]
     """The policy the plan was made under (``ptplan check`` re-checks it)."""

@@ -109,7 +109,12 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
         tiers = sorted({i.tier for i in plan.storage})
         rows.append(["storage", f"{len(plan.storage)} data classes", "", ", ".join(tiers), "",
                      "", "", "", "", plan.storage_cost_usd, ""])
-    rows.append(["total", "", "", f"{plan.provider} {plan.region}", "",
+    if plan.network:
+        flows = sorted({f"{i.flow} {i.path}" for i in plan.network})
+        rows.append(["network", f"{len(plan.network)} flows", "", ", ".join(flows), "", "", "",
+                     "", "", plan.network_cost_usd, ""])
+    where = f"{plan.provider} {plan.region}" + (f" ({plan.zone})" if plan.zone else "")
+    rows.append(["total", "", "", where, "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
                  plan.total_cost_usd, plan.idle_cost_usd])
     return header, rows
@@ -123,11 +128,17 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
-        f"${plan.idle_cost_usd}) + storage ${plan.storage_cost_usd}; budget "
+        f"${plan.idle_cost_usd}) + storage ${plan.storage_cost_usd} + network "
+        f"${plan.network_cost_usd}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
         "storage: " + ("; ".join(
             f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed, "
             f"${i.cost_usd})" for i in plan.storage) or "not priced (no tiers in the catalog)"),
+        "network: " + ("; ".join(
+            f"{i.flow} {i.src.region}{'/' + i.src.zone if i.src.zone else ''} -> "
+            f"{i.dst.region}{'/' + i.dst.zone if i.dst.zone else ''} {i.path}"
+            f"{f' ({i.nodes} nodes)' if i.nodes else ''} {i.gb:,.1f} GB x ${i.usd_per_gb:g}/GB = "
+            f"${i.cost_usd}" for i in plan.network) or "no flows"),
         f"catalog {plan.catalog['name']} as of {plan.catalog_as_of}; "
         f"{plan.solver.offers_considered} offers, {plan.solver.options_considered} pool options "
         "evaluated, "

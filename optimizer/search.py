@@ -11,8 +11,14 @@ For one layout, every region's Pareto options are combined exactly:
   list: the last one with t ≤ m). The optimum is among these pairs: lowering T to the longest
   pool's time never raises cost.
 
-Deadline (T ≤ deadline) and budget (T·C ≤ budget) filter candidates; objective ``cost`` takes
-the minimum T·C, ``time`` the minimum T (then cost). The result is the exact optimum over the
+Egress: an option may carry a fixed egress cost e (the rollout pool's weight sync to nodes
+outside the trainer's zone or region); a plan costs T·C + Σ e + storage(T) + fixed network
+(dataset staging, checkpoint copies) of its site. Only the rollout pool has e > 0, and it is
+combined last (sync: no Pareto filter after it; async: its options are enumerated), so e is
+added exactly.
+
+Deadline (T ≤ deadline) and budget (cost ≤ budget) filter candidates; objective ``cost`` takes
+the minimum cost, ``time`` the minimum T (then cost). The result is the exact optimum over the
 frontiers, used (1) to prune options whose lower bound exceeds it before the MILP is built and
 (2) as an independent cross-check of the MILP's answer.
 """
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.candidates import Candidates
+from optimizer.candidates import Candidates, cross_region_egress, pareto_mask3
 
 EPS = 1e-9
 
@@ -31,25 +37,67 @@ EPS = 1e-9
 @dataclass(frozen=True)
 class Best:
     region: int
+    """The site (index into :attr:`Candidates.regions`)."""
     picks: dict[str, int]
     """Pool name -> index into that pool's frontier arrays."""
     run_hours: float
     usd: float
 
 
+def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-region entries of a pool usable with a trainer at ``site`` (other regions), and
+    their egress priced against it; pruned by Pareto dominance in (t, c, nodes) within each
+    group of places that share a price per node and a fixed part (exact: there e is
+    increasing in the nodes)."""
+    home = c.regions[site]
+    key = ("cross_region", f.pool.name, home[:2])
+    if key in c.memo:
+        return c.memo[key]
+    assert c.network is not None
+    idx_all = np.nonzero(f.place >= 0)[0]
+    price: dict[int, tuple[float, float]] = {}
+    for p in np.unique(f.place[idx_all]):
+        place = c.places[int(p)]
+        if place == home[:2]:
+            continue
+        one, _ = cross_region_egress(c.network, home, place, 1)
+        two, _ = cross_region_egress(c.network, home, place, 2)
+        price[int(p)] = (two - one, 2 * one - two)  # per node, fixed
+    keep_idx, keep_e = [], []
+    classes: dict[tuple[float, float], list[int]] = {}
+    for p, pr in price.items():
+        classes.setdefault((round(pr[0], 9), round(pr[1], 9)), []).append(p)
+    for (per_node, fixed), ps in sorted(classes.items()):
+        idx = idx_all[np.isin(f.place[idx_all], ps)]
+        nodes = f.i[idx] + f.j[idx]
+        sel = idx[pareto_mask3(f.t[idx], f.c[idx], nodes)]
+        keep_idx.append(sel)
+        keep_e.append((f.i[sel] + f.j[sel]) * per_node + fixed)
+    out = ((np.concatenate(keep_idx), np.concatenate(keep_e)) if keep_idx
+           else (np.zeros(0, dtype=int), np.zeros(0)))
+    c.memo[key] = out
+    return out
+
+
 def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np.ndarray,
-                                                                    np.ndarray]]:
+                                                                    np.ndarray, np.ndarray]]:
+    """Per pool at one site: (busy hours, $/h, frontier index, egress USD), by busy time."""
     out = {}
     for name, f in c.frontiers.items():
         idx = np.nonzero(f.region == region)[0]
-        order = idx[np.argsort(f.t[idx], kind="stable")]
-        out[name] = (f.t[order], f.c[order], order)
+        e = f.e[idx] if len(f.e) else np.zeros(len(idx))
+        if f.pool.remote_ok and len(f.place) and (f.place >= 0).any():
+            extra, extra_e = _cross_region(c, f, region)
+            idx = np.concatenate([idx, extra])
+            e = np.concatenate([e, extra_e])
+        order = np.argsort(f.t[idx], kind="stable")
+        out[name] = (f.t[idx[order]], f.c[idx[order]], idx[order], e[order])
     return out
 
 
 def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
-            objective: str, storage=None) -> int | None:
-    cost = T * C + (storage(T) if storage is not None else 0.0)
+            objective: str, storage=None, E: np.ndarray | float = 0.0) -> int | None:
+    cost = T * C + E + (storage(T) if storage is not None else 0.0)
     ok = np.ones(len(T), dtype=bool)
     if deadline is not None:
         ok &= deadline * (1 + EPS) + EPS >= T
@@ -64,27 +112,31 @@ def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float 
 
 
 def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: str,
-          limit: float = np.inf, storage=None) -> tuple[float, float, dict[str, int]] | None:
-    names = sorted(arrs, key=lambda n: len(arrs[n][0]))
+          limit: float = np.inf, storage=None
+          ) -> tuple[float, float, dict[str, int], float] | None:
+    # pools with egress last: no Pareto filter on (T, C) after them, so e is added exactly
+    names = sorted(arrs, key=lambda n: (bool(arrs[n][3].any()), len(arrs[n][0])))
     rem_t = {n: sum(float(arrs[k][0].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
     rem_c = {n: sum(float(arrs[k][1].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
     T = np.zeros(1)
     C = np.zeros(1)
     picks = np.zeros((1, 0), dtype=int)
+    E = np.zeros(1)
     for name in names:
-        t, c, order = arrs[name]
+        t, c, order, e = arrs[name]
         if len(t) == 0:
             return None
         T2 = (T[:, None] + t[None, :]).ravel()
         C2 = (C[:, None] + c[None, :]).ravel()
         rows = np.repeat(np.arange(len(T)), len(t))
         cols = np.tile(np.arange(len(t)), len(T))
+        E2 = E[rows] + e[cols]
         ok = np.ones(len(T2), dtype=bool)
         t_lb = T2 + rem_t[name]
         if deadline is not None:
             ok &= t_lb <= deadline * (1 + EPS) + EPS
         if np.isfinite(limit):  # branch and bound against the best plan found so far
-            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name]) + (
+            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name]) + E2 + (
                 storage(t_lb) if storage is not None else 0.0)
             ok &= lb <= limit * (1 + 1e-7) + 1e-7
         keep = np.nonzero(ok)[0]
@@ -96,19 +148,21 @@ def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: s
             prev = np.concatenate(([np.inf], np.minimum.accumulate(cs)[:-1]))
             keep = keep[sub[cs < prev - 1e-12]]
         picks = np.concatenate([picks[rows[keep]], order[cols[keep]][:, None]], axis=1)
-        T, C = T2[keep], C2[keep]
-    k = _choose(T, C, deadline, budget, objective, storage)
+        T, C, E = T2[keep], C2[keep], E2[keep]
+    k = _choose(T, C, deadline, budget, objective, storage, E)
     if k is None:
         return None
-    return float(T[k]), float(C[k]), {n: int(picks[k, i]) for i, n in enumerate(names)}
+    return (float(T[k]), float(C[k]), {n: int(picks[k, i]) for i, n in enumerate(names)},
+            float(E[k]))
 
 
 def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None,
-           objective: str, storage=None) -> tuple[float, float, dict[str, int]] | None:
+           objective: str, storage=None
+           ) -> tuple[float, float, dict[str, int], float] | None:
     names = list(arrs)
     if any(len(arrs[n][0]) == 0 for n in names):
         return None
-    tr, cr, order_r = arrs["rollout"]
+    tr, cr, order_r, er = arrs["rollout"]
     others = [n for n in names if n != "rollout"]
     m = np.unique(np.concatenate([arrs[n][0] for n in names]))
     grid_a, grid_m = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
@@ -118,28 +172,30 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
     C = cr[A].copy()
     idx_other = {}
     for n in others:
-        t, c, _ = arrs[n]
+        t, c, _, _ = arrs[n]
         pos = np.searchsorted(t, mv + 1e-12, side="right") - 1
         ok &= pos >= 0
         pos = np.maximum(pos, 0)
         C = C + c[pos]
         idx_other[n] = pos
     T = mv + fill * tr[A]
+    E = er[A]
     sel = np.nonzero(ok)[0]
     if len(sel) == 0:
         return None
-    k = _choose(T[sel], C[sel], deadline, budget, objective, storage)
+    k = _choose(T[sel], C[sel], deadline, budget, objective, storage, E[sel])
     if k is None:
         return None
     k = int(sel[k])
     picks = {"rollout": int(order_r[A[k]])}
     for n in others:
         picks[n] = int(arrs[n][2][idx_other[n][k]])
-    return float(T[k]), float(C[k]), picks
+    return float(T[k]), float(C[k]), picks, float(E[k])
 
 
 def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) -> float:
-    """A lower bound on any plan in one region: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)."""
+    """A lower bound on any plan at one site: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)
+    + Σ_k min e + storage(T_min) + fixed network."""
     min_t = {n: float(a[0].min()) for n, a in arrs.items()}
     min_c = {n: float(a[1].min()) for n, a in arrs.items()}
     if c.layout.mode == "async" and "rollout" in arrs:
@@ -149,8 +205,9 @@ def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) ->
     if objective == "time":
         return t_lb
     busy = sum(float((a[0] * a[1]).min()) for a in arrs.values())
-    storage = float(c.storage_cost(region, t_lb)) if region >= 0 else 0.0
-    return max(busy, t_lb * sum(min_c.values())) + storage
+    egress = sum(float(a[3].min()) for a in arrs.values())
+    extra = float(c.extra_cost(region, t_lb)) if region >= 0 else 0.0
+    return max(busy, t_lb * sum(min_c.values())) + egress + extra
 
 
 def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
@@ -185,7 +242,7 @@ def best(c: Candidates, deadline: float | None, budget: float | None, objective:
         if bound > incumbent * (1 + 1e-9) + 1e-9:
             break
         def storage(t, region=region):
-            return c.storage_cost(region, t)
+            return c.extra_cost(region, t)
 
         if c.layout.mode == "async" and "rollout" in arrs:
             r = _async(arrs, c.layout.fill_fraction, deadline, budget, objective, storage)
@@ -193,8 +250,8 @@ def best(c: Candidates, deadline: float | None, budget: float | None, objective:
             r = _sync(arrs, deadline, budget, objective, incumbent, storage)
         if r is None:
             continue
-        T, C, picks = r
-        b = Best(region, picks, T, T * C + float(c.storage_cost(region, T)))
+        T, C, picks, E = r
+        b = Best(region, picks, T, T * C + E + float(c.extra_cost(region, T)))
         key = (b.usd, b.run_hours, region) if objective == "cost" else (b.run_hours, b.usd, region)
         found.append((key, b))
         incumbent = min(incumbent, key[0])
@@ -247,8 +304,11 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
             break
         names = list(arrs)
         is_async = lay.mode == "async" and "rollout" in arrs
+        min_e = {k: float(a[3].min()) for k, a in arrs.items()}
         for n in names:
-            t, cc, order = arrs[n]
+            t, cc, order, own_e = arrs[n]
+            # egress: the option's own, plus the least of every other pool (a lower bound)
+            e_add = own_e[:, None] + sum(v for k, v in min_e.items() if k != n)
             if not is_async:
                 T_r, C_r = _minkowski([arrs[k][:2] for k in names if k != n], deadline, limit,
                                       objective, float(t.min()), float(cc.min()))
@@ -262,7 +322,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                 T = np.maximum(m[None, :], t[:, None])
                 C = np.repeat(cc[:, None], len(m), axis=1)
                 for k in others:
-                    tk, ck, _ = arrs[k]
+                    tk, ck, _, _ = arrs[k]
                     pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
                     C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
                 T = T + lay.fill_fraction * t[:, None]
@@ -275,11 +335,11 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                 for k in names:
                     if k == n:
                         continue
-                    tk, ck, _ = arrs[k]
+                    tk, ck, _, _ = arrs[k]
                     pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
                     C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
                 T = T + lay.fill_fraction * float(arrs["rollout"][0].min())
-            cost = T * C + c.storage_cost(region, T)
+            cost = T * C + e_add + c.extra_cost(region, T)
             ok = np.isfinite(cost)
             if deadline is not None:
                 ok &= deadline * (1 + EPS) + EPS >= T
@@ -287,7 +347,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                 ok &= cost <= budget * (1 + EPS) + EPS
             value = cost if objective == "cost" else np.broadcast_to(T, cost.shape)
             value = np.where(ok, value, np.inf)
-            out[n][order] = value.min(axis=1)
+            np.minimum.at(out[n], order, value.min(axis=1))
     return out
 
 

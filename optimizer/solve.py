@@ -35,10 +35,11 @@ from optimizer.demand import Demand, build_demand, phase_cell
 from optimizer.errors import InfeasibleError, InputError
 from optimizer.formulation import OptionSet, Solution, check_solver, solve
 from optimizer.hardware import gpus
+from optimizer.network import network_model
 from optimizer.plan import Plan
 from optimizer.search import Best, best, prune_for_milp
 from optimizer.spec import ProjectSpec
-from optimizer.storage import StorageModel, data_classes
+from optimizer.storage import StorageModel, data_classes, weights_gb
 from policies.model import Policy, default_policy
 from providers.base import Catalog
 
@@ -91,9 +92,15 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
         )
     cache: dict = {}
     cap = spec.placement.max_nodes_per_pool
-    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache)
+    classes = data_classes(demand, policy)
+    storage = StorageModel(tuple(classes), catalog)
+    archived = next((c for c in classes if c.name == "archived_checkpoints"), None)
+    network = network_model(
+        demand, catalog, int(archived.groups[0].count) if archived else 0, weights_gb(demand),
+        next((c.gb for c in classes if c.name == "dataset"), 0.0))
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache,
+                             network=network, split=policy.split_regions)
             for lay in layouts(demand, policy)]
-    storage = StorageModel(tuple(data_classes(demand, policy)), catalog)
     for c in runs:
         c.storage = storage
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
@@ -166,12 +173,13 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
     assert r.best is not None
     frontiers = r.cands.frontiers
     milp_budget = budget
-    if r.cands.storage is not None:
-        # Storage depends only on the region and the run time and never falls as the run
-        # gets longer: the MILP minimises compute with the run no longer than the exact
-        # search's optimum, and within the budget left after that run's storage (the option
-        # bounds below count storage themselves, so they keep the full budget).
-        stored = float(r.cands.storage_cost(r.best.region, r.best.run_hours))
+    if r.cands.storage is not None or r.cands.network is not None:
+        # Storage and fixed network flows depend only on the site and the run time and never
+        # fall as the run gets longer: the MILP minimises compute + egress with the run no
+        # longer than the exact search's optimum, at the search's site, and within the budget
+        # left after that site's storage and fixed flows (the option bounds below count them
+        # themselves, so they keep the full budget).
+        stored = float(r.cands.extra_cost(r.best.region, r.best.run_hours))
         cap_run = r.best.run_hours * (1 + 1e-9) + 1e-9
         deadline = cap_run if deadline is None else min(deadline, cap_run)
         if budget is not None:
@@ -181,16 +189,25 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
         keep = prune_for_milp(r.cands, r.best, deadline, budget, objective, keep_gap,
                               SHARED_MAX_OPTIONS if r.shared_capacity else None)
         options: dict[str, list[PoolOption]] = {}
+        sites = r.cands.regions
         for n, idx in keep.items():
             opts = []
+            f = frontiers[n]
             for k in idx:
-                opt = frontiers[n].option(int(k))
+                if len(f.place) and f.place[k] >= 0:  # cross-region: priced at the best site
+                    if f.place[k] == r.cands.places.index(sites[r.best.region][:2]):
+                        continue
+                    opt = f.option(int(k), sites, r.best.region, r.cands.network)
+                else:
+                    opt = f.option(int(k), sites)
+                if opt.site != sites[r.best.region]:
+                    continue  # the MILP is solved at the search's site (see above)
                 opts.append(opt)
                 if r.shared_capacity:
                     opts.extend(fill_variants(opt, frontiers[n].groups[int(frontiers[n].gid[k])]))
             options[n] = opts
         r.milp_options = sum(len(v) for v in options.values())
-        regions = sorted({(o.provider, o.region) for v in options.values() for o in v})
+        regions = sorted({o.site for v in options.values() for o in v})
         r.solution = solve(OptionSet(r.cands.layout, options, regions, caps), deadline,
                            milp_budget, objective, solver)
         if r.solution.chosen:

@@ -81,7 +81,14 @@ class TrainedModel(ModelBlock):
         return self
 
 
+PlaceRef = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$", max_length=120)]
+"""``provider:region``, e.g. ``aws:us-east-1``."""
+
+
 class Data(_Strict):
+    source: PlaceRef | None = None
+    """Where the dataset lives (``provider:region``); staging it to the region that reads it
+    is priced as egress. Unset: it is already there (staging free)."""
     # sft
     examples: Count | None = None
     tokens_per_example: Count | None = None
@@ -135,6 +142,9 @@ class Checkpoints(_Strict):
     archive_every: Count = 5
     retention_days: Count = 30
     with_optimizer: bool = True
+    copy_to: PlaceRef | None = None
+    """Copy every archived checkpoint and the final one to this ``provider:region`` (a home
+    bucket); priced as egress from the trainer's region."""
 
 
 class SLA(_Strict):

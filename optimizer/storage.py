@@ -105,8 +105,7 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
             out.append(DataClass("retained_checkpoints", "ms",
                                  (ObjectGroup(rest, full, retention, 0),)))
         if n_arch:
-            weights = spec.model.params_b * 2.0 if spec.model.finetune == "full" else \
-                full * 2.0 / (2.0 + max(0.0, spec.efficiency.adam_bytes_per_param - 4.0))
+            weights = weights_gb(demand)
             out.append(DataClass("archived_checkpoints", "hours",
                                  (ObjectGroup(n_arch, weights, life["metrics_days"] * 24.0, 0),),
                                  retrieval_gb=weights))
@@ -119,6 +118,16 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
         out.append(DataClass("eval_outputs", "hours", (ObjectGroup(
             1, evaluated * BYTES_PER_TOKEN / 1e9, life["metrics_days"] * 24.0, 0),)))
     return [c for c in out if c.gb > 0]
+
+
+def weights_gb(demand: Demand) -> float:
+    """A checkpoint without optimizer state: bf16 weights (full fine-tuning) or the weights'
+    share of a LoRA checkpoint."""
+    spec = demand.spec
+    if spec.model.finetune == "full":
+        return spec.model.params_b * 2.0
+    return demand.checkpoint_gb * 2.0 / (2.0 + max(0.0, spec.efficiency.adam_bytes_per_param
+                                                    - 4.0))
 
 
 def tiers_for(catalog: Catalog, provider: str, region: str) -> list[StorageTier]:

@@ -3,7 +3,12 @@
 Nothing here calls the optimiser or reads the catalog. From the plan's own figures it recomputes:
 
 * ``pool_accounting``: a pool's nodes, $/h and cost are the sums over its allocations; every
-  allocation is of the pool's shape, provider and region (one region per plan).
+  allocation is of the pool's shape, provider and region; pools are in the plan's region
+  (with ``split_regions`` the rollout pool may be elsewhere).
+* ``zones``: zoned allocations of pools other than rollout are in the plan's (trainer's) zone.
+* ``network``: each item costs GB × $/GB on the path its ends imply; weight sync covers every
+  rollout node once per step (GB = nodes × steps × W) and its cross-zone nodes are exactly the
+  rollout's zoned nodes outside the trainer's zone; the total is the sum of the items.
 * ``hold``: every pool is held for the whole run; idle = held − busy ≥ 0, billed.
 * ``coverage``: Σ nodes × effective fraction × tokens/node-hour × usable fraction × busy hours
   covers each phase's tokens.
@@ -14,7 +19,8 @@ Nothing here calls the optimiser or reads the catalog. From the plan's own figur
   where allowed.
 * ``policy ...``: every rule of the policy the plan was made under (:mod:`policies.check`).
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
-* ``totals``: compute = Σ pools; total = compute; idle = Σ idle; phase costs + idle = total.
+* ``totals``: compute = Σ pools; total = compute + storage + network; idle = Σ idle; phase
+  costs + idle = compute.
 * ``deadline``, ``budget``.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
@@ -64,9 +70,12 @@ def verify_plan(plan: Plan) -> list[str]:
         for a in allocs:
             if (a.gpu, a.gpus_per_node) != (pool.gpu, pool.gpus_per_node):
                 v.append(f"pool_accounting: pool {pool.name} mixes shapes ({a.instance_type})")
-            if (a.provider, a.region) != (plan.provider, plan.region):
+            if (a.provider, a.region) != (pool.provider, pool.region):
                 v.append(f"pool_accounting: {a.instance_type} in {a.provider}/{a.region} is "
-                         f"outside the plan's region {plan.provider}/{plan.region}")
+                         f"outside pool {pool.name}'s region {pool.provider}/{pool.region}")
+            if pool.name != "rollout" and a.zone and plan.zone and a.zone != plan.zone:
+                v.append(f"zones: pool {pool.name} has {a.nodes} {a.instance_type} in {a.zone}, "
+                         f"outside the trainer's zone {plan.zone}")
             if a.capacity_type not in ("on_demand", "spot", "reserved"):
                 v.append(f"capacity: unknown capacity_type {a.capacity_type!r}")
             if a.max_nodes is not None and a.nodes > a.max_nodes:
@@ -80,6 +89,10 @@ def verify_plan(plan: Plan) -> list[str]:
             if not _close(_money(a.cost_usd), a.nodes * a.usd_per_hour * a.hours, abs_=0.006):
                 v.append(f"pool_accounting: {a.instance_type} cost {a.cost_usd} != nodes x "
                          "price x hours")
+        if (pool.provider, pool.region) != (plan.provider, plan.region) and \
+                (pool.name != "rollout" or not plan.split_regions):
+            v.append(f"pool_accounting: pool {pool.name} is in {pool.provider}/{pool.region}, "
+                     f"outside the plan's region {plan.provider}/{plan.region}")
         if stateful:
             lam = sum(a.nodes * (a.interruptions_per_hour or 0.0) for a in allocs
                       if a.capacity_type == "spot")
@@ -175,9 +188,12 @@ def verify_plan(plan: Plan) -> list[str]:
         storage += _money(item.cost_usd)
     if not _close(_money(plan.storage_cost_usd), storage, abs_=0.006 * (len(plan.storage) + 1)):
         v.append(f"totals: storage {plan.storage_cost_usd} != {storage:.2f} from its items")
-    total = _money(plan.compute_cost_usd) + _money(plan.storage_cost_usd)
-    if not _close(_money(plan.total_cost_usd), total, abs_=0.0101):  # three roundings
-        v.append(f"totals: total {plan.total_cost_usd} != compute + storage {total:.2f}")
+    v += _network(plan)
+    total = _money(plan.compute_cost_usd) + _money(plan.storage_cost_usd) + \
+        _money(plan.network_cost_usd)
+    if not _close(_money(plan.total_cost_usd), total, abs_=0.0151):  # four roundings
+        v.append(f"totals: total {plan.total_cost_usd} != compute + storage + network "
+                 f"{total:.2f}")
     if not _close(_money(plan.idle_cost_usd), idle_cost, abs_=0.01):
         v.append(f"totals: idle {plan.idle_cost_usd} != {idle_cost:.2f}")
     parts = sum(_money(ph.cost_usd) for ph in plan.phases) + _money(plan.idle_cost_usd)
@@ -189,6 +205,46 @@ def verify_plan(plan: Plan) -> list[str]:
     if plan.budget_usd is not None and _money(plan.total_cost_usd) > _money(plan.budget_usd):
         v.append(f"budget: cost {plan.total_cost_usd} exceeds the budget {plan.budget_usd}")
     v += [f"policy {line}" for line in _policy_violations(plan)]
+    return v
+
+
+def _network(plan: Plan) -> list[str]:
+    from optimizer.network import path_between
+
+    v: list[str] = []
+    total = 0.0
+    sync_nodes: dict[str, int] = {}
+    for item in plan.network:
+        want_path = path_between((item.src.provider, item.src.region, item.src.zone),
+                                 (item.dst.provider, item.dst.region, item.dst.zone))
+        if item.path != want_path and not (item.flow == "experience"
+                                           and item.path == "same_zone"):
+            v.append(f"network: {item.flow} from {item.src.region} to {item.dst.region} is "
+                     f"labelled {item.path}, the ends say {want_path}")
+        if not _close(_money(item.cost_usd), item.gb * item.usd_per_gb, abs_=0.006):
+            v.append(f"network: {item.flow} cost {item.cost_usd} != GB x $/GB = "
+                     f"{item.gb * item.usd_per_gb:.2f}")
+        if item.flow == "weight_sync":
+            n = item.nodes or 0
+            sync_nodes[item.path] = sync_nodes.get(item.path, 0) + n
+            want_gb = n * plan.steps * plan.weight_sync_gb_per_node_step
+            if not _close(item.gb, want_gb, rel=1e-6):
+                v.append(f"network: weight_sync to {n} node(s) moves {item.gb:.6g} GB, "
+                         f"nodes x steps x W = {want_gb:.6g}")
+        total += _money(item.cost_usd)
+    rollout = next((p for p in plan.pools if p.name == "rollout"), None)
+    if rollout is not None and plan.weight_sync_gb_per_node_step > 0:
+        if sum(sync_nodes.values()) != rollout.nodes:
+            v.append(f"network: weight sync reaches {sum(sync_nodes.values())} node(s), the "
+                     f"rollout pool has {rollout.nodes}")
+        if (rollout.provider, rollout.region) == (plan.provider, plan.region) and plan.zone:
+            remote = sum(a.nodes for a in rollout.allocations
+                         if a.zone and a.zone != plan.zone)
+            if sync_nodes.get("cross_zone", 0) != remote:
+                v.append(f"network: {sync_nodes.get('cross_zone', 0)} rollout node(s) billed "
+                         f"cross-zone, {remote} are outside the trainer's zone {plan.zone}")
+    if not _close(_money(plan.network_cost_usd), total, abs_=0.006 * (len(plan.network) + 1)):
+        v.append(f"totals: network {plan.network_cost_usd} != {total:.2f} from its items")
     return v
 
 

@@ -77,15 +77,14 @@ class Policy(_Strict):
     max_spot_share: Share = 1.0
     """Largest share of any pool's nodes that may be spot."""
     split_regions: bool = False
-    """Whether a plan's pools may sit in different regions (then paying egress)."""
+    """Whether the rollout pool may sit in another region (or provider) than the trainer's,
+    paying inter-region egress for every weight sync, the experience data and the dataset
+    staging. The update and scoring pools always stay in the trainer's zone."""
     storage: StorageLifecycle = StorageLifecycle()
     budget: BudgetThresholds = BudgetThresholds()
 
     @model_validator(mode="after")
     def _supported(self) -> Policy:
-        if self.split_regions:
-            raise ValueError("split_regions: true is not supported yet (cross-region egress is "
-                             "not priced); set it to false")
         update = self.phases.get("update")
         if update and update.precisions and "int8" in update.precisions:
             raise ValueError("phases.update.precisions lists int8, an inference format; train "

@@ -439,9 +439,14 @@ def test_plan_markdown_is_a_markdown_table(
     assert re.fullmatch(r"\|(---\|)+", sep) and sep.count("|") - 1 == columns
     assert all(r.endswith("|") and r.count("|") - 1 == columns for r in rows)
     storage_rows = 1 if grpo_plan["storage"] else 0
-    assert len(rows) == len(grpo_plan["pools"]) + storage_rows + 1  # pools, storage, total
+    network_rows = 1 if grpo_plan["network"] else 0
+    # pools, storage, network, total
+    assert len(rows) == len(grpo_plan["pools"]) + storage_rows + network_rows + 1
     if storage_rows:
-        assert rows[-2].startswith("| storage |") and grpo_plan["storage_cost_usd"] in rows[-2]
+        row = rows[-2 - network_rows]
+        assert row.startswith("| storage |") and grpo_plan["storage_cost_usd"] in row
+    if network_rows:
+        assert rows[-2].startswith("| network |") and grpo_plan["network_cost_usd"] in rows[-2]
     assert rows[-1].startswith("| total |") and grpo_plan["total_cost_usd"] in rows[-1]
     assert "│" not in text and "┃" not in text  # no box drawing in markdown
     assert any(line.startswith("- makespan ") for line in lines)  # footer as a list

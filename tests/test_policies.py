@@ -41,7 +41,7 @@ def test_default_policy_keeps_update_off_spot_and_at_bf16_or_better():
 
 @pytest.mark.parametrize("text,match", [
     ("name: x\nphase: {}\n", r"unknown key 'phase' \(did you mean: phases\?\)"),
-    ("name: x\nsplit_regions: true\n", "split_regions: true is not supported yet"),
+    ("name: x\nsplit_regions: maybe\n", "split_regions"),
     ("name: x\nphases: {update: {precisions: [int8]}}\n", "int8, an inference format"),
     ("name: x\nbudget: {warn_at: 0.9, stop_at: 0.5}\n", "warn_at 0.9 is above stop_at 0.5"),
     ("name: x\nphases: {rollout: {capacity_types: []}}\n", "capacity_types is empty"),
