@@ -160,8 +160,8 @@ def whatif_markdown(report: dict[str, Any]) -> str:
 
 
 def sweep_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["value", "switch", "solved", "total $", "delta $", "makespan h", "layout", "where", "pools",
-              f"matched {report['matched_quantity_unit']}"]
+    header = ["value", "switch", "solved", "total $", "delta $", "makespan h", "layout", "where",
+              "pools", f"matched {report['matched_quantity_unit']}"]
     rows = []
     for p in report["points"]:
         s = p["summary"]
