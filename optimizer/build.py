@@ -139,6 +139,14 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     storage_items, storage_total = _storage_items(winner, chosen, held)
     network_items, network_total = _network_items(winner, chosen)
     site = next(iter(chosen.values())).site
+    net = winner.cands.network
+    unpriced = sorted({f"{i.src.provider} {i.path}" for i in network_items
+                       if net is not None and i.path != "same_zone"
+                       and f"{i.src.provider} {i.path}" in net.missing})
+    if unpriced:
+        warnings.append(f"catalog {ctx.catalog.name} has no egress rate for "
+                        f"{', '.join(unpriced)}: that traffic is priced at $0; add egress "
+                        "rows to the catalog")
     # Optimality: the enumeration's best over all layouts is a lower bound (exact when pools
     # do not compete for capped offers); the plan is proven optimal when it reaches it.
     bounds = [r.best for r in runs if r.best is not None]
@@ -238,25 +246,26 @@ def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
         if cross:
             place = (rollout.provider, rollout.region, "")
             path, per_node, experience = net.sync_rates(site, place)
-            groups = [(path, rollout.nodes, per_node)]
+            groups: list[tuple[str, int, float, str]] = [(path, rollout.nodes, per_node, "")]
         else:
             _, per_node, _ = net.sync_rates((site[0], site[1], "a"), (site[0], site[1], "b"))
-            groups = [("same_zone", rollout.nodes - rollout.remote_nodes, 0.0),
-                      ("cross_zone", rollout.remote_nodes, per_node)]
-        dst_zone = "" if cross else site[2]
-        for path, n, per in groups:
+            by_zone: dict[str, int] = {}
+            for o, n in rollout.fill:
+                if o.zone and o.zone != site[2]:
+                    by_zone[o.zone] = by_zone.get(o.zone, 0) + n
+            groups = [("same_zone", rollout.nodes - rollout.remote_nodes, 0.0, site[2])]
+            groups += [("cross_zone", n, per_node, z) for z, n in sorted(by_zone.items())]
+        for path, n, per, zone in groups:
             if n <= 0:
                 continue
             gb = n * net.steps * net.weight_gb
             rate = per / (net.steps * net.weight_gb)
-            zone = dst_zone if path == "same_zone" else ""
             items.append(NetworkItem(
                 flow="weight_sync", src=trainer,
                 dst=Place(provider=rollout.provider, region=rollout.region, zone=zone),
                 path=path, nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(n * per),
-                note=(f"{net.steps} steps x {net.weight_gb:g} GB (bf16 weights) into each of "
-                      f"{n} node(s)" + ("; nodes in the region's other zones" if
-                                        path == "cross_zone" else ""))))
+                note=f"{net.steps} steps x {net.weight_gb:g} GB (bf16 weights) into each of "
+                     f"{n} node(s)"))
         exp_gb = net.steps * net.experience_gb_per_step
         if exp_gb > 0:
             if cross:

@@ -61,8 +61,9 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
         else:
-            region_offers = [o for o in offers
-                             if (o.provider, o.region) == c.regions[region][:2]]
+            # split plans: the rollout pool may use other regions, so every offer stays
+            region_offers = offers if _split(c) else [
+                o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0)
             exact = exact and ok
@@ -72,6 +73,10 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
     if incumbent is None:
         return None
     return replace(incumbent, exact=exact)
+
+
+def _split(c: Candidates) -> bool:
+    return any(len(f.place) and bool((f.place >= 0).any()) for f in c.frontiers.values())
 
 
 def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> list[str]:
@@ -107,7 +112,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                 mine.append(o)
         pool_offers[pool.name] = mine
     sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers,
-                           network=c.network)
+                           network=c.network, split=_split(c))
     sub.storage = c.storage
     b = best(sub, deadline, budget, objective)
     if b is None:

@@ -220,10 +220,7 @@ def schema_spec() -> None:
 
 # --- command modules: each imports ``app`` from here and adds its commands (one line each) ---
 # (keep these imports below every command defined in this file)
-import optimizer.cli_whatif  # noqa: E402, F401
-import optimizer.cli_render  # noqa: E402, F401
-import optimizer.cli_prices  # noqa: E402
-import optimizer.cli_reserve  # noqa: E402, F401
+from optimizer import cli_prices, cli_render, cli_reserve, cli_whatif  # noqa: E402, F401
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -220,6 +220,7 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
              if len(f.t) == 0]
     if len(empty) and all(any(len(f.t) == 0 for f in c.frontiers.values()) for c in ctx.runs):
         return no_fit_message(ctx, sorted({p for _, p in empty}))
+    relaxed = best_over_layouts(ctx, deadline, budget, objective)
     fastest = best_over_layouts(ctx, None, None, "time")
     cheapest_any = best_over_layouts(ctx, None, None, "cost")
     assert fastest is not None and cheapest_any is not None
@@ -244,6 +245,14 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
             f"({c_c.layout.name}, {'/'.join(c_c.regions[c_b.region])}); raise budget.max_usd "
             f"to at least {_ceil2(c_b.usd):.2f}{any_deadline}"
         )
+    if relaxed is not None:  # feasible only if pools could share capped offers freely
+        from optimizer.capacity import _contested
+
+        r_c, r_b = relaxed
+        offers = ", ".join(_contested(r_c, r_b)) or "capped offers"
+        return (f"capacity: the pools are held at the same time and together need more nodes "
+                f"of {offers} than the offers have (max_nodes); raise those offers' max_nodes, "
+                "relax the deadline or budget, or allow more GPU types and regions")
     return "no feasible plan under the given constraints"
 
 

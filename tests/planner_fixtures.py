@@ -74,21 +74,33 @@ def scale_prices(catalog: Catalog, factor: float, kind: str | None = None) -> Ca
 def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                 ) -> tuple[float, float] | None:
     """(cost, run hours) of the best plan by exhaustive enumeration, or None. Pools are held at
-    the same time, so together they take at most each offer's cap."""
+    the same time, so together they take at most each offer's cap.
+
+    Zones: the trainer sits in one zone of the region (each zone that has zoned offers is
+    tried); pools other than rollout use region-level offers and that zone's; the rollout pool
+    may use any zone, and each of its nodes outside the trainer's zone pays
+    steps × weight GB × the catalog's ``cross_zone`` rate (the model of
+    :mod:`optimizer.network`, restated here; storage and fixed flows are not included)."""
     demand = build_demand(spec)
+    rates_by = {(e.provider, e.path): e.usd_per_gb for e in catalog.egress}
     eff = spec.efficiency
     cap = spec.placement.max_nodes_per_pool
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     table = gpus()
     best: tuple[float, float] | None = None
     regions = sorted({(o.provider, o.region) for o in catalog.offers})
+    sites = [(region, zone) for region in regions for zone in sorted(
+        {o.zone for o in catalog.offers if (o.provider, o.region) == region and o.zone} or {""})]
     for lay in layouts(demand):
-        for region in regions:
+        for region, zone in sites:
+            per_remote = demand.steps * demand.weight_sync_gb_per_step * rates_by.get(
+                (region[0], "cross_zone"), 0.0)
             pool_choices = []
             for pool in lay.pools:
                 choices = []
                 offers = [o for o in catalog.offers if (o.provider, o.region) == region
-                          and (pool.spot_ok or o.capacity_type != "spot")]
+                          and (pool.spot_ok or o.capacity_type != "spot")
+                          and (pool.remote_ok or not o.zone or o.zone == zone)]
                 shapes = sorted({(o.gpu, o.gpus_per_node) for o in offers})
                 for gpu, gpn in shapes:
                     rates = [phase_rates(demand, ph, table[gpu], gpn, lay.tail)
@@ -131,7 +143,9 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                             busy += t_best
                         if math.isfinite(busy):
                             used = {o.key: c for c, o in zip(counts, group, strict=True) if c}
-                            choices.append((busy, price, used))
+                            remote = sum(c for c, o in zip(counts, group, strict=True)
+                                         if o.zone and o.zone != zone)
+                            choices.append((busy, price, used, remote * per_remote))
                 pool_choices.append(choices)
             caps = {o.key: o.max_nodes for o in catalog.offers}
             for combo in itertools.product(*pool_choices):
@@ -146,7 +160,7 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                     run = max(busy.values()) + lay.fill_fraction * busy.get("rollout", 0.0)
                 else:
                     run = sum(busy.values())
-                cost = run * sum(c[1] for c in combo)
+                cost = run * sum(c[1] for c in combo) + sum(c[3] for c in combo)
                 if deadline is not None and run > deadline * (1 + 1e-9):
                     continue
                 if budget is not None and cost > budget * (1 + 1e-9):
