@@ -16,6 +16,7 @@ from optimizer.hardware import HIGH_PRECISIONS
 from optimizer.plan import (
     Allocation,
     Explain,
+    Lifecycle,
     NetworkItem,
     PhasePlan,
     Place,
@@ -29,6 +30,7 @@ from optimizer.plan import (
     usd,
 )
 from optimizer.spec import applied_defaults
+from optimizer.storage import lifecycle
 
 if TYPE_CHECKING:
     from optimizer.solve import Context, LayoutRun
@@ -179,6 +181,8 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         compute_cost_usd=usd(compute_total),
         storage_cost_usd=usd(storage_total), storage=storage_items,
         network_cost_usd=usd(network_total), network=network_items,
+        lifecycle=Lifecycle(every_steps=spec.checkpoint_every_steps,
+                            **lifecycle(demand, lay.policy)),
         weight_sync_gb_per_node_step=(winner.cands.network.weight_gb
                                       if winner.cands.network is not None else 0.0),
         idle_cost_usd=usd(idle_total), makespan_hours=hours(held),

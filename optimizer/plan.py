@@ -124,6 +124,18 @@ class StorageItem(_Frozen):
     cost_usd: Money
 
 
+class Lifecycle(_Frozen):
+    """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
+    otherwise the policy); deployment configs (``ptplan render``) enforce these."""
+
+    every_steps: int
+    keep_hot: int
+    archive_every: int
+    retention_days: int
+    rollout_log_days: int
+    metrics_days: int
+
+
 class Place(_Frozen):
     provider: str
     region: str
@@ -208,6 +220,7 @@ class Plan(_Frozen):
     pools: list[PoolPlan]
     phases: list[PhasePlan]
     storage: list[StorageItem] = []
+    lifecycle: Lifecycle | None = None
     network: list[NetworkItem] = []
     weight_sync_gb_per_node_step: float = 0.0
     solver: SolverInfo

@@ -153,6 +153,10 @@ def facts_for(plan: Plan, spec: Any = None) -> Facts:
     storage = dict(plan.policy.get("storage") or {})
     out: dict[str, int | None] = {}
     notes: list[str] = []
+    if spec is None and plan.lifecycle is not None:  # recorded by the planner
+        life = plan.lifecycle
+        return Facts(life.every_steps, life.keep_hot, life.archive_every, life.retention_days,
+                     life.rollout_log_days, life.metrics_days)
     if spec is not None:
         from optimizer.plan import spec_digest
 

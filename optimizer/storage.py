@@ -67,7 +67,9 @@ class DataClass:
         return sum(g.count * g.gb for g in self.groups)
 
 
-def _lifecycle(demand: Demand, policy: Policy) -> dict[str, int]:
+def lifecycle(demand: Demand, policy: Policy) -> dict[str, int]:
+    """keep_hot, archive_every, retention_days (spec where set, else policy),
+    rollout_log_days and metrics_days (policy)."""
     spec = demand.spec
     given = spec.checkpoints.model_fields_set
     out = {k: getattr(policy.storage, k) for k in
@@ -80,7 +82,7 @@ def _lifecycle(demand: Demand, policy: Policy) -> dict[str, int]:
 
 def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
     spec = demand.spec
-    life = _lifecycle(demand, policy)
+    life = lifecycle(demand, policy)
     d = spec.data
     out: list[DataClass] = []
     if spec.method == "sft":

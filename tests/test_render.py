@@ -528,3 +528,24 @@ def test_cli_writes_and_lists_files(tmp_path: Path) -> None:
     assert "wrote" in res.output and (tmp_path / "karpenter" / "nodepools.yaml").is_file()
     assert set(TARGETS) <= {"skypilot", "kuberay", "karpenter", "kueue", "terraform-aws",
                             "terraform-gcp", "lifecycle"}
+
+
+def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
+    """A plan made now records the checkpoint cadence and lifecycle it priced storage with, so
+    the lifecycle and Terraform targets render without ``--spec`` (older plans still need it
+    when the spec set those values)."""
+    from optimizer.solve import plan as make_plan
+    from providers.base import load_catalog
+
+    spec = load_spec("examples/sft-8b.yaml")
+    p = make_plan(spec, load_catalog("embedded"), explain=False, timings=False)
+    assert p.lifecycle is not None
+    assert p.lifecycle.every_steps == spec.checkpoint_every_steps
+    files, _ = render_plan(p, "lifecycle")
+    with_spec, _ = render_plan(p, "lifecycle", spec=spec)
+    assert files == with_spec
+    legacy = p.model_copy(update={"lifecycle": None})
+    if any(k in spec.checkpoints.model_fields_set
+           for k in ("keep_hot", "archive_every", "retention_days", "every_steps")):
+        with pytest.raises(Exception, match="--spec"):
+            render_plan(legacy, "lifecycle")
