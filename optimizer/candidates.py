@@ -635,6 +635,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     evaluated = 0
     per_node: dict[str, float] = {}
     omega_of: dict[str, float] = {}
+    ns_cache: dict[tuple, tuple] = {}
 
     def weights_of(spot: list[Offer]) -> list[float]:
         if pool.stateful:
@@ -665,7 +666,10 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
                   ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                              np.ndarray] | None:
         nonlocal evaluated
-        ns_cost, _, _, ns_seq = _class_arrays(nonspot, [1.0] * len(nonspot), cap)
+        ns_key = tuple(o.key for o in nonspot)
+        if ns_key not in ns_cache:
+            ns_cache[ns_key] = _class_arrays(nonspot, [1.0] * len(nonspot), cap)
+        ns_cost, _, _, ns_seq = ns_cache[ns_key]
         local_seq = ordered(local, weights_of(local), cap)
         remote_seq = ordered(remote, weights_of(remote), cap - len(local_seq)) if remote else []
         sp_seq = local_seq + remote_seq
@@ -679,15 +683,14 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         grid_key = (context, gpu_name, gpn, len(ns_cost), sp_eff.round(12).tobytes(),
                     sp_lam.round(15).tobytes() if pool.stateful else b"")
         if grid_key not in grid_cache:
-            grid_cache[grid_key] = _grid(demand, pool, rates_per_phase, gpn, cap, len(ns_cost),
-                                         sp_eff, sp_lam)
-        valid, busy, picks, e_nodes, omega = grid_cache[grid_key]
-        usd = ns_cost[:, None] + sp_cost[None, :]
-        ii, jj = np.nonzero(valid)
+            grid = _grid(demand, pool, rates_per_phase, gpn, cap, len(ns_cost), sp_eff, sp_lam)
+            ii, jj = np.nonzero(grid[0])
+            grid_cache[grid_key] = (*grid, ii, jj, grid[1][ii, jj])
+        _, _, picks, e_nodes, omega, ii, jj, b = grid_cache[grid_key]
         evaluated += len(ii)
         if len(ii) == 0:
             return None
-        b, c = busy[ii, jj], usd[ii, jj]
+        c = ns_cost[ii] + sp_cost[jj]
         level = (ii + jj) if all_remote else rem[jj]
         keep = pareto_mask3(b, c, level)
         gid = len(groups)

@@ -97,17 +97,33 @@ def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np
 
 def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
             objective: str, storage=None, E: np.ndarray | float = 0.0) -> int | None:
-    cost = T * C + E + (storage(T) if storage is not None else 0.0)
+    base = T * C + E
     ok = np.ones(len(T), dtype=bool)
     if deadline is not None:
         ok &= deadline * (1 + EPS) + EPS >= T
-    if budget is not None:
-        ok &= cost <= budget * (1 + EPS) + EPS
-    if not ok.any():
-        return None
     idx = np.nonzero(ok)[0]
+    if len(idx) == 0:
+        return None
+    if storage is not None and objective == "cost" and len(idx) > 64:
+        # storage is non-decreasing in T: it is at least its value at the shortest run, so
+        # only candidates within that of the best exact cost found among the cheapest bases
+        # can win (this evaluates storage on a few candidates instead of all of them)
+        s_lo = float(storage(float(T[idx].min())))
+        first = idx[np.argsort(base[idx], kind="stable")[:64]]
+        exact = base[first] + storage(T[first])
+        if budget is not None:
+            exact = np.where(exact <= budget * (1 + EPS) + EPS, exact, np.inf)
+        upper = float(exact.min())
+        if np.isfinite(upper):
+            idx = idx[base[idx] + s_lo <= upper * (1 + 1e-9) + 1e-9]
+    cost = base[idx] + (storage(T[idx]) if storage is not None else 0.0)
+    if budget is not None:
+        keep = cost <= budget * (1 + EPS) + EPS
+        idx, cost = idx[keep], cost[keep]
+    if len(idx) == 0:
+        return None
     # lexsort: the last key is the primary one
-    keys = (T[idx], cost[idx]) if objective == "cost" else (cost[idx], T[idx])
+    keys = (T[idx], cost) if objective == "cost" else (cost, T[idx])
     return int(idx[np.lexsort(keys)[0]])
 
 

@@ -43,6 +43,8 @@ LOG_BYTES_PER_TOKEN = 8.0
 """Rollout logs: token id + log-probability."""
 HOURS_PER_MONTH = 730.0
 ACCESS_RANK = {"ms": 0, "minutes": 1, "hours": 2}
+FAR_HOURS = 1e7
+"""Far end of the exact piecewise-linear storage cost (about 1,100 years of run time)."""
 
 
 @dataclass(frozen=True)
@@ -194,23 +196,68 @@ class StorageModel:
             self._compiled[key] = out
         return self._compiled[key]
 
-    def cost(self, provider: str, region: str, run_hours: np.ndarray | float
-             ) -> np.ndarray | float:
-        """Least storage cost (USD) at run time(s) D; 0 where the catalog has no tiers."""
-        d = np.asarray(run_hours, dtype=float)
-        flat = d.reshape(-1)
-        inverse = None
-        if flat.size > 64:  # many candidates share run times: evaluate each distinct one once
-            flat, inverse = np.unique(flat, return_inverse=True)
-        total = np.zeros(flat.shape)
+    def _exact(self, provider: str, region: str, d: np.ndarray) -> np.ndarray:
+        """Least storage cost at each run time in ``d`` (1-D), evaluated term by term."""
+        total = np.zeros(d.shape)
         for k in self._compile(provider, region):
-            life = k.a[:, None] + k.b[:, None] * flat[None, :]  # groups × N
+            life = k.a[:, None] + k.b[:, None] * d[None, :]  # groups × N
             billed = np.maximum(life[None, :, :], k.min_hours[:, None, None])  # tiers × g × N
             per_tier = (k.coef[:, :, None] * billed).sum(axis=1) + k.retrieval[:, None]
             total += per_tier.min(axis=0)
-        if inverse is not None:
-            total = total[inverse.reshape(-1)]
-        return total.reshape(d.shape)
+        return total
+
+    def _breakpoints(self, provider: str, region: str) -> tuple[np.ndarray, np.ndarray]:
+        """The cost as an exact piecewise-linear function of D: its breakpoints and values.
+
+        Each (class, tier) cost is piecewise linear with kinks where an object group's
+        lifetime a + b·D crosses the tier's minimum duration; between kinks every tier's cost
+        is linear, so the least over tiers changes slope only at the kinks and where two
+        tiers' lines cross. Those points (with 0 and a far end) are breakpoints of the sum."""
+        key = ("pwl", provider, region)
+        if key in self._compiled:
+            return self._compiled[key]
+        points = {0.0, FAR_HOURS}
+        for k in self._compile(provider, region):
+            kinks = {0.0, FAR_HOURS}
+            for m in k.min_hours:
+                for a, b in zip(k.a, k.b, strict=True):
+                    if b > 0 and 0 < (m - a) / b < FAR_HOURS:
+                        kinks.add(float((m - a) / b))
+            ks = np.array(sorted(kinks))
+            values = self._tier_costs(k, ks)  # tiers × K
+            for lo in range(len(ks) - 1):
+                x0, x1 = ks[lo], ks[lo + 1]
+                y0, y1 = values[:, lo], values[:, lo + 1]
+                for i in range(len(y0)):
+                    for j in range(i + 1, len(y0)):
+                        d0, d1 = y0[i] - y0[j], y1[i] - y1[j]
+                        if d0 * d1 < 0:  # the two tiers' lines cross inside the interval
+                            points.add(float(x0 + (x1 - x0) * d0 / (d0 - d1)))
+            points.update(kinks)
+        xs = np.array(sorted(points))
+        out = (xs, self._exact(provider, region, xs))
+        self._compiled[key] = out
+        return out
+
+    @staticmethod
+    def _tier_costs(k: _Compiled, d: np.ndarray) -> np.ndarray:
+        life = k.a[:, None] + k.b[:, None] * d[None, :]
+        billed = np.maximum(life[None, :, :], k.min_hours[:, None, None])
+        return (k.coef[:, :, None] * billed).sum(axis=1) + k.retrieval[:, None]
+
+    def cost(self, provider: str, region: str, run_hours: np.ndarray | float
+             ) -> np.ndarray | float:
+        """Least storage cost (USD) at run time(s) D; 0 where the catalog has no tiers.
+        Interpolated on the exact breakpoints (see :meth:`_breakpoints`); run times beyond
+        the far end are evaluated term by term."""
+        d = np.asarray(run_hours, dtype=float)
+        xs, ys = self._breakpoints(provider, region)
+        flat = d.reshape(-1)
+        out = np.interp(flat, xs, ys)
+        beyond = flat > xs[-1]
+        if beyond.any():
+            out[beyond] = self._exact(provider, region, flat[beyond])
+        return out.reshape(d.shape)
 
     def choose(self, provider: str, region: str, run_hours: float
                ) -> list[tuple[DataClass, StorageTier, float, float]]:

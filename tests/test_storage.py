@@ -107,3 +107,29 @@ def test_a_budget_equal_to_the_optimum_with_storage_is_feasible():
     p = plan(tight, priced, explain=False)
     assert p.total_cost_usd == best.total_cost_usd
     assert float(p.storage_cost_usd) > 0
+
+
+def test_piecewise_linear_storage_cost_equals_term_by_term_evaluation():
+    """The planner evaluates storage cost by interpolating on exact breakpoints (kinks where a
+    lifetime crosses a tier's minimum duration, and crossings of tiers); it must equal the
+    term-by-term least cost everywhere, including at and around every breakpoint."""
+    import numpy as np
+
+    from optimizer.demand import build_demand
+    from optimizer.spec import load_spec
+    from optimizer.storage import StorageModel, data_classes
+    from policies.model import default_policy
+    from providers.base import load_catalog
+
+    catalog = load_catalog("embedded")
+    rng = np.random.default_rng(7)
+    for example in ("grpo-7b", "sft-8b", "opd-8b-from-32b"):
+        demand = build_demand(load_spec(f"examples/{example}.yaml"))
+        model = StorageModel(tuple(data_classes(demand, default_policy())), catalog)
+        for provider, region in (("aws", "us-east-1"), ("gcp", "us-central1")):
+            xs, _ = model._breakpoints(provider, region)
+            probes = np.concatenate([rng.uniform(0, 3000, 5000), xs[xs < 1e6],
+                                     xs[xs < 1e6] * (1 + 1e-7), xs[xs < 1e6] + 0.5, [2e7]])
+            got = model.cost(provider, region, probes)
+            want = model._exact(provider, region, probes)
+            assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
