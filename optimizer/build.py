@@ -335,9 +335,10 @@ def _warnings(ctx: Context, chosen: dict[str, PoolOption]) -> list[str]:
                    f"excluded (e.g. {relevant[0]})")
     assumed = next((offer for o in chosen.values() for offer, _ in o.fill
                     if offer.capacity_type == "spot" and offer.max_nodes is not None
-                    and offer.source.startswith("embedded")), None)
+                    and (offer.source.startswith("embedded")
+                         or "capacity assumed" in offer.note)), None)
     if assumed is not None:
-        out.append("spot capacity in the embedded catalog is an assumption "
+        out.append(f"spot capacity in catalog {ctx.catalog.name} is an assumption "
                    f"({assumed.max_nodes} nodes per zone); confirm availability")
     if any(o.gpu.startswith("Trainium") for o in chosen.values()):
         out.append("a pool runs on AWS Trainium: it needs the Neuron SDK builds of the "

@@ -170,8 +170,12 @@ class _Prices:
                 self.spot if o.capacity_type == "spot" else None)
             if book is not None and o.usd_per_hour > 0:
                 book[k] = min(book.get(k, math.inf), o.usd_per_hour)
-        self.reserved = {(r.provider, r.region, r.instance_type, r.term_years): r
-                         for r in catalog.reserved_rates}
+        # several purchase options per key (AWS: standard/convertible x upfront options):
+        # the default product is the cheapest effective rate (upfront amortised)
+        self.reserved = {}
+        for r in sorted(catalog.reserved_rates, key=lambda r: (
+                r.usd_per_hour, r.offering_class or "", r.purchase_option or "")):
+            self.reserved.setdefault((r.provider, r.region, r.instance_type, r.term_years), r)
 
     def known(self, k: Key) -> bool:
         return k in self.od or k in self.spot
