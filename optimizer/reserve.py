@@ -49,7 +49,7 @@ from optimizer.errors import InfeasibleError, InputError, PlannerError, suggest
 from optimizer.plan import Plan, spec_digest, usd
 from optimizer.portfolio import DemandRow, Portfolio, applied_defaults
 from policies.model import Policy, default_policy
-from providers.base import Catalog
+from providers.base import Catalog, ReservedRate
 
 if TYPE_CHECKING:
     from optimizer.reserve_check import Evaluation
@@ -172,7 +172,7 @@ class _Prices:
                 book[k] = min(book.get(k, math.inf), o.usd_per_hour)
         # several purchase options per key (AWS: standard/convertible x upfront options):
         # the default product is the cheapest effective rate (upfront amortised)
-        self.reserved = {}
+        self.reserved: dict[tuple[str, str, str, int], ReservedRate] = {}
         for r in sorted(catalog.reserved_rates, key=lambda r: (
                 r.usd_per_hour, r.offering_class or "", r.purchase_option or "")):
             self.reserved.setdefault((r.provider, r.region, r.instance_type, r.term_years), r)
