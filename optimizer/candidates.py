@@ -9,6 +9,11 @@ A *layout* fixes the pipeline mode and which phases share a pool:
 * ``async``: the same pools run concurrently (one-step off-policy): the run lasts the *longest*
   pool's busy time plus one step of pipeline fill; faster pools idle, and that idle is billed.
 
+A *site* is where the trainer sits: (provider, region, zone); see :mod:`optimizer.network`.
+Every pool option is priced against a site: the update, colocated and scoring pools use
+region-level offers and the site zone's, the rollout pool may add other zones' spot nodes
+(each paying cross-zone egress for its weight sync) and, with ``split_regions``, other regions.
+
 A *pool option* is one concrete pool: (provider, region, GPU shape = GPU type × GPUs per node,
 node counts per offer). Its ``busy_hours`` (time to do its phases' work) and ``usd_per_hour``
 (what holding it costs) are exact functions of the node counts:

@@ -6,8 +6,10 @@ Solve strategy (per layout the spec's ``pipeline`` allows):
 2. :mod:`optimizer.search` computes the exact optimum over those options (the incumbent) and,
    per option, a lower bound on any plan using it; options whose bound exceeds the incumbent
    are dropped.
-3. :mod:`optimizer.formulation` solves the MILP on the surviving options (HiGHS, or CBC with
-   ``--solver cbc``); its answer must agree with step 2 (``solver.cross_check``).
+3. :mod:`optimizer.formulation` solves the MILP on the surviving options at the site step 2
+   chose (HiGHS, or CBC with ``--solver cbc``); storage and fixed network flows are constants
+   there, and egress enters the objective per option. Its answer must agree with step 2
+   (``solver.cross_check``).
 4. The best layout's solution becomes a :class:`~optimizer.plan.Plan`, which
    :func:`optimizer.verify.verify_plan` re-checks from the plan alone before it is returned.
 
