@@ -158,6 +158,7 @@ class Runner:
         if workers is not None and workers < 1:
             raise InputError(f"--workers: {workers} is not a worker count; use 1 or more")
         self.setup = setup
+        self.requested = workers
         self.workers = workers or default_workers()
         self.ray_address = ray_address
         self.progress = progress
@@ -216,10 +217,15 @@ class Runner:
         if self.progress is not None:
             self.progress(done, total)
 
-    def _map_ray(self, jobs: Sequence[tuple[PriceRule, ...]]) -> list[Outcome]:
+    def ready(self) -> None:
+        """Start the Ray actors now (their number, one per cluster CPU unless ``workers`` was
+        given, sets :attr:`workers`, which sweeps and searches use to size their rounds)."""
+        if self.backend == "ray":
+            self._start_ray()
+
+    def _start_ray(self) -> None:
         try:
             import ray
-            from ray.util import ActorPool
         except ImportError:
             raise InputError("--ray: the ray package is not installed; install the extra: "
                              "pip install 'ptplan[ray]'") from None
@@ -233,11 +239,17 @@ class Runner:
                                      "give a running cluster's address (ray://host:10001, "
                                      "host:6379, auto) or 'local' to start one") from None
                 self._ray_started = True
-            cpus = int(ray.cluster_resources().get("CPU", 1))
-            n = min(self.workers if self.workers > 1 else cpus, max(cpus, 1))
+            cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+            n = min(self.requested or cpus, cpus)
             actor_cls = ray.remote(num_cpus=1)(_RayActor)
             setup_ref = ray.put(self.setup)
-            self._actors = [actor_cls.remote(setup_ref) for _ in range(max(n, 1))]
+            self._actors = [actor_cls.remote(setup_ref) for _ in range(n)]
+            self.workers = n
+
+    def _map_ray(self, jobs: Sequence[tuple[PriceRule, ...]]) -> list[Outcome]:
+        from ray.util import ActorPool
+
+        self._start_ray()
         pool = ActorPool(self._actors)
         out = []
         for n, res in enumerate(pool.map(lambda a, job: a.solve.remote(job), list(jobs))):
@@ -555,6 +567,7 @@ def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], ru
         return (*base_rules, make_rule(selector, op, values[i]))
 
     validate_jobs(setup, [tuple(base_rules), *[job(i) for i in range(n)]])
+    runner.ready()
     solved: dict[int, Outcome] = {}
     todo = list(range(n)) if every_point else initial_points(n, runner.workers)
     outs = runner.map([tuple(base_rules), *[job(i) for i in todo]])
@@ -791,6 +804,7 @@ def break_even(setup: Setup, selector: Selector, runner: Runner, low: float = 0.
     catalog, _ = apply_rules(setup.catalog, base_rules)
     validate_jobs(setup, [(*base_rules, make_rule(selector, "*=", m)) for m in (low, high)])
     probe = _Probe(runner, selector, base_rules, catalog)
+    runner.ready()
     k = max(1, runner.workers)
     base, lo_o, hi_o = probe.run([1.0, low, high])
     if base.plan is None:
