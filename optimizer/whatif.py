@@ -519,8 +519,8 @@ def use_of(p: Plan | None, selector: Selector, catalog: Catalog) -> Use | None:
                 qty += i.gb_months
                 spend += i.gb_months * i.usd_per_gb_month
         return Use(tuple(sorted(items)), qty, spend)
-    raise InputError(f"--break-even {selector.text!r}: egress rates are not priced in plans "
-                     "yet, so no plan uses them; choose offer or storage keys")
+    raise InputError(f"--break-even {selector.text!r}: egress keys are not supported yet (a "
+                     "plan's use of egress rates is not tracked); choose offer or storage keys")
 
 
 # --------------------------------------------------------------------------- sweeps
@@ -798,8 +798,9 @@ def break_even(setup: Setup, selector: Selector, runner: Runner, low: float = 0.
     if not tolerance > 0:
         raise InputError(f"--tolerance: {tolerance:g} must be > 0 (e.g. 0.001)")
     if selector.kind == "egress":
-        raise InputError(f"--break-even {selector.text!r}: egress rates are not priced in plans "
-                         "yet, so no plan uses them; choose offer or storage keys")
+        raise InputError(f"--break-even {selector.text!r}: egress keys are not supported yet "
+                         "(a plan's use of egress rates is not tracked); choose offer or "
+                         "storage keys")
     base_rules = tuple(base_rules)
     catalog, _ = apply_rules(setup.catalog, base_rules)
     validate_jobs(setup, [(*base_rules, make_rule(selector, "*=", m)) for m in (low, high)])
