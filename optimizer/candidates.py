@@ -197,6 +197,14 @@ def filter_offers(spec_placement, catalog: Catalog,
     regions, and drop GPUs without specs."""
     offers = list(catalog.offers)
     removed: dict[str, int] = {}
+    if spec_placement.providers:  # a name the catalog lacks is a typo, whatever the policy
+        known = {o.provider for o in offers}
+        unknown = [x for x in spec_placement.providers if x.lower() not in known]
+        if unknown:
+            raise InputError(
+                f"placement.providers: {unknown[0]!r} is not in the catalog {catalog.name} "
+                f"(providers: {', '.join(sorted(known))}); fix the name or the catalog"
+            )
     if policy is not None and (policy.providers is not None or policy.regions is not None):
         keep = [o for o in offers if policy.allows_region(o.provider, o.region)]
         removed[f"policy {policy.name} providers/regions"] = len(offers) - len(keep)
@@ -204,13 +212,6 @@ def filter_offers(spec_placement, catalog: Catalog,
     p = spec_placement
     if p.providers:
         allowed = {x.lower() for x in p.providers}
-        known = {o.provider for o in offers}
-        unknown = [x for x in p.providers if x.lower() not in known]
-        if unknown:
-            raise InputError(
-                f"placement.providers: {unknown[0]!r} is not in the catalog {catalog.name} "
-                f"(providers: {', '.join(sorted(known))}); fix the name or the catalog"
-            )
         keep = [o for o in offers if o.provider.lower() in allowed]
         removed["placement.providers"] = len(offers) - len(keep)
         offers = keep

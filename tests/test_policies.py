@@ -174,3 +174,22 @@ def test_check_cli_names_policy_rules(tmp_path):
     assert "violation: policy nospot: phases.rollout.capacity_types" in result.stdout
     assert runner.invoke(app, ["check", str(out), "--policy",
                                str(ROOT / "policies/default.yaml")]).exit_code == 0
+
+
+def test_policy_narrowing_providers_does_not_blame_the_spec():
+    """A spec that names aws and gcp, under a policy that allows only aws, plans on aws; a
+    provider name the catalog lacks is still reported as the spec's typo."""
+    from optimizer.errors import InputError
+    from optimizer.solve import plan
+    from optimizer.spec import load_spec
+    from providers.base import load_catalog
+
+    spec = load_spec("examples/grpo-7b.yaml")
+    assert {"aws", "gcp"} <= set(spec.placement.providers or [])
+    policy = parse_policy("name: aws-only\nproviders: [aws]\n")
+    p = plan(spec, load_catalog("embedded"), explain=False, policy=policy)
+    assert {a.provider for q in p.pools for a in q.allocations} == {"aws"}
+    bad = spec.model_copy(update={"placement": spec.placement.model_copy(
+        update={"providers": ["aws", "azure"]})})
+    with pytest.raises(InputError, match=r"placement\.providers: 'azure'"):
+        plan(bad, load_catalog("embedded"), explain=False, policy=policy)
