@@ -132,16 +132,11 @@ def reserve_markdown(r: dict[str, Any]) -> str:
 
 def write_chart(r: dict[str, Any], path: Path) -> None:
     """Weekly demand (solid) against committed capacity (dashed) per scenario and instance."""
-    suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        raise InputError(f"--chart: {str(path)!r} must end in .png or .svg")
-    import matplotlib
+    from optimizer.charts import chart_suffix, pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    chart_suffix(path)
     scenarios = [s["name"] for s in r["scenarios"]]
-    with matplotlib.rc_context({"svg.hashsalt": "ptplan-reserve", "svg.fonttype": "path"}):
+    with pyplot("ptplan-reserve") as plt:
         fig, axes = plt.subplots(len(scenarios), 1, figsize=(11, 2.6 * len(scenarios)),
                                  sharex=True, squeeze=False)
         for ax, name in zip(axes[:, 0], scenarios, strict=True):
@@ -165,17 +160,7 @@ def write_chart(r: dict[str, Any], path: Path) -> None:
         axes[-1, 0].set_xlabel("week")
         fig.suptitle(f"{r['portfolio']}: weekly demand vs committed capacity", fontsize=10)
         fig.tight_layout()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if suffix == ".svg":
-                fig.savefig(path, format="svg", metadata={"Date": None})
-            else:
-                fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
-        except OSError as exc:
-            raise InputError(f"--chart: cannot write {str(path)!r} ({exc.strerror}); choose a "
-                             "writable path") from None
-        finally:
-            plt.close(fig)
+        save(plt, fig, path)
     typer.echo(f"wrote {path}", err=True)
 
 

@@ -270,20 +270,12 @@ def break_even_markdown(report: dict[str, Any]) -> str:
 def sweep_chart(report: dict[str, Any], path: Path) -> None:
     """Cost against the swept value, plan switches marked (PNG or SVG by suffix;
     deterministic SVG: fixed hash salt, no date)."""
-    suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        raise InputError(f"--chart: {str(path)!r} has suffix {suffix or 'none'}; use .png or .svg")
-    try:
-        import matplotlib
-    except ImportError:
-        raise InputError("--chart needs matplotlib; install the extra: pip install "
-                         "'ptplan[chart]'") from None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from optimizer.charts import chart_suffix, pyplot, save
 
+    chart_suffix(path)
     xs = [p["value"] for p in report["points"] if p["total_cost_usd"] is not None]
     ys = [float(p["total_cost_usd"]) for p in report["points"] if p["total_cost_usd"] is not None]
-    with matplotlib.rc_context({"svg.hashsalt": "ptplan-whatif", "svg.fonttype": "path"}):
+    with pyplot("ptplan-whatif") as plt:
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
         ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, color="#1f77b4",
                 label="total cost")
@@ -302,15 +294,7 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="best")
         fig.tight_layout()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            meta = {"Date": None} if suffix == ".svg" else {"Software": None}
-            fig.savefig(path, format=suffix[1:], metadata=meta)
-        except OSError as exc:
-            raise InputError(f"--chart: cannot write {str(path)!r} ({exc.strerror}); choose a "
-                             "writable path") from None
-        finally:
-            plt.close(fig)
+        save(plt, fig, path)
     typer.echo(f"wrote {path}", err=True)
 
 
