@@ -311,7 +311,9 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
 
     sync / colocated: exact (the best completion over the Minkowski–Pareto set of the other
     pools, under the deadline and budget). async: exact for rollout options (best over the
-    candidate maxima); for other pools the bound max(t, others' min t) + fill, c + others' min c.
+    candidate maxima m ≥ t, the other pools at their cheapest option within m); for other pools
+    the same with the fill term of the fastest rollout option. Egress: the option's own plus
+    the least of the other pools'.
     """
     lay = c.layout
     out = {n: np.full(len(f.t), np.inf) for n, f in c.frontiers.items()}
@@ -332,31 +334,36 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
                     continue
                 T = t[:, None] + T_r[None, :]
                 C = cc[:, None] + C_r[None, :]
-            elif n == "rollout":
-                others = [k for k in names if k != n]
-                m = np.unique(np.concatenate([arrs[k][0] for k in names]))
-                T = np.maximum(m[None, :], t[:, None])
-                C = np.repeat(cc[:, None], len(m), axis=1)
-                for k in others:
-                    tk, ck, _, _ = arrs[k]
-                    pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
-                    C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
-                T = T + lay.fill_fraction * t[:, None]
             else:
-                # candidate maxima m ≥ t; the rollout and other pools take their cheapest
-                # option with busy time ≤ m; the fill term uses the fastest rollout option
-                m = np.unique(np.concatenate([arrs[k][0] for k in names]))
-                T = np.maximum(m[None, :], t[:, None])
-                C = np.repeat(cc[:, None], len(m), axis=1)
-                for k in names:
-                    if k == n:
-                        continue
-                    tk, ck, _, _ = arrs[k]
-                    pos = np.searchsorted(tk, T + 1e-12, side="right") - 1
-                    C = C + np.where(pos >= 0, ck[np.maximum(pos, 0)], np.inf)
-                T = T + lay.fill_fraction * float(arrs["rollout"][0].min())
-            cost = T * C + e_add + c.extra_cost(region, T)
-            ok = np.isfinite(cost)
+                # the run is m + fill for a maximum m ≥ t; the other pools take their cheapest
+                # option with busy time ≤ m, G(m), a step function falling only where some
+                # pool's running-minimum price falls. Between such steps the cost only grows
+                # with m, so m = t and the steps above t are the only candidates (exact).
+                others = [arrs[k] for k in names if k != n]
+
+                def cheapest(x: np.ndarray, others=others) -> np.ndarray:
+                    total = np.zeros(x.shape)
+                    for tk, ck, _, _ in others:
+                        pos = np.searchsorted(tk, x + 1e-12, side="right") - 1
+                        run = np.minimum.accumulate(ck)
+                        total = total + np.where(pos >= 0, run[np.maximum(pos, 0)], np.inf)
+                    return total
+
+                steps = [tk[np.concatenate(([True], np.diff(np.minimum.accumulate(ck)) < 0))]
+                         for tk, ck, _, _ in others]
+                m = np.unique(np.concatenate(steps)) if steps else np.zeros(0)
+                fill = (lay.fill_fraction * t[:, None] if n == "rollout"
+                        else lay.fill_fraction * float(arrs["rollout"][0].min()))
+                m_all = np.concatenate([t[:, None], np.broadcast_to(m[None, :], (len(t), len(m)))],
+                                       axis=1)
+                G = np.concatenate([cheapest(t)[:, None],
+                                    np.broadcast_to(cheapest(m)[None, :], (len(t), len(m)))],
+                                   axis=1)
+                T = np.where(m_all >= t[:, None] - 1e-12, m_all + fill, np.inf)
+                C = cc[:, None] + G
+            with np.errstate(invalid="ignore"):
+                cost = T * C + e_add + c.extra_cost(region, np.where(np.isfinite(T), T, 0.0))
+            ok = np.isfinite(cost) & np.isfinite(T)
             if deadline is not None:
                 ok &= deadline * (1 + EPS) + EPS >= T
             if budget is not None:
