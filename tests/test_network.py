@@ -317,3 +317,34 @@ def test_catalog_without_egress_rates_prices_zero_and_says_so():
     p = plan(split_spec(), catalog, policy=split_policy(), explain=False)
     assert p.network_cost_usd == "0.00"
     assert any("no egress rate for lab inter_region" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("cross_zone", [0.0, 0.0005, 0.01])
+def test_option_bounds_never_exceed_a_plan_using_the_option(cross_zone):
+    """Options are pruned before the MILP by a lower bound on any plan using them; with egress
+    the rollout list is not a 2D Pareto front, and the bound must stay below every plan built
+    from the options (checked on every combination of a small instance)."""
+    import itertools
+
+    import numpy as np
+
+    from optimizer.search import option_bounds
+    from optimizer.solve import prepare
+
+    spec = small_spec(pipeline="async", sla={"deadline_hours": None},
+                      placement={"max_nodes_per_pool": 3})
+    ctx = prepare(spec, zoned_catalog(l4_od=1.5, cross_zone=cross_zone))
+    for c in ctx.runs:
+        bounds = option_bounds(c, None, None, "cost")
+        names = list(c.frontiers)
+        for site in range(len(c.regions)):
+            idx = {n: np.nonzero(c.frontiers[n].region == site)[0] for n in names}
+            for combo in itertools.product(*(idx[n] for n in names)):
+                opts = {n: c.frontiers[n].option(int(k), c.regions) for n, k in
+                        zip(names, combo, strict=True)}
+                busy = {n: o.busy_hours for n, o in opts.items()}
+                run = max(busy.values()) + c.layout.fill_fraction * busy["rollout"]
+                cost = run * sum(o.usd_per_hour for o in opts.values()) + sum(
+                    o.egress_usd for o in opts.values()) + float(c.extra_cost(site, run))
+                for n, k in zip(names, combo, strict=True):
+                    assert bounds[n][k] <= cost * (1 + 1e-9) + 1e-9
