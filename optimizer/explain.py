@@ -49,6 +49,14 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
     summary = [f"{plan.pipeline_mode} pipeline ({plan.layout}) in {plan.provider} "
                f"{plan.region}: ${plan.total_cost_usd} over {plan.makespan_hours:.1f} h, of "
                f"which ${plan.idle_cost_usd} is idle time of held pools"]
+    sync = [i for i in plan.network if i.flow == "weight_sync"]
+    if sync:
+        where = "; ".join(f"{i.nodes} node(s) {i.path} ${i.cost_usd}" for i in sync)
+        summary.append(
+            f"trainer in {plan.zone or plan.region}; weight sync every step to the rollout "
+            f"pool: {where} (rollout nodes outside the trainer's zone or region pay "
+            f"{plan.weight_sync_gb_per_node_step:g} GB x steps each; network total "
+            f"${plan.network_cost_usd})")
     binding: list[str] = []
     for pool in plan.pools:
         kinds = sorted({a.capacity_type for a in pool.allocations})
