@@ -132,8 +132,10 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"${plan.network_cost_usd}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
         "storage: " + ("; ".join(
-            f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed, "
-            f"${i.cost_usd})" for i in plan.storage) or "not priced (no tiers in the catalog)"),
+            f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed"
+            + (f" + retrieval {i.retrieval_gb:,.1f} GB x ${i.retrieval_usd_per_gb:g}/GB = "
+               f"${i.retrieval_gb * i.retrieval_usd_per_gb:,.2f}" if i.retrieval_gb else "")
+            + f"; ${i.cost_usd})" for i in plan.storage) or "not priced (no tiers in the catalog)"),
         "network: " + ("; ".join(
             f"{i.flow} {i.src.region}{'/' + i.src.zone if i.src.zone else ''} -> "
             f"{i.dst.region}{'/' + i.dst.zone if i.dst.zone else ''} {i.path}"
