@@ -13,10 +13,12 @@ from __future__ import annotations
 import fnmatch
 from functools import cache
 from importlib import resources
-from typing import Annotated, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from optimizer.errors import InputError
 from optimizer.yamlio import parse_mapping, read_mapping, validate
 
 CapacityType = Literal["on_demand", "spot", "reserved"]
@@ -68,6 +70,10 @@ class BudgetThresholds(_Strict):
 
 class Policy(_Strict):
     name: str = Field(min_length=1, max_length=200)
+    extends: str | None = Field(default=None, min_length=1, max_length=1000)
+    """``default`` (``policies/default.yaml``) or the path of another policy file, relative to
+    this one: start from that policy; keys given here replace its keys, and mappings (phases,
+    storage, budget, ...) merge key by key. Kept in the plan for provenance."""
     phases: dict[PhaseName, PhaseRule] = {}
     high_precision_fallback: dict[Literal["teacher", "reward"], Share] = {}
     """Share of that scoring model's work run at bf16 or better (fp16 where no bf16)."""
@@ -108,18 +114,68 @@ class Policy(_Strict):
         return self.regions is None or any(fnmatch.fnmatchcase(region, g) for g in self.regions)
 
 
-def parse_policy(text: str, origin: str = "policy") -> Policy:
-    return validate(Policy, parse_mapping(text, "policy", origin), f"policy {origin}")
+MAX_EXTENDS = 8
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``base``: mappings merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _default_text() -> str:
+    return resources.files("policies").joinpath("default.yaml").read_text(encoding="utf-8")
+
+
+def _resolve(data: dict[str, Any], origin: str, base_dir: Path, chain: tuple[str, ...]
+             ) -> dict[str, Any]:
+    """Apply ``extends`` (recursively, cycles and runaway chains rejected)."""
+    parent_ref = data.get("extends")
+    if parent_ref is None:
+        return data
+    if not isinstance(parent_ref, str) or not parent_ref.strip():
+        raise InputError(f"policy {origin}: extends = {parent_ref!r}; use 'default' or the path "
+                         "of another policy file")
+    if len(chain) >= MAX_EXTENDS:
+        raise InputError(f"policy {origin}: extends chain longer than {MAX_EXTENDS} "
+                         f"({' -> '.join(chain)}); shorten it")
+    if parent_ref == "default":
+        key, parent = "default", parse_mapping(_default_text(), "policy",
+                                               "policies/default.yaml")
+        parent_dir = base_dir
+    else:
+        path = (base_dir / parent_ref).resolve()
+        key = str(path)
+        parent = read_mapping(path, f"policy {origin}: extends")
+        parent_dir = path.parent
+    if key in chain:
+        raise InputError(f"policy {origin}: extends {parent_ref!r} forms a cycle "
+                         f"({' -> '.join((*chain, key))}); remove one extends")
+    parent = _resolve(parent, parent_ref, parent_dir, (*chain, key))
+    merged = _merge({k: v for k, v in parent.items() if k != "extends"}, data)
+    return merged
+
+
+def parse_policy(text: str, origin: str = "policy", base_dir: Path | None = None) -> Policy:
+    data = parse_mapping(text, "policy", origin)
+    data = _resolve(data, origin, base_dir or Path.cwd(), (origin,))
+    return validate(Policy, data, f"policy {origin}")
 
 
 def load_policy(path: str | None) -> Policy:
     """The policy at ``path``, or the default policy (``policies/default.yaml``)."""
     if path is None:
         return default_policy()
-    return validate(Policy, read_mapping(path, "policy"), f"policy {path}")
+    data = read_mapping(path, "policy")
+    data = _resolve(data, path, Path(path).resolve().parent, (str(Path(path).resolve()),))
+    return validate(Policy, data, f"policy {path}")
 
 
 @cache
 def default_policy() -> Policy:
-    text = resources.files("policies").joinpath("default.yaml").read_text(encoding="utf-8")
-    return parse_policy(text, "policies/default.yaml")
+    return parse_policy(_default_text(), "policies/default.yaml")

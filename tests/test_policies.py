@@ -193,3 +193,46 @@ def test_policy_narrowing_providers_does_not_blame_the_spec():
         update={"providers": ["aws", "azure"]})})
     with pytest.raises(InputError, match=r"placement\.providers: 'azure'"):
         plan(bad, load_catalog("embedded"), explain=False, policy=policy)
+
+
+def test_extends_default_keeps_its_rules_and_overrides_what_it_gives(tmp_path):
+    p = tmp_path / "aws.yaml"
+    p.write_text("name: aws-only\nextends: default\nproviders: [aws]\n"
+                 "phases: {rollout: {precisions: [bf16]}}\n")
+    policy = load_policy(str(p))
+    base = default_policy()
+    assert policy.name == "aws-only" and policy.extends == "default"
+    assert policy.providers == ["aws"]
+    assert policy.capacity_types("update") == base.capacity_types("update") == \
+        {"on_demand", "reserved"}
+    # mappings merge key by key: rollout keeps the default capacity types, gets bf16 only
+    assert policy.precisions("rollout") == {"bf16"}
+    assert policy.capacity_types("rollout") == base.capacity_types("rollout")
+    assert policy.storage == base.storage and policy.budget == base.budget
+
+
+def test_extends_a_file_relative_to_the_policy_and_chains(tmp_path):
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "base.yaml").write_text(
+        "name: team\nextends: default\nmax_spot_share: 0.5\nbudget: {warn_at: 0.7}\n")
+    child = tmp_path / "team" / "proj.yaml"
+    child.write_text("name: proj\nextends: base.yaml\nbudget: {stop_at: 0.9}\n")
+    policy = load_policy(str(child))
+    assert policy.max_spot_share == 0.5
+    assert (policy.budget.warn_at, policy.budget.stop_at) == (0.7, 0.9)
+    assert policy.capacity_types("update") == {"on_demand", "reserved"}
+
+
+@pytest.mark.parametrize("files,match", [
+    ({"a.yaml": "name: a\nextends: b.yaml\n", "b.yaml": "name: b\nextends: a.yaml\n"},
+     "forms a cycle"),
+    ({"a.yaml": "name: a\nextends: missing.yaml\n"}, "not found"),
+    ({"a.yaml": "name: a\nextends: 3\n"}, "extends = 3"),
+    ({"a.yaml": "name: a\nextends: default\nmax_spot_share: 2\n"}, "max_spot_share"),
+])
+def test_bad_extends_get_one_line(tmp_path, files, match):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match=match) as err:
+        load_policy(str(tmp_path / "a.yaml"))
+    assert "\n" not in str(err.value)
