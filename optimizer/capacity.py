@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from optimizer.candidates import Candidates, build_candidates, over_capacity
+from optimizer.candidates import Candidates
+from optimizer.frontier import build_candidates, over_capacity
 from optimizer.search import Best, best
 from providers.base import Offer
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.candidates import Candidates, cross_region_egress, pareto_mask3
+from optimizer.candidates import Candidates
+from optimizer.frontier import cross_region_egress, pareto_mask3
 
 EPS = 1e-9
 

@@ -24,18 +24,12 @@ import time
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from optimizer.candidates import (
-    Candidates,
-    PoolOption,
-    build_candidates,
-    fill_variants,
-    filter_offers,
-    layouts,
-)
+from optimizer.candidates import Candidates, PoolOption, filter_offers, layouts
 from optimizer.capacity import resolve
 from optimizer.demand import Demand, build_demand, phase_cell
 from optimizer.errors import InfeasibleError, InputError
 from optimizer.formulation import OptionSet, Solution, check_solver, solve
+from optimizer.frontier import build_candidates, fill_variants
 from optimizer.hardware import gpus
 from optimizer.network import network_model
 from optimizer.plan import Plan
