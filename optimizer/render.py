@@ -216,6 +216,7 @@ def _groups(plan: Plan, slug: str) -> list[dict[str, Any]]:
             groups.append({
                 "name": name, "full_name": dns_name(f"{slug}-{name}", 63), "tf": tf_name(name),
                 "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
+                "provider": pool.provider, "region": pool.region,
                 "gpu_resource": gpu_resource(pool.gpu),
                 "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
                 "gpus_per_node": pool.gpus_per_node, "nodes": sum(a.nodes for a in allocs),
@@ -438,6 +439,17 @@ class NotApplicable(Exception):
     """A target that does not apply to this plan (the message says what to use instead)."""
 
 
+def _one_region(ctx: dict[str, Any], target: str) -> None:
+    """Cluster targets need every pool in one region; a split plan (``split_regions``) puts
+    the rollout pool elsewhere, which only per-task targets (SkyPilot) can express."""
+    places = sorted({(g["provider"], g["region"]) for g in ctx["groups"]})
+    if len(places) > 1:
+        where = ", ".join(f"{g['pool']} in {g['provider']}/{g['region']}" for g in ctx["groups"])
+        raise NotApplicable(f"{target}: the pools span {len(places)} regions ({where}; a "
+                            "split_regions plan) and one cluster lives in one region; use "
+                            "--target skypilot, or plan without split_regions")
+
+
 def _launch_files(ctx: dict[str, Any]) -> dict[str, str]:
     from templates import render
 
@@ -487,6 +499,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
 def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
     from templates import render
 
+    _one_region(ctx, "kuberay")
     launch = ctx["launch"]
     if launch["torchrun"] and sum(g["nodes"] for g in ctx["groups"]) > 1:
         raise NotApplicable("kuberay: multi-node SFT runs under torchrun, not Ray; use "
@@ -497,6 +510,7 @@ def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
 def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
     from templates import render
 
+    _one_region(ctx, "karpenter")
     if ctx["project"]["provider"] == "gcp":
         return {"gke/main.tf": render("terraform/gcp_main.tf.j2", **ctx),
                 "gke/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx)}
@@ -509,6 +523,7 @@ def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
 def _t_kueue(ctx: dict[str, Any]) -> dict[str, str]:
     from templates import render
 
+    _one_region(ctx, "kueue")
     return {"kueue/queues.yaml": render("kueue/queues.yaml.j2", **ctx)}
 
 
@@ -522,6 +537,10 @@ def _t_terraform(provider: str) -> Callable[[dict[str, Any]], dict[str, str]]:
         from templates import render
 
         where = f"{ctx['project']['provider']}/{ctx['project']['region']}"
+        _one_region(ctx, f"terraform-{provider}")
+        if ctx["project"]["provider"] not in ("aws", "gcp"):
+            raise NotApplicable(f"terraform-{provider}: the plan runs on {where}; the "
+                                "Terraform targets cover aws and gcp plans only")
         if ctx["project"]["provider"] != provider:
             other = "terraform-gcp" if provider == "aws" else "terraform-aws"
             raise NotApplicable(f"terraform-{provider}: the plan runs on {where}; "

@@ -549,3 +549,31 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
            for k in ("keep_hot", "archive_every", "retention_days", "every_steps")):
         with pytest.raises(Exception, match="--spec"):
             render_plan(legacy, "lifecycle")
+
+
+def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() -> None:
+    """With split_regions the rollout pool sits in another region: SkyPilot tasks carry each
+    pool's own region; cluster targets (one cluster, one region) refuse in one line, and
+    ``all`` skips them with a note."""
+    from test_network import split_policy, split_spec, two_region_catalog
+
+    from optimizer.errors import InputError
+    from optimizer.solve import plan as make_plan
+
+    p = make_plan(split_spec(), two_region_catalog(inter_region=0.001), policy=split_policy(),
+                  explain=False, timings=False)
+    regions = {q.name: q.region for q in p.pools}
+    assert regions["rollout"] != regions["update"]
+    files, _ = render_plan(p, "skypilot")
+    for path, text in files.items():
+        if path.startswith("skypilot/"):
+            pool = path.split("/")[1].split("-")[0]
+            infra = yaml.safe_load(text)["resources"]["infra"]
+            assert infra == f"lab/{regions[pool]}"
+    for target in ("kuberay", "kueue", "terraform-aws"):
+        with pytest.raises(InputError, match="span 2 regions") as err:
+            render_plan(p, target)
+        assert "\n" not in str(err.value)
+    files, notes = render_plan(p, "all")
+    assert any("span 2 regions" in n for n in notes)
+    assert not any(f.startswith(("kuberay/", "kueue/")) for f in files)
