@@ -270,13 +270,11 @@ METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with th
 
 
 def scenario_notes(rules: Sequence[PriceRule]) -> list[str]:
-    """Caveats a user needs next to the numbers (e.g. a price the planner does not use yet)."""
-    notes = []
-    if any(r.selector.kind == "egress" for r in rules) and "network_cost_usd" not in \
-            Plan.model_fields:
-        notes.append("egress rates are not priced by this planner version yet: egress rules "
-                     "change the catalog but not the plan")
-    return notes
+    """Caveats a user needs next to the numbers."""
+    return [f"egress rule {r.text!r} prices the plan's network flows on matching paths "
+            "(plan.network: weight sync to rollout nodes outside the trainer's zone or region, "
+            "experience data, dataset staging, checkpoint copies); a plan without such flows "
+            "does not change" for r in rules if r.selector.kind == "egress"]
 
 
 # --------------------------------------------------------------------------- use of offers
