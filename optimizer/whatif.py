@@ -176,6 +176,9 @@ def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
         if (s0 and s0.tier) != (s1 and s1.tier):
             lines.append(f"storage {cls}: {s0.tier if s0 else 'none'} -> "
                          f"{s1.tier if s1 else 'none'}")
+    if base.network_cost_usd != new.network_cost_usd or base.zone != new.zone:
+        lines.append(f"network ${base.network_cost_usd} -> ${new.network_cost_usd} (trainer "
+                     f"zone {base.zone or base.region} -> {new.zone or new.region})")
     if abs(d_hours) > 1e-9:
         lines.append(f"makespan {base.makespan_hours:,.2f} h -> {new.makespan_hours:,.2f} h "
                      f"({d_hours:+,.2f} h)")
@@ -187,6 +190,8 @@ def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
                                                               base.total_cost_usd)},
         "compute_delta_usd": _money_delta(new.compute_cost_usd, base.compute_cost_usd),
         "storage_delta_usd": _money_delta(new.storage_cost_usd, base.storage_cost_usd),
+        "network_delta_usd": _money_delta(new.network_cost_usd, base.network_cost_usd),
+        "zone": {"baseline": base.zone, "scenario": new.zone},
         "idle_delta_usd": _money_delta(new.idle_cost_usd, base.idle_cost_usd),
         "makespan_hours": {"baseline": base.makespan_hours, "scenario": new.makespan_hours,
                            "delta": d_hours},
@@ -565,12 +570,13 @@ def _crossing(sel_use_a: Use, sel_use_b: Use, pa: Plan, pb: Plan, ma: float, mb:
 
 def exact_total_usd(p: Plan) -> float:
     """A plan's total before rounding to cents: Σ nodes × hours × $/h over the pools'
-    allocations + Σ (GB-months × $/GB-month + retrieval GB × fee) over storage."""
+    allocations + Σ (GB-months × $/GB-month + retrieval GB × fee) over storage + Σ GB × $/GB
+    over the network items."""
     compute = sum(a.nodes * a.hours * a.usd_per_hour for pool in p.pools
                   for a in pool.allocations)
     storage = sum(i.gb_months * i.usd_per_gb_month + i.retrieval_gb * i.retrieval_usd_per_gb
                   for i in p.storage)
-    network = float(getattr(p, "network_cost_usd", 0) or 0)  # rounded; absent before egress
+    network = sum(i.gb * i.usd_per_gb for i in p.network)
     return compute + storage + network
 
 
