@@ -140,7 +140,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     warnings = _warnings(ctx, chosen)
     storage_items, storage_total = _storage_items(winner, chosen, held)
     network_items, network_total = _network_items(winner, chosen)
-    site = next(iter(chosen.values())).site
+    site = plan_site(chosen)
     net = winner.cands.network
     unpriced = sorted({f"{i.src.provider} {i.path}" for i in network_items
                        if net is not None and i.path != "same_zone"
@@ -232,6 +232,14 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     return p
 
 
+def plan_site(chosen: dict[str, PoolOption]) -> tuple[str, str, str]:
+    """The trainer's (provider, region, zone); the zone is left empty when no pool holds a
+    zoned (spot) node, since region-level nodes can then sit in any one zone."""
+    site = next(iter(chosen.values())).site
+    zoned = any(o.zone for opt in chosen.values() for o, _ in opt.fill)
+    return site if zoned else (site[0], site[1], "")
+
+
 def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
                    ) -> tuple[list[NetworkItem], float]:
     """Egress of the chosen plan (see :mod:`optimizer.network`) and its unrounded total,
@@ -239,7 +247,7 @@ def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
     net = winner.cands.network
     if net is None:
         return [], 0.0
-    site = next(iter(chosen.values())).site
+    site = plan_site(chosen)
     trainer = Place(provider=site[0], region=site[1], zone=site[2])
     items: list[NetworkItem] = []
     rollout = chosen.get("rollout") if any(
@@ -305,7 +313,7 @@ def _storage_items(winner: LayoutRun, chosen: dict[str, PoolOption], held: float
     model = winner.cands.storage
     if model is None:
         return [], 0.0
-    site = next(iter(chosen.values())).site
+    site = plan_site(chosen)
     first = next(o for o in chosen.values() if (o.provider, o.region) == site[:2])
     out = []
     total = 0.0

@@ -210,7 +210,8 @@ class Plan(_Frozen):
     region: str
     zone: str = ""
     """The trainer's zone: pools that hold state or talk to the trainer every micro-step are
-    placed here; rollout nodes elsewhere pay egress (``network``). Empty: region-level."""
+    placed here; rollout nodes elsewhere pay egress (``network``). Empty when no pool holds a
+    zoned (spot) node: region-level nodes can then sit in any one zone."""
     split_regions: bool = False
     steps: int
     fill_fraction: float

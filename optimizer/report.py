@@ -180,7 +180,8 @@ def pareto_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for p in report["points"]:
         saved = p.get("usd_per_hour_saved")
         rows.append([f"{p['makespan_hours']:,.2f}", p["total_cost_usd"], saved or "-",
-                     p["layout"], f"{p['provider']} {p['region']}", "; ".join(p["pools"])])
+                     p["layout"], f"{p['provider']} {p['region']}"
+                     + (f" ({p['zone']})" if p.get("zone") else ""), "; ".join(p["pools"])])
     return header, rows
 
 
