@@ -50,7 +50,7 @@ from typing import Any
 
 from optimizer.errors import InputError, ProviderError
 from optimizer.hardware import canonical_gpu_name, gpus
-from providers.base import Offer, ReservedRate
+from providers.base import Offer, ReservedRate, checked_regions
 from providers.cache import ProgressFn, Pull, utc_now
 from providers.embedded import (
     BAND_FRACTION,
@@ -126,12 +126,7 @@ def family(instance_type: str) -> str:
 
 
 def validate_regions(regions: Iterable[str]) -> tuple[str, ...]:
-    out = tuple(sorted(set(regions)))
-    for r in out:
-        if not _REGION_RE.match(r):
-            raise InputError(f"--regions: {r!r} is not an AWS region code; use codes like "
-                             "us-east-1,us-west-2")
-    return out
+    return checked_regions(regions, _REGION_RE, "an AWS region code", "us-east-1,us-west-2")
 
 
 def validate_instance_types(types: Iterable[str]) -> tuple[str, ...]:

@@ -13,7 +13,8 @@ Spot offers carry ``interruptions_per_hour`` (per-node hazard λ, 1/h). ``max_no
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from optimizer.errors import InputError, suggest
@@ -160,3 +161,14 @@ def load_catalog(ref: str) -> Catalog:
         f"--catalog: unknown catalog {ref!r}{suggest(ref, _REGISTRY)}; use one of "
         f"{', '.join(sorted(_REGISTRY))} or a path to a catalog YAML file"
     )
+
+
+def checked_regions(regions: Iterable[str], pattern: re.Pattern[str], what: str,
+                    example: str) -> tuple[str, ...]:
+    """``--regions`` values, sorted and deduplicated; one that does not look like ``what``
+    is a one-line input error with an ``example``."""
+    out = tuple(sorted(set(regions)))
+    for r in out:
+        if not pattern.match(r):
+            raise InputError(f"--regions: {r!r} is not {what}; use names like {example}")
+    return out

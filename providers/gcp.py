@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from optimizer.errors import InputError, ProviderError
+from optimizer.errors import ProviderError
 from optimizer.hardware import canonical_gpu_name
-from providers.base import Offer, ReservedRate
+from providers.base import Offer, ReservedRate, checked_regions
 from providers.cache import ProgressFn, Pull, utc_now
 from providers.embedded import (
     BAND_FRACTION,
@@ -135,12 +135,7 @@ _REGION_RE = re.compile(r"^[a-z]+-[a-z]+\d+$")
 
 
 def validate_regions(regions: Iterable[str]) -> tuple[str, ...]:
-    out = tuple(sorted(set(regions)))
-    for r in out:
-        if not _REGION_RE.match(r):
-            raise InputError(f"--regions: {r!r} is not a GCP region; use names like "
-                             "us-central1,europe-west4")
-    return out
+    return checked_regions(regions, _REGION_RE, "a GCP region", "us-central1,europe-west4")
 
 
 def _client(endpoint: str | None) -> Any:
