@@ -14,9 +14,9 @@ weight_sync            every step the trainer broadcasts the policy weights (bf1
 experience             rollout → scoring → update: prompt and response token ids plus the
                        rollout and scoring log-probabilities, 12 B per token of every sampled
                        sequence per step. Priced when the rollout pool is in another region
-                       (all of it); within a region it is listed but not priced (the share
-                       of cross-zone rollout nodes is about 0.5 % of their weight-sync bytes,
-                       and the plan item says how many GB).
+                       (all of it); within a region it is listed but not priced (the share of
+                       cross-zone rollout nodes is, for the examples, well under 1 % of their
+                       weight-sync bytes; the plan item says how many GB).
 dataset_staging        the dataset (as stored, see :mod:`optimizer.storage`) copied once from
                        ``data.source`` to the region that reads it (rollout for RL/OPD, the
                        trainer for SFT); free when it is already there.
