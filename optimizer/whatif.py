@@ -299,6 +299,19 @@ class Use:
         return (self.items, round(self.quantity, 6))
 
 
+def egress_rate_of(catalog: Catalog, provider: str, path: str) -> Any:
+    """The catalog rate the planner priced a network item with (the same lookup as
+    :meth:`optimizer.network.NetworkModel.rate`); None for same-zone traffic, which the planner
+    never charges, and for paths the catalog lacks (priced at 0)."""
+    if path == "same_zone":
+        return None
+    for want in ((path, "inter_region") if path == "inter_continent" else (path,)):
+        for e in catalog.egress:
+            if e.provider == provider and e.path == want:
+                return e
+    return None
+
+
 def use_of(p: Plan | None, selector: Selector, catalog: Catalog) -> Use | None:
     if p is None:
         return None
@@ -324,8 +337,14 @@ def use_of(p: Plan | None, selector: Selector, catalog: Catalog) -> Use | None:
                 qty += i.gb_months
                 spend += i.gb_months * i.usd_per_gb_month
         return Use(tuple(sorted(items)), qty, spend)
-    raise InputError(f"--break-even {selector.text!r}: egress keys are not supported yet (a "
-                     "plan's use of egress rates is not tracked); choose offer or storage keys")
+    items, qty, spend = [], 0.0, 0.0  # egress: GB of the plan's network items on matched rates
+    for n in p.network:
+        rate = egress_rate_of(catalog, n.src.provider, n.path)
+        if rate is not None and selector.matches(rate):
+            items.append((n.flow, n.path, n.nodes or 0))
+            qty += n.gb
+            spend += n.gb * n.usd_per_gb
+    return Use(tuple(sorted(items)), qty, spend)
 
 
 # --------------------------------------------------------------------------- sweeps
@@ -439,7 +458,17 @@ def _repriced(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float, Use | 
                 qty += i.gb_months
                 spend += i.gb_months * price
         return total, Use(tuple(sorted(items)), qty, spend)
-    return exact_total_usd(p), None
+    total = exact_total_usd(p)  # egress: a plan's cost is linear in its network rates
+    items, qty, spend = [], 0.0, 0.0
+    for n in p.network:
+        rate = egress_rate_of(catalog, n.src.provider, n.path)
+        if rate is not None and sel.matches(rate):
+            price = rule.new_price(rate.usd_per_gb)
+            total += n.gb * (price - n.usd_per_gb)
+            items.append((n.flow, n.path, n.nodes or 0))
+            qty += n.gb
+            spend += n.gb * price
+    return total, Use(tuple(sorted(items)), qty, spend)
 
 
 def sweep_report(setup: Setup, selector: Selector, op: str, base: Outcome,
@@ -454,7 +483,7 @@ def sweep_report(setup: Setup, selector: Selector, op: str, base: Outcome,
         rule = make_rule(selector, op, pt.value)
         if pt.outcome is not None:
             p, error = pt.outcome.plan, pt.outcome.error
-            use = use_of(p, selector, catalog) if selector.kind != "egress" else None
+            use = use_of(p, selector, catalog)
             total = p.total_cost_usd if p else None
         else:
             assert pt.from_index is not None
@@ -589,6 +618,9 @@ def _prices(probe: _Probe, o: Outcome, m: float) -> dict[str, float]:
         base = {x.key: x.usd_per_hour for x in probe.catalog.offers}
         return {k: base[k] * m for _, k, _ in u.items}
     assert o.plan is not None
+    if probe.selector.kind == "egress":
+        return {f"{n.src.provider}:{n.path}": n.usd_per_gb for n in o.plan.network
+                if (n.flow, n.path, n.nodes or 0) in u.items}
     return {f"{i.provider}:{i.region}:{i.tier}": i.usd_per_gb_month
             for i in o.plan.storage if (i.data_class, i.tier, 0) in u.items}
 
@@ -603,10 +635,6 @@ def break_even(setup: Setup, selector: Selector, runner: Runner, low: float = 0.
                          f"price), got [{low:g}, {high:g}]; use --from <= 1 <= --to, --from >= 0")
     if not tolerance > 0:
         raise InputError(f"--tolerance: {tolerance:g} must be > 0 (e.g. 0.001)")
-    if selector.kind == "egress":
-        raise InputError(f"--break-even {selector.text!r}: egress keys are not supported yet "
-                         "(a plan's use of egress rates is not tracked); choose offer or "
-                         "storage keys")
     base_rules = tuple(base_rules)
     catalog, _ = apply_rules(setup.catalog, base_rules)
     validate_jobs(setup, [(*base_rules, make_rule(selector, "*=", m)) for m in (low, high)])

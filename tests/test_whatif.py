@@ -357,3 +357,51 @@ def test_ray_backend_matches_local() -> None:
         base, pts = sweep(s, sel, op, values, r, every_point=True)
         local = sweep_report(s, sel, op, base, pts)
     assert json.dumps(remote) == json.dumps(local)
+
+
+def _zoned_setup() -> tuple[Setup, Any]:
+    """The zoned fixture of test_network: rollout spot in two zones of one region, so the
+    cross-zone egress rate decides whether the rollout pool spreads over both zones."""
+    from test_network import rollout_spec, zoned_catalog
+
+    cat = zoned_catalog(cross_zone=0.0005)
+    return Setup(rollout_spec(), cat, default_policy(), timings=False), cat
+
+
+def test_egress_sweep_prices_network_items_exactly() -> None:
+    """A sweep of the cross-zone rate: inferred points are priced with the plan's network GB
+    at the swept rate and equal independent full re-solves; the plan stops spreading over
+    zones as the rate rises."""
+    from test_network import rollout_spec
+
+    s, cat = _zoned_setup()
+    sel, op = parse_partial("egress.path=cross_zone =")
+    values = linspace(0.0, 0.02, 11)
+    with Runner(s, workers=1) as r:
+        base, points = sweep(s, sel, op, values, r)
+        rep = sweep_report(s, sel, op, base, points)
+        every_base, every = sweep(s, sel, op, values, r, every_point=True)
+        rep_all = sweep_report(s, sel, op, every_base, every)
+    assert rep["switches"], "the rate range should move the rollout pool into one zone"
+    for row, full in zip(rep["points"], rep_all["points"], strict=True):
+        assert abs(float(row["total_cost_usd"]) - float(full["total_cost_usd"])) <= 0.01
+        assert row["summary"] == full["summary"]
+    for i in (0, 5, 10):
+        cat_i, _ = apply_rules(cat, [make_rule(sel, op, values[i])])
+        fresh = plan(rollout_spec(), cat_i, explain=False, timings=False,
+                     policy=default_policy())
+        assert abs(float(rep["points"][i]["total_cost_usd"]) - float(fresh.total_cost_usd)) \
+            <= 0.01
+    cheap, dear = rep["points"][0], rep["points"][-1]
+    assert cheap["matched_quantity"] > 0 and dear["matched_quantity"] == 0
+
+
+def test_break_even_on_the_cross_zone_rate() -> None:
+    s, _ = _zoned_setup()
+    sel = parse_selector("egress.path=cross_zone")
+    with Runner(s, workers=1) as r:
+        rep = break_even(s, sel, r, 0.0, 200.0, 0.05)
+    up = next(x for x in rep["sides"] if x["direction"] == "up")
+    assert up["found"]
+    assert up["use_same"]["quantity"] > 0 and up["use_changed"]["quantity"] == 0
+    assert all(v > 0 for v in up["prices_same"].values())
