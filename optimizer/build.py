@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from optimizer.candidates import PoolOption, PoolSpec, spot_overhead
 from optimizer.errors import PlannerError
 from optimizer.hardware import HIGH_PRECISIONS
+from optimizer.network import path_between
 from optimizer.plan import (
     Allocation,
     Explain,
@@ -257,47 +258,39 @@ def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
         cross = (rollout.provider, rollout.region) != site[:2]
         if cross:
             place = (rollout.provider, rollout.region, "")
-            path, per_node, experience = net.sync_rates(site, place)
-            groups: list[tuple[str, int, float, str]] = [(path, rollout.nodes, per_node, "")]
+            path = path_between(site, place)
+            groups: list[tuple[str, int, float, str]] = [
+                (path, rollout.nodes, net.rate(site[0], path), "")]
         else:
-            _, per_node, _ = net.sync_rates((site[0], site[1], "a"), (site[0], site[1], "b"))
             by_zone: dict[str, int] = {}
             for o, n in rollout.fill:
                 if o.zone and o.zone != site[2]:
                     by_zone[o.zone] = by_zone.get(o.zone, 0) + n
+            cross_zone = net.rate(site[0], "cross_zone")
             groups = [("same_zone", rollout.nodes - rollout.remote_nodes, 0.0, site[2])]
-            groups += [("cross_zone", n, per_node, z) for z, n in sorted(by_zone.items())]
-        for path, n, per, zone in groups:
+            groups += [("cross_zone", n, cross_zone, z) for z, n in sorted(by_zone.items())]
+        for path, n, rate, zone in groups:
             if n <= 0:
                 continue
             gb = n * net.steps * net.weight_gb
-            rate = per / (net.steps * net.weight_gb)
             items.append(NetworkItem(
                 flow="weight_sync", src=trainer,
                 dst=Place(provider=rollout.provider, region=rollout.region, zone=zone),
-                path=path, nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(n * per),
+                path=path, nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(gb * rate),
                 note=f"{net.steps} steps x {net.weight_gb:g} GB (bf16 weights) into each of "
                      f"{n} node(s)"))
         exp_gb = net.steps * net.experience_gb_per_step
         if exp_gb > 0:
-            if cross:
-                items.append(NetworkItem(
-                    flow="experience", src=Place(provider=rollout.provider,
-                                                 region=rollout.region),
-                    dst=trainer, path=path, gb=exp_gb,
-                    usd_per_gb=experience / exp_gb, cost_usd=usd(experience),
-                    note="token ids and log-probabilities of every sampled sequence"))
-            else:
-                note = "token ids and log-probabilities of every sampled sequence"
-                if rollout.remote_nodes:
-                    share = exp_gb * rollout.remote_nodes / rollout.nodes
-                    note += (f"; the {rollout.remote_nodes} cross-zone node(s)' share (about "
-                             f"{share:.1f} GB) is not priced")
-                items.append(NetworkItem(
-                    flow="experience", src=Place(provider=rollout.provider,
-                                                 region=rollout.region),
-                    dst=trainer, path="same_zone", gb=exp_gb, usd_per_gb=0.0,
-                    cost_usd=usd(0.0), note=note))
+            note = "token ids and log-probabilities of every sampled sequence"
+            exp_path, exp_rate = (path, net.rate(site[0], path)) if cross else ("same_zone", 0.0)
+            if not cross and rollout.remote_nodes:
+                share = exp_gb * rollout.remote_nodes / rollout.nodes
+                note += (f"; the {rollout.remote_nodes} cross-zone node(s)' share (about "
+                         f"{share:.1f} GB) is not priced")
+            items.append(NetworkItem(
+                flow="experience", src=Place(provider=rollout.provider, region=rollout.region),
+                dst=trainer, path=exp_path, gb=exp_gb, usd_per_gb=exp_rate,
+                cost_usd=usd(exp_gb * exp_rate), note=note))
     for f in net.fixed_flows(site, place):
         items.append(NetworkItem(
             flow=f.name, src=Place(provider=f.src[0], region=f.src[1], zone=f.src[2]),

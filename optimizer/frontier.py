@@ -236,7 +236,8 @@ class PoolFrontier:
             if sites is None or site is None or network is None:
                 raise ValueError("a cross-region option needs the trainer's site")
             home = sites[site]
-            egress, path = cross_region_egress(network, home, (g.provider, g.region), i + j)
+            path, per_node, fixed = network.cross_region_terms(home, (g.provider, g.region))
+            egress = (i + j) * per_node + fixed
             remote = i + j
         return PoolOption(
             pool=self.pool.name, provider=g.provider, region=g.region, gpu=g.gpu,
@@ -247,16 +248,6 @@ class PoolFrontier:
             overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
             remote_nodes=remote, egress_path=path,
         )
-
-
-def cross_region_egress(network: NetworkModel, site: tuple[str, str, str],
-                        place: tuple[str, str], nodes: int) -> tuple[float, str]:
-    """(USD, path) of a rollout pool of ``nodes`` nodes in region ``place`` serving a trainer
-    at ``site``: every node's weight-sync copy, all the experience data, and the dataset
-    staged to ``place`` instead of the trainer's region."""
-    path, per_node, experience = network.sync_rates(site, (place[0], place[1], ""))
-    staging = network.fixed_cost(site, (place[0], place[1], "")) - network.fixed_cost(site)
-    return nodes * per_node + experience + staging, path
 
 
 def _grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]], gpn: int,
@@ -433,8 +424,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
                 continue
             gid, b, c, ii, jj, level = got
             if provider not in per_node and network is not None:
-                per_node[provider] = network.sync_rates(
-                    (provider, region, "a"), (provider, region, "b"))[1]
+                per_node[provider] = network.cross_zone_per_node(provider)
             e_node = per_node.get(provider, 0.0) if pool.remote_ok else 0.0
             cols["t"].append(b)
             cols["c"].append(c)

@@ -143,6 +143,20 @@ class NetworkModel:
         r = self.rate(trainer[0], path)
         return path, self.steps * self.weight_gb * r, self.steps * self.experience_gb_per_step * r
 
+    def cross_zone_per_node(self, provider: str) -> float:
+        """$ over the run for one rollout node outside the trainer's zone (its weight sync)."""
+        return self.steps * self.weight_gb * self.rate(provider, "cross_zone")
+
+    def cross_region_terms(self, trainer: tuple[str, str, str], place: tuple[str, str]
+                           ) -> tuple[str, float, float]:
+        """(path, $ per rollout node, fixed $) of a rollout pool in region ``place`` serving a
+        trainer at ``trainer``: each node's weight sync; all the experience data and the
+        dataset staged to ``place`` instead of the trainer's region."""
+        dst = (place[0], place[1], "")
+        path, per_node, experience = self.sync_rates(trainer, dst)
+        staging = self.fixed_cost(trainer, dst) - self.fixed_cost(trainer)
+        return path, per_node, experience + staging
+
     def fixed_flows(self, trainer: tuple[str, str, str],
                     rollout: tuple[str, str, str] | None = None) -> list[Flow]:
         """Dataset staging and checkpoint copies for a plan whose trainer sits at ``trainer``

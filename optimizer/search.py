@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from optimizer.candidates import Candidates
-from optimizer.frontier import cross_region_egress, pareto_mask3
+from optimizer.frontier import pareto_mask3
 
 EPS = 1e-9
 
@@ -61,9 +61,8 @@ def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:
         place = c.places[int(p)]
         if place == home[:2]:
             continue
-        one, _ = cross_region_egress(c.network, home, place, 1)
-        two, _ = cross_region_egress(c.network, home, place, 2)
-        price[int(p)] = (two - one, 2 * one - two)  # per node, fixed
+        _, per_node, fixed = c.network.cross_region_terms(home, place)
+        price[int(p)] = (per_node, fixed)
     keep_idx, keep_e = [], []
     classes: dict[tuple[float, float], list[int]] = {}
     for p, pr in price.items():
