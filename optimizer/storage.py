@@ -200,10 +200,7 @@ class StorageModel:
         """Least storage cost at each run time in ``d`` (1-D), evaluated term by term."""
         total = np.zeros(d.shape)
         for k in self._compile(provider, region):
-            life = k.a[:, None] + k.b[:, None] * d[None, :]  # groups × N
-            billed = np.maximum(life[None, :, :], k.min_hours[:, None, None])  # tiers × g × N
-            per_tier = (k.coef[:, :, None] * billed).sum(axis=1) + k.retrieval[:, None]
-            total += per_tier.min(axis=0)
+            total += self._tier_costs(k, d).min(axis=0)
         return total
 
     def _breakpoints(self, provider: str, region: str) -> tuple[np.ndarray, np.ndarray]:
@@ -241,7 +238,8 @@ class StorageModel:
 
     @staticmethod
     def _tier_costs(k: _Compiled, d: np.ndarray) -> np.ndarray:
-        life = k.a[:, None] + k.b[:, None] * d[None, :]
+        """Cost of the class on each eligible tier (tiers × N) at run times ``d``."""
+        life = k.a[:, None] + k.b[:, None] * d[None, :]  # groups × N
         billed = np.maximum(life[None, :, :], k.min_hours[:, None, None])
         return (k.coef[:, :, None] * billed).sum(axis=1) + k.retrieval[:, None]
 
