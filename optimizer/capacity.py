@@ -77,7 +77,7 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
 
 
 def _split(c: Candidates) -> bool:
-    return any(len(f.place) and bool((f.place >= 0).any()) for f in c.frontiers.values())
+    return any(bool((f.place >= 0).any()) for f in c.frontiers.values())
 
 
 def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> list[str]:

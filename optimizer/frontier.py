@@ -200,14 +200,12 @@ class PoolFrontier:
     j: np.ndarray
     region: np.ndarray
     """Index into :attr:`Candidates.regions` (sites); -1 for cross-region entries."""
-    e: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    e: np.ndarray
     """Egress (USD over the run) of site-bound entries, priced against their site."""
-    remote: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-    place: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    remote: np.ndarray
+    """Nodes paying egress (outside the site's zone, or all nodes of cross-region entries)."""
+    place: np.ndarray
     """Cross-region entries: index into :attr:`Candidates.places` (-1 for site-bound)."""
-
-    def nodes(self, k: int) -> int:
-        return int(self.i[k]) + int(self.j[k])
 
     def option(self, k: int, sites: list[tuple[str, str, str]] | None = None,
                site: int | None = None, network: NetworkModel | None = None) -> PoolOption:
@@ -225,12 +223,12 @@ class PoolFrontier:
             hours.append((ph, r.busy(float(g.e_nodes[i, j]) * scale)))
             precisions.append((ph, r.precision))
             rates_used.append(r)
-        own = int(self.region[k]) if len(self.region) else -1
+        own = int(self.region[k])
         home: tuple[str, str, str] = (g.provider, g.region, "")
-        egress, remote, path = 0.0, int(self.remote[k]) if len(self.remote) else 0, "same_zone"
+        egress, remote, path = 0.0, int(self.remote[k]), "same_zone"
         if own >= 0 and sites is not None:
             home = sites[own]
-            egress = float(self.e[k]) if len(self.e) else 0.0
+            egress = float(self.e[k])
             path = "cross_zone" if remote else "same_zone"
         elif own < 0:
             if sites is None or site is None or network is None:

@@ -85,8 +85,8 @@ def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np
     out = {}
     for name, f in c.frontiers.items():
         idx = np.nonzero(f.region == region)[0]
-        e = f.e[idx] if len(f.e) else np.zeros(len(idx))
-        if f.pool.remote_ok and len(f.place) and (f.place >= 0).any():
+        e = f.e[idx]
+        if (f.place >= 0).any():
             extra, extra_e = _cross_region(c, f, region)
             idx = np.concatenate([idx, extra])
             e = np.concatenate([e, extra_e])

@@ -190,7 +190,7 @@ def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, obj
             opts = []
             f = frontiers[n]
             for k in idx:
-                if len(f.place) and f.place[k] >= 0:  # cross-region: priced at the best site
+                if f.place[k] >= 0:  # cross-region: priced at the best site
                     if f.place[k] == r.cands.places.index(sites[r.best.region][:2]):
                         continue
                     opt = f.option(int(k), sites, r.best.region, r.cands.network)
