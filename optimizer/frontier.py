@@ -207,10 +207,11 @@ class PoolFrontier:
     place: np.ndarray
     """Cross-region entries: index into :attr:`Candidates.places` (-1 for site-bound)."""
 
-    def option(self, k: int, sites: list[tuple[str, str, str]] | None = None,
-               site: int | None = None, network: NetworkModel | None = None) -> PoolOption:
-        """Option ``k``; cross-region entries need the trainer's ``site`` (an index into
-        ``sites``) and the ``network`` model to be priced."""
+    def option(self, k: int, sites: list[tuple[str, str, str]], site: int | None = None,
+               network: NetworkModel | None = None) -> PoolOption:
+        """Option ``k`` priced against its site (``sites`` = :attr:`Candidates.regions`);
+        cross-region entries need the trainer's ``site`` (an index into ``sites``) and the
+        ``network`` model."""
         g = self.groups[int(self.gid[k])]
         i, j = int(self.i[k]), int(self.j[k])
         fill = _fill(g.nonspot_seq, i) + _fill(g.spot_seq, j)
@@ -224,14 +225,12 @@ class PoolFrontier:
             precisions.append((ph, r.precision))
             rates_used.append(r)
         own = int(self.region[k])
-        home: tuple[str, str, str] = (g.provider, g.region, "")
-        egress, remote, path = 0.0, int(self.remote[k]), "same_zone"
-        if own >= 0 and sites is not None:
+        if own >= 0:
             home = sites[own]
-            egress = float(self.e[k])
+            egress, remote = float(self.e[k]), int(self.remote[k])
             path = "cross_zone" if remote else "same_zone"
-        elif own < 0:
-            if sites is None or site is None or network is None:
+        else:
+            if site is None or network is None:
                 raise ValueError("a cross-region option needs the trainer's site")
             home = sites[site]
             path, per_node, fixed = network.cross_region_terms(home, (g.provider, g.region))
