@@ -1,0 +1,52 @@
+"""Golden JSON of ``plan``, ``pareto``, ``whatif`` and ``reserve`` on the examples.
+
+A refactor that changes any figure fails here. The files are the commands' own output with
+``--no-timings`` (``pareto`` records no timings); regenerate them deliberately, after checking
+that the change in numbers is intended, with ``PTPLAN_UPDATE_GOLDEN=1 python -m pytest
+tests/test_golden_cli.py``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "cli"
+EX = ROOT / "examples"
+UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
+
+CASES: dict[str, list[str]] = {
+    "plan-grpo-7b.json": ["plan", str(EX / "grpo-7b.yaml"), "--explain", "--no-timings"],
+    "plan-opd-8b-from-32b.json": ["plan", str(EX / "opd-8b-from-32b.yaml"), "--explain",
+                                  "--no-timings"],
+    "plan-sft-8b.json": ["plan", str(EX / "sft-8b.yaml"), "--explain", "--no-timings"],
+    "pareto-grpo.json": ["pareto", str(EX / "grpo-7b.yaml"), "--points", "3"],
+    "pareto-sft.json": ["pareto", str(EX / "sft-8b.yaml"), "--points", "4"],
+    "whatif-grpo.json": ["whatif", str(EX / "grpo-7b.yaml"), "--price",
+                         "capacity_type=spot *= 1.5", "--workers", "1", "--no-timings"],
+    "reserve.json": ["reserve", str(EX / "portfolio.yaml"), "--no-timings"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_json(name: str, tmp_path: Path) -> None:
+    out = tmp_path / name
+    result = CliRunner().invoke(app, [*CASES[name], "--format", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    golden = GOLDEN / name
+    if UPDATE:
+        golden.write_text(text, encoding="utf-8", newline="\n")
+    expected = golden.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
+                                            f"golden/{name}", f"now/{name}", n=2))
+        pytest.fail(f"{name} differs from its golden file (PTPLAN_UPDATE_GOLDEN=1 regenerates "
+                    f"once the change is intended):\n{diff[:6000]}")
