@@ -1,7 +1,7 @@
 """Plan solve time against catalog size and number of phases.
 
 Run: ``python benchmarks/plan_scaling.py [--repeat 3]``. Prints a table of wall-clock seconds
-(median of the repeats) for ``optimizer.solve.plan`` on catalogs of N offers taken at an even
+(median of the repeats) for ``optimizer.planner.engine.plan`` on catalogs of N offers taken at an even
 stride through the embedded catalog (sorted by provider, region, zone, instance type: so small
 catalogs mix types and regions, the full one has every offer) and on specs with 1 to 3 pools:
 
@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.errors import PlannerError  # noqa: E402
-from optimizer.solve import plan  # noqa: E402
-from optimizer.spec import load_spec  # noqa: E402
+from optimizer.core.errors import PlannerError  # noqa: E402
+from optimizer.planner.api import plan  # noqa: E402
+from optimizer.spec.project import load_spec  # noqa: E402
 from providers.embedded import embedded_catalog  # noqa: E402
 
 

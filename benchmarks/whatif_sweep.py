@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer.pricerules import parse_partial, parse_rule  # noqa: E402
-from optimizer.spec import load_spec  # noqa: E402
-from optimizer.whatif import Runner, Scenario, Setup, linspace, run_scenarios, sweep  # noqa: E402
+from optimizer.spec.project import load_spec  # noqa: E402
+from optimizer.whatif.analysis import Runner, Scenario, Setup, linspace, run_scenarios, sweep  # noqa: E402
+from optimizer.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
 from policies.model import load_policy  # noqa: E402
-from providers.base import load_catalog  # noqa: E402
+from providers.registry import load_catalog  # noqa: E402
 
 SPEC = ROOT / "examples" / "grpo-7b.yaml"
 
@@ -51,7 +51,7 @@ def scenarios_per_second(setup: Setup, n: int, workers: int, ray: str | None) ->
 
 
 def separate_runs(runs: int) -> float:
-    exe = [sys.executable, "-m", "optimizer.cli", "plan", str(SPEC), "--format", "json",
+    exe = [sys.executable, "-m", "optimizer.cli.app", "plan", str(SPEC), "--format", "json",
            "--no-timings"]
     times = []
     for _ in range(runs):
@@ -63,11 +63,11 @@ def separate_runs(runs: int) -> float:
 
 SCRIPTED = """
 import sys
-from optimizer.pricerules import apply_rules, parse_rule
-from optimizer.solve import plan
-from optimizer.spec import load_spec
+from optimizer.whatif.pricerules import apply_rules, parse_rule
+from optimizer.planner.api import plan
+from optimizer.spec.project import load_spec
 from policies.model import load_policy
-from providers.base import load_catalog
+from providers.registry import load_catalog
 cat, _ = apply_rules(load_catalog("embedded"), [parse_rule(sys.argv[2])])
 p = plan(load_spec(sys.argv[1]), cat, explain=True, timings=False, policy=load_policy(None))
 sys.stdout.write(p.to_json())

@@ -15,7 +15,7 @@ HIGH = {"fp32", "bf16", "fp16"}
 
 
 def check_plan(plan: Any, policy: Policy) -> list[str]:
-    """Violations of ``policy`` by ``plan`` (an :class:`optimizer.plan.Plan`)."""
+    """Violations of ``policy`` by ``plan`` (an :class:`optimizer.plan.schema.Plan`)."""
     v: list[str] = []
     pools = {p.name: p for p in plan.pools}
     for ph in plan.phases:

@@ -4,7 +4,7 @@ A policy says, per phase, which capacity types and precisions may be used, which
 teacher / reward scoring must run at bf16 or better (to calibrate the low-precision signal),
 which providers and regions are allowed, how large a pool's spot share may be, whether phases
 may be split across regions, the storage lifecycle, and the budget thresholds that warn and stop.
-Policies never touch PuLP: :mod:`optimizer.candidates` reads them when it builds pool options,
+Policies never touch PuLP: :mod:`optimizer.planner.candidates` reads them when it builds pool options,
 and :mod:`policies.check` checks a plan against them rule by rule.
 """
 
@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from optimizer.errors import InputError
-from optimizer.yamlio import parse_mapping, read_mapping, validate
+from optimizer.core.errors import InputError
+from optimizer.core.yamlio import parse_mapping, read_mapping, validate
 
 CapacityType = Literal["on_demand", "spot", "reserved"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]

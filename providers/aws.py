@@ -25,7 +25,7 @@ config/credentials files, SSO, container or instance role; nothing is logged or 
   embedded catalog.
 
 GPU mapping: the Pricing API names no GPU model, so the instance family maps to a GPU
-(:data:`FAMILY_GPU`, SkyPilot's names, resolved through :mod:`optimizer.hardware`); the count is
+(:data:`FAMILY_GPU`, SkyPilot's names, resolved through :mod:`optimizer.core.hardware`); the count is
 the product's ``gpu`` attribute (Trainium chips, absent there, from :data:`ACCELERATOR_COUNT`),
 and ``gpuMemory`` / count must match the GPU's memory within 10 % or the row is excluded.
 
@@ -35,7 +35,7 @@ Spot Advisor bands and its 8-nodes-per-zone cap apply (assumptions, stated in ea
 Retries: botocore ``standard`` mode (exponential backoff with jitter on throttling and transient
 errors), ``max_attempts`` from the SDK config (``AWS_MAX_ATTEMPTS``) or 8. Any fault — throttling
 after the retries, a page failing mid-pull, a malformed price item, missing or rejected
-credentials, an unreachable endpoint — raises :class:`~optimizer.errors.ProviderError` before
+credentials, an unreachable endpoint — raises :class:`~optimizer.core.errors.ProviderError` before
 anything is written (the cache is written only from a complete pull).
 """
 
@@ -48,8 +48,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.errors import InputError, ProviderError
-from optimizer.hardware import canonical_gpu_name, gpus
+from optimizer.core.errors import InputError, ProviderError
+from optimizer.core.hardware import canonical_gpu_name, gpus
 from providers.base import Offer, ReservedRate, checked_regions
 from providers.cache import ProgressFn, Pull, utc_now
 from providers.embedded import (

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from optimizer.errors import InputError, suggest
+from optimizer.core.errors import InputError
 
 CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
 STALE_AFTER_DAYS = 90
@@ -131,36 +131,6 @@ class Catalog:
 
     def gpus(self) -> list[str]:
         return sorted({o.gpu for o in self.offers})
-
-
-PriceSource = Callable[[], Catalog]
-
-_REGISTRY: dict[str, PriceSource] = {}
-
-
-def register(name: str, source: PriceSource) -> None:
-    _REGISTRY[name] = source
-
-
-def load_catalog(ref: str) -> Catalog:
-    """``embedded`` (the offline snapshot, default), ``cache`` (the local price cache filled by
-    ``ptplan prices refresh``), a price-cache file (``*.sqlite``) or a custom catalog YAML."""
-    import providers.cache
-    import providers.custom
-    import providers.embedded
-
-    if ref in _REGISTRY:
-        return _REGISTRY[ref]()
-    if ref.endswith(providers.cache.CACHE_SUFFIXES):
-        return providers.cache.load_cache_catalog(ref)
-    if ref.endswith((".yaml", ".yml", ".json")) or "/" in ref:
-        from providers.custom import load_custom_catalog
-
-        return load_custom_catalog(ref)
-    raise InputError(
-        f"--catalog: unknown catalog {ref!r}{suggest(ref, _REGISTRY)}; use one of "
-        f"{', '.join(sorted(_REGISTRY))} or a path to a catalog YAML file"
-    )
 
 
 def checked_regions(regions: Iterable[str], pattern: re.Pattern[str], what: str,

@@ -36,8 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from optimizer.errors import InputError, ProviderError
-from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier, register
+from optimizer.core.errors import InputError, ProviderError
+from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
@@ -304,4 +304,3 @@ def cache_catalog() -> Catalog:
     return load_cache_catalog(None)
 
 
-register("cache", cache_catalog)

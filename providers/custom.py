@@ -34,8 +34,8 @@ from pydantic import (
     model_validator,
 )
 
-from optimizer.hardware import canonical_gpu_name, unknown_gpu_message
-from optimizer.yamlio import read_mapping, validate
+from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
+from optimizer.core.yamlio import read_mapping, validate
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
 

@@ -36,8 +36,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from optimizer.hardware import canonical_gpu_name
-from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier, register
+from optimizer.core.hardware import canonical_gpu_name
+from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
 AS_OF = "2025-12-01"
 """Approximate snapshot date: the source commit date is not recorded; SOURCE.md says the snapshot
@@ -321,4 +321,3 @@ def embedded_catalog() -> Catalog:
     )
 
 
-register("embedded", embedded_catalog)

@@ -36,7 +36,7 @@ Billing Catalog prices are regional: offers have no zone, and a price in a regio
 promise capacity there. Spot interruption rates and capacity are not published: the embedded
 default band and 8-node cap apply (assumptions, in each offer's note). Retries: exponential
 backoff (1 s doubling to 16 s, ``retry_timeout_s`` in total) on 429/503/500/deadline errors;
-then, or on any other fault, :class:`~optimizer.errors.ProviderError` before anything is written.
+then, or on any other fault, :class:`~optimizer.core.errors.ProviderError` before anything is written.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from optimizer.errors import ProviderError
-from optimizer.hardware import canonical_gpu_name
+from optimizer.core.errors import ProviderError
+from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Offer, ReservedRate, checked_regions
 from providers.cache import ProgressFn, Pull, utc_now
 from providers.embedded import (
@@ -75,7 +75,7 @@ class Machine:
     vcpus: float
     memory_gib: float
     accelerator: str
-    """SkyPilot accelerator name (resolved through optimizer.hardware)."""
+    """SkyPilot accelerator name (resolved through optimizer.core.hardware)."""
     gpus: int
 
 

@@ -12,10 +12,11 @@ import itertools
 import math
 from dataclasses import replace
 
-from optimizer.candidates import layouts, phase_rates, spot_overhead
-from optimizer.demand import build_demand
-from optimizer.hardware import gpus
-from optimizer.spec import ProjectSpec, parse_spec
+from optimizer.core.hardware import gpus
+from optimizer.demand.model import build_demand
+from optimizer.demand.rates import phase_rates
+from optimizer.planner.candidates import layouts, spot_overhead
+from optimizer.spec.project import ProjectSpec, parse_spec
 from providers.base import Catalog, Offer
 
 
@@ -80,7 +81,7 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     tried); pools other than rollout use region-level offers and that zone's; the rollout pool
     may use any zone, and each of its nodes outside the trainer's zone pays
     steps × weight GB × the catalog's ``cross_zone`` rate (the model of
-    :mod:`optimizer.network`, restated here; storage and fixed flows are not included)."""
+    :mod:`optimizer.costs.network`, restated here; storage and fixed flows are not included)."""
     demand = build_demand(spec)
     rates_by = {(e.provider, e.path): e.usd_per_gb for e in catalog.egress}
     eff = spec.efficiency

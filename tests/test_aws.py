@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 
-from optimizer.errors import InputError, ProviderError
+from optimizer.core.errors import InputError, ProviderError
 from providers.aws import HOURS_PER_YEAR, fetch_aws, parse_price_item
 
 DATA = Path(__file__).parent / "data" / "aws"

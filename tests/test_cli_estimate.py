@@ -12,7 +12,7 @@ import yaml
 from conftest import EXAMPLES, example_dict
 from typer.testing import CliRunner
 
-from optimizer.cli import app
+from optimizer.cli.app import app
 
 runner = CliRunner()
 GRPO = str(EXAMPLES / "grpo-7b.yaml")

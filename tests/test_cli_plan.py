@@ -26,7 +26,7 @@ from conftest import EXAMPLES, ROOT, example_dict
 from planner_fixtures import small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli import app
+from optimizer.cli.app import app
 
 runner = CliRunner()
 GRPO = str(EXAMPLES / "grpo-7b.yaml")
@@ -142,7 +142,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     that none reaches stdout), and once more with -o."""
     first, leaked = _invoke_fd("plan", GRPO, "--format", "json", "--no-timings")
     second = subprocess.run(
-        [sys.executable, "-m", "optimizer.cli", "plan", GRPO, "--format", "json", "--no-timings"],
+        [sys.executable, "-m", "optimizer.cli.app", "plan", GRPO, "--format", "json", "--no-timings"],
         cwd=ROOT,
         capture_output=True,
         timeout=120,
@@ -365,27 +365,27 @@ def test_check_rejects_wrong_types(grpo_plan: dict[str, Any], tmp_path: Path) ->
 # Known bugs: `check` crashes with a traceback (exit 1, no message) on some plan files instead of
 # reporting violations (exit 1) or a one-line input error (exit 2).
 def _sft_spec(p: dict[str, Any]) -> tuple[str, ...]:
-    return ("--spec", SFT)  # optimizer/verify.py:203 ZeroDivisionError (no rollout in SFT)
+    return ("--spec", SFT)  # optimizer/plan/verify.py:203 ZeroDivisionError (no rollout in SFT)
 
 
 def _unknown_pool(p: dict[str, Any]) -> tuple[str, ...]:
-    p["phases"][0]["pool"] = "nosuch"  # optimizer/verify.py:189 KeyError with --spec
+    p["phases"][0]["pool"] = "nosuch"  # optimizer/plan/verify.py:189 KeyError with --spec
     return ("--spec", GRPO)
 
 
 def _no_pools(p: dict[str, Any]) -> tuple[str, ...]:
-    p["pools"] = []  # optimizer/verify.py:141 max() of an empty sequence (async plan)
+    p["pools"] = []  # optimizer/plan/verify.py:141 max() of an empty sequence (async plan)
     p["pipeline_mode"] = "async"
     return ()
 
 
 def _money_not_a_number(p: dict[str, Any]) -> tuple[str, ...]:
-    p["budget_usd"] = "lots"  # optimizer/verify.py:38 decimal.InvalidOperation
+    p["budget_usd"] = "lots"  # optimizer/plan/verify.py:38 decimal.InvalidOperation
     return ()
 
 
 def _empty_spot_model(p: dict[str, Any]) -> tuple[str, ...]:
-    p["spot_model"] = {}  # optimizer/verify.py:47 KeyError
+    p["spot_model"] = {}  # optimizer/plan/verify.py:47 KeyError
     return ()
 
 
@@ -544,7 +544,7 @@ def _lab_catalog(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from optimizer.spec import load_spec
+    from optimizer.spec.project import load_spec
 
     root = tmp_path_factory.mktemp("lab")
     catalog = _lab_catalog(root / "lab.yaml")

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from conftest import example_dict
 
-from optimizer.demand import Demand, Part, build_demand, cell, phase_cell
-from optimizer.errors import InputError
-from optimizer.hardware import gpus, resolve_gpu
-from optimizer.spec import ProjectSpec, parse_spec
+from optimizer.core.errors import InputError
+from optimizer.core.hardware import gpus, resolve_gpu
+from optimizer.demand.model import Demand, Part, build_demand, cell, phase_cell
+from optimizer.spec.project import ProjectSpec, parse_spec
 
 H100 = resolve_gpu("H100")
 A100 = resolve_gpu("A100-80GB")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from optimizer.errors import InputError, ProviderError
+from optimizer.core.errors import InputError, ProviderError
 from providers.gcp import MACHINES, classify, fetch_gcp
 
 DATA = Path(__file__).parent / "data" / "gcp"

@@ -1,7 +1,7 @@
 """Network egress: paths, the zone model, split regions, staging and copies, and the verifier.
 
 Expected figures are recomputed here from the model's definition in
-:mod:`optimizer.network`: weight sync moves steps × W GB into every rollout node, W = params ×
+:mod:`optimizer.costs.network`: weight sync moves steps × W GB into every rollout node, W = params ×
 2 B (bf16); nodes outside the trainer's zone pay the catalog's cross-zone rate on it.
 """
 
@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, small_spec
 
-from optimizer.errors import InfeasibleError
-from optimizer.network import continent, path_between
-from optimizer.plan import Plan
-from optimizer.solve import plan
-from optimizer.verify import verify_plan
+from optimizer.core.errors import InfeasibleError
+from optimizer.costs.network import continent, path_between
+from optimizer.plan.schema import Plan
+from optimizer.plan.verify import verify_plan
+from optimizer.planner.api import plan
 from policies.check import check_plan
 from policies.model import Policy, default_policy, parse_policy
 from providers.base import Catalog, EgressRate, StorageTier
@@ -254,8 +254,8 @@ def test_dataset_staging_and_checkpoint_copies_are_priced():
 
 @pytest.mark.parametrize("bad", ["us-east-1", "aws:", ":x", "a:b:c d"])
 def test_bad_place_refs_are_rejected(bad):
-    from optimizer.errors import InputError
-    from optimizer.spec import parse_spec
+    from optimizer.core.errors import InputError
+    from optimizer.spec.project import parse_spec
 
     data = small_spec().model_dump(mode="json", exclude_none=True)
     data["data"]["source"] = bad
@@ -328,8 +328,8 @@ def test_option_bounds_never_exceed_a_plan_using_the_option(cross_zone):
 
     import numpy as np
 
-    from optimizer.search import option_bounds
-    from optimizer.solve import prepare
+    from optimizer.planner.engine import prepare
+    from optimizer.planner.search import option_bounds
 
     spec = small_spec(pipeline="async", sla={"deadline_hours": None},
                       placement={"max_nodes_per_pool": 3})

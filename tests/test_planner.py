@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, scale_prices, small_catalog, small_spec
 
-from optimizer.errors import InfeasibleError
-from optimizer.plan import Plan
-from optimizer.solve import plan
-from optimizer.spec import load_spec
-from optimizer.verify import verify_against_spec, verify_plan
+from optimizer.core.errors import InfeasibleError
+from optimizer.plan.schema import Plan
+from optimizer.plan.verify import verify_against_spec, verify_plan
+from optimizer.planner.api import plan
+from optimizer.spec.project import load_spec
 from providers.base import Catalog
 from providers.embedded import embedded_catalog
 

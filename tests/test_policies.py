@@ -8,13 +8,13 @@ import pytest
 from planner_fixtures import scale_prices, small_catalog, small_spec
 from typer.testing import CliRunner
 
-from optimizer.candidates import phase_rates
-from optimizer.cli import app
-from optimizer.demand import build_demand
-from optimizer.errors import InputError
-from optimizer.hardware import gpus
-from optimizer.solve import plan
-from optimizer.verify import verify_plan
+from optimizer.cli.app import app
+from optimizer.core.errors import InputError
+from optimizer.core.hardware import gpus
+from optimizer.demand.model import build_demand
+from optimizer.demand.rates import phase_rates
+from optimizer.plan.verify import verify_plan
+from optimizer.planner.api import plan
 from policies.check import check_plan
 from policies.model import default_policy, load_policy, parse_policy
 
@@ -179,10 +179,10 @@ def test_check_cli_names_policy_rules(tmp_path):
 def test_policy_narrowing_providers_does_not_blame_the_spec():
     """A spec that names aws and gcp, under a policy that allows only aws, plans on aws; a
     provider name the catalog lacks is still reported as the spec's typo."""
-    from optimizer.errors import InputError
-    from optimizer.solve import plan
-    from optimizer.spec import load_spec
-    from providers.base import load_catalog
+    from optimizer.core.errors import InputError
+    from optimizer.planner.api import plan
+    from optimizer.spec.project import load_spec
+    from providers.registry import load_catalog
 
     spec = load_spec("examples/grpo-7b.yaml")
     assert {"aws", "gcp"} <= set(spec.placement.providers or [])

@@ -25,9 +25,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli import app
-from optimizer.plan import Plan
-from optimizer.render import (
+from optimizer.cli.app import app
+from optimizer.plan.schema import Plan
+from optimizer.plan.verify import verify_plan
+from optimizer.render.targets import (
     TARGETS,
     build_context,
     facts_for,
@@ -36,8 +37,7 @@ from optimizer.render import (
     load_plan,
     render_plan,
 )
-from optimizer.spec import load_spec
-from optimizer.verify import verify_plan
+from optimizer.spec.project import load_spec
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
@@ -366,7 +366,7 @@ def test_lifecycle_without_spec_uses_policy_or_asks_for_spec() -> None:
     # SFT's spec set retention_days: 60 (policy 30) and every_steps: not in the plan
     files, _ = render_plan(plan_of("sft-gcp"), "kueue")
     assert files
-    from optimizer.errors import InputError
+    from optimizer.core.errors import InputError
 
     with pytest.raises(InputError, match=r"checkpoints\.every_steps.*--spec"):
         render_plan(plan_of("sft-gcp"), "lifecycle")
@@ -450,7 +450,7 @@ def test_injection_cannot_add_keys(name: str) -> None:
     evil_plan = _evil_plan(plan_of(name))
     # the spec digest check is the spec's job; feed the same lifecycle facts
     facts = facts_for(plan_of(name), spec_of(name))
-    import optimizer.render as r
+    import optimizer.render.targets as r
 
     orig = r.facts_for
     r.facts_for = lambda plan, spec=None: facts  # type: ignore[assignment]
@@ -534,8 +534,8 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
     """A plan made now records the checkpoint cadence and lifecycle it priced storage with, so
     the lifecycle and Terraform targets render without ``--spec`` (older plans still need it
     when the spec set those values)."""
-    from optimizer.solve import plan as make_plan
-    from providers.base import load_catalog
+    from optimizer.planner.api import plan as make_plan
+    from providers.registry import load_catalog
 
     spec = load_spec("examples/sft-8b.yaml")
     p = make_plan(spec, load_catalog("embedded"), explain=False, timings=False)
@@ -557,8 +557,8 @@ def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() 
     ``all`` skips them with a note."""
     from test_network import split_policy, split_spec, two_region_catalog
 
-    from optimizer.errors import InputError
-    from optimizer.solve import plan as make_plan
+    from optimizer.core.errors import InputError
+    from optimizer.planner.api import plan as make_plan
 
     p = make_plan(split_spec(), two_region_catalog(inter_region=0.001), policy=split_policy(),
                   explain=False, timings=False)

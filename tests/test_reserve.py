@@ -20,13 +20,13 @@ import yaml
 from conftest import EXAMPLES, ROOT, assert_one_line
 from typer.testing import CliRunner
 
-from optimizer.cli import app
-from optimizer.errors import InfeasibleError, InputError
-from optimizer.portfolio import Portfolio
-from optimizer.reserve import HOURS_PER_WEEK, Risk, build_problem, reserve
-from optimizer.reserve_check import cvar, evaluate, objective
-from optimizer.yamlio import validate
-from providers.base import load_catalog
+from optimizer.cli.app import app
+from optimizer.core.errors import InfeasibleError, InputError
+from optimizer.core.yamlio import validate
+from optimizer.reserve.check import cvar, evaluate, objective
+from optimizer.reserve.portfolio import Portfolio
+from optimizer.reserve.purchase import HOURS_PER_WEEK, Risk, build_problem, reserve
+from providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = str(DATA / "catalog.yaml")
@@ -261,7 +261,7 @@ def test_project_plans_become_weekly_demand(tmp_path: Path) -> None:
 
 def test_project_start_and_repeat_spread_over_weeks() -> None:
     """A run of h hours starting at week w0 spreads h/168 node-weeks over the weeks it spans."""
-    from optimizer.reserve import week_profile
+    from optimizer.reserve.purchase import week_profile
 
     prof = week_profile(5, 2 * HOURS_PER_WEEK + 160.0, 20.0)
     assert prof.tolist() == pytest.approx([0, 0, 8 / 168, 12 / 168, 0])
@@ -392,8 +392,8 @@ def test_spot_ok_without_a_spot_price(tmp_path: Path) -> None:
 def test_example_portfolio_is_valid() -> None:
     """examples/portfolio.yaml loads (its specs exist and are valid); solving it plans three
     specs, which the benchmark and docs exercise."""
-    from optimizer.portfolio import load_portfolio, portfolio_dir
-    from optimizer.spec import load_spec
+    from optimizer.reserve.portfolio import load_portfolio, portfolio_dir
+    from optimizer.spec.project import load_spec
 
     path = str(EXAMPLES / "portfolio.yaml")
     pf = load_portfolio(path)

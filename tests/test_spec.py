@@ -13,9 +13,9 @@ from conftest import EXAMPLE_FILES, EXAMPLES, assert_one_line, example_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.errors import InputError
-from optimizer.spec import ProjectSpec, applied_defaults, load_spec, parse_spec
-from optimizer.yamlio import parse_mapping
+from optimizer.core.errors import InputError
+from optimizer.core.yamlio import parse_mapping
+from optimizer.spec.project import ProjectSpec, applied_defaults, load_spec, parse_spec
 
 # ------------------------------------------------------------------------------ examples
 

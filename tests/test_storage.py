@@ -9,11 +9,11 @@ import pytest
 from conftest import example_dict
 from planner_fixtures import small_catalog, small_spec
 
-from optimizer.demand import build_demand
-from optimizer.solve import plan
-from optimizer.spec import load_spec, parse_spec
-from optimizer.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
-from optimizer.verify import verify_plan
+from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
+from optimizer.demand.model import build_demand
+from optimizer.plan.verify import verify_plan
+from optimizer.planner.api import plan
+from optimizer.spec.project import load_spec, parse_spec
 from policies.model import default_policy, parse_policy
 from providers.base import StorageTier
 from providers.embedded import embedded_catalog
@@ -115,11 +115,11 @@ def test_piecewise_linear_storage_cost_equals_term_by_term_evaluation():
     term-by-term least cost everywhere, including at and around every breakpoint."""
     import numpy as np
 
-    from optimizer.demand import build_demand
-    from optimizer.spec import load_spec
-    from optimizer.storage import StorageModel, data_classes
+    from optimizer.costs.storage import StorageModel, data_classes
+    from optimizer.demand.model import build_demand
+    from optimizer.spec.project import load_spec
     from policies.model import default_policy
-    from providers.base import load_catalog
+    from providers.registry import load_catalog
 
     catalog = load_catalog("embedded")
     rng = np.random.default_rng(7)

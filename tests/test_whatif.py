@@ -1,4 +1,4 @@
-"""What-if analysis (``optimizer/whatif.py``, ``ptplan whatif``): scenarios, sweeps against
+"""What-if analysis (``optimizer/whatif/analysis.py``, ``ptplan whatif``): scenarios, sweeps against
 independent full re-solves, break-even brackets, diffs, determinism, process pool and Ray.
 
 Fixtures: the 1.5B GRPO spec and two-region lab catalog of ``tests/planner_fixtures.py``
@@ -17,12 +17,11 @@ from conftest import assert_one_line
 from planner_fixtures import small_catalog, small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli import app
-from optimizer.errors import InputError
-from optimizer.plan import usd
-from optimizer.pricerules import apply_rules, make_rule, parse_partial, parse_rule, parse_selector
-from optimizer.solve import plan
-from optimizer.whatif import (
+from optimizer.cli.app import app
+from optimizer.core.errors import InputError
+from optimizer.plan.schema import usd
+from optimizer.planner.api import plan
+from optimizer.whatif.analysis import (
     Runner,
     Scenario,
     Setup,
@@ -35,6 +34,13 @@ from optimizer.whatif import (
     sweep,
     sweep_report,
     use_of,
+)
+from optimizer.whatif.pricerules import (
+    apply_rules,
+    make_rule,
+    parse_partial,
+    parse_rule,
+    parse_selector,
 )
 from policies.model import default_policy
 
@@ -76,7 +82,7 @@ def serial_runner():
 def test_spot_times_ten_moves_pools_off_spot(serial_runner: Runner) -> None:
     rep = run_scenarios(setup(), [Scenario("spot x10", (parse_rule("capacity_type=spot *= 10"),))],
                         serial_runner)
-    from optimizer.plan import Plan
+    from optimizer.plan.schema import Plan
 
     base = Plan.model_validate(rep["baseline"])
     sc = rep["scenarios"][0]
@@ -187,7 +193,7 @@ def test_break_even_bad_range(serial_runner: Runner) -> None:
 
 
 def test_storage_rule_changes_storage_cost(serial_runner: Runner) -> None:
-    from optimizer.storage import tiers_for
+    from optimizer.costs.storage import tiers_for
     from providers.embedded import embedded_catalog
 
     emb = embedded_catalog()

@@ -1,0 +1,22 @@
+"""The ``ptplan`` command line (Typer). Thin: parse, call the library, format.
+
+This module is the console entry point. It imports the command modules, each of which adds its
+commands to the shared :data:`optimizer.cli.common.app`; nothing imports this module back.
+Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no feasible plan,
+2 bad input, 3 provider error.
+"""
+
+from __future__ import annotations
+
+from optimizer.cli import plan, prices, render, reserve, whatif  # noqa: F401  (commands)
+from optimizer.cli.common import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

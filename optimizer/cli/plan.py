@@ -1,0 +1,152 @@
+"""``ptplan estimate | plan | check | pareto | schema``: the planning commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps, schema_app
+
+
+@app.command()
+def estimate(
+    spec: Path = typer.Argument(..., help="Project spec YAML."),
+    gpu: list[str] = typer.Option(None, "--gpu", help="GPU type (repeatable); default: all "
+                                  "GPU types of the catalog."),
+    precision: str = typer.Option(None, "--precision", help="fp32|bf16|fp16|fp8|int8; default: "
+                                  "bf16 (fp16/fp32 where the GPU lacks bf16)."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+) -> None:
+    """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type."""
+
+    def go() -> None:
+        from optimizer.demand.estimate import estimate as run
+        from optimizer.report.tables import estimate_markdown, estimate_table
+        from optimizer.spec.project import load_spec
+        from providers.registry import load_catalog
+
+        s = load_spec(str(spec))
+        names = list(gpu) if gpu else load_catalog(catalog).gpus()
+        report = run(s, names, precision)
+        _emit_as(fmt, output, lambda: dumps(report), lambda: estimate_markdown(report),
+                 lambda: estimate_table(report))
+
+    _run(go)
+
+
+@app.command()
+def plan(
+    spec: Path = typer.Argument(..., help="Project spec YAML."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    objective: Objective = typer.Option(Objective.cost, "--objective",
+                                        help="cost: cheapest within deadline and budget; "
+                                        "time: fastest within budget."),
+    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    explain: bool = typer.Option(False, "--explain", help="Show why: binding constraints, "
+                                 "marginal costs, alternatives (always in JSON)."),
+    timings: bool = typer.Option(True, "--timings/--no-timings",
+                                 help="--no-timings zeroes solver.seconds for byte-identical "
+                                 "output."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
+                                "policies/default.yaml)."),
+) -> None:
+    """The cheapest cluster plan that meets the deadline and the budget."""
+
+    def go() -> None:
+        from optimizer.planner.api import plan as make_plan
+        from optimizer.report.tables import plan_markdown, plan_table
+        from optimizer.spec.project import load_spec
+        from policies.model import load_policy
+        from providers.registry import load_catalog
+
+        s = load_spec(str(spec))
+        pol = load_policy(str(policy) if policy else None)
+        cat = load_catalog(catalog)
+        typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
+                   f"policy {pol.name}...", err=True)
+        p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings,
+                      policy=pol)
+        _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
+                 lambda: plan_table(p, explain))
+
+    _run(go)
+
+
+@app.command()
+def check(
+    plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="A plan written by "
+                                     "`ptplan plan --format json`."),
+    spec: Path = typer.Option(None, "--spec", help="Also recompute demand from this spec."),
+    policy: Path = typer.Option(None, "--policy", help="Also check against this policy; "
+                                "violations are named by rule."),
+) -> None:
+    """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget,
+    and the policy it was made under (or --policy)."""
+
+    def go() -> None:
+        from optimizer.core.yamlio import read_mapping, validate
+        from optimizer.plan.schema import Plan
+        from optimizer.plan.verify import verify_against_spec, verify_plan
+        from optimizer.spec.project import load_spec
+
+        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {plan_file}")
+        problems = verify_plan(p)
+        if spec is not None:
+            problems += verify_against_spec(p, load_spec(str(spec)))
+        if policy is not None:
+            from policies.check import check_plan
+            from policies.model import load_policy
+
+            pol = load_policy(str(policy))
+            problems += [f"policy {pol.name}: {line}" for line in check_plan(p, pol)]
+        if problems:
+            for line in problems:
+                typer.echo(f"violation: {line}")
+            typer.echo(f"{len(problems)} violation(s) in {plan_file}", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"ok: {plan_file} is consistent ({len(p.pools)} pools, {len(p.phases)} "
+                   f"phases, total ${p.total_cost_usd})")
+
+    _run(go)
+
+
+@app.command()
+def pareto(
+    spec: Path = typer.Argument(..., help="Project spec YAML."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
+    points: int = typer.Option(10, "--points", help="Deadlines to solve (geometric grid)."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
+                                "policies/default.yaml)."),
+) -> None:
+    """The cost-vs-deadline frontier: what each hour of deadline costs."""
+
+    def go() -> None:
+        from optimizer.planner.api import pareto as run
+        from optimizer.report.tables import pareto_markdown, pareto_table
+        from optimizer.spec.project import load_spec
+        from policies.model import load_policy
+        from providers.registry import load_catalog
+
+        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver,
+                     load_policy(str(policy) if policy else None))
+        _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
+                 lambda: pareto_table(report))
+
+    _run(go)
+
+
+@schema_app.command("spec")
+def schema_spec() -> None:
+    """JSON Schema of the project spec (for editor completion)."""
+    from optimizer.spec.project import ProjectSpec
+
+    sys.stdout.write(dumps(ProjectSpec.model_json_schema()))

@@ -1,0 +1,327 @@
+"""``ptplan prices``: pull live prices into the local cache, show them, diff two catalogs.
+
+* ``refresh --provider aws|gcp [--regions R,...] [--instance-type T]... [--endpoint URL]
+  [--cache PATH]`` pulls through the provider SDK (``providers.aws`` / ``providers.gcp``) with a
+  progress bar on stderr, then writes the complete pull into the cache in one transaction
+  (``providers.cache``). Faults exit 3 with one line and leave the cache as it was.
+* ``show [--gpu G] [--provider P] [--region R] [--format table|json] [--catalog C]``: per
+  (GPU, provider, instance type, region): on-demand, cheapest spot zone and the cheapest
+  effective 1y/3y reserved rate per hour (JSON lists every reserved option with its upfront fee
+  and hourly part), like ``sky gpus list``.
+* ``diff OLD NEW``: offers and reserved rates changed (with the % change), added and removed
+  between two catalogs (``embedded``, ``cache``, a ``*.sqlite`` cache file or a catalog YAML).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import _emit, _run, app, dumps
+from optimizer.core.errors import InputError
+
+prices_app = typer.Typer(no_args_is_help=True,
+                         help="Live prices: refresh the local cache, show it, diff catalogs.")
+app.add_typer(prices_app, name="prices")
+
+PROVIDERS = ("aws", "gcp")
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _check_endpoint(endpoint: str | None) -> None:
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise InputError(f"--endpoint: {endpoint!r} is not a URL; give http(s)://host[:port]")
+
+
+class _Bar:
+    """A rich progress bar on stderr (transient); a no-op when stderr is not a terminal."""
+
+    def __init__(self, provider: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), console=Console(stderr=True),
+                                 transient=True)
+        self.task = self.progress.add_task(f"pulling {provider} prices", total=None)
+
+    def __call__(self, label: str, done: int, total: int | None) -> None:
+        self.progress.update(self.task, description=label, completed=done, total=total)
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+@prices_app.command("refresh")
+def refresh(
+    provider: str = typer.Option(..., "--provider", help="aws or gcp."),
+    regions: list[str] = typer.Option(None, "--regions", help="Regions to pull (comma-separated "
+                                      "or repeated); default: every region with prices. Only "
+                                      "these regions' rows are replaced."),
+    instance_type: list[str] = typer.Option(None, "--instance-type", help="aws: instance types "
+                                            "(repeatable); default: the GPU and Trainium "
+                                            "families."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Send SDK requests to this URL "
+                                 "(private mirror, tests); http://127.0.0.1 or localhost: "
+                                 "anonymous credentials for gcp."),
+    cache: Path = typer.Option(None, "--cache", help="Cache file (default: $PTPLAN_CACHE or the "
+                               "user cache directory)."),
+) -> None:
+    """Pull live prices through the provider SDK into the local cache (atomic)."""
+
+    def go() -> None:
+        from providers.cache import resolve_cache_path, store_pull
+
+        if provider not in PROVIDERS:
+            raise InputError(f"--provider: {provider!r} is not supported; use aws or gcp")
+        _check_endpoint(endpoint)
+        region_list = _split(regions)
+        types = _split(instance_type)
+        target = resolve_cache_path(cache)
+        typer.echo(f"pulling {provider} prices" + (f" for {', '.join(region_list)}"
+                                                   if region_list else " (all regions)")
+                   + f" into {target}...", err=True)
+        with _Bar(provider) as bar:
+            if provider == "aws":
+                from providers.aws import fetch_aws
+
+                pull = fetch_aws(region_list, types, endpoint=endpoint, progress=bar)
+            else:
+                if types:
+                    raise InputError("--instance-type applies to aws only; gcp pulls every "
+                                     "A2/A3/A4/G2 machine type")
+                from providers.gcp import fetch_gcp
+
+                pull = fetch_gcp(region_list, endpoint=endpoint, progress=bar)
+        store_pull(pull, target)
+        od = sum(o.capacity_type == "on_demand" for o in pull.offers)
+        spot = sum(o.capacity_type == "spot" for o in pull.offers)
+        regions_done = sorted({o.region for o in pull.offers})
+        typer.echo(f"{provider}: {len(pull.offers)} offers ({od} on-demand, {spot} spot) and "
+                   f"{len(pull.reserved_rates)} reserved rates in {len(regions_done)} regions, "
+                   f"{len(pull.exclusions)} exclusions; as_of {pull.as_of}; cache {target}")
+
+    _run(go)
+
+
+def _load(ref: str) -> Any:
+    from providers.registry import load_catalog
+
+    return load_catalog(ref)
+
+
+def _gpu_filter(name: str | None) -> str | None:
+    if name is None:
+        return None
+    from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
+
+    canon = canonical_gpu_name(name)
+    if canon is None:
+        raise InputError(f"--gpu: {unknown_gpu_message(name)}")
+    return canon
+
+
+def show_rows(catalog: Any, gpu: str | None, provider: str | None, region: str | None
+              ) -> list[dict[str, Any]]:
+    """One row per (gpu, provider, instance type, region) with its prices per hour."""
+    rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+
+    def keep(p: str, r: str) -> bool:
+        return ((provider is None or p == provider)
+                and (region is None or fnmatch.fnmatchcase(r, region)))
+
+    types: dict[tuple[str, str], tuple[str, int]] = {}
+    for o in catalog.offers:
+        types[(o.provider, o.instance_type)] = (o.gpu, o.gpus_per_node)
+        if (gpu is not None and o.gpu != gpu) or not keep(o.provider, o.region):
+            continue
+        row = rows.setdefault((o.gpu, o.provider, o.instance_type, o.region), {
+            "gpu": o.gpu, "gpus_per_node": o.gpus_per_node, "provider": o.provider,
+            "instance_type": o.instance_type, "region": o.region, "on_demand_usd_per_hour": None,
+            "spot_usd_per_hour": None, "spot_zone": None, "reserved": [], "as_of": o.as_of})
+        row["as_of"] = min(row["as_of"], o.as_of)
+        if o.capacity_type == "on_demand":
+            row["on_demand_usd_per_hour"] = o.usd_per_hour
+        elif o.capacity_type == "spot" and (row["spot_usd_per_hour"] is None
+                                            or o.usd_per_hour < row["spot_usd_per_hour"]):
+            row["spot_usd_per_hour"], row["spot_zone"] = o.usd_per_hour, o.zone
+    for r in catalog.reserved_rates:
+        g = types.get((r.provider, r.instance_type))
+        if g is None or (gpu is not None and g[0] != gpu) or not keep(r.provider, r.region):
+            continue
+        hit = rows.get((g[0], r.provider, r.instance_type, r.region))
+        if hit is None:
+            continue
+        hit["reserved"].append({
+            "term_years": r.term_years, "offering_class": r.offering_class,
+            "purchase_option": r.purchase_option, "effective_usd_per_hour": r.usd_per_hour,
+            "upfront_usd": r.upfront_usd, "recurring_usd_per_hour": r.recurring_usd_per_hour,
+            "assumption": r.assumption, "source": r.source})
+    out = []
+    for key in sorted(rows, key=lambda k: (k[0], k[1], rows[k]["on_demand_usd_per_hour"]
+                                           or float("inf"), k[2], k[3])):
+        row = rows[key]
+        row["reserved"].sort(key=lambda x: (x["term_years"], x["effective_usd_per_hour"],
+                                            x["offering_class"], x["purchase_option"]))
+        out.append(row)
+    return out
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.4f}" if value < 10 else f"{value:,.2f}"
+
+
+def _best(row: dict[str, Any], years: int) -> str:
+    opts = [r for r in row["reserved"] if r["term_years"] == years]
+    if not opts:
+        return "-"
+    best = opts[0]
+    label = ", ".join(x for x in (best["offering_class"], best["purchase_option"]) if x)
+    assumed = "assumption" if best["assumption"] else ""
+    notes = "; ".join(x for x in (label, assumed) if x)
+    return _money(best["effective_usd_per_hour"]) + (f" ({notes})" if notes else "")
+
+
+def show_table(catalog: Any, rows: list[dict[str, Any]]) -> str:
+    from optimizer.report.tables import _table
+
+    header = ["GPU", "QTY", "PROVIDER", "INSTANCE_TYPE", "REGION", "ON-DEMAND $/h",
+              "SPOT $/h (zone)", "1Y RESERVED eff. $/h", "3Y RESERVED eff. $/h"]
+    body = [[r["gpu"], str(r["gpus_per_node"]), r["provider"], r["instance_type"], r["region"],
+             _money(r["on_demand_usd_per_hour"]),
+             _money(r["spot_usd_per_hour"]) + (f" ({r['spot_zone']})" if r["spot_zone"] else ""),
+             _best(r, 1), _best(r, 3)] for r in rows]
+    age = catalog.age_days()
+    footer = [f"catalog {catalog.name}, as_of {catalog.as_of}"
+              + (f" ({age} days old)" if age is not None else ""),
+              "reserved: cheapest effective rate = hourly + upfront / term hours (every option, "
+              "with upfront fee and hourly part: --format json); for buying, not used by `plan`"]
+    stale = catalog.staleness_warning()
+    if stale:
+        footer.append(f"warning: {stale}")
+    return _table(f"ptplan prices: {len(rows)} instance types x regions", header, body, footer)
+
+
+@prices_app.command("show")
+def show(
+    gpu: str = typer.Option(None, "--gpu", help="Only this GPU (aliases accepted)."),
+    provider: str = typer.Option(None, "--provider", help="Only this provider."),
+    region: str = typer.Option(None, "--region", help="Only this region (glob, e.g. 'us-*')."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    catalog: str = typer.Option("cache", "--catalog", help="cache (default), embedded, a cache "
+                                "file (*.sqlite) or a catalog YAML."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+) -> None:
+    """On-demand, spot and reserved prices per hour, per GPU and instance type."""
+
+    def go() -> None:
+        if fmt not in ("table", "json"):
+            raise InputError(f"--format: {fmt!r} is not supported here; use table or json")
+        canon = _gpu_filter(gpu)
+        cat = _load(catalog)
+        rows = show_rows(cat, canon, provider, region)
+        if not rows:
+            raise InputError(
+                f"no prices match (--gpu {gpu or '*'}, --provider {provider or '*'}, "
+                f"--region {region or '*'}) in catalog {cat.name}; GPUs there: "
+                f"{', '.join(cat.gpus())}; providers: "
+                f"{', '.join(sorted({o.provider for o in cat.offers}))}")
+        if fmt == "json":
+            _emit(dumps({"catalog": {"name": cat.name, "as_of": cat.as_of,
+                                     "age_days": cat.age_days(), "notes": list(cat.notes)},
+                         "filters": {"gpu": canon, "provider": provider, "region": region},
+                         "rows": rows}), output)
+        else:
+            _emit(show_table(cat, rows), output)
+
+    _run(go)
+
+
+DIFF_TOLERANCE_USD = 5e-5
+"""Prices closer than this ($/h, below the 4-decimal display) count as unchanged."""
+
+
+def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, Any]:
+    """What changed between two catalogs: offers by key, reserved rates by option."""
+
+    def offers(c: Any) -> dict[str, Any]:
+        return {o.key: o for o in c.offers if provider is None or o.provider == provider}
+
+    def rates(c: Any) -> dict[str, Any]:
+        return {f"{r.provider}:{r.region}:{r.instance_type}:{r.term_years}y:"
+                f"{r.offering_class or '-'}:{r.purchase_option or '-'}": r
+                for r in c.reserved_rates if provider is None or r.provider == provider}
+
+    out: dict[str, Any] = {"old": {"name": old.name, "as_of": old.as_of},
+                           "new": {"name": new.name, "as_of": new.as_of}}
+    for label, a, b in (("offers", offers(old), offers(new)),
+                        ("reserved_rates", rates(old), rates(new))):
+        changed = []
+        for k in sorted(a.keys() & b.keys()):
+            x, y = a[k].usd_per_hour, b[k].usd_per_hour
+            if abs(x - y) >= DIFF_TOLERANCE_USD:
+                changed.append({"key": k, "old_usd_per_hour": x, "new_usd_per_hour": y,
+                                "change_pct": round((y - x) / x * 100, 2) if x else None})
+        out[label] = {
+            "changed": changed,
+            "added": [{"key": k, "usd_per_hour": b[k].usd_per_hour}
+                      for k in sorted(b.keys() - a.keys())],
+            "removed": [{"key": k, "usd_per_hour": a[k].usd_per_hour}
+                        for k in sorted(a.keys() - b.keys())],
+            "unchanged": sum(1 for k in a.keys() & b.keys()
+                             if abs(a[k].usd_per_hour - b[k].usd_per_hour) < DIFF_TOLERANCE_USD),
+        }
+    return out
+
+
+def diff_table(d: dict[str, Any]) -> str:
+    from optimizer.report.tables import _table
+
+    body: list[list[str]] = []
+    for label in ("offers", "reserved_rates"):
+        part = d[label]
+        for c in part["changed"]:
+            pct = "" if c["change_pct"] is None else f"{c['change_pct']:+.2f} %"
+            body.append([label, "changed", c["key"], _money(c["old_usd_per_hour"]),
+                         _money(c["new_usd_per_hour"]), pct])
+        for c in part["added"]:
+            body.append([label, "added", c["key"], "-", _money(c["usd_per_hour"]), ""])
+        for c in part["removed"]:
+            body.append([label, "removed", c["key"], _money(c["usd_per_hour"]), "-", ""])
+    footer = [f"{label}: {len(d[label]['changed'])} changed, {len(d[label]['added'])} added, "
+              f"{len(d[label]['removed'])} removed, {d[label]['unchanged']} unchanged"
+              for label in ("offers", "reserved_rates")]
+    title = (f"ptplan prices diff: {d['old']['name']} ({d['old']['as_of']}) -> "
+             f"{d['new']['name']} ({d['new']['as_of']})")
+    return _table(title, ["WHAT", "CHANGE", "KEY", "OLD $/h", "NEW $/h", "CHANGE %"], body,
+                  footer)
+
+
+@prices_app.command("diff")
+def diff(
+    old: str = typer.Argument(..., help="Old catalog: embedded, cache, a cache file (*.sqlite) "
+                              "or a catalog YAML."),
+    new: str = typer.Argument(..., help="New catalog (same forms)."),
+    provider: str = typer.Option(None, "--provider", help="Only this provider."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+) -> None:
+    """What changed between two catalogs: prices changed (with %), offers added and removed."""
+
+    def go() -> None:
+        if fmt not in ("table", "json"):
+            raise InputError(f"--format: {fmt!r} is not supported here; use table or json")
+        d = diff_catalogs(_load(old), _load(new), provider)
+        _emit(dumps(d) if fmt == "json" else diff_table(d), output)
+
+    _run(go)

@@ -1,0 +1,51 @@
+"""``ptplan render``: deployment configs (SkyPilot, KubeRay, Karpenter, Kueue, Terraform, bucket
+lifecycle) from a plan JSON. The plan is validated and re-verified first; a plan that fails
+verification is not rendered (exit 1). Files go under ``-o DIR``; their list goes to stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from optimizer.cli.common import _run, app
+
+
+@app.command()
+def render(
+    plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="A plan written by "
+                                     "`ptplan plan --format json`."),
+    target: str = typer.Option(..., "--target", "-t", help="skypilot | kuberay | karpenter | "
+                               "kueue | terraform-aws | terraform-gcp | lifecycle | all"),
+    output: Path = typer.Option(..., "-o", "--output", help="Directory to write into "
+                                "(created; existing files of the same names are replaced)."),
+    spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from: gives the "
+                              "checkpoint cadence and lifecycle the plan does not record."),
+    image: str = typer.Option(None, "--image", help="Container image for Ray pods and "
+                              "SkyPilot tasks (default: veRL's published image)."),
+    cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
+                                "(Karpenter discovery tag and node role; GKE cluster)."),
+) -> None:
+    """Write deployment configs for a plan (see docs/render.md)."""
+
+    def go() -> None:
+        from optimizer.plan.verify import verify_plan
+        from optimizer.render.targets import DEFAULT_IMAGE, load_plan, render_plan, write_files
+        from optimizer.spec.project import load_spec
+
+        p = load_plan(plan_file)
+        problems = verify_plan(p)
+        if problems:
+            for line in problems:
+                typer.echo(f"violation: {line}", err=True)
+            typer.echo(f"error: plan {plan_file} fails verification ({len(problems)} "
+                       "violation(s)); not rendered: re-plan or fix the plan", err=True)
+            raise typer.Exit(1)
+        s = load_spec(str(spec)) if spec is not None else None
+        files, notes = render_plan(p, target, s, image or DEFAULT_IMAGE, cluster)
+        for note in notes:
+            typer.echo(f"note: {note}", err=True)
+        for path in write_files(files, output):
+            typer.echo(f"wrote {path}", err=True)
+
+    _run(go)

@@ -1,0 +1,210 @@
+"""``ptplan reserve``: quarterly reserved-capacity purchasing for a portfolio of projects.
+
+The command is thin: load the portfolio, catalog and policy, call
+:func:`optimizer.reserve.purchase.reserve`, and format its JSON report (table, markdown or JSON); every
+figure shown is one the JSON holds. ``--chart FILE`` draws weekly demand against committed
+capacity per scenario from the report's ``coverage`` rows (matplotlib, Agg backend; SVG output
+is byte-deterministic: fixed ``svg.hashsalt``, no date metadata).
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import Format, _emit_as, _run, app, dumps
+from optimizer.core.errors import InputError
+
+
+def _money(x: str | None) -> str:
+    return "-" if x is None else f"{float(x):,.2f}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[list[str]]]],
+                                          list[str]]:
+    """Title, (caption, header, rows) tables and footer lines of a reserve report."""
+    title = (f"ptplan reserve: {r['portfolio']} ({r['horizon_weeks']} weeks, "
+             f"{len(r['scenarios'])} scenarios; minimising {r['objective']})")
+    buy = [[p["product"], f"{p['provider']}/{p['region']}/{p['instance_type']}",
+            f"{p['term_years']}y", str(p["count"]), _money(p["upfront_usd"]),
+            f"{p['usd_per_hour']:,.4g}", f"{p['effective_usd_per_hour']:,.4g}",
+            "-" if p["on_demand_usd_per_hour"] is None else f"{p['on_demand_usd_per_hour']:,.4g}",
+            _pct(p["break_even_utilization"]), _pct(p["expected_utilization"]),
+            _pct(p["next_unit_utilization"])] for p in r["purchases"]]
+    buy_h = ["product", "instance", "term", "count", "upfront $/node", "$/h", "effective $/h",
+             "on-demand $/h", "break-even util", "expected util", "next unit util"]
+    costs = [["expected total (this purchase)", _money(r["expected_total_cost_usd"]), ""],
+             ["today's commitments only", _money(r["existing_only_cost_usd"]),
+              _money(r["expected_savings_vs_existing_only_usd"])],
+             ["all on-demand (no commitments, no spot)", _money(r["on_demand_only_cost_usd"]),
+              _money(r["expected_savings_vs_on_demand_only_usd"])],
+             ["upfront due now", _money(r["upfront_due_now_usd"]), ""]]
+    if r["risk"]:
+        costs.append([f"CVaR {r['risk']['alpha']:g} of total cost", _money(r["risk"]["cvar_usd"]),
+                      ""])
+    sc_h = ["scenario", "probability", "total $", "new commitments $", "held $", "on-demand $",
+            "spot $", "today's only $", "all on-demand $"]
+    sc = [[s["name"], f"{s['probability']:.3g}", _money(s["total_cost_usd"]),
+           _money(s["new_commitment_cost_usd"]), _money(s["existing_commitment_cost_usd"]),
+           _money(s["on_demand_cost_usd"]), _money(s["spot_cost_usd"]),
+           _money(s["existing_only_cost_usd"]), _money(s["on_demand_only_cost_usd"])]
+          for s in r["scenarios"]]
+    cov_h = ["scenario", "instance", "weeks", "demand", "spot-ok", "committed", "used",
+             "on-demand", "spot"]
+    cov: list[list[str]] = []
+    fields = ("demand_nodes", "spot_ok_nodes", "committed_nodes", "committed_used_nodes",
+              "on_demand_nodes", "spot_nodes")
+
+    def group(row: dict[str, Any]) -> tuple[Any, ...]:
+        return (row["scenario"], row["provider"], row["region"], row["instance_type"],
+                *(round(row[f], 2) for f in fields))
+
+    runs: list[list[dict[str, Any]]] = []
+    for _, rows in groupby(r["coverage"], key=group):
+        for row in rows:  # consecutive weeks only
+            if runs and group(runs[-1][-1]) == group(row) and runs[-1][-1]["week"] + 1 == \
+                    row["week"]:
+                runs[-1].append(row)
+            else:
+                runs.append([row])
+    for run in runs:
+        a, b = run[0], run[-1]
+        weeks = str(a["week"]) if a is b else f"{a['week']}-{b['week']}"
+        cov.append([a["scenario"], f"{a['provider']}/{a['region']}/{a['instance_type']}", weeks,
+                    *(f"{a[f]:.2f}" for f in fields)])
+    sv = r["solver"]
+    footer = [f"solver: {sv['name']} {sv['status']} (gap {sv['gap']:.2g}, {sv['seconds']} s; "
+              f"{sv['variables']} variables, {sv['integer_variables']} integer, "
+              f"{sv['constraints']} rows); project planning {sv['planning_seconds']} s for "
+              f"{len(r['projects'])} projects ({sv['distinct_plans']} distinct plans)",
+              f"verification: {r['verification']}",
+              "utilisation: committed node-hours used / paid; break-even = effective $/h / "
+              "on-demand $/h; next unit = utilisation one more node would get",
+              f"catalog: {r['catalog']['name']} (as_of {r['catalog']['as_of']})"]
+    for p in r["purchases"]:
+        if p["count"] == 0 and p["spot_usd_per_hour"] is not None and \
+                p["spot_usd_per_hour"] < p["effective_usd_per_hour"]:
+            footer.append(f"note: {p['product']}: spot-ok demand runs on spot at "
+                          f"{p['spot_usd_per_hour']:.4g} $/h, below the commitment's "
+                          f"{p['effective_usd_per_hour']:.4g} $/h")
+    footer += [f"warning: {w}" for w in r["warnings"]]
+    if r["defaults_applied"]:
+        footer.append("defaults applied: " + "; ".join(r["defaults_applied"]))
+    tables = [("purchase", buy_h, buy), ("expected cost over the horizon",
+                                         ["comparison", "USD", "saved by this purchase"], costs),
+              ("scenarios", sc_h, sc), ("weekly coverage (average concurrent nodes)", cov_h, cov)]
+    return title, tables, footer
+
+
+def reserve_table(r: dict[str, Any]) -> str:
+    from rich.table import Table
+
+    from optimizer.report.tables import _console_text
+
+    title, tables, footer = _sections(r)
+    out = [title + "\n"]
+    for caption, header, rows in tables:
+        t = Table(title=caption)
+        for h in header:
+            t.add_column(h, overflow="fold")
+        for row in rows:
+            t.add_row(*row)
+        out.append(_console_text(t))
+    return "".join(out) + "".join(line + "\n" for line in footer)
+
+
+def reserve_markdown(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import md_table
+
+    title, tables, footer = _sections(r)
+    out = [f"# {title}\n"]
+    for caption, header, rows in tables:
+        out.append(f"\n## {caption}\n\n" + md_table(header, rows))
+    return "".join(out) + "\n" + "".join(f"- {line}\n" for line in footer)
+
+
+def write_chart(r: dict[str, Any], path: Path) -> None:
+    """Weekly demand (solid) against committed capacity (dashed) per scenario and instance."""
+    from optimizer.report.charts import chart_suffix, pyplot, save
+
+    chart_suffix(path)
+    scenarios = [s["name"] for s in r["scenarios"]]
+    with pyplot("ptplan-reserve") as plt:
+        fig, axes = plt.subplots(len(scenarios), 1, figsize=(11, 2.6 * len(scenarios)),
+                                 sharex=True, squeeze=False)
+        for ax, name in zip(axes[:, 0], scenarios, strict=True):
+            rows = [c for c in r["coverage"] if c["scenario"] == name]
+            keys = sorted({(c["provider"], c["region"], c["instance_type"]) for c in rows})
+            for n, key in enumerate(keys):
+                kr = [c for c in rows if (c["provider"], c["region"], c["instance_type"]) == key]
+                weeks = [c["week"] for c in kr] + [kr[-1]["week"] + 1]  # the last week's end
+                color = f"C{n % 10}"
+                label = "/".join(key)
+                demand = [c["demand_nodes"] for c in kr]
+                committed = [c["committed_nodes"] for c in kr]
+                ax.step(weeks, demand + demand[-1:], where="post", color=color,
+                        label=f"{label} demand")
+                ax.step(weeks, committed + committed[-1:], where="post", color=color,
+                        linestyle="--", label=f"{label} committed")
+            ax.set_title(f"scenario {name}", fontsize=9)
+            ax.set_ylabel("nodes (weekly avg)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        axes[-1, 0].set_xlabel("week")
+        fig.suptitle(f"{r['portfolio']}: weekly demand vs committed capacity", fontsize=10)
+        fig.tight_layout()
+        save(plt, fig, path)
+    typer.echo(f"wrote {path}", err=True)
+
+
+@app.command()
+def reserve(
+    portfolio: Path = typer.Argument(..., metavar="PORTFOLIO.yaml", help="Portfolio file."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    risk: str = typer.Option(None, "--risk", help="cvar:ALPHA[:WEIGHT], e.g. cvar:0.9: minimise "
+                             "(1-WEIGHT) x expected cost + WEIGHT x CVaR_ALPHA (WEIGHT 0.5)."),
+    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    chart: Path = typer.Option(None, "--chart", help="Write a chart of weekly demand vs "
+                               "committed capacity (.png or .svg)."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML for planning the projects "
+                                "(default: policies/default.yaml)."),
+    timings: bool = typer.Option(True, "--timings/--no-timings",
+                                 help="--no-timings zeroes seconds for byte-identical output."),
+) -> None:
+    """How many 1- and 3-year commitments to buy now for a portfolio of projects."""
+
+    def go() -> None:
+        from optimizer.reserve.portfolio import load_portfolio, portfolio_dir
+        from optimizer.reserve.purchase import Risk
+        from optimizer.reserve.purchase import reserve as run
+        from policies.model import load_policy
+        from providers.registry import load_catalog
+
+        rk = Risk.parse(risk)
+        if chart is not None and chart.suffix.lower() not in (".png", ".svg"):
+            raise InputError(f"--chart: {str(chart)!r} must end in .png or .svg")
+        pf = load_portfolio(str(portfolio))
+        pol = load_policy(str(policy) if policy else None)
+        cat = load_catalog(catalog)
+        typer.echo(f"reserve {pf.name}: {len(pf.projects)} projects, {len(pf.demand)} demand "
+                   f"rows, {len(pf.scenarios)} scenarios on catalog {cat.name}...", err=True)
+        result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver, rk, timings)
+        rep = result.report
+        _emit_as(fmt, output, lambda: dumps(rep), lambda: reserve_markdown(rep),
+                 lambda: reserve_table(rep))
+        if chart is not None:
+            write_chart(rep, chart)
+
+    _run(go)
+
+
+__all__ = ["reserve", "reserve_markdown", "reserve_table", "write_chart"]

@@ -1,0 +1,173 @@
+"""GPU specifications (package data ``optimizer/data/gpu_specs.csv``) and GPU name resolution.
+
+The CSV is a copy of the project's reference table (dense tensor figures, with a ``source`` and a
+``confidence`` column per row). Each row gets a short canonical id (``H100``, ``A100-80GB`` ...);
+catalog names and user input are resolved through :data:`ALIASES`. A precision a GPU lacks (an
+empty cell) is unavailable on it: it is never mapped to another precision.
+
+Units: TFLOPS (10^12 FLOP/s, dense), HBM in GB (10^9 bytes), bandwidth in TB/s (10^12 B/s).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from optimizer.core.errors import InputError, suggest
+
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8")
+"""Precisions ptplan models, from highest to lowest."""
+
+HIGH_PRECISIONS: frozenset[str] = frozenset({"fp32", "bf16", "fp16"})
+
+BYTES_PER_PARAM: dict[str, float] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+"""Weight bytes per parameter at each precision."""
+
+KV_BYTES: dict[str, float] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 2}
+"""KV-cache bytes per element: fp8 uses an fp8 KV cache (vLLM ``kv_cache_dtype=fp8``); int8 is
+weight-only W8A8 quantisation with a 16-bit KV cache."""
+
+# CSV row name -> canonical id
+_CANONICAL: dict[str, str] = {
+    "H100 SXM5 80GB": "H100",
+    "H100 PCIe 80GB": "H100-PCIe",
+    "H800 SXM5 80GB": "H800",
+    "H200 SXM 141GB": "H200",
+    "H20 96GB": "H20",
+    "B200 (HGX 1000 W)": "B200",
+    "A100 SXM4 80GB": "A100-80GB",
+    "A100 SXM4 40GB": "A100-40GB",
+    "A100 PCIe 80GB": "A100-PCIe-80GB",
+    "A800 SXM4 80GB": "A800",
+    "L40S": "L40S",
+    "L4": "L4",
+    "A10 (PCIe)": "A10",
+    "A10G (AWS g5)": "A10G",
+    "T4": "T4",
+    "Trainium1 (per chip)": "Trainium1",
+    "Trainium2 (per chip)": "Trainium2",
+}
+
+ALIASES: dict[str, str] = {
+    # catalog names (SkyPilot convention: plain "A100" is the 40 GB part)
+    "a100": "A100-40GB",
+    "a100-40gb": "A100-40GB",
+    "a100-80gb": "A100-80GB",
+    "a100-sxm4-80gb": "A100-80GB",
+    "h100": "H100",
+    "h100-80gb": "H100",
+    "h100-sxm": "H100",
+    "h100-sxm5": "H100",
+    "h100-mega": "H100",
+    "h100-mega-80gb": "H100",
+    "h100-pcie": "H100-PCIe",
+    "h200": "H200",
+    "h200-141gb": "H200",
+    "b200": "B200",
+    "l40s": "L40S",
+    "l4": "L4",
+    "a10g": "A10G",
+    "a10": "A10",
+    "t4": "T4",
+    "trainium": "Trainium1",
+    "trainium1": "Trainium1",
+    "trn1": "Trainium1",
+    "trainium2": "Trainium2",
+    "trn2": "Trainium2",
+    "h800": "H800",
+    "h20": "H20",
+    "a800": "A800",
+}
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator type. ``peak_tflops`` maps precision -> dense peak; absent = unsupported."""
+
+    name: str
+    row_name: str
+    architecture: str
+    peak_tflops: dict[str, float]
+    memory_gb: float
+    mem_bw_tbps: float
+    interconnect: str
+    confidence: str
+    source: str
+
+    def supports(self, precision: str) -> bool:
+        return precision in self.peak_tflops
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(p for p in PRECISIONS if p in self.peak_tflops)
+
+
+def _num(cell: str) -> float | None:
+    cell = (cell or "").strip()
+    return float(cell) if cell else None
+
+
+@cache
+def gpus() -> dict[str, GPU]:
+    """All GPU types by canonical id, read from package data."""
+    text = resources.files("optimizer.core").joinpath("data/gpu_specs.csv").read_text(encoding="utf-8")
+    out: dict[str, GPU] = {}
+    for row in csv.DictReader(text.splitlines()):
+        name = _CANONICAL.get(row["gpu"])
+        if name is None:  # a new row without a canonical id: keep its own name
+            name = row["gpu"]
+        peaks: dict[str, float] = {}
+        for precision, column in (
+            ("bf16", "bf16_dense_tflops"),
+            ("fp16", "fp16_dense_tflops"),
+            ("fp8", "fp8_dense_tflops"),
+            ("int8", "int8_dense_tops"),
+            ("fp32", "fp32_nontensor_tflops"),
+        ):
+            value = _num(row[column])
+            if value:
+                peaks[precision] = value
+        out[name] = GPU(
+            name=name,
+            row_name=row["gpu"],
+            architecture=row["architecture"],
+            peak_tflops=peaks,
+            memory_gb=float(row["memory_gb"]),
+            mem_bw_tbps=float(row["mem_bw_tbps"]),
+            interconnect=row["scaleup_interconnect"],
+            confidence=row["confidence"],
+            source=row["source"],
+        )
+    return out
+
+
+def canonical_gpu_name(name: str) -> str | None:
+    """The canonical id for ``name`` (case-insensitive, aliases accepted), or None."""
+    table = gpus()
+    if name in table:
+        return name
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    if key in ALIASES:
+        return ALIASES[key]
+    for canon in table:
+        if canon.lower() == key:
+            return canon
+    return None
+
+
+def unknown_gpu_message(name: str) -> str:
+    choices = list(gpus()) + list(ALIASES)
+    return (
+        f"unknown GPU {name!r}{suggest(name, choices)}; "
+        f"known GPUs: {', '.join(sorted(gpus()))}"
+    )
+
+
+def resolve_gpu(name: str, field: str = "gpu") -> GPU:
+    """The GPU for a user-given name; unknown names raise :class:`InputError` with suggestions."""
+    canon = canonical_gpu_name(name)
+    if canon is None:
+        raise InputError(f"{field}: {unknown_gpu_message(name)}")
+    return gpus()[canon]

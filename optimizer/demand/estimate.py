@@ -1,0 +1,137 @@
+"""``ptplan estimate``: per phase the FLOPs, tokens, memory fit and GPU-hours per GPU type.
+
+The report is a plain dict (JSON-ready, deterministic key order). GPU-hours of generation phases
+include the synchronous ``tail_factor`` unless the spec's pipeline is ``async``; the report says
+which. Precision: the one asked (``--precision``), else each phase's default (bf16, or fp16/fp32
+where the GPU lacks bf16).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.core.errors import InputError, suggest
+from optimizer.core.hardware import GPU, PRECISIONS, resolve_gpu
+from optimizer.demand.model import (
+    Demand,
+    build_demand,
+    default_precision,
+    phase_cell,
+    precision_options,
+)
+from optimizer.spec.project import ProjectSpec, applied_defaults
+
+SCHEMA_VERSION = 1
+
+
+def _round(x: float, digits: int = 4) -> float:
+    return float(f"{x:.{digits}g}") if x else 0.0
+
+
+def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = None
+             ) -> dict[str, Any]:
+    if precision is not None and precision not in PRECISIONS:
+        raise InputError(f"--precision: unknown precision {precision!r}"
+                         f"{suggest(precision, PRECISIONS)}; use one of {', '.join(PRECISIONS)}")
+    demand = build_demand(spec)
+    chosen: list[GPU] = [resolve_gpu(n, "--gpu") for n in gpu_names]
+    tail = spec.efficiency.tail_factor if spec.pipeline != "async" else 1.0
+    phases: list[dict[str, Any]] = []
+    totals: dict[str, float | None] = {g.name: 0.0 for g in chosen}
+    total_flops = 0.0
+    for phase in demand.phases:
+        if phase == "checkpoint":
+            continue
+        parts = demand.phase_parts(phase)
+        flops = sum(p.flops for p in parts)
+        total_flops += flops
+        cells: dict[str, Any] = {}
+        hours_by_gpu: dict[str, float | None] = {}
+        for g in chosen:
+            q = precision or default_precision(g, phase)
+            if q is None or q not in precision_options(phase):
+                reason = f"{q} is not a {phase} precision" if q else f"{g.name}: no precision"
+                cells[g.name] = {"precision": q, "fits": False, "reason": reason}
+                hours_by_gpu[g.name] = None
+                totals[g.name] = None
+                continue
+            pc = phase_cell(demand, phase, g, q)
+            if not pc.fits:
+                cells[g.name] = {"precision": q, "fits": False, "reason": pc.reason}
+                hours_by_gpu[g.name] = None
+                totals[g.name] = None
+                continue
+            hours = pc.gpu_hours + pc.decode_gpu_hours * (tail - 1.0)
+            hours_by_gpu[g.name] = _round(hours)
+            if totals[g.name] is not None:
+                totals[g.name] = (totals[g.name] or 0.0) + hours
+            cells[g.name] = {
+                "precision": q,
+                "fits": True,
+                "gpu_hours": _round(hours),
+                "tokens_per_second_per_gpu": _round(
+                    demand.primary_tokens(phase) / (hours * 3600.0)),
+                "replica_gpus": pc.replica_gpus,
+                "memory_gb_per_gpu": _round(pc.memory_gb_per_gpu),
+                "calibrated": pc.calibrated,
+                "parts": {
+                    name: {"tokens_per_second_per_gpu": _round(c.tokens_per_second_per_gpu),
+                           "replica_gpus": c.replica_gpus, "batch": c.batch, "bound": c.bound}
+                    for name, c in pc.cells
+                },
+            }
+        phases.append({
+            "name": phase,
+            "tokens": _round(demand.primary_tokens(phase), 6),
+            "flops": _round(flops),
+            "parts": [
+                {"name": p.name, "model": p.role, "kind": p.kind, "tokens": _round(p.tokens, 6),
+                 "flops": _round(p.flops)} for p in parts
+            ],
+            "gpu_hours": hours_by_gpu,
+            "tail_factor_applied": tail if phase in ("rollout", "eval") else 1.0,
+            "by_gpu": cells,
+        })
+    ckpt = _checkpoint(demand, chosen)
+    for name, hours in ckpt["gpu_hours"].items():
+        if totals.get(name) is not None and hours is not None:
+            totals[name] = (totals[name] or 0.0) + hours
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "spec_name": spec.name,
+        "method": spec.method,
+        "algorithm": spec.algorithm,
+        "steps": demand.steps,
+        "step_unit": ("optimizer step" if spec.method == "sft"
+                      else "rollout→update step (optimizer mini-batches inside are counted "
+                           "separately)"),
+        "pipeline_assumed": spec.pipeline,
+        "precision": precision or "default (bf16; fp16/fp32 where the GPU lacks bf16)",
+        "phases": phases,
+        "checkpoint": ckpt,
+        "totals": {
+            "flops": _round(total_flops),
+            "gpu_hours": {k: (_round(v) if v is not None else None) for k, v in totals.items()},
+        },
+        "defaults_applied": applied_defaults(spec),
+        "notes": list(demand.notes),
+    }
+
+
+def _checkpoint(demand: Demand, chosen: list[GPU]) -> dict[str, Any]:
+    stall = demand.checkpoint_stall_hours
+    hours: dict[str, float | None] = {}
+    for g in chosen:
+        q = default_precision(g, "update")
+        pc = phase_cell(demand, "update", g, q) if q else None
+        hours[g.name] = _round(stall * pc.replica_gpus) if pc and pc.fits else None
+    return {
+        "count": demand.checkpoints,
+        "every_steps": demand.spec.checkpoint_every_steps,
+        "gb_each": _round(demand.checkpoint_gb),
+        "stall_hours": _round(stall),
+        "gpu_hours": hours,
+        "note": "stall = size / efficiency.checkpoint_write_gb_per_s; GPU-hours on the smallest "
+                "update replica",
+    }
+

@@ -1,0 +1,107 @@
+"""Plan a project: the public entry points :func:`plan` and :func:`pareto`.
+
+``plan`` runs the engine (:mod:`optimizer.planner.engine`: layouts → candidate pools → exact
+bound → MILP), builds the plan from the best layout (:mod:`optimizer.planner.build`), adds the
+explanation (:mod:`optimizer.planner.explain`) and has the independent verifier
+(:func:`optimizer.plan.verify.verify_plan`) re-check it from the plan alone: a plan that fails
+verification is never returned. Infeasible inputs raise
+:class:`~optimizer.core.errors.InfeasibleError` naming the binding constraint and what would make
+the plan feasible.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from itertools import pairwise
+
+from optimizer.core.errors import InfeasibleError, InputError, PlannerError
+from optimizer.core.lp import check_solver
+from optimizer.plan.schema import Plan, hours, usd
+from optimizer.plan.verify import verify_plan
+from optimizer.planner.build import build_plan
+from optimizer.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
+from optimizer.planner.explain import explain_plan
+from optimizer.spec.project import ProjectSpec
+from policies.model import Policy
+from providers.base import Catalog
+
+
+def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: str = "highs",
+         explain: bool = True, timings: bool = True, ctx: Context | None = None,
+         policy: Policy | None = None) -> Plan:
+    """The cheapest (or, with objective ``time``, fastest within budget) verified plan under
+    ``policy`` (default: ``policies/default.yaml``)."""
+    if objective not in ("cost", "time"):
+        raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
+    check_solver(solver)
+    start = time.perf_counter()
+    ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
+    runs, solved = solve_runs(ctx, objective, solver)
+    p = build_plan(ctx, runs, solved, objective, solver, start, timings)
+    if explain:
+        p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
+    problems = verify_plan(p)
+    if problems:
+        raise PlannerError("internal error: the plan failed verification ("
+                           + "; ".join(problems[:3]) + "); please report this bug")
+    return p
+
+
+def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs",
+           policy: Policy | None = None) -> dict:
+    """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
+    run to the cheapest plan's run (geometric grid), with the cost of each hour saved."""
+    if points < 2:
+        raise InputError(f"--points: {points} is too few; ask for at least 2")
+    check_solver(solver)
+    ctx = prepare(spec, catalog, policy)
+    budget = spec.budget.max_usd
+    fastest = best_over_layouts(ctx, None, budget, "time")
+    cheapest = best_over_layouts(ctx, None, budget, "cost")
+    if fastest is None or cheapest is None:
+        raise InfeasibleError(diagnose(ctx, None, budget, "cost"))
+    t_min, t_max = fastest[1].run_hours, cheapest[1].run_hours
+    grid = [t_min * (t_max / t_min) ** (i / (points - 1)) for i in range(points)] \
+        if t_max > t_min * (1 + 1e-9) else [t_min]
+    rows: list[dict] = []
+    seen: set[tuple[str, float]] = set()
+    for d in grid:
+        d = d * (1 + 1e-9)
+        p = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})}),
+                 catalog, "cost", solver, explain=False, timings=False, ctx=ctx)
+        key = (p.total_cost_usd, p.makespan_hours)
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append({
+            "deadline_hours": hours(d), "total_cost_usd": p.total_cost_usd,
+            "makespan_hours": p.makespan_hours, "pipeline_mode": p.pipeline_mode,
+            "layout": p.layout, "provider": p.provider, "region": p.region, "zone": p.zone,
+            "network_cost_usd": p.network_cost_usd,
+            "pools": [f"{pool.name}: {pool.nodes} x {pool.gpu} x {pool.gpus_per_node} "
+                      f"({'+'.join(sorted({a.capacity_type for a in pool.allocations}))})"
+                      for pool in p.pools],
+            "verified": True,
+        })
+    rows.sort(key=lambda r: r["makespan_hours"])
+    frontier: list[dict] = []
+    for r in rows:  # keep only points not dominated (faster must cost more)
+        if frontier and float(r["total_cost_usd"]) >= float(frontier[-1]["total_cost_usd"]):
+            continue
+        frontier.append(r)
+    for a, b in pairwise(frontier):
+        dh = b["makespan_hours"] - a["makespan_hours"]
+        a["usd_per_hour_saved"] = usd((float(a["total_cost_usd"]) - float(b["total_cost_usd"]))
+                                      / dh) if dh > 0 else None
+    if frontier:
+        frontier[-1]["usd_per_hour_saved"] = None
+    return {
+        "schema_version": 1, "spec_name": spec.name,
+        "budget_usd": usd(budget) if budget is not None else None,
+        "fastest_hours": hours(t_min), "cheapest_usd": usd(cheapest[1].usd),
+        "catalog": catalog.name, "catalog_as_of": catalog.as_of,
+        "points": frontier,
+        "note": "each point is a verified plan at that deadline; usd_per_hour_saved is what "
+                "finishing at this point instead of the next slower one costs per hour",
+    }

@@ -1,0 +1,144 @@
+"""Capped offers shared by pools: exact resolution by splitting caps.
+
+Pools of a plan are held at the same time, so together they take at most an offer's
+``max_nodes`` (spot capacity per zone, reserved holdings, on-prem node counts). The pool
+frontiers and the enumeration treat pools as independent (each may take the whole cap): a
+relaxation. When its best plan over-uses an offer, the offer's cap is split among the pools that
+may use it, in every possible way; under a split the pools are independent again, so each split
+is solved exactly, and the best over all splits is the exact optimum for that region. A split
+that reveals another contested offer is split further (up to :data:`MAX_DEPTH` offers, at most
+:data:`MAX_SPLITS` split combinations). Regions are visited in order of their relaxed bound,
+which stays a valid lower bound, and the search stops when the bound exceeds the best plan found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from optimizer.planner.frontier import Candidates, build_candidates, over_capacity
+from optimizer.planner.search import Best, best
+from providers.base import Offer
+
+MAX_DEPTH = 3
+MAX_SPLITS = 400
+
+
+@dataclass(frozen=True)
+class Resolved:
+    cands: Candidates
+    best: Best
+    exact: bool
+    """False when the split search hit its limits (the plan is then feasible, not proven)."""
+
+
+def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    if parts == 1:
+        return [(total,)]
+    out = []
+    for first in range(total + 1):
+        for rest in _compositions(total - first, parts - 1):
+            out.append((first, *rest))
+    return out
+
+
+def _key(b: Best, objective: str) -> tuple[float, float]:
+    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
+
+
+def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
+            deadline: float | None, budget: float | None, objective: str) -> Resolved | None:
+    """The best plan of layout ``c.layout`` that respects shared caps, or None."""
+    relaxed = best(c, deadline, budget, objective)
+    if relaxed is None:
+        return None
+    if not _contested(c, relaxed):
+        return Resolved(c, relaxed, True)
+    incumbent: Resolved | None = None
+    exact = True
+    for region, rb in _regional_bests(c, deadline, budget, objective):
+        if incumbent is not None and _key(rb, objective) >= _key(incumbent.best, objective):
+            break  # relaxed bound of the remaining regions cannot beat the incumbent
+        if not _contested(c, rb):
+            found: Resolved | None = Resolved(c, rb, True)
+        else:
+            # split plans: the rollout pool may use other regions, so every offer stays
+            region_offers = offers if _split(c) else [
+                o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
+            found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
+                                      objective, {}, 0)
+            exact = exact and ok
+        if found is not None and (incumbent is None or
+                                  _key(found.best, objective) < _key(incumbent.best, objective)):
+            incumbent = found
+    if incumbent is None:
+        return None
+    return replace(incumbent, exact=exact)
+
+
+def _split(c: Candidates) -> bool:
+    return any(bool((f.place >= 0).any()) for f in c.frontiers.values())
+
+
+def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> list[str]:
+    caps = {o.key: o.max_nodes for o in offers} if offers is not None else None
+    return over_capacity([c.frontiers[n].option(k, c.regions, b.region, c.network)
+                          for n, k in b.picks.items()], caps)
+
+
+def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[int, Best]]:
+    """Each region's relaxed best plan, best first (a lower bound on what the region holds)."""
+    found = []
+    for region in range(len(c.regions)):
+        rb = best(c, deadline, budget, objective, only_region=region)
+        if rb is not None:
+            found.append((_key(rb, objective), region, rb))
+    return [(region, rb) for _, region, rb in sorted(found, key=lambda x: (x[0], x[1]))]
+
+
+def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
+                  deadline, budget, objective: str, shares: dict[str, dict[str, int]],
+                  depth: int) -> tuple[Resolved | None, bool]:
+    """Best plan in one region with the given per-pool shares of contested offers."""
+    layout = c.layout
+    pool_offers = {}
+    for pool in layout.pools:
+        mine = []
+        for o in offers:
+            if o.key in shares:
+                n = shares[o.key].get(pool.name, 0)
+                if n > 0:
+                    mine.append(replace(o, max_nodes=n))
+            else:
+                mine.append(o)
+        pool_offers[pool.name] = mine
+    sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers,
+                           network=c.network, split=_split(c))
+    sub.storage = c.storage
+    b = best(sub, deadline, budget, objective)
+    if b is None:
+        return None, True
+    contested = [k for k in _contested(sub, b, offers) if k not in shares]
+    if not contested:
+        return Resolved(sub, b, True), True
+    if depth >= MAX_DEPTH:
+        return None, False
+    key = contested[0]
+    offer = next(o for o in offers if o.key == key)
+    eligible = [p.name for p in layout.pools
+                if offer.capacity_type != "spot" or p.spot_ok]
+    splits = _compositions(offer.max_nodes or cap, len(eligible))
+    if len(splits) > MAX_SPLITS:
+        return None, False
+    found: Resolved | None = None
+    exact = True
+    for split in splits:
+        new = dict(shares)
+        new[key] = dict(zip(eligible, split, strict=True))
+        r, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
+                              depth + 1)
+        exact = exact and ok
+        if r is not None and (found is None or
+                              _key(r.best, objective) < _key(found.best, objective)):
+            found = r
+    return found, exact
+

@@ -1,0 +1,273 @@
+"""The search engine: layouts → candidate pools → exact bound → MILP, per layout.
+
+Solve strategy (per layout the spec's ``pipeline`` allows):
+
+1. :mod:`optimizer.planner.candidates` builds each pool's Pareto options in every region.
+2. :mod:`optimizer.planner.search` computes the exact optimum over those options (the incumbent) and,
+   per option, a lower bound on any plan using it; options whose bound exceeds the incumbent
+   are dropped.
+3. :mod:`optimizer.planner.milp` solves the MILP on the surviving options at the site step 2
+   chose (HiGHS, or CBC with ``--solver cbc``); storage and fixed network flows are constants
+   there, and egress enters the objective per option. Its answer must agree with step 2
+   (``solver.cross_check``).
+4. :mod:`optimizer.planner.build` turns the best layout's solution into a
+   :class:`~optimizer.plan.schema.Plan`; :mod:`optimizer.planner.api` adds the explanation and
+   has :func:`optimizer.plan.verify.verify_plan` re-check it from the plan alone.
+
+Infeasible inputs raise :class:`~optimizer.core.errors.InfeasibleError` naming the binding
+constraint and what would make the plan feasible.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from optimizer.core.errors import InfeasibleError
+from optimizer.core.hardware import gpus
+from optimizer.costs.network import network_model
+from optimizer.costs.storage import StorageModel, data_classes, weights_gb
+from optimizer.demand.model import Demand, build_demand, phase_cell
+from optimizer.planner.candidates import PoolOption, filter_offers, layouts
+from optimizer.planner.capacity import resolve
+from optimizer.planner.frontier import Candidates, build_candidates, fill_variants
+from optimizer.planner.milp import OptionSet, Solution, solve
+from optimizer.planner.search import Best, best, prune_for_milp
+from optimizer.spec.project import ProjectSpec
+from policies.model import Policy, default_policy
+from providers.base import Catalog
+
+SHARED_KEEP_GAPS = (0.25, 1.0, 4.0)
+"""When pools compete for capped offers: options kept for the MILP (bound within this factor
+of the relaxation's optimum), widened until the MILP finds a plan."""
+SHARED_MAX_OPTIONS = 150
+
+
+@dataclass
+class LayoutRun:
+    cands: Candidates
+    best: Best | None
+    solution: Solution | None = None
+    milp_options: int = 0
+    shared_capacity: bool = False
+    """The cap-split search of :mod:`optimizer.planner.capacity` hit its limits: the MILP then gets a
+    wider option set and the plan is reported as feasible with its gap to the bound."""
+
+
+@dataclass
+class Context:
+    spec: ProjectSpec
+    demand: Demand
+    catalog: Catalog
+    runs: list[Candidates]
+    offers_considered: int
+    offers: list = field(default_factory=list)
+
+    @property
+    def caps(self) -> dict[str, int | None]:
+        """Real caps by offer key (split searches hand pools shares of capped offers)."""
+        return {o.key: o.max_nodes for o in self.offers}
+
+
+def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
+            demand: Demand | None = None, grid_cache: dict | None = None) -> Context:
+    """Candidates of every layout. ``demand`` and ``grid_cache`` (busy-time grids, which do
+    not depend on prices) may be reused across calls on the same spec and policy, e.g. by the
+    price scenarios of a what-if sweep."""
+    policy = policy or default_policy()
+    demand = demand if demand is not None else build_demand(spec)
+    filt = filter_offers(spec.placement, catalog, policy)
+    if not filt.offers:
+        removed = ", ".join(f"{k} removed {v}" for k, v in filt.removed.items() if v)
+        raise InfeasibleError(
+            f"no offers: catalog {catalog.name} has {len(catalog.offers)} offers and the filters "
+            f"left none ({removed or 'the catalog is empty'}); widen placement.providers, "
+            "placement.regions or placement.gpus"
+        )
+    cache: dict = {}
+    cap = spec.placement.max_nodes_per_pool
+    classes = data_classes(demand, policy)
+    storage = StorageModel(tuple(classes), catalog)
+    archived = next((c for c in classes if c.name == "archived_checkpoints"), None)
+    network = network_model(
+        demand, catalog, int(archived.groups[0].count) if archived else 0, weights_gb(demand),
+        next((c.gb for c in classes if c.name == "dataset"), 0.0))
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache,
+                             network=network, split=policy.split_regions)
+            for lay in layouts(demand, policy)]
+    for c in runs:
+        c.storage = storage
+    return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
+
+
+def _key(b: Best, objective: str) -> tuple[float, float]:
+    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
+
+
+def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None,
+                      objective: str) -> tuple[Candidates, Best] | None:
+    found = []
+    for i, c in enumerate(ctx.runs):
+        b = best(c, deadline, budget, objective)
+        if b is not None:
+            found.append((_key(b, objective), i, c, b))
+    if not found:
+        return None
+    found.sort(key=lambda x: (x[0], x[1]))
+    return found[0][2], found[0][3]
+
+
+def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRun],
+                                                                  list[LayoutRun]]:
+    """Every layout of ``ctx`` solved exactly: (all runs, those with a solution). Raises
+    :class:`InfeasibleError` naming what binds when no layout has a plan."""
+    spec = ctx.spec
+    deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
+    runs: list[LayoutRun] = []
+    for c in ctx.runs:
+        resolved = resolve(c, ctx.offers, ctx.demand, spec.placement.max_nodes_per_pool,
+                           deadline, budget, objective)
+        if resolved is None:
+            runs.append(LayoutRun(c, None))
+        else:
+            runs.append(LayoutRun(resolved.cands, resolved.best,
+                                  shared_capacity=not resolved.exact))
+    feasible = [r for r in runs if r.best is not None]
+    if not feasible:
+        raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
+    caps = ctx.caps
+    for r in feasible:
+        solve_layout(r, deadline, budget, objective, solver, caps)
+    solved = [r for r in feasible if r.solution and r.solution.chosen]
+    if not solved:
+        if any(r.shared_capacity for r in feasible):
+            raise InfeasibleError(
+                "capacity: the pools need more nodes of capped offers than the offers have "
+                "when held at the same time; raise the offers' max_nodes, relax the deadline "
+                "or allow more GPU types and regions")
+        statuses = ", ".join(f"{r.cands.layout.name}: {r.solution.status if r.solution else '?'}"
+                             for r in feasible)
+        raise InfeasibleError(f"the MILP solver returned no solution ({statuses}); "
+                              "retry with --solver cbc or report a bug")
+    return runs, solved
+
+
+def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,
+                 solver: str, caps: dict[str, int | None]) -> None:
+    """MILP on the options that can still be optimal (with the shared-capacity rows). When the
+    split search of :mod:`optimizer.planner.capacity` hit its limits, the MILP gets a wider option set
+    and fill variants, and the plan is reported as feasible with its gap to the bound."""
+    assert r.best is not None
+    frontiers = r.cands.frontiers
+    milp_budget = budget
+    if r.cands.storage is not None or r.cands.network is not None:
+        # Storage and fixed network flows depend only on the site and the run time and never
+        # fall as the run gets longer: the MILP minimises compute + egress with the run no
+        # longer than the exact search's optimum, at the search's site, and within the budget
+        # left after that site's storage and fixed flows (the option bounds below count them
+        # themselves, so they keep the full budget).
+        stored = float(r.cands.extra_cost(r.best.region, r.best.run_hours))
+        cap_run = r.best.run_hours * (1 + 1e-9) + 1e-9
+        deadline = cap_run if deadline is None else min(deadline, cap_run)
+        if budget is not None:
+            milp_budget = budget - stored + 1e-6
+    gaps: tuple[float, ...] = SHARED_KEEP_GAPS if r.shared_capacity else (1e-6,)
+    for keep_gap in gaps:
+        keep = prune_for_milp(r.cands, r.best, deadline, budget, objective, keep_gap,
+                              SHARED_MAX_OPTIONS if r.shared_capacity else None)
+        options: dict[str, list[PoolOption]] = {}
+        sites = r.cands.regions
+        for n, idx in keep.items():
+            opts = []
+            f = frontiers[n]
+            for k in idx:
+                if f.place[k] >= 0:  # cross-region: priced at the best site
+                    if f.place[k] == r.cands.places.index(sites[r.best.region][:2]):
+                        continue
+                    opt = f.option(int(k), sites, r.best.region, r.cands.network)
+                else:
+                    opt = f.option(int(k), sites)
+                if opt.site != sites[r.best.region]:
+                    continue  # the MILP is solved at the search's site (see above)
+                opts.append(opt)
+                if r.shared_capacity:
+                    opts.extend(fill_variants(opt, frontiers[n].groups[int(frontiers[n].gid[k])]))
+            options[n] = opts
+        r.milp_options = sum(len(v) for v in options.values())
+        regions = sorted({o.site for v in options.values() for o in v})
+        r.solution = solve(OptionSet(r.cands.layout, options, regions, caps), deadline,
+                           milp_budget, objective, solver)
+        if r.solution.chosen:
+            return
+
+
+def diagnose(ctx: Context, deadline: float | None, budget: float | None, objective: str) -> str:
+    """Name what binds and what would make the plan feasible."""
+    empty = [(c.layout.name, name) for c in ctx.runs for name, f in c.frontiers.items()
+             if len(f.t) == 0]
+    if len(empty) and all(any(len(f.t) == 0 for f in c.frontiers.values()) for c in ctx.runs):
+        return no_fit_message(ctx, sorted({p for _, p in empty}))
+    relaxed = best_over_layouts(ctx, deadline, budget, objective)
+    fastest = best_over_layouts(ctx, None, None, "time")
+    cheapest_any = best_over_layouts(ctx, None, None, "cost")
+    assert fastest is not None and cheapest_any is not None
+    f_c, f_b = fastest
+    region = "/".join(f_c.regions[f_b.region])
+    if deadline is not None and f_b.run_hours > deadline:
+        return (
+            f"deadline {deadline:g} h: fastest achievable {f_b.run_hours:.2f} h "
+            f"({f_c.layout.name}, {region}, ${f_b.usd:,.2f}); set sla.deadline_hours to at least "
+            f"{_ceil2(f_b.run_hours):.2f}, raise placement.max_nodes_per_pool "
+            f"({ctx.spec.placement.max_nodes_per_pool}) or allow more GPU types and regions"
+        )
+    if budget is not None:
+        cheap = best_over_layouts(ctx, deadline, None, "cost")
+        assert cheap is not None
+        c_c, c_b = cheap
+        within = f"meeting the {deadline:g} h deadline " if deadline is not None else ""
+        any_deadline = (f"; with no deadline the cheapest plan costs ${cheapest_any[1].usd:,.2f} "
+                        f"over {cheapest_any[1].run_hours:.1f} h" if deadline is not None else "")
+        return (
+            f"budget ${budget:,.2f}: the cheapest plan {within}costs ${c_b.usd:,.2f} "
+            f"({c_c.layout.name}, {'/'.join(c_c.regions[c_b.region])}); raise budget.max_usd "
+            f"to at least {_ceil2(c_b.usd):.2f}{any_deadline}"
+        )
+    if relaxed is not None:  # feasible only if pools could share capped offers freely
+        from optimizer.planner.capacity import _contested
+
+        r_c, r_b = relaxed
+        offers = ", ".join(_contested(r_c, r_b)) or "capped offers"
+        return (f"capacity: the pools are held at the same time and together need more nodes "
+                f"of {offers} than the offers have (max_nodes); raise those offers' max_nodes, "
+                "relax the deadline or budget, or allow more GPU types and regions")
+    return "no feasible plan under the given constraints"
+
+
+def _ceil2(x: float) -> float:
+    """Round up to 2 decimals, so that a suggested limit is enough."""
+    return math.ceil(x * 100 - 1e-9) / 100
+
+
+def no_fit_message(ctx: Context, pools: list[str]) -> str:
+    demand = ctx.demand
+    reasons: list[str] = []
+    seen_gpus = sorted({o.gpu for c in ctx.runs for f in c.frontiers.values() for g in f.groups
+                        for o in (g.nonspot_seq + g.spot_seq)} |
+                       {o.gpu for o in ctx.catalog.offers})
+    for phase in demand.phases:
+        if phase == "checkpoint":
+            continue
+        from optimizer.demand.rates import allowed_precisions
+
+        allowed = allowed_precisions(demand, phase)
+        for name in seen_gpus:
+            gpu = gpus().get(name)
+            if gpu is None:
+                continue
+            cells = [phase_cell(demand, phase, gpu, q) for q in allowed if gpu.supports(q)]
+            if cells and not any(c.fits for c in cells):
+                reasons.append(f"{phase} on {name}: {cells[0].reason}")
+                break
+    detail = "; ".join(reasons[:3]) or "no GPU type offers an allowed precision"
+    return (f"no offer can run pool(s) {', '.join(pools)}: {detail}; allow larger GPUs "
+            "(placement.gpus), lower precisions (precisions) or more nodes per replica")

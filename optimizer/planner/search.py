@@ -1,0 +1,388 @@
+"""Exact enumeration over pool frontiers: the bound that keeps the MILP small.
+
+For one layout, every region's Pareto options are combined exactly:
+
+* sync / colocated: run time T = Σ_k t_k, holding price C = Σ_k c_k. Pools are combined one
+  at a time by Minkowski sum followed by a Pareto filter (a dominated partial combination can
+  never beat the one dominating it, since cost = T·C is increasing in both), then every
+  surviving (T, C) is scored.
+* async: T = max_k t_k + φ·t_rollout. For every rollout option and every candidate maximum m
+  (any option's busy time), each other pool takes its cheapest option with t ≤ m (on a Pareto
+  list: the last one with t ≤ m). The optimum is among these pairs: lowering T to the longest
+  pool's time never raises cost.
+
+Egress: an option may carry a fixed egress cost e (the rollout pool's weight sync to nodes
+outside the trainer's zone or region); a plan costs T·C + Σ e + storage(T) + fixed network
+(dataset staging, checkpoint copies) of its site. Only the rollout pool has e > 0, and it is
+combined last (sync: no Pareto filter after it; async: its options are enumerated), so e is
+added exactly.
+
+Deadline (T ≤ deadline) and budget (cost ≤ budget) filter candidates; objective ``cost`` takes
+the minimum cost, ``time`` the minimum T (then cost). The result is the exact optimum over the
+frontiers, used (1) to prune options whose lower bound exceeds it before the MILP is built and
+(2) as an independent cross-check of the MILP's answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.planner.frontier import Candidates, pareto_mask3
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Best:
+    region: int
+    """The site (index into :attr:`Candidates.regions`)."""
+    picks: dict[str, int]
+    """Pool name -> index into that pool's frontier arrays."""
+    run_hours: float
+    usd: float
+
+
+def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-region entries of a pool usable with a trainer at ``site`` (other regions), and
+    their egress priced against it; pruned by Pareto dominance in (t, c, nodes) within each
+    group of places that share a price per node and a fixed part (exact: there e is
+    increasing in the nodes)."""
+    home = c.regions[site]
+    key = ("cross_region", f.pool.name, home[:2])
+    if key in c.memo:
+        return c.memo[key]
+    assert c.network is not None
+    idx_all = np.nonzero(f.place >= 0)[0]
+    price: dict[int, tuple[float, float]] = {}
+    for p in np.unique(f.place[idx_all]):
+        place = c.places[int(p)]
+        if place == home[:2]:
+            continue
+        _, per_node, fixed = c.network.cross_region_terms(home, place)
+        price[int(p)] = (per_node, fixed)
+    keep_idx, keep_e = [], []
+    classes: dict[tuple[float, float], list[int]] = {}
+    for p, pr in price.items():
+        classes.setdefault((round(pr[0], 9), round(pr[1], 9)), []).append(p)
+    for (per_node, fixed), ps in sorted(classes.items()):
+        idx = idx_all[np.isin(f.place[idx_all], ps)]
+        nodes = f.i[idx] + f.j[idx]
+        sel = idx[pareto_mask3(f.t[idx], f.c[idx], nodes)]
+        keep_idx.append(sel)
+        keep_e.append((f.i[sel] + f.j[sel]) * per_node + fixed)
+    out = ((np.concatenate(keep_idx), np.concatenate(keep_e)) if keep_idx
+           else (np.zeros(0, dtype=int), np.zeros(0)))
+    c.memo[key] = out
+    return out
+
+
+def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np.ndarray,
+                                                                    np.ndarray, np.ndarray]]:
+    """Per pool at one site: (busy hours, $/h, frontier index, egress USD), by busy time."""
+    out = {}
+    for name, f in c.frontiers.items():
+        idx = np.nonzero(f.region == region)[0]
+        e = f.e[idx]
+        if (f.place >= 0).any():
+            extra, extra_e = _cross_region(c, f, region)
+            idx = np.concatenate([idx, extra])
+            e = np.concatenate([e, extra_e])
+        order = np.argsort(f.t[idx], kind="stable")
+        out[name] = (f.t[idx[order]], f.c[idx[order]], idx[order], e[order])
+    return out
+
+
+def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
+            objective: str, storage=None, E: np.ndarray | float = 0.0) -> int | None:
+    base = T * C + E
+    ok = np.ones(len(T), dtype=bool)
+    if deadline is not None:
+        ok &= deadline * (1 + EPS) + EPS >= T
+    idx = np.nonzero(ok)[0]
+    if len(idx) == 0:
+        return None
+    if storage is not None and objective == "cost" and len(idx) > 64:
+        # storage is non-decreasing in T: it is at least its value at the shortest run, so
+        # only candidates within that of the best exact cost found among the cheapest bases
+        # can win (this evaluates storage on a few candidates instead of all of them)
+        s_lo = float(storage(float(T[idx].min())))
+        first = idx[np.argsort(base[idx], kind="stable")[:64]]
+        exact = base[first] + storage(T[first])
+        if budget is not None:
+            exact = np.where(exact <= budget * (1 + EPS) + EPS, exact, np.inf)
+        upper = float(exact.min())
+        if np.isfinite(upper):
+            idx = idx[base[idx] + s_lo <= upper * (1 + 1e-9) + 1e-9]
+    cost = base[idx] + (storage(T[idx]) if storage is not None else 0.0)
+    if budget is not None:
+        keep = cost <= budget * (1 + EPS) + EPS
+        idx, cost = idx[keep], cost[keep]
+    if len(idx) == 0:
+        return None
+    # lexsort: the last key is the primary one
+    keys = (T[idx], cost) if objective == "cost" else (cost, T[idx])
+    return int(idx[np.lexsort(keys)[0]])
+
+
+def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: str,
+          limit: float = np.inf, storage=None
+          ) -> tuple[float, float, dict[str, int], float] | None:
+    # pools with egress last: no Pareto filter on (T, C) after them, so e is added exactly
+    names = sorted(arrs, key=lambda n: (bool(arrs[n][3].any()), len(arrs[n][0])))
+    rem_t = {n: sum(float(arrs[k][0].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
+    rem_c = {n: sum(float(arrs[k][1].min()) for k in names[i + 1:]) for i, n in enumerate(names)}
+    T = np.zeros(1)
+    C = np.zeros(1)
+    picks = np.zeros((1, 0), dtype=int)
+    E = np.zeros(1)
+    for name in names:
+        t, c, order, e = arrs[name]
+        if len(t) == 0:
+            return None
+        T2 = (T[:, None] + t[None, :]).ravel()
+        C2 = (C[:, None] + c[None, :]).ravel()
+        rows = np.repeat(np.arange(len(T)), len(t))
+        cols = np.tile(np.arange(len(t)), len(T))
+        E2 = E[rows] + e[cols]
+        ok = np.ones(len(T2), dtype=bool)
+        t_lb = T2 + rem_t[name]
+        if deadline is not None:
+            ok &= t_lb <= deadline * (1 + EPS) + EPS
+        if np.isfinite(limit):  # branch and bound against the best plan found so far
+            lb = t_lb if objective == "time" else t_lb * (C2 + rem_c[name]) + E2 + (
+                storage(t_lb) if storage is not None else 0.0)
+            ok &= lb <= limit * (1 + 1e-7) + 1e-7
+        keep = np.nonzero(ok)[0]
+        if len(keep) == 0:
+            return None
+        if name != names[-1]:  # intermediate Pareto filter
+            sub = np.lexsort((C2[keep], T2[keep]))
+            cs = C2[keep][sub]
+            prev = np.concatenate(([np.inf], np.minimum.accumulate(cs)[:-1]))
+            keep = keep[sub[cs < prev - 1e-12]]
+        picks = np.concatenate([picks[rows[keep]], order[cols[keep]][:, None]], axis=1)
+        T, C, E = T2[keep], C2[keep], E2[keep]
+    k = _choose(T, C, deadline, budget, objective, storage, E)
+    if k is None:
+        return None
+    return (float(T[k]), float(C[k]), {n: int(picks[k, i]) for i, n in enumerate(names)},
+            float(E[k]))
+
+
+def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None,
+           objective: str, storage=None
+           ) -> tuple[float, float, dict[str, int], float] | None:
+    names = list(arrs)
+    if any(len(arrs[n][0]) == 0 for n in names):
+        return None
+    tr, cr, order_r, er = arrs["rollout"]
+    others = [n for n in names if n != "rollout"]
+    m = np.unique(np.concatenate([arrs[n][0] for n in names]))
+    grid_a, grid_m = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
+    A, M = grid_a.ravel(), grid_m.ravel()
+    mv = m[M]
+    ok = mv >= tr[A] - 1e-12
+    C = cr[A].copy()
+    idx_other = {}
+    for n in others:
+        t, c, _, _ = arrs[n]
+        pos = np.searchsorted(t, mv + 1e-12, side="right") - 1
+        ok &= pos >= 0
+        pos = np.maximum(pos, 0)
+        C = C + c[pos]
+        idx_other[n] = pos
+    T = mv + fill * tr[A]
+    E = er[A]
+    sel = np.nonzero(ok)[0]
+    if len(sel) == 0:
+        return None
+    k = _choose(T[sel], C[sel], deadline, budget, objective, storage, E[sel])
+    if k is None:
+        return None
+    k = int(sel[k])
+    picks = {"rollout": int(order_r[A[k]])}
+    for n in others:
+        picks[n] = int(arrs[n][2][idx_other[n][k]])
+    return float(T[k]), float(C[k]), picks, float(E[k])
+
+
+def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) -> float:
+    """A lower bound on any plan at one site: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)
+    + Σ_k min e + storage(T_min) + fixed network."""
+    min_t = {n: float(a[0].min()) for n, a in arrs.items()}
+    min_c = {n: float(a[1].min()) for n, a in arrs.items()}
+    if c.layout.mode == "async" and "rollout" in arrs:
+        t_lb = max(min_t.values()) + c.layout.fill_fraction * min_t["rollout"]
+    else:
+        t_lb = sum(min_t.values())
+    if objective == "time":
+        return t_lb
+    busy = sum(float((a[0] * a[1]).min()) for a in arrs.values())
+    egress = sum(float(a[3].min()) for a in arrs.values())
+    extra = float(c.extra_cost(region, t_lb)) if region >= 0 else 0.0
+    return max(busy, t_lb * sum(min_c.values())) + egress + extra
+
+
+def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
+    """Regions with options in every pool, by lower bound (cached: candidates are immutable
+    once built)."""
+    cached = c.memo.get(("regions_by_bound", objective))
+    if cached is not None:
+        return cached
+    out = []
+    for region in range(len(c.regions)):
+        arrs = _region_arrays(c, region)
+        if any(len(a[0]) == 0 for a in arrs.values()):
+            continue
+        out.append((region_bound(c, arrs, objective, region), region, arrs))
+    out.sort(key=lambda x: (x[0], x[1]))
+    c.memo[("regions_by_bound", objective)] = out
+    return out
+
+
+def best(c: Candidates, deadline: float | None, budget: float | None, objective: str,
+         only_region: int | None = None) -> Best | None:
+    """The exact optimum of this layout over all regions, or None if nothing is feasible.
+
+    Regions are visited in order of a lower bound; once the bound exceeds the best plan found,
+    the remaining regions cannot hold a better one and are skipped.
+    """
+    found: list[tuple[tuple[float, float, int], Best]] = []
+    incumbent = np.inf
+    for bound, region, arrs in _regions_by_bound(c, objective):
+        if only_region is not None and region != only_region:
+            continue
+        if bound > incumbent * (1 + 1e-9) + 1e-9:
+            break
+        def storage(t, region=region):
+            return c.extra_cost(region, t)
+
+        if c.layout.mode == "async" and "rollout" in arrs:
+            r = _async(arrs, c.layout.fill_fraction, deadline, budget, objective, storage)
+        else:
+            r = _sync(arrs, deadline, budget, objective, incumbent, storage)
+        if r is None:
+            continue
+        T, C, picks, E = r
+        b = Best(region, picks, T, T * C + E + float(c.extra_cost(region, T)))
+        key = (b.usd, b.run_hours, region) if objective == "cost" else (b.run_hours, b.usd, region)
+        found.append((key, b))
+        incumbent = min(incumbent, key[0])
+    if not found:
+        return None
+    found.sort(key=lambda x: x[0])
+    return found[0][1]
+
+
+def _minkowski(arrs: list[tuple[np.ndarray, np.ndarray]], deadline: float | None,
+               limit: float = np.inf, objective: str = "cost", extra_t: float = 0.0,
+               extra_c: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Pareto set of (Σt, Σc) over one option per pool, pruned by deadline and by ``limit``
+    (a bound computed with the remaining pools' and ``extra_*`` smallest t and c)."""
+    T, C = np.zeros(1), np.zeros(1)
+    for i, (t, c) in enumerate(arrs):
+        T2 = (T[:, None] + t[None, :]).ravel()
+        C2 = (C[:, None] + c[None, :]).ravel()
+        rt = extra_t + sum(float(a[0].min()) for a in arrs[i + 1:])
+        rc = extra_c + sum(float(a[1].min()) for a in arrs[i + 1:])
+        ok = np.ones(len(T2), dtype=bool)
+        if deadline is not None:
+            ok &= T2 + rt <= deadline * (1 + EPS) + EPS
+        if np.isfinite(limit):
+            lb = T2 + rt if objective == "time" else (T2 + rt) * (C2 + rc)
+            ok &= lb <= limit * (1 + 1e-6) + 1e-7
+        T2, C2 = T2[ok], C2[ok]
+        if len(T2) == 0:
+            return T2, C2
+        sub = np.lexsort((C2, T2))
+        cs = C2[sub]
+        prev = np.concatenate(([np.inf], np.minimum.accumulate(cs)[:-1]))
+        keep = sub[cs < prev - 1e-12]
+        T, C = T2[keep], C2[keep]
+    return T, C
+
+
+def option_bounds(c: Candidates, deadline: float | None, budget: float | None, objective: str,
+                  limit: float = np.inf) -> dict[str, np.ndarray]:
+    """Per pool and frontier index: a lower bound on the objective of any plan using it.
+
+    sync / colocated: exact (the best completion over the Minkowski–Pareto set of the other
+    pools, under the deadline and budget). async: exact for rollout options (best over the
+    candidate maxima m ≥ t, the other pools at their cheapest option within m); for other pools
+    the same with the fill term of the fastest rollout option. Egress: the option's own plus
+    the least of the other pools'.
+    """
+    lay = c.layout
+    out = {n: np.full(len(f.t), np.inf) for n, f in c.frontiers.items()}
+    for bound, region, arrs in _regions_by_bound(c, objective):
+        if bound > limit * (1 + 1e-6) + 1e-7:
+            break
+        names = list(arrs)
+        is_async = lay.mode == "async" and "rollout" in arrs
+        min_e = {k: float(a[3].min()) for k, a in arrs.items()}
+        for n in names:
+            t, cc, order, own_e = arrs[n]
+            # egress: the option's own, plus the least of every other pool (a lower bound)
+            e_add = own_e[:, None] + sum(v for k, v in min_e.items() if k != n)
+            if not is_async:
+                T_r, C_r = _minkowski([arrs[k][:2] for k in names if k != n], deadline, limit,
+                                      objective, float(t.min()), float(cc.min()))
+                if len(T_r) == 0:
+                    continue
+                T = t[:, None] + T_r[None, :]
+                C = cc[:, None] + C_r[None, :]
+            else:
+                # the run is m + fill for a maximum m ≥ t; the other pools take their cheapest
+                # option with busy time ≤ m, G(m), a step function falling only where some
+                # pool's running-minimum price falls. Between such steps the cost only grows
+                # with m, so m = t and the steps above t are the only candidates (exact).
+                others = [arrs[k] for k in names if k != n]
+
+                def cheapest(x: np.ndarray, others=others) -> np.ndarray:
+                    total = np.zeros(x.shape)
+                    for tk, ck, _, _ in others:
+                        pos = np.searchsorted(tk, x + 1e-12, side="right") - 1
+                        run = np.minimum.accumulate(ck)
+                        total = total + np.where(pos >= 0, run[np.maximum(pos, 0)], np.inf)
+                    return total
+
+                steps = [tk[np.concatenate(([True], np.diff(np.minimum.accumulate(ck)) < 0))]
+                         for tk, ck, _, _ in others]
+                m = np.unique(np.concatenate(steps)) if steps else np.zeros(0)
+                fill = (lay.fill_fraction * t[:, None] if n == "rollout"
+                        else lay.fill_fraction * float(arrs["rollout"][0].min()))
+                m_all = np.concatenate([t[:, None], np.broadcast_to(m[None, :], (len(t), len(m)))],
+                                       axis=1)
+                G = np.concatenate([cheapest(t)[:, None],
+                                    np.broadcast_to(cheapest(m)[None, :], (len(t), len(m)))],
+                                   axis=1)
+                T = np.where(m_all >= t[:, None] - 1e-12, m_all + fill, np.inf)
+                C = cc[:, None] + G
+            with np.errstate(invalid="ignore"):
+                cost = T * C + e_add + c.extra_cost(region, np.where(np.isfinite(T), T, 0.0))
+            ok = np.isfinite(cost) & np.isfinite(T)
+            if deadline is not None:
+                ok &= deadline * (1 + EPS) + EPS >= T
+            if budget is not None:
+                ok &= cost <= budget * (1 + EPS) + EPS
+            value = cost if objective == "cost" else np.broadcast_to(T, cost.shape)
+            value = np.where(ok, value, np.inf)
+            np.minimum.at(out[n], order, value.min(axis=1))
+    return out
+
+
+def prune_for_milp(c: Candidates, incumbent: Best, deadline: float | None,
+                   budget: float | None, objective: str, keep_gap: float = 1e-6,
+                   max_per_pool: int | None = None) -> dict[str, np.ndarray]:
+    """Frontier indices per pool whose bound is within ``keep_gap`` of the incumbent (the
+    ``max_per_pool`` lowest bounds at most), ordered by bound."""
+    limit = incumbent.usd if objective == "cost" else incumbent.run_hours
+    bounds = option_bounds(c, deadline, budget, objective, limit * (1 + keep_gap))
+    out = {}
+    for n, b in bounds.items():
+        idx = np.nonzero(b <= limit * (1 + keep_gap) + 1e-7)[0]
+        idx = idx[np.argsort(b[idx], kind="stable")]
+        out[n] = idx[:max_per_pool] if max_per_pool else idx
+    return out

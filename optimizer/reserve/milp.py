@@ -1,0 +1,176 @@
+"""The stochastic MILP of ``ptplan reserve``: how many commitments to buy now.
+
+Portfolio purchasing has its own model module because it is a different problem from a project
+plan (integer commitment counts shared by all projects, recourse per scenario and week), and
+keeping it apart leaves :mod:`optimizer.planner.milp` the planner's formulation alone;
+both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner,
+variables attached with the PuLP 3.3 API).
+
+Notation (see :mod:`optimizer.reserve.purchase`): scenarios s with probability p_s, weeks w of 168 h,
+keys k (provider, region, instance type), demand classes j of key k(j) with demand D_sjw
+(average concurrent nodes), on-demand price o_k, spot price σ_j per useful node-hour (only for
+classes that may run on spot and where spot is cheaper), products i of key k(i) with horizon
+cost c_i per node (recurring + upfront share of the term inside the horizon) and week coverage
+a_iw ∈ [0, 1], held nodes E_kw (until they expire) at a constant cost C_E.
+
+Variables (names from ``[A-Za-z0-9_]``; :attr:`ReserveModel.names` maps name → (family, key))::
+
+    x_i ∈ Z, 0 ≤ x_i ≤ ⌈max_sw Σ_j∈k(i) D_sjw⌉   nodes of product i bought now
+    u_sjw ∈ [0, D_sjw]   committed node-weeks serving class j        (only where D_sjw > 0)
+    v_sjw ∈ [0, D_sjw]   spot nodes serving class j                  (spot classes only)
+    on-demand serves the rest, D_sjw − u_sjw − v_sjw
+
+Constraint families:
+
+* ``cover``     u_sjw + v_sjw ≤ D_sjw                    (the rest runs on on-demand)
+* ``capacity``  Σ_j∈k u_sjw ≤ E_kw + Σ_i∈k a_iw x_i     committed nodes used ≤ held + bought
+* ``cvar``      η_s ≥ cost_s − θ, η_s ≥ 0                (only with a risk term)
+
+Scenario cost: cost_s = Σ_i c_i x_i + C_E + 168·Σ_jw [o_k(D − u − v) + σ_j v].
+Objective: min Σ_s p_s cost_s; with ``--risk cvar:α[:ω]``, min (1 − ω)·Σ_s p_s cost_s +
+ω·(θ + Σ_s p_s η_s / (1 − α)), the Rockafellar–Uryasev linearisation of CVaR_α (the expected
+cost of the worst 1 − α of probability mass), ω = 0.5 unless given.
+
+The upper bound on x_i is valid: a node beyond the key's peak demand is never used and costs
+c_i ≥ 0, so some optimum lies within it. Always feasible (on-demand is unbounded).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pulp
+
+from optimizer.core.errors import PlannerError
+from optimizer.core.lp import check_solver, run, var
+from optimizer.reserve.problem import HOURS_PER_WEEK, Problem
+
+
+@dataclass
+class ReserveModel:
+    prob: pulp.LpProblem
+    x: list[pulp.LpVariable]
+    u: dict[tuple[int, int, int], pulp.LpVariable]
+    v: dict[tuple[int, int, int], pulp.LpVariable]
+    names: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class ReserveSolution:
+    counts: list[int]
+    objective: float
+    status: str
+    gap: float
+    seconds: float
+    solver: str
+    used: list[np.ndarray]
+    spot: list[np.ndarray]
+    variables: int
+    integers: int
+    constraints: int
+
+
+def build(pb: Problem) -> ReserveModel:
+    S, W = len(pb.scenarios), pb.weeks
+    prob = pulp.LpProblem("reserve", pulp.LpMinimize)
+    names: dict[str, tuple[str, str]] = {}
+    demand_by_key = np.zeros((len(pb.keys), S, W))
+    for c in pb.classes:
+        demand_by_key[c.key] += c.nodes
+    x = []
+    for i, p in enumerate(pb.products):
+        ub = math.ceil(float(demand_by_key[p.key].max()) - 1e-9) if p.active.any() else 0
+        xi = var(prob, f"x_{i}", 0, max(ub, 0), pulp.LpInteger)
+        names[xi.name] = ("buy", p.name)
+        x.append(xi)
+    u: dict[tuple[int, int, int], pulp.LpVariable] = {}
+    v: dict[tuple[int, int, int], pulp.LpVariable] = {}
+    cost: list[pulp.LpAffineExpression] = []
+    for s in range(S):
+        terms: dict[pulp.LpVariable, float] = {}
+        const = pb.existing_cost_usd
+        for i, p in enumerate(pb.products):
+            terms[x[i]] = p.unit_cost_usd
+        for j, c in enumerate(pb.classes):
+            od = pb.on_demand[c.key] or 0.0
+            for w in map(int, np.flatnonzero(c.nodes[s] > 0)):
+                d = float(c.nodes[s, w])
+                const += HOURS_PER_WEEK * od * d
+                uv = var(prob, f"u_{s}_{j}_{w}", 0, d)
+                names[uv.name] = ("use", f"{pb.scenarios[s]}:{j}:{w}")
+                u[s, j, w] = uv
+                terms[uv] = -HOURS_PER_WEEK * od
+                if c.spot_usd_per_hour is not None:
+                    vv = var(prob, f"v_{s}_{j}_{w}", 0, d)
+                    names[vv.name] = ("spot", f"{pb.scenarios[s]}:{j}:{w}")
+                    v[s, j, w] = vv
+                    terms[vv] = HOURS_PER_WEEK * (c.spot_usd_per_hour - od)
+                    row = f"cover_{s}_{j}_{w}"
+                    prob += uv + vv <= d, row
+                    names[row] = ("cover", f"{pb.scenarios[s]}:{j}:{w}")
+        cost.append(pulp.LpAffineExpression(terms, constant=const))
+    classes_of: dict[int, list[int]] = {}
+    for j, c in enumerate(pb.classes):
+        classes_of.setdefault(c.key, []).append(j)
+    products_of: dict[int, list[int]] = {}
+    for i, p in enumerate(pb.products):
+        products_of.setdefault(p.key, []).append(i)
+    for s in range(S):
+        for k, js in classes_of.items():
+            for w in range(W):
+                load = [u[s, j, w] for j in js if (s, j, w) in u]
+                if not load:
+                    continue
+                bought = [(x[i], float(pb.products[i].active[w])) for i in products_of.get(k, [])
+                          if pb.products[i].active[w] > 0]
+                row = f"capacity_{s}_{k}_{w}"
+                prob += (pulp.lpSum(load) - pulp.LpAffineExpression(bought)
+                         <= float(pb.existing_nodes[k, w])), row
+                names[row] = ("capacity", f"{pb.scenarios[s]}:{'/'.join(pb.keys[k])}:{w}")
+    expected = pulp.lpSum(float(pb.prob[s]) * cost[s] for s in range(S))
+    if pb.risk is None:
+        prob += expected
+    else:
+        theta = var(prob, "cvar_theta")
+        eta = [var(prob, f"cvar_eta_{s}", 0) for s in range(S)]
+        for s in range(S):
+            prob += eta[s] >= cost[s] - theta, f"cvar_{s}"
+            names[f"cvar_{s}"] = ("cvar", pb.scenarios[s])
+        a, w_ = pb.risk.alpha, pb.risk.weight
+        tail = theta + pulp.lpSum(float(pb.prob[s]) * eta[s] for s in range(S)) / (1 - a)
+        prob += (1 - w_) * expected + w_ * tail
+    return ReserveModel(prob, x, u, v, names)
+
+
+def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
+          gap: float = 1e-6) -> ReserveSolution:
+    """Build and solve; raises :class:`PlannerError` if the solver returns no solution."""
+    check_solver(solver)
+    start = time.perf_counter()
+    model = build(pb)
+    status = run(model.prob, solver, time_limit, gap)
+    seconds = time.perf_counter() - start
+    if status not in ("optimal", "time_limit"):
+        raise PlannerError(f"the MILP solver returned {status!r} for a model that is always "
+                           "feasible; retry with --solver cbc or report a bug")
+    S, W = len(pb.scenarios), pb.weeks
+    used = [np.zeros((S, W)) for _ in pb.classes]
+    spot = [np.zeros((S, W)) for _ in pb.classes]
+    for (s, j, w), uv in model.u.items():
+        used[j][s, w] = uv.value() or 0.0
+    for (s, j, w), vv in model.v.items():
+        spot[j][s, w] = vv.value() or 0.0
+    counts = [round(xv.value() or 0.0) for xv in model.x]
+    gap_value = 0.0
+    highs = getattr(model.prob, "solverModel", None)
+    if solver == "highs" and highs is not None:
+        info = highs.getInfo()
+        gap_value = float(max(0.0, info.mip_gap)) if info.mip_gap < 1e30 else 0.0
+    return ReserveSolution(
+        counts=counts, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
+        gap=gap_value, seconds=seconds, solver=solver, used=used, spot=spot,
+        variables=model.prob.numVariables(), integers=len(model.x),
+        constraints=model.prob.numConstraints())

@@ -1,0 +1,188 @@
+"""``Portfolio``: the input of ``ptplan reserve`` (quarterly reserved-capacity purchasing).
+
+A portfolio file (YAML or JSON) is validated like a project spec: every block is a strict
+pydantic model (``extra="forbid"``, no booleans as numbers, finite values), an unknown key is
+an error with a close-match suggestion, and every error is one line naming the field
+(:class:`~optimizer.core.errors.InputError`, exit 2). Field reference: ``docs/reserve.md``.
+
+Blocks:
+
+* ``horizon_weeks`` (default 52): the weeks the purchase decision is evaluated over; week 0
+  starts now.
+* ``scenarios``: named demand scenarios with a probability ``weight`` (normalised to sum 1,
+  and the normalisation is reported), a ``demand_multiplier`` applied to all of the scenario's
+  demand, and optionally their own ``demand`` rows, which replace the top-level rows in that
+  scenario. Default: one scenario ``expected`` with weight 1.
+* ``projects``: project specs (a path relative to the portfolio file, or an inline spec), each
+  planned with the planner; ``start_week``, ``repeat_every_weeks`` and per-scenario
+  ``scenario_weights`` (a multiplier of that project's demand in the scenario; 0 = the project
+  does not run in it; unlisted scenarios use 1).
+* ``demand``: explicit forecasts, average concurrent ``nodes`` (constant from ``start_week``
+  to ``end_week``) or ``weekly_nodes`` (one value per week from ``start_week``).
+* ``existing``: commitments held today, usable and paid until ``expires_week`` (exclusive).
+* ``products``: purchasable commitments; ``usd_per_hour`` defaults to the catalog's reserved
+  rate; without a ``products`` block every instance type with demand gets the catalog's 1- and
+  3-year rates as candidates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from optimizer.core.errors import suggest
+from optimizer.core.yamlio import read_mapping, validate
+
+Name = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:/+-]+$")]
+Week = Annotated[int, Field(ge=0, le=5200, strict=True)]
+Nodes = Annotated[float, Field(ge=0, le=1e6, strict=True)]
+Price = Annotated[float, Field(gt=0, le=1e6, strict=True)]
+Money = Annotated[float, Field(ge=0, le=1e12, strict=True)]
+Multiplier = Annotated[float, Field(ge=0, le=1000, strict=True)]
+Text = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class DemandRow(_Strict):
+    """Explicit demand for one (provider, region, instance type), in average concurrent nodes."""
+
+    provider: Text
+    region: Text
+    instance_type: Text
+    nodes: Nodes | None = None
+    """Constant average concurrent nodes from ``start_week`` to ``end_week``."""
+    weekly_nodes: Annotated[list[Nodes], Field(min_length=1, max_length=5200)] | None = None
+    """Average concurrent nodes per week, the first value in ``start_week``."""
+    start_week: Week = 0
+    end_week: Week | None = None
+    """Exclusive; default: the end of the horizon (``nodes`` only)."""
+    spot_ok: bool = False
+    on_demand_usd_per_hour: Price | None = None
+    spot_usd_per_hour: Price | None = None
+    label: Text | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> DemandRow:
+        if (self.nodes is None) == (self.weekly_nodes is None):
+            raise ValueError("give exactly one of nodes (constant) or weekly_nodes (a list)")
+        if self.weekly_nodes is not None and self.end_week is not None:
+            raise ValueError("end_week applies to nodes only; weekly_nodes ends with its list")
+        if self.end_week is not None and self.end_week <= self.start_week:
+            raise ValueError(f"end_week {self.end_week} must be after start_week "
+                             f"{self.start_week}")
+        if self.spot_usd_per_hour is not None and not self.spot_ok:
+            raise ValueError("spot_usd_per_hour is set but spot_ok is false; set spot_ok: true "
+                             "or remove the spot price")
+        return self
+
+
+class Scenario(_Strict):
+    name: Name
+    weight: Annotated[float, Field(gt=0, le=1e6, strict=True)]
+    """Probability weight (all weights are normalised to sum 1)."""
+    demand_multiplier: Multiplier = 1.0
+    demand: list[DemandRow] | None = None
+    """Replaces the top-level ``demand`` rows in this scenario (projects still apply)."""
+
+
+class Project(_Strict):
+    name: Name | None = None
+    """Default: the spec's name, made unique with ``#n``."""
+    spec: str | dict[str, Any]
+    """A spec file path (relative to the portfolio file) or an inline spec."""
+    start_week: Week = 0
+    repeat_every_weeks: Annotated[int, Field(ge=1, le=5200, strict=True)] | None = None
+    scenario_weights: dict[str, Multiplier] = {}
+
+
+class Existing(_Strict):
+    """A commitment held today: ``count`` nodes, paid and usable until ``expires_week``."""
+
+    provider: Text
+    region: Text
+    instance_type: Text
+    count: Annotated[int, Field(gt=0, le=1_000_000, strict=True)]
+    usd_per_hour: Annotated[float, Field(ge=0, le=1e6, strict=True)]
+    expires_week: Annotated[int, Field(ge=1, le=5200, strict=True)]
+    """Usable in weeks 0 .. expires_week − 1."""
+    label: Text | None = None
+
+
+class Product(_Strict):
+    """A purchasable commitment of one node of ``instance_type`` for ``term_years``."""
+
+    name: Name
+    provider: Text
+    region: Text
+    instance_type: Text
+    term_years: Literal[1, 3]
+    usd_per_hour: Annotated[float, Field(ge=0, le=1e6, strict=True)] | None = None
+    """Recurring price per node-hour; default: the catalog's reserved rate."""
+    upfront_usd: Money = 0.0
+    """Paid at purchase per node; the horizon is charged the share of the term inside it."""
+
+
+class Portfolio(_Strict):
+    name: Text = "portfolio"
+    horizon_weeks: Annotated[int, Field(ge=1, le=520, strict=True)] = 52
+    scenarios: Annotated[list[Scenario], Field(min_length=1, max_length=100)] = [
+        Scenario(name="expected", weight=1.0)]
+    projects: Annotated[list[Project], Field(max_length=10_000)] = []
+    demand: Annotated[list[DemandRow], Field(max_length=100_000)] = []
+    existing: list[Existing] = []
+    products: list[Product] | None = None
+
+    @model_validator(mode="after")
+    def _names(self) -> Portfolio:
+        names = [s.name for s in self.scenarios]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"scenarios[{i}].name {name!r} repeats an earlier scenario; "
+                                 "give each scenario its own name")
+        for i, p in enumerate(self.projects):
+            for key in p.scenario_weights:
+                if key not in names:
+                    raise ValueError(
+                        f"projects[{i}].scenario_weights: unknown scenario {key!r}"
+                        f"{suggest(key, names)}; scenarios: {', '.join(names)}")
+        seen: dict[str, int] = {}
+        for i, prod in enumerate(self.products or []):
+            if prod.name in seen:
+                raise ValueError(f"products[{i}].name {prod.name!r} repeats products"
+                                 f"[{seen[prod.name]}]; give each product its own name")
+            seen[prod.name] = i
+        return self
+
+
+def load_portfolio(path: str) -> Portfolio:
+    """Load and validate a portfolio file; raises :class:`~optimizer.core.errors.InputError`."""
+    return validate(Portfolio, read_mapping(path, "portfolio"), f"portfolio {path}")
+
+
+def portfolio_dir(path: str) -> Path:
+    """The folder project spec paths are relative to."""
+    return Path(path).resolve().parent
+
+
+def applied_defaults(p: Portfolio) -> list[str]:
+    """Defaults the loader filled in (shown in every output)."""
+    out: list[str] = []
+    fields = p.model_fields_set
+    if "horizon_weeks" not in fields:
+        out.append("horizon_weeks = 52")
+    if "scenarios" not in fields:
+        out.append("scenarios = [expected: weight 1, demand_multiplier 1]")
+    if p.products is None:
+        out.append("products = the catalog's 1- and 3-year reserved rates for every instance "
+                   "type with demand (no upfront)")
+    else:
+        for prod in p.products:
+            if prod.usd_per_hour is None:
+                out.append(f"products {prod.name}: usd_per_hour = the catalog's "
+                           f"{prod.term_years}-year reserved rate")
+    return out

@@ -1,0 +1,116 @@
+"""The reserve purchase problem as data: products one can buy, demand classes, scenarios, risk.
+
+Built by :func:`optimizer.reserve.purchase.build_problem`; solved by
+:mod:`optimizer.reserve.milp`; re-checked without the solver by :mod:`optimizer.reserve.check`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from optimizer.core.errors import InputError
+
+HOURS_PER_WEEK = 168.0
+HOURS_PER_YEAR = 8760.0
+Key = tuple[str, str, str]
+TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Risk:
+    """CVaR at level ``alpha``; objective (1 − weight)·E[cost] + weight·CVaR_alpha[cost]."""
+
+    alpha: float
+    weight: float
+
+    @staticmethod
+    def parse(text: str | None) -> Risk | None:
+        if text is None or text in ("", "none"):
+            return None
+        parts = text.split(":")
+        bad = InputError(f"--risk: {text!r} is not understood; use cvar:ALPHA or "
+                         "cvar:ALPHA:WEIGHT with 0 < ALPHA < 1 and 0 < WEIGHT <= 1, e.g. cvar:0.9")
+        if parts[0] != "cvar" or len(parts) not in (2, 3):
+            raise bad
+        try:
+            alpha = float(parts[1])
+            weight = float(parts[2]) if len(parts) == 3 else 0.5
+        except ValueError:
+            raise bad from None
+        if not (0 < alpha < 1) or not (0 < weight <= 1):
+            raise bad
+        return Risk(alpha, weight)
+
+
+@dataclass(frozen=True)
+class ProductRow:
+    name: str
+    key: int
+    term_years: int
+    usd_per_hour: float
+    upfront_usd: float
+    source: str
+    assumption: bool
+    active: np.ndarray
+    """Share of each week inside the term (1 … 1, then a partial week, then 0)."""
+
+    @property
+    def paid_hours(self) -> float:
+        return float(self.active.sum()) * HOURS_PER_WEEK
+
+    @property
+    def term_hours(self) -> float:
+        return HOURS_PER_YEAR * self.term_years
+
+    @property
+    def unit_cost_usd(self) -> float:
+        """What one node costs the horizon (recurring + the upfront's share)."""
+        return self.paid_hours * (self.usd_per_hour + self.upfront_usd / self.term_hours)
+
+    @property
+    def effective_usd_per_hour(self) -> float:
+        return self.usd_per_hour + self.upfront_usd / self.term_hours
+
+
+@dataclass
+class DemandClass:
+    key: int
+    spot_usd_per_hour: float | None
+    """Per useful node-hour; None: this demand may not run on spot."""
+    nodes: np.ndarray
+    """(S, W) average concurrent nodes."""
+    sources: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Problem:
+    name: str
+    weeks: int
+    scenarios: list[str]
+    weights: list[float]
+    multipliers: list[float]
+    prob: np.ndarray
+    keys: list[Key]
+    on_demand: list[float | None]
+    classes: list[DemandClass]
+    products: list[ProductRow]
+    existing_nodes: np.ndarray
+    """(K, W) nodes held today, until they expire."""
+    existing_cost_usd: float
+    risk: Risk | None
+    warnings: list[str] = field(default_factory=list)
+    defaults: list[str] = field(default_factory=list)
+    projects: list[dict[str, Any]] = field(default_factory=list)
+    planning_seconds: float = 0.0
+    distinct_plans: int = 0
+
+
+def week_profile(weeks: int, t0_hours: float, hours: float) -> np.ndarray:
+    """Hours of [t0, t0 + hours) inside each week, ÷ 168 (the share of the week)."""
+    edges = np.arange(weeks + 1) * HOURS_PER_WEEK
+    lo = np.clip(edges[:-1], t0_hours, t0_hours + hours)
+    hi = np.clip(edges[1:], t0_hours, t0_hours + hours)
+    return (hi - lo) / HOURS_PER_WEEK

@@ -1,0 +1,428 @@
+"""``ProjectSpec``: the job description, loaded strictly from YAML.
+
+Every block is a pydantic model with ``extra="forbid"``: an unknown key is an error with a
+close-match suggestion. Counts must be positive. Fields that do not apply to the chosen
+``method`` are rejected rather than ignored, so nothing a user writes is silently dropped.
+Defaults that the loader applies are listed by :func:`applied_defaults` and shown in every
+output. Field reference: ``docs/spec.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
+from optimizer.core.yamlio import read_mapping, validate
+
+Method = Literal["sft", "rl", "opd"]
+Algorithm = Literal["ppo", "grpo", "dapo"]
+Pipeline = Literal["auto", "colocated", "sync", "async"]
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
+PhaseName = Literal["rollout", "scoring", "update", "eval"]
+Fraction = Annotated[float, Field(gt=0, le=1, strict=True)]
+Count = Annotated[int, Field(gt=0, le=10**12, strict=True)]
+"""A positive whole number (booleans and floats are rejected, absurd magnitudes too)."""
+Amount = Annotated[float, Field(gt=0, le=1e12, strict=True)]
+"""A positive finite number."""
+Billions = Annotated[float, Field(gt=0, le=100_000, strict=True)]
+"""Parameters in billions (up to 100 trillion)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class ModelBlock(_Strict):
+    """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters."""
+
+    params_b: Billions
+    active_params_b: Billions | None = None
+    layers: Count
+    hidden_size: Count
+    kv_heads: Count
+    head_dim: Count
+    heads: Count | None = None
+    """Query heads; defaults to hidden_size / head_dim (used by the attention FLOPs term)."""
+
+    @model_validator(mode="after")
+    def _active_le_total(self) -> ModelBlock:
+        if self.active_params_b is not None and self.active_params_b > self.params_b:
+            raise ValueError(
+                f"active_params_b {self.active_params_b} exceeds params_b {self.params_b}; "
+                "active parameters are a subset (MoE) or equal (dense)"
+            )
+        return self
+
+    @property
+    def active_b(self) -> float:
+        return self.active_params_b if self.active_params_b is not None else self.params_b
+
+    @property
+    def query_heads(self) -> int:
+        return self.heads if self.heads is not None else max(1, self.hidden_size // self.head_dim)
+
+
+class TrainedModel(ModelBlock):
+    finetune: Literal["full", "lora"] = "full"
+    lora_rank: Count | None = None
+
+    @model_validator(mode="after")
+    def _lora(self) -> TrainedModel:
+        if self.lora_rank is not None and self.finetune != "lora":
+            raise ValueError("lora_rank is set but finetune is 'full'; set finetune: lora")
+        return self
+
+
+PlaceRef = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$", max_length=120)]
+"""``provider:region``, e.g. ``aws:us-east-1``."""
+
+
+class Data(_Strict):
+    source: PlaceRef | None = None
+    """Where the dataset lives (``provider:region``); staging it to the region that reads it
+    is priced as egress. Unset: it is already there (staging free)."""
+    # sft
+    examples: Count | None = None
+    tokens_per_example: Count | None = None
+    epochs: Amount | None = None
+    batch_size: Count | None = None
+    """SFT: examples per optimizer step (defines a step for eval/checkpoint cadence)."""
+    # rl / opd
+    steps: Count | None = None
+    prompts_per_step: Count | None = None
+    samples_per_prompt: Count | None = None
+    prompt_tokens: Count | None = None
+    response_tokens: Count | None = None
+    max_response_tokens: Count | None = None
+    oversample_factor: Annotated[float, Field(ge=1, le=10, strict=True)] | None = None
+    """Generated samples per trained sample (DAPO dynamic sampling filters groups)."""
+    update_epochs: Count | None = None
+    """Passes over each step's batch in the update (PPO epochs)."""
+    mini_batches_per_step: Count | None = None
+    """Optimizer steps inside one rollout→update step: no FLOPs change, but each is a
+    sequential forward + backward in the update's per-step latency floor."""
+
+
+SFT_FIELDS = ("examples", "tokens_per_example", "epochs", "batch_size")
+RL_FIELDS = (
+    "steps",
+    "prompts_per_step",
+    "samples_per_prompt",
+    "prompt_tokens",
+    "response_tokens",
+    "max_response_tokens",
+    "oversample_factor",
+    "update_epochs",
+    "mini_batches_per_step",
+)
+SFT_REQUIRED = ("examples", "tokens_per_example")
+RL_REQUIRED = ("steps", "prompts_per_step", "samples_per_prompt", "prompt_tokens",
+               "response_tokens")
+
+
+class Eval(_Strict):
+    every_steps: Count
+    prompts: Count
+    samples_per_prompt: Count = 1
+    response_tokens: Count
+    prompt_tokens: Count | None = None
+
+
+class Checkpoints(_Strict):
+    every_steps: Count | None = None
+    keep_hot: Count = 3
+    archive_every: Count = 5
+    retention_days: Count = 30
+    with_optimizer: bool = True
+    copy_to: PlaceRef | None = None
+    """Copy every archived checkpoint and the final one to this ``provider:region`` (a home
+    bucket); priced as egress from the trainer's region."""
+
+
+class SLA(_Strict):
+    deadline_hours: Amount | None = None
+
+
+class Budget(_Strict):
+    max_usd: Amount | None = None
+
+
+class Placement(_Strict):
+    providers: list[str] | None = None
+    regions: list[str] | None = None
+    """Region names or globs (``us-*``)."""
+    gpus: list[str] | None = None
+    """Allowed GPU types (aliases accepted)."""
+    max_nodes_per_pool: Count = 64
+    """Cap on every pool's nodes (offers' own caps apply as well)."""
+    multi_node_training_min_gpus_per_node: Count = 8
+    """A training pool spanning several nodes needs nodes at least this large (the
+    network-optimised sizes with EFA / GPUDirect-TCPX); smaller nodes train on one node only."""
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        out = []
+        for name in value:
+            canon = canonical_gpu_name(name)
+            if canon is None:
+                raise ValueError(unknown_gpu_message(name))
+            out.append(canon)
+        return out
+
+
+class Efficiency(_Strict):
+    """Efficiency and system parameters of the demand model; each has a documented source."""
+
+    train_mfu: Fraction = 0.35
+    rl_train_mfu: Fraction = 0.25
+    prefill_efficiency: Fraction = 0.5
+    decode_mbu: Fraction = 0.6
+    decode_compute_efficiency: Fraction = 0.5
+    tail_factor: Annotated[float, Field(ge=1, le=5, strict=True)] = 1.5
+    gpu_memory_utilization: Fraction = 0.9
+    max_batch_per_replica: Count = 256
+    adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
+    activation_recompute: Literal["full", "selective", "none"] = "full"
+    micro_batch_size: Count = 1
+    attention_flops: bool = True
+    recompute_old_logprobs: bool = True
+    checkpoint_write_gb_per_s: Amount = 2.0
+    weight_sync_gb_per_s: Amount = 10.0
+    restart_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 10.0
+    lost_work_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 5.0
+    checkpoint_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 3.0
+
+
+class Calibration(_Strict):
+    phase: PhaseName
+    gpu: str
+    precision: Precision
+    tokens_per_second_per_gpu: Amount
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu(cls, value: str) -> str:
+        canon = canonical_gpu_name(value)
+        if canon is None:
+            raise ValueError(unknown_gpu_message(value))
+        return canon
+
+
+class ProjectSpec(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    method: Method
+    algorithm: Algorithm | None = None
+    model: TrainedModel
+    teacher: ModelBlock | None = None
+    reward_model: ModelBlock | None = None
+    critic: ModelBlock | None = None
+    reference_model: bool | None = None
+    data: Data
+    eval: Eval | None = None
+    checkpoints: Checkpoints = Checkpoints()
+    sla: SLA = SLA()
+    budget: Budget = Budget()
+    placement: Placement = Placement()
+    pipeline: Pipeline = "auto"
+    precisions: dict[PhaseName, list[Precision]] | None = None
+    efficiency: Efficiency = Efficiency()
+    calibration: list[Calibration] = []
+
+    @model_validator(mode="after")
+    def _method_rules(self) -> ProjectSpec:
+        m = self.method
+        if m == "rl" and self.algorithm is None:
+            raise ValueError("method rl needs algorithm: ppo, grpo or dapo")
+        if m != "rl" and self.algorithm is not None:
+            raise ValueError(f"algorithm applies to method rl only; remove it for method {m}")
+        if m == "opd" and self.teacher is None:
+            raise ValueError("method opd needs a teacher model block (the model that scores)")
+        if m != "opd" and self.teacher is not None:
+            raise ValueError(f"teacher applies to method opd only; remove it for method {m}")
+        if m == "sft" and (self.reward_model is not None or self.reference_model is not None):
+            raise ValueError("reward_model and reference_model apply to rl/opd; remove them "
+                             "for method sft")
+        if m == "sft" and self.pipeline not in ("auto", "colocated"):
+            raise ValueError(f"pipeline {self.pipeline} applies to rl/opd; an SFT job runs on "
+                             "one pool (use auto or colocated)")
+        if self.critic is not None and self.algorithm != "ppo":
+            raise ValueError("critic applies to algorithm ppo only")
+        given = {k for k, v in self.data.model_dump().items() if v is not None}
+        own, other, required = (
+            (SFT_FIELDS, RL_FIELDS, SFT_REQUIRED) if m == "sft"
+            else (RL_FIELDS, SFT_FIELDS, RL_REQUIRED)
+        )
+        for key in other:
+            if key in given:
+                raise ValueError(f"data.{key} is not used by method {m}; use {', '.join(own)}")
+        for key in required:
+            if key not in given:
+                raise ValueError(f"data.{key} is required for method {m}")
+        d = self.data
+        if d.max_response_tokens is not None and d.response_tokens is not None \
+                and d.max_response_tokens < d.response_tokens:
+            raise ValueError(
+                f"data.max_response_tokens {d.max_response_tokens} is below the mean "
+                f"response_tokens {d.response_tokens}; the maximum must be at least the mean"
+            )
+        if self.precisions:
+            for phase, allowed in self.precisions.items():
+                if not allowed:
+                    raise ValueError(f"precisions.{phase} is empty; list at least one of "
+                                     f"{', '.join(PRECISIONS)}")
+            bad = [q for q in self.precisions.get("update", []) if q == "int8"]
+            if bad:
+                raise ValueError("precisions.update lists int8, an inference format; train in "
+                                 "fp32, bf16, fp16 or fp8")
+            if m == "sft" and any(p in self.precisions for p in ("rollout", "scoring")):
+                raise ValueError("precisions: method sft has no rollout or scoring phase; "
+                                 "list update and eval only")
+        phases = {"update"} | ({"eval"} if self.eval is not None else set())
+        if m != "sft":
+            phases |= {"rollout"}
+            if self.uses_reference or self.reward_model is not None or self.teacher is not None:
+                phases |= {"scoring"}
+        seen: set[tuple[str, str, str]] = set()
+        for i, c in enumerate(self.calibration):
+            cell = (c.phase, c.gpu, c.precision)
+            if cell in seen:
+                raise ValueError(f"calibration[{i}] repeats phase {c.phase}, gpu {c.gpu}, "
+                                 f"precision {c.precision}; keep one measurement per cell")
+            seen.add(cell)
+            if c.phase not in phases:
+                raise ValueError(f"calibration[{i}].phase {c.phase!r}: this job has no such "
+                                 f"phase (phases: {', '.join(sorted(phases))})")
+        return self
+
+    # ---- resolved values (defaults applied) -------------------------------------------
+    @property
+    def uses_reference(self) -> bool:
+        if self.method == "sft":
+            return False
+        if self.reference_model is not None:
+            return self.reference_model
+        return self.method == "rl" and self.algorithm in ("ppo", "grpo")
+
+    @property
+    def epochs(self) -> float:
+        return self.data.epochs or 1.0
+
+    @property
+    def sft_batch_size(self) -> int:
+        return self.data.batch_size or 128
+
+    @property
+    def max_response_tokens(self) -> int:
+        d = self.data
+        return d.max_response_tokens or 2 * (d.response_tokens or 0)
+
+    @property
+    def oversample_factor(self) -> float:
+        if self.data.oversample_factor is not None:
+            return self.data.oversample_factor
+        return 2.0 if self.algorithm == "dapo" else 1.0
+
+    @property
+    def update_epochs(self) -> int:
+        return self.data.update_epochs or 1
+
+    @property
+    def total_steps(self) -> int:
+        """RL/OPD: rollout→update steps. SFT: optimizer steps (examples × epochs / batch)."""
+        if self.method == "sft":
+            import math
+
+            return max(1, math.ceil((self.data.examples or 0) * self.epochs / self.sft_batch_size))
+        return self.data.steps or 0
+
+    @property
+    def checkpoint_every_steps(self) -> int:
+        if self.checkpoints.every_steps:
+            return self.checkpoints.every_steps
+        return max(1, self.total_steps // 10)
+
+    @property
+    def critic_model(self) -> ModelBlock | None:
+        if self.algorithm != "ppo":
+            return None
+        return self.critic or ModelBlock(**self.model.model_dump(
+            include={"params_b", "active_params_b", "layers", "hidden_size", "kv_heads",
+                     "head_dim", "heads"}))
+
+    @property
+    def lora_rank(self) -> int:
+        return self.model.lora_rank or 16
+
+
+def applied_defaults(spec: ProjectSpec) -> list[str]:
+    """Human-readable list of defaults the loader filled in (shown in every output)."""
+    out: list[str] = []
+    d = spec.data
+    if spec.method == "sft":
+        if d.epochs is None:
+            out.append("data.epochs = 1")
+        if d.batch_size is None:
+            out.append(f"data.batch_size = {spec.sft_batch_size} examples per optimizer step")
+    else:
+        if d.max_response_tokens is None:
+            out.append(f"data.max_response_tokens = {spec.max_response_tokens} (2 x mean)")
+        if d.oversample_factor is None:
+            out.append(f"data.oversample_factor = {spec.oversample_factor}"
+                       + (" (DAPO dynamic sampling)" if spec.algorithm == "dapo" else ""))
+        if d.update_epochs is None:
+            out.append("data.update_epochs = 1")
+        if spec.reference_model is None:
+            out.append(f"reference_model = {str(spec.uses_reference).lower()}"
+                       f" (default for {spec.algorithm or spec.method})")
+        if spec.algorithm == "ppo" and spec.critic is None:
+            out.append("critic = same shape as model (PPO)")
+        if spec.reward_model is None:
+            out.append("reward_model absent: rule-based reward on CPU (no GPU work)")
+    if spec.model.finetune == "lora" and spec.model.lora_rank is None:
+        out.append("model.lora_rank = 16")
+    if spec.checkpoints.every_steps is None:
+        out.append(f"checkpoints.every_steps = {spec.checkpoint_every_steps} (10 % of steps)")
+    cp_defaults = Checkpoints()
+    for key in ("keep_hot", "archive_every", "retention_days"):
+        if key not in spec.checkpoints.model_fields_set:
+            out.append(f"checkpoints.{key} = {getattr(cp_defaults, key)}")
+    eff_set = spec.efficiency.model_fields_set
+    defaults = Efficiency()
+    rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
+               "lost_work_minutes"}
+    if spec.eval is None:  # SFT generates only for eval: the tail applies there
+        rl_only.add("tail_factor")
+    for key in Efficiency.model_fields:
+        if key in eff_set or (spec.method == "sft" and key in rl_only):
+            continue
+        if spec.method != "sft" and key == "train_mfu":
+            continue
+        value = getattr(defaults, key)
+        shown = str(value).lower() if isinstance(value, bool) else value
+        out.append(f"efficiency.{key} = {shown}")
+    if spec.method != "sft" and "pipeline" not in spec.model_fields_set:
+        out.append("pipeline = auto (colocated, sync and async are compared)")
+    for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
+        if key not in spec.placement.model_fields_set:
+            out.append(f"placement.{key} = {getattr(spec.placement, key)}")
+    return out
+
+
+def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
+    return validate(ProjectSpec, data, origin)
+
+
+def load_spec(path: str) -> ProjectSpec:
+    """Load and validate a spec file; raises :class:`~optimizer.core.errors.InputError` (exit 2)."""
+    return parse_spec(read_mapping(path, "spec"), f"spec {path}")

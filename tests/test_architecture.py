@@ -1,0 +1,110 @@
+"""The architecture holds: layers import downwards only, no import cycle, modules stay small.
+
+The layers are import-linter contracts in ``pyproject.toml`` (``[tool.importlinter]``), drawn in
+``docs/architecture.md``. Function-local and ``TYPE_CHECKING`` imports count: a cycle hidden in a
+function is still a cycle.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter import configuration
+from importlinter.application.use_cases import lint_imports
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("optimizer", "providers", "policies", "templates")
+MAX_LINES = 450
+"""Modules stay readable: about 400 lines, never more than this."""
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    sys.path.insert(0, str(ROOT))
+    return grimp.build_graph(*PACKAGES, cache_dir=None)
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on.add(v)
+            succ = [w for w in edges[v] if w in edges]
+            if i < len(succ):
+                work.append((v, i + 1))
+                w = succ[i]
+                if w not in index:
+                    work.append((w, 0))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return out
+
+
+def test_no_import_cycle(graph: grimp.ImportGraph) -> None:
+    cycles = _cycles(graph)
+    assert cycles == [], f"import cycles between modules: {cycles}"
+
+
+def test_cycle_detector_finds_a_cycle() -> None:
+    g = grimp.ImportGraph()
+    for m in ("p", "p.a", "p.b", "p.c"):
+        g.add_module(m)
+    g.add_import(importer="p.a", imported="p.b")
+    g.add_import(importer="p.b", imported="p.a")
+    g.add_import(importer="p.c", imported="p.a")
+    assert _cycles(g) == [["p.a", "p.b"]]
+
+
+def test_layer_contracts_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    configuration.configure()
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_logo=True,
+                        cache_dir=None), "an import-linter contract is broken: run lint-imports"
+
+
+def test_catalog_kinds_register_explicitly(graph: grimp.ImportGraph) -> None:
+    """Catalog kinds are listed in providers.registry; no kind imports the registry."""
+    importers = graph.find_modules_that_directly_import("providers.registry")
+    assert not {m for m in importers if m.startswith("providers.")}
+
+
+def test_modules_stay_small() -> None:
+    big = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > MAX_LINES:
+                big.append(f"{path.relative_to(ROOT)} ({n} lines)")
+    assert big == [], f"modules over {MAX_LINES} lines: {big}"
