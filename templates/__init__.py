@@ -1,7 +1,7 @@
 """Deployment templates (jinja2) and the one function that renders them.
 
-Safety contract. Templates receive plain JSON-able data built by :mod:`optimizer.render.targets` and may
-print a value only through a quoting filter:
+Safety contract. Templates receive plain JSON-able data built by :mod:`optimizer.render.context`
+and may print a value only through a quoting filter:
 
 ==========  ==================================================================================
 filter      emits
