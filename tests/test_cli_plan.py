@@ -142,7 +142,8 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     that none reaches stdout), and once more with -o."""
     first, leaked = _invoke_fd("plan", GRPO, "--format", "json", "--no-timings")
     second = subprocess.run(
-        [sys.executable, "-m", "optimizer.cli.app", "plan", GRPO, "--format", "json", "--no-timings"],
+        [sys.executable, "-m", "optimizer.cli.app", "plan", GRPO, "--format", "json",
+         "--no-timings"],
         cwd=ROOT,
         capture_output=True,
         timeout=120,
@@ -203,7 +204,7 @@ def test_plan_json_is_byte_identical_across_runs(
 def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     p = grpo_plan
     assert set(p) >= TOP_KEYS, TOP_KEYS - set(p)
-    assert p["schema_version"] == 1
+    assert p["schema_version"] == 2
     assert p["spec_name"] == "grpo-7b-math"
     assert p["status"] == "optimal"
     assert p["pipeline_mode"] in {"colocated", "sync", "async"}
@@ -360,6 +361,68 @@ def test_check_rejects_wrong_types(grpo_plan: dict[str, Any], tmp_path: Path) ->
     data["makespan_hours"] = "soon"
     path = _write_json(tmp_path / "typed.json", data)
     _assert_error(_invoke("check", path), 2, "makespan_hours")
+
+
+# ----------------------------------------------------------------------------- plan schema
+def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
+    import jsonschema
+
+    result = _invoke("schema", "plan")
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.stdout)
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(grpo_plan)) == []
+    # the closed vocabularies are in the schema: another capacity type, path or status fails
+    for mutate in (
+        lambda p: p["pools"][0]["allocations"][0].update(capacity_type="spotty"),
+        lambda p: p["solver"].update(status="fine"),
+        lambda p: p.update(status="fine"),
+        lambda p: p.pop("lifecycle"),  # schema 2 requires lifecycle
+    ):
+        bad = copy.deepcopy(grpo_plan)
+        mutate(bad)
+        assert list(validator.iter_errors(bad)), bad.get("status")
+    if grpo_plan["network"]:
+        bad = copy.deepcopy(grpo_plan)
+        bad["network"][0]["path"] = "teleport"
+        assert list(validator.iter_errors(bad))
+    # a schema-1 plan without lifecycle (written before it was recorded) is valid
+    old = copy.deepcopy(grpo_plan)
+    old["schema_version"] = 1
+    del old["lifecycle"]
+    assert list(validator.iter_errors(old)) == []
+
+
+def test_plan_enums_serialise_as_before(grpo_plan: dict[str, Any]) -> None:
+    from optimizer.plan.schema import CapacityType, Plan, Status
+
+    plan = Plan.model_validate(grpo_plan)
+    alloc = plan.pools[0].allocations[0]
+    assert isinstance(alloc.capacity_type, CapacityType) and isinstance(plan.status, Status)
+    assert plan.status == "optimal" and alloc.capacity_type in CAPACITY_TYPES
+    assert json.loads(plan.to_json()) == grpo_plan  # the same strings, byte for byte
+    assert plan.to_json() == json.dumps(grpo_plan, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_check_reads_schema1_plans_and_refuses_unknown_versions(
+    grpo_plan: dict[str, Any], tmp_path: Path
+) -> None:
+    old = copy.deepcopy(grpo_plan)
+    old["schema_version"] = 1
+    del old["lifecycle"]  # schema-1 plans written before plans recorded it
+    result = _ok(_invoke("check", _write_json(tmp_path / "v1.json", old)))
+    assert result.stdout.startswith("ok:")
+    newer = copy.deepcopy(grpo_plan)
+    newer["schema_version"] = 3
+    _assert_error(_invoke("check", _write_json(tmp_path / "v3.json", newer)), 2, "v3.json",
+                  "schema 3", "upgrade ptplan", "ptplan plan SPEC --format json")
+    partial = copy.deepcopy(grpo_plan)
+    del partial["lifecycle"]
+    _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",
+                  "lifecycle is missing", "ptplan plan SPEC --format json")
 
 
 # Known bugs: `check` crashes with a traceback (exit 1, no message) on some plan files instead of

@@ -359,18 +359,39 @@ def test_gcs_lifecycle_shape() -> None:
         assert all(p.startswith("sft-8b-chat/") for p in rule["condition"]["matchesPrefix"])
 
 
-def test_lifecycle_without_spec_uses_policy_or_asks_for_spec() -> None:
-    # OPD's spec left keep_hot/archive_every/retention_days unset: the policy's apply
-    opd = facts_for(plan_of("opd-aws"))
-    assert opd.retention_days == plan_of("opd-aws").policy["storage"]["retention_days"]
-    # SFT's spec set retention_days: 60 (policy 30) and every_steps: not in the plan
-    files, _ = render_plan(plan_of("sft-gcp"), "kueue")
-    assert files
+def test_schema1_plan_without_lifecycle_needs_the_spec_where_the_lifecycle_matters() -> None:
+    """The fixtures are plans of schema 1 written before plans recorded ``lifecycle``: they
+    still load and render; the targets that need the lifecycle take it from ``--spec`` (the
+    spec where it set a value, else the plan's policy) and otherwise fail in one line saying
+    how to proceed. ``defaults_applied`` (human text) is not read."""
     from optimizer.core.errors import InputError
 
-    with pytest.raises(InputError, match=r"checkpoints\.every_steps.*--spec"):
-        render_plan(plan_of("sft-gcp"), "lifecycle")
+    opd = plan_of("opd-aws")
+    assert opd.schema_version == 1 and opd.lifecycle is None
+    unknown = facts_for(opd)
+    assert unknown.retention_days is None and unknown.every_steps is None
+    assert unknown.rollout_log_days == opd.policy["storage"]["rollout_log_days"]
+    # OPD's spec left keep_hot/archive_every/retention_days unset: the policy's apply
+    known = facts_for(opd, spec_of("opd-aws"))
+    assert known.retention_days == opd.policy["storage"]["retention_days"]
+    assert known.every_steps == spec_of("opd-aws").checkpoint_every_steps
+    # the text of defaults_applied changes nothing
+    blank = opd.model_copy(update={"defaults_applied": []})
+    assert facts_for(blank, spec_of("opd-aws")) == known
+    # SFT's spec set retention_days: 60 (policy 30)
     assert facts_for(plan_of("sft-gcp"), spec_of("sft-gcp")).retention_days == 60
+    files, notes = render_plan(plan_of("sft-gcp"), "kueue")  # needs no lifecycle
+    assert files
+    for target in ("lifecycle", "terraform-gcp"):
+        with pytest.raises(InputError, match=r"checkpoints\..*--spec.*ptplan plan") as err:
+            render_plan(plan_of("sft-gcp"), target)
+        assert "\n" not in str(err.value)
+    files, notes = render_plan(opd, "kuberay")
+    assert "trainer.save_freq=" not in files["launch/verl.sh"]
+    assert any("save_freq" in n and "--spec" in n for n in notes)
+    files, notes = render_plan(opd, "kuberay", spec_of("opd-aws"))
+    assert "trainer.save_freq=" in files["launch/verl.sh"]
+    assert not any("save_freq" in n for n in notes)
 
 
 # ---- SkyPilot -----------------------------------------------------------------------------------
@@ -544,11 +565,15 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
     files, _ = render_plan(p, "lifecycle")
     with_spec, _ = render_plan(p, "lifecycle", spec=spec)
     assert files == with_spec
-    legacy = p.model_copy(update={"lifecycle": None})
-    if any(k in spec.checkpoints.model_fields_set
-           for k in ("keep_hot", "archive_every", "retention_days", "every_steps")):
-        with pytest.raises(Exception, match="--spec"):
-            render_plan(legacy, "lifecycle")
+    assert p.schema_version == 2
+    # the recorded lifecycle wins over the spec: render uses what the storage was priced with
+    edited = spec.model_copy(update={"checkpoints": spec.checkpoints.model_copy(
+        update={"retention_days": 999})})
+    assert facts_for(p, edited).retention_days == p.lifecycle.retention_days
+    legacy = p.model_copy(update={"lifecycle": None, "schema_version": 1})
+    with pytest.raises(Exception, match="--spec"):
+        render_plan(legacy, "lifecycle")
+    assert render_plan(legacy, "lifecycle", spec=spec)[0] == files
 
 
 def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() -> None:

@@ -150,3 +150,11 @@ def schema_spec() -> None:
     from optimizer.spec.project import ProjectSpec
 
     sys.stdout.write(dumps(ProjectSpec.model_json_schema()))
+
+
+@schema_app.command("plan")
+def schema_plan() -> None:
+    """JSON Schema of the plan (``ptplan plan --format json``; the current schema_version)."""
+    from optimizer.plan.schema import Plan
+
+    sys.stdout.write(dumps(Plan.model_json_schema()))

@@ -5,7 +5,17 @@ allocations; a phase's busy hours are its tokens / (Σ nodes × effective fracti
 tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Money is a decimal
 string in USD (cents), rounded once at output; hours keep full float precision.
 
-Schema history: 1 = first release (see README "Plan JSON").
+Schema history (see README "Plan JSON"):
+
+* 1 = first release;
+* 2 = ``capacity_type``, ``status``, network ``path`` and ``flow`` are closed vocabularies
+  (:mod:`optimizer.core.kinds`; the same strings as before), and ``lifecycle`` is required:
+  ``ptplan render`` reads the checkpoint cadence and data lifecycle from it.
+
+Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
+was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
+matters, or can be regenerated with ``ptplan plan SPEC --format json``. The JSON Schema is
+published by ``ptplan schema plan``.
 """
 
 from __future__ import annotations
@@ -15,9 +25,22 @@ import json
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
-SCHEMA_VERSION = 1
+from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
+
+SCHEMA_VERSION = 2
+"""The schema plans are written with; plans of schema 1 to this one are read."""
+REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
+
+__all__ = ["SCHEMA_VERSION", "CapacityType", "Flow", "NetworkPath", "Plan", "Status"]
 
 
 def usd(x: float) -> str:
@@ -52,7 +75,7 @@ class Allocation(_Frozen):
     instance_type: str
     gpu: str
     gpus_per_node: int
-    capacity_type: str
+    capacity_type: CapacityType
     nodes: int
     hours: float
     usd_per_hour: float
@@ -144,12 +167,10 @@ class Place(_Frozen):
 
 
 class NetworkItem(_Frozen):
-    flow: str
-    """``weight_sync``, ``experience``, ``dataset_staging`` or ``checkpoint_copies``."""
+    flow: Flow
     src: Place
     dst: Place
-    path: str
-    """``same_zone``, ``cross_zone``, ``inter_region``, ``inter_continent`` or ``internet``."""
+    path: NetworkPath
     nodes: int | None = None
     """Weight sync: the rollout nodes on this path (each receives one copy per step)."""
     gb: float
@@ -160,7 +181,7 @@ class NetworkItem(_Frozen):
 
 class SolverInfo(_Frozen):
     name: str
-    status: str
+    status: Status
     gap: float
     seconds: float
     layouts: int
@@ -174,7 +195,7 @@ class SolverInfo(_Frozen):
 class LayoutResult(_Frozen):
     layout: str
     pipeline_mode: str
-    status: str
+    status: Status
     total_cost_usd: str | None
     makespan_hours: float | None
     provider: str | None
@@ -189,12 +210,18 @@ class Explain(_Frozen):
 
 
 class Plan(_Frozen):
-    schema_version: int = SCHEMA_VERSION
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"schema_version": {"const": SCHEMA_VERSION}}},
+        "then": {"required": ["lifecycle"]},
+    })
+
+    schema_version: int = Field(default=SCHEMA_VERSION,
+                                json_schema_extra={"enum": list(range(1, SCHEMA_VERSION + 1))})
     spec_name: str
     spec_digest: str
     method: str
     algorithm: str | None
-    status: str
+    status: Status
     objective: str
     total_cost_usd: Money
     compute_cost_usd: Money
@@ -222,6 +249,7 @@ class Plan(_Frozen):
     phases: list[PhasePlan]
     storage: list[StorageItem] = []
     lifecycle: Lifecycle | None = None
+    """Required from schema 2 on; absent only in plans of schema 1 written before it."""
     network: list[NetworkItem] = []
     weight_sync_gb_per_node_step: float = 0.0
     solver: SolverInfo
@@ -234,6 +262,24 @@ class Plan(_Frozen):
     catalog: dict[str, Any]
     catalog_as_of: str
     explain: Explain
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(f"schema {value} is newer than this ptplan reads (1 to "
+                             f"{SCHEMA_VERSION}); upgrade ptplan, or {REGENERATE}")
+        if value < 1:
+            raise ValueError(f"schema {value} is not a ptplan plan schema; {REGENERATE}")
+        return value
+
+    @model_validator(mode="after")
+    def _lifecycle_recorded(self) -> Plan:
+        if self.schema_version >= 2 and self.lifecycle is None:
+            raise ValueError(f"lifecycle is missing (required from schema 2 on: the "
+                             f"checkpoint cadence and lifecycle the storage was priced with); "
+                             f"{REGENERATE}")
+        return self
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"

@@ -14,15 +14,19 @@ from optimizer.costs.network import path_between
 from optimizer.costs.storage import lifecycle
 from optimizer.plan.schema import (
     Allocation,
+    CapacityType,
     Explain,
+    Flow,
     Lifecycle,
     NetworkItem,
+    NetworkPath,
     PhasePlan,
     Place,
     Plan,
     PoolPlan,
     SolverInfo,
     SpotModel,
+    Status,
     StorageItem,
     hours,
     spec_digest,
@@ -54,7 +58,7 @@ def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: flo
         out.append(Allocation(
             provider=offer.provider, region=offer.region, zone=offer.zone,
             instance_type=offer.instance_type, gpu=offer.gpu, gpus_per_node=offer.gpus_per_node,
-            capacity_type=offer.capacity_type, nodes=n, hours=hours(phase_hours),
+            capacity_type=CapacityType(offer.capacity_type), nodes=n, hours=hours(phase_hours),
             usd_per_hour=offer.usd_per_hour, cost_usd=usd(n * offer.usd_per_hour * phase_hours),
             max_nodes=ctx.caps.get(offer.key, offer.max_nodes),
             interruptions_per_hour=offer.interruptions_per_hour,
@@ -173,7 +177,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     age = ctx.catalog.age_days()
     p = Plan(
         spec_name=spec.name, spec_digest=spec_digest(spec_dump), method=spec.method,
-        algorithm=spec.algorithm, status=status, objective=objective,
+        algorithm=spec.algorithm, status=Status(status), objective=objective,
         total_cost_usd=usd(compute_total + storage_total + network_total),
         compute_cost_usd=usd(compute_total),
         storage_cost_usd=usd(storage_total), storage=storage_items,
@@ -198,7 +202,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         ),
         pools=pools, phases=phases,
         solver=SolverInfo(
-            name=solver, status=status, gap=round(gap, 9),
+            name=solver, status=Status(status), gap=round(gap, 9),
             seconds=round(time.perf_counter() - start, 3) if timings else 0.0,
             layouts=len(runs), options_considered=sum(r.cands.considered for r in runs),
             options_pruned=sum(r.cands.pruned for r in runs),
@@ -260,9 +264,9 @@ def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
                 continue
             gb = n * net.steps * net.weight_gb
             items.append(NetworkItem(
-                flow="weight_sync", src=trainer,
+                flow=Flow.weight_sync, src=trainer,
                 dst=Place(provider=rollout.provider, region=rollout.region, zone=zone),
-                path=path, nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(gb * rate),
+                path=NetworkPath(path), nodes=n, gb=gb, usd_per_gb=rate, cost_usd=usd(gb * rate),
                 note=f"{net.steps} steps x {net.weight_gb:g} GB (bf16 weights) into each of "
                      f"{n} node(s)"))
         exp_gb = net.steps * net.experience_gb_per_step
@@ -274,13 +278,13 @@ def _network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
                 note += (f"; the {rollout.remote_nodes} cross-zone node(s)' share (about "
                          f"{share:.1f} GB) is not priced")
             items.append(NetworkItem(
-                flow="experience", src=Place(provider=rollout.provider, region=rollout.region),
-                dst=trainer, path=exp_path, gb=exp_gb, usd_per_gb=exp_rate,
+                flow=Flow.experience, src=Place(provider=rollout.provider, region=rollout.region),
+                dst=trainer, path=NetworkPath(exp_path), gb=exp_gb, usd_per_gb=exp_rate,
                 cost_usd=usd(exp_gb * exp_rate), note=note))
     for f in net.fixed_flows(site, place):
         items.append(NetworkItem(
-            flow=f.name, src=Place(provider=f.src[0], region=f.src[1], zone=f.src[2]),
-            dst=Place(provider=f.dst[0], region=f.dst[1], zone=f.dst[2]), path=f.path,
+            flow=Flow(f.name), src=Place(provider=f.src[0], region=f.src[1], zone=f.src[2]),
+            dst=Place(provider=f.dst[0], region=f.dst[1], zone=f.dst[2]), path=NetworkPath(f.path),
             gb=f.gb, usd_per_gb=f.usd_per_gb, cost_usd=usd(f.cost), note=f.note))
     total = sum(o.egress_usd for o in chosen.values()) + net.fixed_cost(site)
     return items, total

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from optimizer.plan.schema import Explain, LayoutResult, Plan, hours, usd
+from optimizer.plan.schema import Explain, LayoutResult, Plan, Status, hours, usd
 from optimizer.planner.candidates import spot_overhead
 from optimizer.planner.engine import Context, LayoutRun, best_over_layouts
 
@@ -101,7 +101,7 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
         best = r.best
         alternatives.append(LayoutResult(
             layout=r.cands.layout.name, pipeline_mode=r.cands.layout.mode,
-            status="feasible" if best else "infeasible",
+            status=Status.feasible if best else Status.infeasible,
             total_cost_usd=usd(best.usd) if best else None,
             makespan_hours=hours(best.run_hours) if best else None,
             provider=r.cands.regions[best.region][0] if best else None,

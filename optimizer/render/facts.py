@@ -1,22 +1,31 @@
-"""What ``render`` needs beyond the plan: the checkpoint cadence and storage lifecycle the
-planner priced, read from the plan's ``lifecycle`` record (or, for plans written before it was
-recorded, from the spec given with ``--spec``)."""
+"""What ``render`` needs beyond pools: the checkpoint cadence and storage lifecycle the planner
+priced, read from the plan's ``lifecycle`` record.
+
+Plans of schema 1 written before ``lifecycle`` was recorded do not carry it: for those the
+values come from the spec given with ``--spec`` (the spec's ``checkpoints`` where it set them,
+otherwise the plan's policy, as :func:`optimizer.costs.storage.lifecycle` priced them). Without
+``--spec`` they are unknown, and a target that needs one fails in one line saying to pass the
+spec or regenerate the plan. The human text of ``defaults_applied`` is never parsed.
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
+from optimizer.plan.schema import REGENERATE, Plan, spec_digest
+
+SPEC_KEYS = ("keep_hot", "archive_every", "retention_days")
+"""Lifecycle values a spec may set (``checkpoints``); the others are the policy's alone."""
 
 
 @dataclass(frozen=True)
 class Facts:
-    """Checkpoint cadence and lifecycle: from the spec, or recovered from the plan.
+    """Checkpoint cadence and lifecycle as the plan priced them.
 
-    ``None`` = unknown without the spec (the spec set it and the plan does not record it).
+    ``None`` = unknown: a schema-1 plan without its ``lifecycle`` record, rendered without
+    ``--spec``.
     """
 
     every_steps: int | None
@@ -30,48 +39,38 @@ class Facts:
     def need(self, key: str) -> int:
         value = getattr(self, key)
         if value is None:
-            field = "checkpoints." + key
-            raise InputError(f"render: {field} was set in the spec and is not recorded in the "
-                             "plan; pass --spec SPEC (the spec the plan was made from)")
+            raise InputError(f"render: checkpoints.{key} is not recorded in this plan (schema "
+                             "1, written before plans recorded their lifecycle); pass --spec "
+                             f"SPEC (the spec the plan was made from), or {REGENERATE}")
         return int(value)
 
 
 def facts_for(plan: Plan, spec: Any = None) -> Facts:
-    """Lifecycle as the planner priced it (``optimizer.costs.storage``): spec where set, else policy."""
-    storage = dict(plan.policy.get("storage") or {})
-    out: dict[str, int | None] = {}
-    notes: list[str] = []
-    if spec is None and plan.lifecycle is not None:  # recorded by the planner
-        life = plan.lifecycle
+    """The plan's ``lifecycle``; for a schema-1 plan without it, the spec's ``checkpoints``
+    where set, else the plan's policy (``None`` where unknown without the spec)."""
+    if spec is not None:
+        _same_spec(plan, spec)
+    life = plan.lifecycle
+    if life is not None:
         return Facts(life.every_steps, life.keep_hot, life.archive_every, life.retention_days,
                      life.rollout_log_days, life.metrics_days)
-    if spec is not None:
-        from optimizer.plan.schema import spec_digest
-
-        if spec.name != plan.spec_name:
-            raise InputError(f"--spec: spec {spec.name!r} is not the spec of this plan "
-                             f"({plan.spec_name!r}); pass the plan's own spec")
-        if spec_digest(spec.model_dump(mode="json")) != plan.spec_digest:
-            notes.append("--spec: the spec's digest differs from the plan's (spec edited since, "
-                         "or another ptplan version); checkpoint cadence and lifecycle taken "
-                         "from the spec")
-        given = spec.checkpoints.model_fields_set
-        out["every_steps"] = spec.checkpoint_every_steps
-        for k in ("keep_hot", "archive_every", "retention_days"):
-            out[k] = getattr(spec.checkpoints, k) if k in given else storage.get(k)
-    else:
-        lines = set(plan.defaults_applied)
-        out["every_steps"] = None
-        for line in plan.defaults_applied:
-            m = re.fullmatch(r"checkpoints\.every_steps = (\d+) \(10 % of steps\)", line)
-            if m:
-                out["every_steps"] = int(m.group(1))
-        for k in ("keep_hot", "archive_every", "retention_days"):
-            unset = any(x.startswith(f"checkpoints.{k} = ") for x in lines)
-            out[k] = storage.get(k) if unset else None
-    return Facts(out["every_steps"], out["keep_hot"], out["archive_every"],
-                 out["retention_days"], int(storage.get("rollout_log_days", 14)),
-                 int(storage.get("metrics_days", 365)), tuple(notes))
+    storage = dict(plan.policy.get("storage") or {})
+    policy_days = (int(storage.get("rollout_log_days", 14)), int(storage.get("metrics_days", 365)))
+    if spec is None:
+        return Facts(None, None, None, None, *policy_days)
+    given = spec.checkpoints.model_fields_set
+    values = {k: getattr(spec.checkpoints, k) if k in given else storage.get(k)
+              for k in SPEC_KEYS}
+    notes = []
+    if spec_digest(spec.model_dump(mode="json")) != plan.spec_digest:
+        notes.append("--spec: the spec's digest differs from the plan's (spec edited since, "
+                     "or another ptplan version); checkpoint cadence and lifecycle taken "
+                     "from the spec")
+    return Facts(spec.checkpoint_every_steps, values["keep_hot"], values["archive_every"],
+                 values["retention_days"], *policy_days, notes=tuple(notes))
 
 
-# ---- context ----------------------------------------------------------------------------------
+def _same_spec(plan: Plan, spec: Any) -> None:
+    if spec.name != plan.spec_name:
+        raise InputError(f"--spec: spec {spec.name!r} is not the spec of this plan "
+                         f"({plan.spec_name!r}); pass the plan's own spec")

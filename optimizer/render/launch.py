@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.plan.schema import Plan
+from optimizer.plan.schema import REGENERATE, Plan
 from optimizer.render.facts import Facts
 
 VERL_ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
@@ -37,6 +37,10 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     notes: list[str] = []
     out: dict[str, Any] = {"update_pool": upool.name, "notes": notes}
     save = [f"trainer.save_freq={facts.every_steps}"] if facts.every_steps else []
+    if facts.every_steps is None:
+        notes.append("the checkpoint cadence is not recorded in this plan (schema 1): "
+                     "trainer.save_freq / --save_steps left out; pass --spec SPEC, or "
+                     f"{REGENERATE}")
     ckpt = ["trainer.resume_mode=auto", "trainer.default_local_dir=/checkpoints/checkpoints"]
     if plan.method == "sft":
         out.update(module="verl.trainer.fsdp_sft_trainer", torchrun=True,

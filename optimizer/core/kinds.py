@@ -1,0 +1,54 @@
+"""The closed vocabularies that travel between layers and out in plan JSON.
+
+Each is a :class:`~enum.StrEnum`: a member *is* its string (``CapacityType.spot == "spot"``,
+``json.dumps`` writes ``"spot"``), so producers may still pass the plain strings and the plan's
+JSON is unchanged, while the plan schema (:mod:`optimizer.plan.schema`) and its published JSON
+Schema (``ptplan schema plan``) reject any other value. Member names equal their values, so a
+member and its string hash alike and work as the same dictionary key.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class CapacityType(StrEnum):
+    """How a node is bought: on demand, interruptible spot, or already reserved (committed)."""
+
+    on_demand = "on_demand"
+    spot = "spot"
+    reserved = "reserved"
+
+
+class Status(StrEnum):
+    """Outcome of a solve. A plan is ``optimal``, ``time_limit`` (a solution the solver did not
+    prove optimal in time) or ``feasible`` (within a reported gap of a lower bound); a pipeline
+    layout in ``explain.alternatives`` is ``feasible`` or ``infeasible``; ``error`` is a solver
+    failure."""
+
+    optimal = "optimal"
+    time_limit = "time_limit"
+    feasible = "feasible"
+    infeasible = "infeasible"
+    error = "error"
+
+
+class NetworkPath(StrEnum):
+    """Where a byte travels (see :mod:`optimizer.costs.network`): within a zone, across zones
+    of a region, between regions of a continent or of two continents (one provider), or out to
+    another provider over the internet."""
+
+    same_zone = "same_zone"
+    cross_zone = "cross_zone"
+    inter_region = "inter_region"
+    inter_continent = "inter_continent"
+    internet = "internet"
+
+
+class Flow(StrEnum):
+    """What a priced network transfer carries (see :mod:`optimizer.costs.network`)."""
+
+    weight_sync = "weight_sync"
+    experience = "experience"
+    dataset_staging = "dataset_staging"
+    checkpoint_copies = "checkpoint_copies"
