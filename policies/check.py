@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.core.hardware import HIGH_PRECISIONS
 from policies.model import Policy
-
-HIGH = {"fp32", "bf16", "fp16"}
 
 
 def check_plan(plan: Any, policy: Policy) -> list[str]:
@@ -34,7 +33,7 @@ def check_plan(plan: Any, policy: Policy) -> list[str]:
         if precisions is not None and ph.precision not in precisions:
             v.append(f"phases.{ph.name}.precisions: {ph.name} runs at {ph.precision}; allowed: "
                      f"{', '.join(sorted(precisions))}")
-        if ph.name == "scoring" and ph.precision not in HIGH:
+        if ph.name == "scoring" and ph.precision not in HIGH_PRECISIONS:
             for role, share in sorted(policy.high_precision_fallback.items()):
                 got = ph.fallback.get(role, 0.0) if role in ph.models else share
                 if got < share - 1e-12:

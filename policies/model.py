@@ -4,8 +4,8 @@ A policy says, per phase, which capacity types and precisions may be used, which
 teacher / reward scoring must run at bf16 or better (to calibrate the low-precision signal),
 which providers and regions are allowed, how large a pool's spot share may be, whether phases
 may be split across regions, the storage lifecycle, and the budget thresholds that warn and stop.
-Policies never touch PuLP: :mod:`optimizer.planner.candidates` reads them when it builds pool options,
-and :mod:`policies.check` checks a plan against them rule by rule.
+Policies never touch PuLP: :mod:`optimizer.planner.candidates` reads them when it builds pool
+options, and :mod:`policies.check` checks a plan against them rule by rule.
 """
 
 from __future__ import annotations
@@ -16,22 +16,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from optimizer.core.errors import InputError
-from optimizer.core.yamlio import parse_mapping, read_mapping, validate
+from optimizer.core.kinds import CapacityType
+from optimizer.core.yamlio import StrictModel, parse_mapping, read_mapping, validate
 
-CapacityType = Literal["on_demand", "spot", "reserved"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 PhaseName = Literal["rollout", "scoring", "update", "eval"]
 Share = Annotated[float, Field(ge=0, le=1, strict=True)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class PhaseRule(_Strict):
+class PhaseRule(StrictModel):
     capacity_types: list[CapacityType] | None = None
     """Allowed capacity types (absent: all)."""
     precisions: list[Precision] | None = None
@@ -46,7 +42,7 @@ class PhaseRule(_Strict):
         return self
 
 
-class StorageLifecycle(_Strict):
+class StorageLifecycle(StrictModel):
     keep_hot: Annotated[int, Field(gt=0, le=10_000, strict=True)] = 3
     archive_every: Annotated[int, Field(gt=0, le=10_000, strict=True)] = 5
     retention_days: Annotated[int, Field(gt=0, le=36_500, strict=True)] = 30
@@ -54,7 +50,7 @@ class StorageLifecycle(_Strict):
     metrics_days: Annotated[int, Field(gt=0, le=36_500, strict=True)] = 365
 
 
-class BudgetThresholds(_Strict):
+class BudgetThresholds(StrictModel):
     warn_at: Share = 0.8
     """Fraction of the budget at which spending should be flagged."""
     stop_at: Share = 1.0
@@ -68,7 +64,7 @@ class BudgetThresholds(_Strict):
         return self
 
 
-class Policy(_Strict):
+class Policy(StrictModel):
     name: str = Field(min_length=1, max_length=200)
     extends: str | None = Field(default=None, min_length=1, max_length=1000)
     """``default`` (``policies/default.yaml``) or the path of another policy file, relative to
@@ -100,7 +96,7 @@ class Policy(_Strict):
     def capacity_types(self, phase: str) -> set[str]:
         rule = self.phases.get(phase)  # type: ignore[call-overload]
         if rule is None or rule.capacity_types is None:
-            return {"on_demand", "spot", "reserved"}
+            return set(CapacityType)
         return set(rule.capacity_types)
 
     def precisions(self, phase: str) -> set[str] | None:

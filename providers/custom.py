@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PositiveFloat,
     field_validator,
@@ -35,12 +33,12 @@ from pydantic import (
 )
 
 from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import read_mapping, validate
+from optimizer.core.yamlio import StrictModel, read_mapping, validate
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_Strict = StrictModel
+"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+no NaN/inf)."""
 
 
 class CustomOffer(_Strict):

@@ -607,3 +607,41 @@ def test_sft_rejects_rl_pipelines() -> None:
     d["pipeline"] = "async"
     with pytest.raises(InputError, match="pipeline async applies to rl/opd"):
         parse_spec(d)
+
+
+def test_every_file_model_derives_from_the_one_strict_base() -> None:
+    """Spec, policy, custom catalog, portfolio and plan share one pydantic base: unknown keys
+    rejected, frozen, no NaN/inf; no module keeps its own copy of that config."""
+    import inspect
+    import math
+    import pathlib
+    import re
+
+    import pydantic
+
+    import optimizer.plan.schema as plan_schema
+    import optimizer.reserve.portfolio as portfolio
+    import optimizer.spec.project as project
+    import policies.model as policy
+    import providers.custom as custom
+    from optimizer.core.yamlio import StrictModel
+
+    assert StrictModel.model_config == {"extra": "forbid", "frozen": True,
+                                        "allow_inf_nan": False}
+    for module in (project, policy, custom, portfolio, plan_schema):
+        models = [c for _, c in inspect.getmembers(module, inspect.isclass)
+                  if issubclass(c, pydantic.BaseModel) and c.__module__ == module.__name__]
+        assert models, module.__name__
+        for model in models:
+            assert issubclass(model, StrictModel), model
+            for key in ("extra", "frozen", "allow_inf_nan"):
+                assert model.model_config[key] == StrictModel.model_config[key], (model, key)
+        source = pathlib.Path(inspect.getfile(module)).read_text(encoding="utf-8")
+        assert not re.search(r"ConfigDict\([^)]*\b(extra|frozen)=", source), module.__name__
+    data = example_dict("grpo-7b.yaml")
+    data["model"]["params_b"] = math.nan
+    with pytest.raises(InputError, match="params_b"):
+        parse_spec(data)
+    spec = parse_spec(example_dict("grpo-7b.yaml"))
+    with pytest.raises(pydantic.ValidationError, match="frozen"):
+        spec.name = "x"  # type: ignore[misc]

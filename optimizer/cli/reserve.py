@@ -1,10 +1,10 @@
 """``ptplan reserve``: quarterly reserved-capacity purchasing for a portfolio of projects.
 
 The command is thin: load the portfolio, catalog and policy, call
-:func:`optimizer.reserve.purchase.reserve`, and format its JSON report (table, markdown or JSON); every
-figure shown is one the JSON holds. ``--chart FILE`` draws weekly demand against committed
-capacity per scenario from the report's ``coverage`` rows (matplotlib, Agg backend; SVG output
-is byte-deterministic: fixed ``svg.hashsalt``, no date metadata).
+:func:`optimizer.reserve.purchase.reserve`, and format its JSON report (table, markdown or
+JSON); every figure shown is one the JSON holds. ``--chart FILE`` draws weekly demand against
+committed capacity per scenario from the report's ``coverage`` rows (matplotlib, Agg backend;
+SVG output is byte-deterministic: fixed ``svg.hashsalt``, no date metadata).
 """
 
 from __future__ import annotations

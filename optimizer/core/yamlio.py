@@ -3,6 +3,8 @@
 Every user file goes through :func:`read_mapping` and :func:`validate`, so that malformed files,
 unknown keys (with close-match suggestions) and bad values all become one-line
 :class:`~optimizer.core.errors.InputError` messages naming the field, the value and the fix.
+Every model of a file ptplan reads (spec, policy, custom catalog, portfolio, plan) derives from
+:class:`StrictModel`.
 """
 
 from __future__ import annotations
@@ -12,11 +14,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from optimizer.core.errors import InputError, suggest
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class StrictModel(BaseModel):
+    """The one base of ptplan's file models: an unknown key is an error (``extra="forbid"``,
+    reported with close-match suggestions by :func:`validate`), instances are immutable
+    (``frozen``) and NaN or infinite numbers are rejected (``allow_inf_nan=False``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def read_mapping(path: str | Path, what: str) -> dict[str, Any]:

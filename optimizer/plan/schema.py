@@ -26,7 +26,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
@@ -35,6 +34,7 @@ from pydantic import (
 )
 
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
+from optimizer.core.yamlio import StrictModel
 
 SCHEMA_VERSION = 2
 """The schema plans are written with; plans of schema 1 to this one are read."""
@@ -58,17 +58,13 @@ Money = Annotated[str, StringConstraints(pattern=r"^-?[0-9]+\.[0-9]{2}$")]
 Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SpotModel(_Frozen):
+class SpotModel(StrictModel):
     lost_work_minutes: float = Field(ge=0)
     restart_minutes: float = Field(ge=0)
     checkpoint_minutes: float = Field(ge=0)
 
 
-class Allocation(_Frozen):
+class Allocation(StrictModel):
     provider: str
     region: str
     zone: str
@@ -87,7 +83,7 @@ class Allocation(_Frozen):
     note: str
 
 
-class PhasePlan(_Frozen):
+class PhasePlan(StrictModel):
     name: str
     pool: str
     precision: str | None
@@ -111,7 +107,7 @@ class PhasePlan(_Frozen):
     allocations: list[Allocation]
 
 
-class PoolPlan(_Frozen):
+class PoolPlan(StrictModel):
     name: str
     phases: list[str]
     provider: str
@@ -130,7 +126,7 @@ class PoolPlan(_Frozen):
     allocations: list[Allocation]
 
 
-class StorageItem(_Frozen):
+class StorageItem(StrictModel):
     data_class: str
     provider: str
     region: str
@@ -147,7 +143,7 @@ class StorageItem(_Frozen):
     cost_usd: Money
 
 
-class Lifecycle(_Frozen):
+class Lifecycle(StrictModel):
     """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
     otherwise the policy); deployment configs (``ptplan render``) enforce these."""
 
@@ -159,14 +155,14 @@ class Lifecycle(_Frozen):
     metrics_days: int
 
 
-class Place(_Frozen):
+class Place(StrictModel):
     provider: str
     region: str
     zone: str = ""
     """Empty: anywhere in the region (region-level capacity, buckets)."""
 
 
-class NetworkItem(_Frozen):
+class NetworkItem(StrictModel):
     flow: Flow
     src: Place
     dst: Place
@@ -179,7 +175,7 @@ class NetworkItem(_Frozen):
     note: str = ""
 
 
-class SolverInfo(_Frozen):
+class SolverInfo(StrictModel):
     name: str
     status: Status
     gap: float
@@ -192,7 +188,7 @@ class SolverInfo(_Frozen):
     cross_check: str
 
 
-class LayoutResult(_Frozen):
+class LayoutResult(StrictModel):
     layout: str
     pipeline_mode: str
     status: Status
@@ -202,14 +198,14 @@ class LayoutResult(_Frozen):
     region: str | None
 
 
-class Explain(_Frozen):
+class Explain(StrictModel):
     summary: list[str]
     binding: list[str]
     marginal: list[str]
     alternatives: list[LayoutResult]
 
 
-class Plan(_Frozen):
+class Plan(StrictModel):
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"schema_version": {"const": SCHEMA_VERSION}}},
         "then": {"required": ["lifecycle"]},

@@ -30,10 +30,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from optimizer.core.errors import suggest
-from optimizer.core.yamlio import read_mapping, validate
+from optimizer.core.yamlio import StrictModel, read_mapping, validate
 
 Name = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:/+-]+$")]
 Week = Annotated[int, Field(ge=0, le=5200, strict=True)]
@@ -44,8 +44,9 @@ Multiplier = Annotated[float, Field(ge=0, le=1000, strict=True)]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_Strict = StrictModel
+"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+no NaN/inf)."""
 
 
 class DemandRow(_Strict):

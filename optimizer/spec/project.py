@@ -12,15 +12,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
 )
 
 from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import read_mapping, validate
+from optimizer.core.yamlio import StrictModel, read_mapping, validate
 
 Method = Literal["sft", "rl", "opd"]
 Algorithm = Literal["ppo", "grpo", "dapo"]
@@ -36,8 +34,9 @@ Billions = Annotated[float, Field(gt=0, le=100_000, strict=True)]
 """Parameters in billions (up to 100 trillion)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+_Strict = StrictModel
+"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+no NaN/inf)."""
 
 
 class ModelBlock(_Strict):
