@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from optimizer.core.errors import InputError
 
@@ -50,6 +53,11 @@ class Offer:
         zone = f"/{self.zone}" if self.zone else ""
         return f"{self.provider}:{self.region}{zone}:{self.instance_type}:{self.capacity_type}"
 
+    @property
+    def order(self) -> tuple[str, str, str, str, str]:
+        """Sort key of offers in a catalog or a pull (provider, region, zone, type, capacity)."""
+        return (self.provider, self.region, self.zone, self.instance_type, self.capacity_type)
+
 
 @dataclass(frozen=True, slots=True)
 class ReservedRate:
@@ -72,6 +80,17 @@ class ReservedRate:
     recurring_usd_per_hour: float | None = None
     """The billed hourly part, before amortising the upfront fee (None: not published)."""
     as_of: str = ""
+
+    @property
+    def order(self) -> tuple[str, str, str, int, str, str]:
+        """Identity and sort key of a purchasable option: one rate per key in a catalog."""
+        return (self.provider, self.region, self.instance_type, self.term_years,
+                self.offering_class, self.purchase_option)
+
+    @property
+    def key(self) -> str:
+        return (f"{self.provider}:{self.region}:{self.instance_type}:{self.term_years}y:"
+                f"{self.offering_class or '-'}:{self.purchase_option or '-'}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +161,41 @@ def checked_regions(regions: Iterable[str], pattern: re.Pattern[str], what: str,
         if not pattern.match(r):
             raise InputError(f"--regions: {r!r} is not {what}; use names like {example}")
     return out
+
+
+class PriceListModel(BaseModel):
+    """Base of the models of one cloud price-list item (an AWS ``PriceList`` entry, a GCP SKU).
+
+    Types are validated strictly (a string stays a string; a field that must be a decimal string
+    says so with ``Field(strict=False)``); keys a cloud adds later are ignored, not errors;
+    NaN and infinity are rejected."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validation_detail(exc: ValidationError, keys: Mapping[str, str] | None = None) -> str:
+    """The first problem of a price-list item's validation as one phrase: where and what
+    (``missing product.attributes.regionCode``, ``terms.OnDemand.<term>.priceDimensions.<rate>.
+    pricePerUnit.USD = 'n/a' is not a number``, ``no pricing_info``).
+
+    ``keys``: a field holding a mapping -> the placeholder shown for its (long, generated) key."""
+    err = exc.errors(include_url=False)[0]
+    loc = err["loc"]
+    keys = keys or {}
+    where = ".".join(keys.get(str(loc[i - 1]), str(part)) if i else str(part)
+                     for i, part in enumerate(loc)) or "item"
+    kind, value = err["type"], err.get("input")
+    if kind == "missing":
+        return f"missing {where}"
+    if kind == "too_short" and loc:
+        return f"no {loc[-1]}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{where} is not an object"
+    if kind in ("float_parsing", "float_type", "int_parsing", "int_type"):
+        return f"{where} = {_shown(value)} is not a number"
+    return f"{where} = {_shown(value)} ({err['msg']})"

@@ -1,9 +1,10 @@
 """The local price cache: live pulls stored in SQLite, read back as ``--catalog cache``.
 
 Where: ``--cache PATH``, else ``$PTPLAN_CACHE``, else ``prices.sqlite`` in the user cache
-directory (``platformdirs.user_cache_dir("ptplan")`` when platformdirs is installed, otherwise
-``$XDG_CACHE_HOME/ptplan`` or ``~/.cache/ptplan``). A file ending in ``.sqlite``/``.sqlite3``/
-``.db`` can be passed directly as ``--catalog PATH``.
+directory, ``platformdirs.user_cache_dir("ptplan")`` (``$XDG_CACHE_HOME/ptplan``, by default
+``~/.cache/ptplan``, on Linux; ``~/Library/Caches/ptplan`` on macOS; ``ptplan/ptplan/Cache``
+under ``%LOCALAPPDATA%`` on Windows). A file ending in ``.sqlite``/``.sqlite3``/``.db`` can be
+passed directly as ``--catalog PATH``.
 
 Tables: ``offers`` and ``reserved_rates`` (one row per normalised
 :class:`~providers.base.Offer` / :class:`~providers.base.ReservedRate`, each with its ``as_of``
@@ -33,8 +34,10 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import platformdirs
 
 from optimizer.core.errors import InputError, ProviderError
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
@@ -43,6 +46,8 @@ ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
 CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
 SCHEMA_VERSION = "1"
+UNCHANGED = "the cache is unchanged"
+"""How every failed refresh ends its one-line message: nothing was written."""
 
 ProgressFn = Callable[[str, int, "int | None"], None]
 """``progress(label, done, total)``: called by adapters after each request (total None when the
@@ -97,13 +102,8 @@ def utc_now(now: dt.datetime | None = None) -> str:
 
 
 def default_cache_dir() -> Path:
-    try:
-        import platformdirs
-
-        return Path(platformdirs.user_cache_dir("ptplan"))
-    except ImportError:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        return Path(base) / "ptplan"
+    """The user cache directory of ptplan (platformdirs: XDG on Linux, the OS's elsewhere)."""
+    return Path(platformdirs.user_cache_dir("ptplan"))
 
 
 def resolve_cache_path(path: str | os.PathLike[str] | None = None) -> Path:
@@ -118,6 +118,22 @@ def resolve_cache_path(path: str | os.PathLike[str] | None = None) -> Path:
 
 def _region_of_exclusion(text: str, regions: tuple[str, ...]) -> str:
     return next((r for r in regions if f" {r}" in text or f"{r}/" in text), "")
+
+
+OFFER_COLUMNS: tuple[str, ...] = (
+    "provider", "region", "zone", "instance_type", "gpu", "gpus_per_node", "capacity_type",
+    "usd_per_hour", "vcpus", "memory_gib", "interruptions_per_hour", "max_nodes", "as_of",
+    "source", "note")
+"""The ``offers`` columns: :class:`~providers.base.Offer` fields of the same names."""
+RATE_COLUMNS: tuple[str, ...] = (
+    "provider", "region", "instance_type", "term_years", "offering_class", "purchase_option",
+    "usd_per_hour", "upfront_usd", "recurring_usd_per_hour", "assumption", "as_of", "source")
+"""The ``reserved_rates`` columns: :class:`~providers.base.ReservedRate` fields."""
+
+
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    return (f"INSERT INTO {table} ({', '.join(columns)}) "
+            f"VALUES ({', '.join(':' + c for c in columns)})")
 
 
 @contextmanager
@@ -137,6 +153,7 @@ def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
     except sqlite3.Error as exc:
         raise InputError(f"--cache: cannot open {str(path)!r} ({exc}); choose a writable "
                          "path") from None
+    con.row_factory = sqlite3.Row
     try:
         yield con
     except sqlite3.DatabaseError as exc:
@@ -146,10 +163,15 @@ def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
         con.close()
 
 
+def _schema_version(con: sqlite3.Connection) -> str | None:
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return None if row is None else str(row["value"])
+
+
 def _check_schema(con: sqlite3.Connection, path: Path) -> None:
-    row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    if row is None or row[0] != SCHEMA_VERSION:
-        raise InputError(f"price cache {str(path)!r} has schema {row[0] if row else 'none'!r}, "
+    version = _schema_version(con)
+    if version != SCHEMA_VERSION:
+        raise InputError(f"price cache {str(path)!r} has schema {version or 'none'!r}, "
                          f"this ptplan reads {SCHEMA_VERSION!r}; refresh into a new --cache path")
 
 
@@ -162,19 +184,16 @@ def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
             for statement in _SCHEMA.split(";"):  # not executescript: it would COMMIT
                 if statement.strip():
                     con.execute(statement)
-            existing = con.execute(
-                "SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if existing is not None and existing[0] != SCHEMA_VERSION:
+            if _schema_version(con) not in (None, SCHEMA_VERSION):
                 _check_schema(con, target)
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                        (SCHEMA_VERSION,))
+            con.execute("INSERT OR IGNORE INTO meta (key, value) "
+                        "VALUES ('schema_version', :version)", {"version": SCHEMA_VERSION})
             _replace(con, pull)
             con.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             con.execute("ROLLBACK")
             raise ProviderError(f"the {pull.provider} prices could not be stored ({exc}: a "
-                                "negative price or a repeated offer); the cache is unchanged"
-                                ) from None
+                                f"negative price or a repeated offer); {UNCHANGED}") from None
         except BaseException:
             con.execute("ROLLBACK")
             raise
@@ -182,38 +201,30 @@ def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _replace(con: sqlite3.Connection, pull: Pull) -> None:
-    where, args = "provider = ?", [pull.provider]
+    params = {"provider": pull.provider, **{f"region{i}": r for i, r in enumerate(pull.regions)}}
+    where = "provider = :provider"
     if pull.regions:
-        where += f" AND region IN ({','.join('?' * len(pull.regions))})"
-        args += list(pull.regions)
+        where += f" AND region IN ({', '.join(f':region{i}' for i in range(len(pull.regions)))})"
     for table in ("offers", "reserved_rates", "exclusions", "pulls"):
-        con.execute(f"DELETE FROM {table} WHERE {where}", args)
+        con.execute(f"DELETE FROM {table} WHERE {where}", params)
     _insert_offers(con, pull.offers)
     _insert_rates(con, pull.reserved_rates)
+    common = {"provider": pull.provider, "as_of": pull.as_of, "source": pull.source}
     con.executemany(
-        "INSERT INTO exclusions VALUES (?, ?, ?, ?, ?)",
-        [(pull.provider, _region_of_exclusion(text, pull.regions), text, pull.as_of, pull.source)
+        _insert("exclusions", ("provider", "region", "reason", "as_of", "source")),
+        [{**common, "region": _region_of_exclusion(text, pull.regions), "reason": text}
          for text in pull.exclusions])
-    regions = pull.regions or ("*",)
-    con.executemany("INSERT INTO pulls VALUES (?, ?, ?, ?, ?)",
-                    [(pull.provider, r, pull.as_of, pull.source, json.dumps(list(pull.notes)))
-                     for r in regions])
+    notes = json.dumps(list(pull.notes))
+    con.executemany(_insert("pulls", ("provider", "region", "as_of", "source", "notes")),
+                    [{**common, "region": r, "notes": notes} for r in pull.regions or ("*",)])
 
 
 def _insert_offers(con: sqlite3.Connection, offers: tuple[Offer, ...]) -> None:
-    con.executemany(
-        "INSERT INTO offers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(o.provider, o.region, o.zone, o.instance_type, o.gpu, o.gpus_per_node, o.capacity_type,
-          o.usd_per_hour, o.vcpus, o.memory_gib, o.interruptions_per_hour, o.max_nodes, o.as_of,
-          o.source, o.note) for o in offers])
+    con.executemany(_insert("offers", OFFER_COLUMNS), [asdict(o) for o in offers])
 
 
 def _insert_rates(con: sqlite3.Connection, rates: tuple[ReservedRate, ...]) -> None:
-    con.executemany(
-        "INSERT INTO reserved_rates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(r.provider, r.region, r.instance_type, r.term_years, r.offering_class,
-          r.purchase_option, r.usd_per_hour, r.upfront_usd, r.recurring_usd_per_hour,
-          int(r.assumption), r.as_of, r.source) for r in rates])
+    con.executemany(_insert("reserved_rates", RATE_COLUMNS), [asdict(r) for r in rates])
 
 
 @dataclass(frozen=True)
@@ -234,8 +245,9 @@ def pulls(path: str | os.PathLike[str] | None = None) -> list[PullInfo]:
         rows = con.execute("SELECT provider, region, as_of, source, notes FROM pulls "
                            "ORDER BY provider, as_of, region").fetchall()
     merged: dict[tuple[str, str, str, str], list[str]] = {}
-    for provider, region, as_of, source, notes in rows:
-        merged.setdefault((provider, as_of, source, notes), []).append(region)
+    for row in rows:
+        key = (row["provider"], row["as_of"], row["source"], row["notes"])
+        merged.setdefault(key, []).append(row["region"])
     return [PullInfo(p, tuple(regions), a, s, tuple(json.loads(n)))
             for (p, a, s, n), regions in merged.items()]
 
@@ -245,21 +257,14 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
     target = resolve_cache_path(path)
     with _connect(target, write=False) as con:
         _check_schema(con, target)
-        offers = [
-            Offer(provider=r[0], region=r[1], zone=r[2], instance_type=r[3], gpu=r[4],
-                  gpus_per_node=int(r[5]), capacity_type=r[6], usd_per_hour=float(r[7]),
-                  vcpus=r[8], memory_gib=r[9], interruptions_per_hour=r[10], max_nodes=r[11],
-                  as_of=r[12], source=r[13], note=r[14])
-            for r in con.execute("SELECT * FROM offers ORDER BY provider, region, zone, "
-                                 "instance_type, capacity_type")]
-        rates = [
-            ReservedRate(provider=r[0], region=r[1], instance_type=r[2], term_years=int(r[3]),
-                         offering_class=r[4], purchase_option=r[5], usd_per_hour=float(r[6]),
-                         upfront_usd=float(r[7]), recurring_usd_per_hour=r[8],
-                         assumption=bool(r[9]), as_of=r[10], source=r[11])
-            for r in con.execute("SELECT * FROM reserved_rates ORDER BY provider, region, "
-                                 "instance_type, term_years, offering_class, purchase_option")]
-        exclusions = [r[0] for r in con.execute(
+        offers = [Offer(**{c: row[c] for c in OFFER_COLUMNS}) for row in con.execute(
+            f"SELECT {', '.join(OFFER_COLUMNS)} FROM offers "
+            "ORDER BY provider, region, zone, instance_type, capacity_type")]
+        rates = [ReservedRate(**{c: row[c] for c in RATE_COLUMNS} | {
+                     "assumption": bool(row["assumption"])}) for row in con.execute(
+            f"SELECT {', '.join(RATE_COLUMNS)} FROM reserved_rates ORDER BY provider, region, "
+            "instance_type, term_years, offering_class, purchase_option")]
+        exclusions = [row["reason"] for row in con.execute(
             "SELECT reason FROM exclusions ORDER BY provider, region, reason")]
     infos = pulls(target)
     if not offers or not infos:
@@ -302,5 +307,3 @@ def _egress(providers: list[str]) -> tuple[EgressRate, ...]:
 def cache_catalog() -> Catalog:
     """``--catalog cache``: the cache at ``$PTPLAN_CACHE`` or the user cache directory."""
     return load_cache_catalog(None)
-
-

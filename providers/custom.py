@@ -146,9 +146,9 @@ def load_custom_catalog(path: str) -> Catalog:
             hazard = row.spot_interruptions_per_hour
             note = "interruption rate from the catalog"
             if hazard is None:
-                from providers.embedded import BAND_FRACTION, DEFAULT_SPOT_BAND, hazard_per_hour
+                from providers.embedded import DEFAULT_SPOT_BAND, band_hazard
 
-                hazard = hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND])
+                hazard = band_hazard(DEFAULT_SPOT_BAND)
                 note = f"no interruption rate given: default band {DEFAULT_SPOT_BAND} assumed"
             offers.append(
                 Offer(

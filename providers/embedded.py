@@ -38,6 +38,7 @@ from typing import Any
 
 from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.gcp_machines import machine as gcp_machine
 
 AS_OF = "2025-12-01"
 """Approximate snapshot date: the source commit date is not recorded; SOURCE.md says the snapshot
@@ -73,23 +74,20 @@ RESERVED_DISCOUNT: dict[tuple[str, int], float] = {
     ("gcp", 3): 0.55,  # 3y ≈ 55 % (U)
 }
 
-GCP_MACHINE_GPU: dict[str, str] = {
-    "a2-highgpu": "A100",
-    "a2-megagpu": "A100",
-    "a2-ultragpu": "A100-80GB",
-    "a3-highgpu": "H100",
-    "a3-edgegpu": "H100",
-    "a3-megagpu": "H100-MEGA",
-    "a3-ultragpu": "H200",
-    "a4-highgpu": "B200",
-    "g2-standard": "L4",
-}
-G2_GPUS: dict[str, int] = {"4": 1, "8": 1, "12": 1, "16": 1, "32": 1, "24": 2, "48": 4, "96": 8}
-
 
 def hazard_per_hour(monthly_fraction: float) -> float:
     """Per-node interruption hazard λ (1/h) from a monthly reclaim fraction p: −ln(1−p)/730."""
     return -math.log(1.0 - monthly_fraction) / 730.0
+
+
+def band_hazard(band: str) -> float:
+    """Per-node interruption hazard λ (1/h) of a spot band (its :data:`BAND_FRACTION`)."""
+    return hazard_per_hour(BAND_FRACTION[band])
+
+
+def aws_family(instance_type: str) -> str:
+    """An AWS instance type's family: ``p5`` for ``p5.48xlarge``."""
+    return instance_type.split(".")[0]
 
 
 def _price(cell: str) -> float | None:
@@ -105,10 +103,6 @@ def _rows(name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(text.splitlines()))
 
 
-def _aws_family(instance_type: str) -> str:
-    return instance_type.split(".")[0]
-
-
 def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
     on_demand: dict[tuple[str, str], dict[str, str]] = {}
     for row in _rows("aws_gpu_vms.csv"):
@@ -120,7 +114,7 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
             )
             continue
         count = round(float(row["AcceleratorCount"]))
-        family = _aws_family(itype)
+        family = aws_family(itype)
         band = SPOT_BANDS.get(family, DEFAULT_SPOT_BAND)
         common: dict[str, Any] = dict(
             provider="aws",
@@ -164,20 +158,13 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
                 zone=zone,
                 capacity_type="spot",
                 usd_per_hour=spot,
-                interruptions_per_hour=hazard_per_hour(BAND_FRACTION[band]),
+                interruptions_per_hour=band_hazard(band),
                 max_nodes=SPOT_NODES_PER_ZONE,
                 note=f"spot band {band} ({'advisor' if family in SPOT_BANDS else 'default'})"
                 f"{above}",
                 **common,
             )
         )
-
-
-def _gcp_gpu_count(itype: str) -> int:
-    if itype.startswith("g2-standard-"):
-        return G2_GPUS[itype.rsplit("-", 1)[1]]
-    token = itype.split("-")[2]  # e.g. "8g"
-    return int(token.rstrip("g"))
 
 
 def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
@@ -190,10 +177,9 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
     per_region_od: dict[tuple[str, str], list[tuple[float, str, dict]]] = defaultdict(list)
     for row in _rows("gcp_gpu_vms.csv"):
         itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
-        prefix = "-".join(itype.split("-")[:2])
-        accel_name = GCP_MACHINE_GPU[prefix]
+        shape = gcp_machine(itype)
+        accel_name, count = shape.accelerator, shape.gpus
         gpu = canonical_gpu_name(accel_name)
-        count = _gcp_gpu_count(itype)
         gpu_row, per_row = accel.get((accel_name, zone, 1)), count
         if gpu_row is None:
             gpu_row, per_row = accel.get((accel_name, zone, count)), 1
@@ -230,7 +216,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
                 zone=zone,
                 capacity_type="spot",
                 usd_per_hour=round(vm_spot + gpu_spot * per_row, 6),
-                interruptions_per_hour=hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND]),
+                interruptions_per_hour=band_hazard(DEFAULT_SPOT_BAND),
                 max_nodes=SPOT_NODES_PER_ZONE,
                 note=f"VM part {vm_spot} + "
                 + (f"{count} x {accel_name} {gpu_spot}" if per_row == count
@@ -302,7 +288,7 @@ def embedded_catalog() -> Catalog:
     rates: list[ReservedRate] = []
     _aws(offers, exclusions, rates)
     _gcp(offers, exclusions, rates)
-    offers.sort(key=lambda o: (o.provider, o.region, o.zone, o.instance_type, o.capacity_type))
+    offers.sort(key=lambda o: o.order)
     return Catalog(
         name="embedded",
         as_of=AS_OF,
@@ -319,5 +305,3 @@ def embedded_catalog() -> Catalog:
             f"spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per zone (not in the snapshot)",
         ),
     )
-
-

@@ -7,36 +7,32 @@ the metadata server); with an ``--endpoint`` on ``127.0.0.1``/``localhost`` (tes
 mirrors) the client uses ``AnonymousCredentials`` over the REST transport. Nothing secret is
 logged or stored.
 
-Kept SKUs: ``category.resource_family == "Compute"``, ``resource_group`` ``CPU``, ``RAM`` or
-``GPU``, ``usage_type`` ``OnDemand`` (→ on-demand offers), ``Preemptible`` (→ spot offers),
-``Commit1Yr``/``Commit3Yr`` (→ 1y/3y resource-based CUD rates, for ``ptplan reserve``; never
-plan offers without holdings, DESIGN §3). Custom, premium, sole-tenancy, reserved, DWS/calendar,
-flex and workstation SKUs are dropped (as SkyPilot's fetcher does). A SKU's price is
-``units + nanos/1e9`` of its first tier, and applies to every region in ``service_regions``.
+Each SKU is read and classified by :mod:`providers.gcp_skus` (pydantic models of the SKU shape):
+vCPU, RAM and GPU SKUs of usage type ``OnDemand`` (→ on-demand offers), ``Preemptible`` (→ spot
+offers), ``Commit1Yr``/``Commit3Yr`` (→ 1y/3y resource-based CUD rates, for ``ptplan reserve``;
+never plan offers without holdings, DESIGN §3). A SKU's price applies to every region in its
+``service_regions``.
 
 A machine's hourly price per region and usage type is
 
     price = vCPU SKU × vCPUs + RAM SKU × GiB + GPU SKU × GPUs
 
-with vCPU/RAM SKUs matched by the series label in their description (``A2 Instance Core
-running in Americas``, ``Spot Preemptible A3 Instance Ram ...``, ``Commitment v1: A2 Cpu in
-Americas for 1 Year``) and GPU SKUs by the GPU name (``Nvidia H100 80GB GPU running in ...``,
-``Nvidia H100 80GB Mega GPU attached to Spot Preemptible VMs ...``). A4 (B200) is billed per
-GPU slice that already includes its share of vCPU and memory (``A4 Nvidia B200 (1 gpu slice)``;
-the SkyPilot catalog's a4-highgpu VM row is 0.0), so its price is the slice SKU × 8.
+with vCPU/RAM SKUs matched by the machine's series label and GPU SKUs by the GPU name. A4
+(B200) is billed per GPU slice that already includes its share of vCPU and memory (``A4 Nvidia
+B200 (1 gpu slice)``; the SkyPilot catalog's a4-highgpu VM row is 0.0), so its price is the
+slice SKU × 8.
 
-Machine shapes (:data:`MACHINES`: vCPUs, memory GiB, GPU, GPU count) are from Google's
-accelerator-optimized machine documentation (cloud.google.com/compute/docs/
-accelerator-optimized-machines, .../gpus) and match the embedded snapshot
-(``providers/data/gcp_gpu_vms.csv``, checked by a test). The SKU series labels for A3 Mega
-(``A3Plus``) and A3 Ultra are taken from published SKU listings and are not verified against a
-live pull: a machine whose SKUs are missing is excluded with its reason, never priced partly.
+Machine shapes: :data:`providers.gcp_machines.MACHINES` (shared with the embedded snapshot). The
+SKU series labels for A3 Mega (``A3Plus``) and A3 Ultra are taken from published SKU listings
+and are not verified against a live pull: a machine whose SKUs are missing is excluded with its
+reason, never priced partly.
 
 Billing Catalog prices are regional: offers have no zone, and a price in a region does not
 promise capacity there. Spot interruption rates and capacity are not published: the embedded
 default band and 8-node cap apply (assumptions, in each offer's note). Retries: exponential
 backoff (1 s doubling to 16 s, ``retry_timeout_s`` in total) on 429/503/500/deadline errors;
-then, or on any other fault, :class:`~optimizer.core.errors.ProviderError` before anything is written.
+then, or on any other fault, :class:`~optimizer.core.errors.ProviderError` before anything is
+written.
 """
 
 from __future__ import annotations
@@ -51,86 +47,16 @@ from urllib.parse import urlparse
 from optimizer.core.errors import ProviderError
 from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Offer, ReservedRate, checked_regions
-from providers.cache import ProgressFn, Pull, utc_now
-from providers.embedded import (
-    BAND_FRACTION,
-    DEFAULT_SPOT_BAND,
-    SPOT_NODES_PER_ZONE,
-    hazard_per_hour,
-)
+from providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
+from providers.embedded import DEFAULT_SPOT_BAND, SPOT_NODES_PER_ZONE, band_hazard
+from providers.gcp_machines import MACHINES, SERIES_LABELS
+from providers.gcp_skus import USAGE_TYPES, kind_of, read_head, read_price
 
 SERVICE = "services/6F81-5844-456A"
 SOURCE = "GCP Cloud Billing Catalog (list_skus services/6F81-5844-456A)"
-USAGE_TYPES = ("OnDemand", "Preemptible", "Commit1Yr", "Commit3Yr")
 PAGE_SIZE = 5000
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-_UNCHANGED = "the cache is unchanged"
-
-
-@dataclass(frozen=True, slots=True)
-class Machine:
-    series: str | None
-    """Key into :data:`SERIES_LABELS` for the vCPU/RAM SKUs; None: the GPU SKU is a slice
-    that includes vCPU and memory."""
-    vcpus: float
-    memory_gib: float
-    accelerator: str
-    """SkyPilot accelerator name (resolved through optimizer.core.hardware)."""
-    gpus: int
-
-
-SERIES_LABELS: dict[str, tuple[str, ...]] = {
-    # series key -> labels as they appear in SKU descriptions (first label found wins)
-    "A2": ("A2",),
-    "A3": ("A3",),
-    "A3-MEGA": ("A3Plus", "A3 Mega"),
-    "A3-ULTRA": ("A3 Ultra", "A3Ultra"),
-    "G2": ("G2",),
-}
-
-MACHINES: dict[str, Machine] = {
-    "a2-highgpu-1g": Machine("A2", 12, 85, "A100", 1),
-    "a2-highgpu-2g": Machine("A2", 24, 170, "A100", 2),
-    "a2-highgpu-4g": Machine("A2", 48, 340, "A100", 4),
-    "a2-highgpu-8g": Machine("A2", 96, 680, "A100", 8),
-    "a2-megagpu-16g": Machine("A2", 96, 1360, "A100", 16),
-    "a2-ultragpu-1g": Machine("A2", 12, 170, "A100-80GB", 1),
-    "a2-ultragpu-2g": Machine("A2", 24, 340, "A100-80GB", 2),
-    "a2-ultragpu-4g": Machine("A2", 48, 680, "A100-80GB", 4),
-    "a2-ultragpu-8g": Machine("A2", 96, 1360, "A100-80GB", 8),
-    "a3-highgpu-1g": Machine("A3", 26, 234, "H100", 1),
-    "a3-highgpu-2g": Machine("A3", 52, 468, "H100", 2),
-    "a3-highgpu-4g": Machine("A3", 104, 936, "H100", 4),
-    "a3-highgpu-8g": Machine("A3", 208, 1872, "H100", 8),
-    "a3-edgegpu-8g": Machine("A3", 208, 1872, "H100", 8),
-    "a3-megagpu-8g": Machine("A3-MEGA", 208, 1872, "H100-MEGA", 8),
-    "a3-ultragpu-8g": Machine("A3-ULTRA", 224, 2952, "H200", 8),
-    "a4-highgpu-8g": Machine(None, 224, 3968, "B200", 8),
-    "g2-standard-4": Machine("G2", 4, 16, "L4", 1),
-    "g2-standard-8": Machine("G2", 8, 32, "L4", 1),
-    "g2-standard-12": Machine("G2", 12, 48, "L4", 1),
-    "g2-standard-16": Machine("G2", 16, 64, "L4", 1),
-    "g2-standard-24": Machine("G2", 24, 96, "L4", 2),
-    "g2-standard-32": Machine("G2", 32, 128, "L4", 1),
-    "g2-standard-48": Machine("G2", 48, 192, "L4", 4),
-    "g2-standard-96": Machine("G2", 96, 384, "L4", 8),
-}
-
-GPU_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), name) for p, name in (
-        (r"\bH100 (?:80GB (?:Mega|Plus)|Mega 80GB)\b", "H100-MEGA"),
-        (r"\bH100 80GB\b", "H100"),
-        (r"\bH200 141GB\b", "H200"),
-        (r"\bB200\b", "B200"),
-        (r"\bA100 80GB\b", "A100-80GB"),
-        (r"\bA100\b", "A100"),
-        (r"\bL4\b", "L4"),
-    ))
-_DROP = re.compile(r"custom|premium|sole tenancy|reserved|\bdws\b|calendar|flex|workstation",
-                   re.IGNORECASE)
-_PREFIX = re.compile(r"^(?:Spot Preemptible |Preemptible |Commitment v1: |Commitment: )+")
-_VM = re.compile(r"^(?P<label>[A-Za-z0-9][A-Za-z0-9 ]*?) (?:Instance )?(?P<res>Core|Cpu|Ram)"
-                 r" (?:running )?in ")
+NO_SDK = "--provider gcp needs the Google Cloud Billing SDK: pip install 'ptplan[gcp]'"
 _REGION_RE = re.compile(r"^[a-z]+-[a-z]+\d+$")
 
 
@@ -142,8 +68,7 @@ def _client(endpoint: str | None) -> Any:
     try:
         from google.cloud import billing_v1
     except ImportError:
-        raise ProviderError("--provider gcp needs the Google Cloud Billing SDK: "
-                            "pip install 'ptplan[gcp]'") from None
+        raise ProviderError(NO_SDK) from None
     if not endpoint:
         return billing_v1.CloudCatalogClient()
     from google.api_core.client_options import ClientOptions
@@ -164,72 +89,25 @@ def _translate(exc: BaseException, what: str) -> ProviderError:
     if isinstance(exc, aexc.DefaultCredentialsError):
         return ProviderError(
             "no GCP credentials found by Application Default Credentials; run `gcloud auth "
-            f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS; {_UNCHANGED}")
+            f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS; {UNCHANGED}")
     if isinstance(exc, aexc.GoogleAuthError):
         return ProviderError(f"GCP credentials failed for {what} ({type(exc).__name__}); "
-                             f"re-authenticate and retry; {_UNCHANGED}")
+                             f"re-authenticate and retry; {UNCHANGED}")
     if isinstance(exc, gexc.RetryError):
         cause = type(exc.cause).__name__ if exc.cause is not None else "timeout"
         return ProviderError(f"GCP {what} kept failing ({cause}) after retries with backoff; "
-                             f"retry later; {_UNCHANGED}")
+                             f"retry later; {UNCHANGED}")
     if isinstance(exc, gexc.Unauthenticated | gexc.PermissionDenied | gexc.Unauthorized
                   | gexc.Forbidden):
         return ProviderError(f"GCP rejected the credentials for {what} ({exc.code} "
                              f"{type(exc).__name__}); check the account and that the Cloud "
-                             f"Billing API is enabled; {_UNCHANGED}")
+                             f"Billing API is enabled; {UNCHANGED}")
     if isinstance(exc, gexc.GoogleAPICallError):
         message = re.sub(r"^[A-Z]+ \S+: ", "", str(exc.message or "").split("\n")[0])[:160]
         return ProviderError(f"GCP {what} failed ({exc.code} {type(exc).__name__}: {message}); "
-                             f"{_UNCHANGED}")
+                             f"{UNCHANGED}")
     return ProviderError(f"GCP {what} failed ({type(exc).__name__}); check the network or "
-                         f"--endpoint; {_UNCHANGED}")
-
-
-def _price(sku: Any) -> tuple[float, str]:
-    """(USD per unit, usage unit) of a SKU's first tier; ProviderError when malformed."""
-    where = f"sku {sku.sku_id or '?'} ({sku.description!r})"
-    if not sku.pricing_info:
-        raise ProviderError(f"malformed GCP SKU {where}: no pricing_info; {_UNCHANGED}")
-    expr = sku.pricing_info[0].pricing_expression
-    if not expr.tiered_rates:
-        raise ProviderError(f"malformed GCP SKU {where}: no tiered_rates; {_UNCHANGED}")
-    tier = min(expr.tiered_rates, key=lambda t: t.start_usage_amount)
-    money = tier.unit_price
-    if money.currency_code not in ("", "USD"):
-        raise ProviderError(f"malformed GCP SKU {where}: currency {money.currency_code!r}, "
-                            f"expected USD; {_UNCHANGED}")
-    value = int(money.units) + int(money.nanos) / 1e9
-    if value < 0:
-        raise ProviderError(f"malformed GCP SKU {where}: negative price {value}; {_UNCHANGED}")
-    return value, expr.usage_unit
-
-
-def classify(sku: Any) -> tuple[str, str, str] | None:
-    """(kind, key, usage type) of a SKU this adapter uses, or None.
-
-    kind ``cpu``/``ram`` with key = series label (``A2``, ``A3Plus``...); kind ``gpu`` with
-    key = accelerator name (``H100``, ``A100-80GB``...)."""
-    cat = sku.category
-    usage = cat.usage_type
-    if cat.resource_family != "Compute" or usage not in USAGE_TYPES:
-        return None
-    desc = sku.description or ""
-    if _DROP.search(desc):
-        return None
-    if cat.resource_group == "GPU":
-        for pattern, name in GPU_PATTERNS:
-            if pattern.search(desc):
-                return "gpu", name, usage
-        return None
-    if cat.resource_group in ("CPU", "RAM"):
-        m = _VM.match(_PREFIX.sub("", desc))
-        if m is None:
-            return None
-        kind = "ram" if m.group("res") == "Ram" else "cpu"
-        if (kind == "ram") != (cat.resource_group == "RAM"):
-            return None
-        return kind, m.group("label"), usage
-    return None
+                         f"--endpoint; {UNCHANGED}")
 
 
 @dataclass
@@ -274,24 +152,24 @@ def fetch_gcp(regions: Iterable[str] = (), endpoint: str | None = None,
         for page in pager.pages:
             pages += 1
             for sku in page.skus:
-                kind_key = classify(sku)
+                head = read_head(sku)
+                kind_key = kind_of(head)
                 if kind_key is None:
                     continue
-                price, unit = _price(sku)
+                price, unit = read_price(sku)
                 kind, key, usage = kind_key
                 expected = "GiBy.h" if kind == "ram" else "h"
                 if unit != expected:
                     continue
-                for region in sku.service_regions:
+                for region in head.service_regions:
                     if not regions or region in regions:
-                        index.add(kind, key, usage, region, price, sku.sku_id)
+                        index.add(kind, key, usage, region, price, head.sku_id)
             if progress:
                 progress(f"gcp SKU page {pages}", pages, None)
     except ProviderError:
         raise
     except ImportError:
-        raise ProviderError("--provider gcp needs the Google Cloud Billing SDK: "
-                            "pip install 'ptplan[gcp]'") from None
+        raise ProviderError(NO_SDK) from None
     except Exception as exc:  # every SDK/transport fault becomes one line, exit 3
         raise _translate(exc, f"list_skus ({SERVICE})") from None
     return _build(index, regions, as_of)
@@ -338,7 +216,7 @@ def _build(index: _Index, regions: tuple[str, ...], as_of: str) -> Pull:
                 elif usage == "Preemptible":
                     offers.append(Offer(
                         capacity_type="spot", usd_per_hour=total,
-                        interruptions_per_hour=hazard_per_hour(BAND_FRACTION[DEFAULT_SPOT_BAND]),
+                        interruptions_per_hour=band_hazard(DEFAULT_SPOT_BAND),
                         max_nodes=SPOT_NODES_PER_ZONE,
                         note=f"{parts}; spot band {DEFAULT_SPOT_BAND} (default: GCP publishes "
                         f"no rates); capacity assumed {SPOT_NODES_PER_ZONE} nodes per region",
@@ -353,7 +231,7 @@ def _build(index: _Index, regions: tuple[str, ...], as_of: str) -> Pull:
     if not offers:
         raise ProviderError("the GCP Billing Catalog returned no GPU machine prices"
                             + (f" for {', '.join(regions)}" if regions else "")
-                            + f"; check --regions; {_UNCHANGED}")
+                            + f"; check --regions; {UNCHANGED}")
     notes = ["Billing Catalog prices are per region (no zones); a price is not a promise of "
              "capacity there",
              f"GCP spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per region and the default "
@@ -361,8 +239,8 @@ def _build(index: _Index, regions: tuple[str, ...], as_of: str) -> Pull:
     if index.conflicts:
         notes.append(f"{len(index.conflicts)} SKU price conflicts resolved to the higher price "
                      f"(e.g. {index.conflicts[0]})")
-    offers.sort(key=lambda o: (o.region, o.zone, o.instance_type, o.capacity_type))
-    rates.sort(key=lambda r: (r.region, r.instance_type, r.term_years))
+    offers.sort(key=lambda o: o.order)
+    rates.sort(key=lambda r: r.order)
     return Pull(provider="gcp", as_of=as_of, source=SOURCE, regions=regions,
                 offers=tuple(offers), reserved_rates=tuple(rates),
                 exclusions=tuple(sorted(set(exclusions))), notes=tuple(notes))

@@ -19,7 +19,8 @@ from xml.sax.saxutils import escape
 import pytest
 
 from optimizer.core.errors import InputError, ProviderError
-from providers.aws import HOURS_PER_YEAR, fetch_aws, parse_price_item
+from providers.aws import fetch_aws
+from providers.aws_prices import HOURS_PER_YEAR, parse_price_item
 
 DATA = Path(__file__).parent / "data" / "aws"
 PRICE_LIST: list[dict[str, Any]] = json.loads((DATA / "price_list.json").read_text())
@@ -295,8 +296,25 @@ def test_parse_item_checks_fields() -> None:
     bad_price = _item()
     term = next(iter(bad_price["terms"]["OnDemand"].values()))
     next(iter(term["priceDimensions"].values()))["pricePerUnit"]["USD"] = "n/a"
-    with pytest.raises(ProviderError, match=r"pricePerUnit\.USD = 'n/a' is not a number"):
+    with pytest.raises(ProviderError, match=r"terms\.OnDemand\.<term>\.priceDimensions\.<rate>"
+                       r"\.pricePerUnit\.USD = 'n/a' is not a number"):
         parse_price_item(json.dumps(bad_price), "x", [])
+    negative = _item()
+    term = next(iter(negative["terms"]["Reserved"].values()))
+    next(iter(term["priceDimensions"].values()))["pricePerUnit"]["USD"] = "-1"
+    with pytest.raises(ProviderError, match=r"pricePerUnit\.USD = '-1' \(.*greater than or equal"):
+        parse_price_item(json.dumps(negative), "x", [])
+    lease = _item()
+    next(iter(lease["terms"]["Reserved"].values()))["termAttributes"]["LeaseContractLength"] = "5yr"
+    with pytest.raises(ProviderError, match=r"LeaseContractLength '5yr' \(expected 1yr or 3yr\)"):
+        parse_price_item(json.dumps(lease), "x", [])
+    with pytest.raises(ProviderError, match=r"product\.attributes\.vcpu = 'many' is not a number"):
+        parse_price_item(json.dumps(_item(vcpu="many")), "x", [])
+    # fields AWS adds are ignored; an item outside the filters is skipped before its terms
+    offer, _, _ = parse_price_item(json.dumps({**_item(newField="x"), "newTop": 1}), "x", [])
+    assert offer is not None
+    assert parse_price_item(json.dumps({"product": _item(tenancy="Dedicated")["product"]}), "x",
+                            []) == (None, [], None)
 
 
 def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from optimizer.core.errors import InputError, ProviderError
-from providers.gcp import MACHINES, classify, fetch_gcp
+from providers.gcp import fetch_gcp
+from providers.gcp_machines import MACHINES
+from providers.gcp_skus import classify, read_price
 
 DATA = Path(__file__).parent / "data" / "gcp"
 SKUS: list[dict[str, Any]] = json.loads((DATA / "skus.json").read_text())
@@ -183,6 +185,24 @@ def test_malformed_sku(fake_gcp: FakeBilling) -> None:
     fake_gcp.skus.insert(5, bad)
     with pytest.raises(ProviderError, match=r"malformed GCP SKU .*no pricing_info"):
         fetch_gcp(endpoint=fake_gcp.url)
+
+
+
+def test_sku_models_check_types_and_ignore_new_fields() -> None:
+    from google.cloud import billing_v1
+
+    sku = billing_v1.Sku.from_json(json.dumps(SKUS[0]))
+    as_dict = {**billing_v1.Sku.to_dict(sku), "someNewField": {"x": 1}}
+    assert read_price(sku) == read_price(as_dict) == (pytest.approx(0.03222), "h")
+    assert classify(as_dict) == ("cpu", "A3", "OnDemand")
+    sku.pricing_info[0].pricing_expression.tiered_rates[0].unit_price.currency_code = "EUR"
+    with pytest.raises(ProviderError, match=r"currency 'EUR', expected USD"):
+        read_price(sku)
+    as_dict["pricing_info"][0]["pricing_expression"]["tiered_rates"] = []
+    with pytest.raises(ProviderError, match=r"BEEF-17E9-9E37 .*: no tiered_rates"):
+        read_price(as_dict)
+    with pytest.raises(ProviderError, match=r"category is not an object"):
+        classify({"sku_id": "X", "category": "Compute"})
 
 
 def test_classify_descriptions() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,9 @@ def test_cache_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.delenv("PTPLAN_CACHE")
     default = resolve_cache_path(None)
     assert default.name == "prices.sqlite" and "ptplan" in default.parts
+    if sys.platform.startswith("linux"):  # platformdirs follows XDG on Linux
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert resolve_cache_path(None) == tmp_path / "xdg" / "ptplan" / "prices.sqlite"
 
 
 def test_missing_empty_and_foreign_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import fnmatch
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,23 @@ prices_app = typer.Typer(no_args_is_help=True,
                          help="Live prices: refresh the local cache, show it, diff catalogs.")
 app.add_typer(prices_app, name="prices")
 
-PROVIDERS = ("aws", "gcp")
+
+class Provider(StrEnum):
+    """Providers whose prices ``refresh`` pulls live."""
+
+    aws = "aws"
+    gcp = "gcp"
+
+
+def _provider(value: str | Provider) -> Provider:
+    """``--provider``: an unknown value is ptplan's one-line input error (exit 2), as every
+    other bad input, not the usage panel."""
+    try:
+        return Provider(value)
+    except ValueError:
+        typer.echo(f"error: --provider: {value!r} is not supported; use "
+                   f"{' or '.join(Provider)}", err=True)
+        raise typer.Exit(InputError.exit_code) from None
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -64,7 +81,8 @@ class _Bar:
 
 @prices_app.command("refresh")
 def refresh(
-    provider: str = typer.Option(..., "--provider", help="aws or gcp."),
+    provider: Provider = typer.Option(..., "--provider", parser=_provider,
+                                      help="aws or gcp."),
     regions: list[str] = typer.Option(None, "--regions", help="Regions to pull (comma-separated "
                                       "or repeated); default: every region with prices. Only "
                                       "these regions' rows are replaced."),
@@ -82,8 +100,6 @@ def refresh(
     def go() -> None:
         from providers.cache import resolve_cache_path, store_pull
 
-        if provider not in PROVIDERS:
-            raise InputError(f"--provider: {provider!r} is not supported; use aws or gcp")
         _check_endpoint(endpoint)
         region_list = _split(regions)
         types = _split(instance_type)
@@ -92,7 +108,7 @@ def refresh(
                                                    if region_list else " (all regions)")
                    + f" into {target}...", err=True)
         with _Bar(provider) as bar:
-            if provider == "aws":
+            if provider is Provider.aws:
                 from providers.aws import fetch_aws
 
                 pull = fetch_aws(region_list, types, endpoint=endpoint, progress=bar)
@@ -258,9 +274,7 @@ def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, 
         return {o.key: o for o in c.offers if provider is None or o.provider == provider}
 
     def rates(c: Any) -> dict[str, Any]:
-        return {f"{r.provider}:{r.region}:{r.instance_type}:{r.term_years}y:"
-                f"{r.offering_class or '-'}:{r.purchase_option or '-'}": r
-                for r in c.reserved_rates if provider is None or r.provider == provider}
+        return {r.key: r for r in c.reserved_rates if provider is None or r.provider == provider}
 
     out: dict[str, Any] = {"old": {"name": old.name, "as_of": old.as_of},
                            "new": {"name": new.name, "as_of": new.as_of}}
