@@ -574,6 +574,23 @@ def test_plan_unknown_objective() -> None:
     result = _invoke("plan", GRPO, "--objective", "speed")
     assert result.exit_code == 2 and result.stdout == ""
     _no_crash(result)
+    _assert_error(result, 2, "--objective", "'speed'", "use one of cost, time")
+
+
+@pytest.mark.parametrize("args,expected", [
+    (("plan", GRPO, "--format", "yaml"), ("--format", "'yaml'", "table, json, markdown")),
+    (("plan", GRPO, "--solver", "higs"), ("--solver", "did you mean: highs", "highs, cbc")),
+    (("pareto", GRPO, "--solver", "glpk"), ("--solver", "'glpk'", "highs, cbc")),
+    (("reserve", str(EXAMPLES / "portfolio.yaml"), "--solver", "CBC!"), ("--solver", "cbc")),
+    (("estimate", GRPO, "--format", "markdwn"), ("did you mean: markdown",)),
+    (("render", "plan.json", "--target", "kuberey", "-o", "out"),
+     ("--target", "did you mean: kuberay", "terraform-aws", "all")),
+])
+def test_unknown_choice_is_one_line_exit_2(args: tuple[str, ...],
+                                           expected: tuple[str, ...]) -> None:
+    """Options with a closed set of values are Typer enums; an unknown value is one error line
+    naming the option, close matches and the choices (no usage box), exit 2, before any work."""
+    _assert_error(_invoke(*args), 2, *expected)
 
 
 # ----------------------------------------------------------------------------- custom catalog

@@ -1,12 +1,15 @@
-"""What every ``ptplan`` command shares: the Typer app, output formats, writing, exit codes.
+"""What every ``ptplan`` command shares: the Typer app, option choices, writing, exit codes.
 
 Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no feasible plan,
-2 bad input, 3 provider error.
+2 bad input, 3 provider error. Options with a closed set of values are Typer enums (their
+choices show in ``--help``); an unknown value is one ``error:`` line naming the option, the
+value, close matches and the choices, exit 2, like every other input error.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -14,10 +17,41 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
-from optimizer.core.errors import InputError, PlannerError
+from optimizer.core.errors import InputError, PlannerError, suggest
+
+_CHOICE = re.compile(r"'(?P<value>.*)' is not one of (?P<choices>'.*')\.?$")
+
+
+class _OneLineErrors(TyperGroup):
+    """Reports a bad option value (an unknown ``--target``, ``--solver``, ``--format`` ...) as
+    one line on stderr, exit 2, instead of Click's usage box."""
+
+    def invoke(self, ctx: Any) -> Any:  # click's Context (vendored by Typer >= 0.24)
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            if exc.param is None or type(exc).__name__ == "MissingParameter":
+                raise
+            option = max(exc.param.opts, key=len)
+            typer.echo(f"error: {bad_value_message(option, exc.message)}", err=True)
+            raise typer.Exit(2) from None
+
+
+def bad_value_message(option: str, message: str) -> str:
+    """``--target: unknown value 'kuberey' (did you mean: kuberay?); use one of ...``."""
+    message = message.removeprefix("Value error, ").strip()
+    m = _CHOICE.match(message)
+    if m is None:
+        return f"{option}: {message}"
+    choices = re.findall(r"'([^']*)'", m["choices"])
+    return (f"{option}: unknown value {m['value']!r}{suggest(m['value'], choices)}; use one of "
+            f"{', '.join(choices)}")
+
 
 app = typer.Typer(
+    cls=_OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -33,6 +67,13 @@ class Format(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
+
+
+class TableOrJson(StrEnum):
+    """``--format`` of commands that have no markdown rendering."""
+
+    table = "table"
+    json = "json"
 
 
 class Objective(StrEnum):

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps, schema_app
+from optimizer.core.kinds import Solver
 
 
 @app.command()
@@ -47,7 +48,7 @@ def plan(
     objective: Objective = typer.Option(Objective.cost, "--objective",
                                         help="cost: cheapest within deadline and budget; "
                                         "time: fastest within budget."),
-    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     explain: bool = typer.Option(False, "--explain", help="Show why: binding constraints, "
                                  "marginal costs, alternatives (always in JSON)."),
     timings: bool = typer.Option(True, "--timings/--no-timings",
@@ -70,7 +71,7 @@ def plan(
         cat = load_catalog(catalog)
         typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
                    f"policy {pol.name}...", err=True)
-        p = make_plan(s, cat, objective.value, solver, explain=True, timings=timings,
+        p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
                  lambda: plan_table(p, explain))
@@ -123,7 +124,7 @@ def pareto(
     points: int = typer.Option(10, "--points", help="Deadlines to solve (geometric grid)."),
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
-    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
 ) -> None:
@@ -136,7 +137,7 @@ def pareto(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver,
+        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver.value,
                      load_policy(str(policy) if policy else None))
         _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
                  lambda: pareto_table(report))

@@ -9,18 +9,20 @@ from pathlib import Path
 import typer
 
 from optimizer.cli.common import _run, app
+from optimizer.render.kinds import Target
 
 
 @app.command()
 def render(
     plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="A plan written by "
                                      "`ptplan plan --format json`."),
-    target: str = typer.Option(..., "--target", "-t", help="skypilot | kuberay | karpenter | "
-                               "kueue | terraform-aws | terraform-gcp | lifecycle | all"),
+    target: Target = typer.Option(..., "--target", "-t", help="What to write; all: every "
+                                  "target that applies to the plan."),
     output: Path = typer.Option(..., "-o", "--output", help="Directory to write into "
                                 "(created; existing files of the same names are replaced)."),
-    spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from: gives the "
-                              "checkpoint cadence and lifecycle the plan does not record."),
+    spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from; needed "
+                              "only for plans of schema 1 that do not record their lifecycle "
+                              "(checkpoint cadence and retention)."),
     image: str = typer.Option(None, "--image", help="Container image for Ray pods and "
                               "SkyPilot tasks (default: veRL's published image)."),
     cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
@@ -42,7 +44,7 @@ def render(
                        "violation(s)); not rendered: re-plan or fix the plan", err=True)
             raise typer.Exit(1)
         s = load_spec(str(spec)) if spec is not None else None
-        files, notes = render_plan(p, target, s, image or DEFAULT_IMAGE, cluster)
+        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster)
         for note in notes:
             typer.echo(f"note: {note}", err=True)
         for path in write_files(files, output):

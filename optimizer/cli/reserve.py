@@ -17,6 +17,7 @@ import typer
 
 from optimizer.cli.common import Format, _emit_as, _run, app, dumps
 from optimizer.core.errors import InputError
+from optimizer.core.kinds import Solver
 
 
 def _money(x: str | None) -> str:
@@ -104,19 +105,11 @@ def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[l
 
 
 def reserve_table(r: dict[str, Any]) -> str:
-    from rich.table import Table
-
-    from optimizer.report.tables import _console_text
+    from optimizer.report.tables import text_table
 
     title, tables, footer = _sections(r)
     out = [title + "\n"]
-    for caption, header, rows in tables:
-        t = Table(title=caption)
-        for h in header:
-            t.add_column(h, overflow="fold")
-        for row in rows:
-            t.add_row(*row)
-        out.append(_console_text(t))
+    out += [text_table(header, rows, caption) for caption, header, rows in tables]
     return "".join(out) + "".join(line + "\n" for line in footer)
 
 
@@ -172,7 +165,7 @@ def reserve(
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     risk: str = typer.Option(None, "--risk", help="cvar:ALPHA[:WEIGHT], e.g. cvar:0.9: minimise "
                              "(1-WEIGHT) x expected cost + WEIGHT x CVaR_ALPHA (WEIGHT 0.5)."),
-    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     chart: Path = typer.Option(None, "--chart", help="Write a chart of weekly demand vs "
                                "committed capacity (.png or .svg)."),
     policy: Path = typer.Option(None, "--policy", help="Policy YAML for planning the projects "
@@ -197,7 +190,7 @@ def reserve(
         cat = load_catalog(catalog)
         typer.echo(f"reserve {pf.name}: {len(pf.projects)} projects, {len(pf.demand)} demand "
                    f"rows, {len(pf.scenarios)} scenarios on catalog {cat.name}...", err=True)
-        result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver, rk, timings)
+        result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings)
         rep = result.report
         _emit_as(fmt, output, lambda: dumps(rep), lambda: reserve_markdown(rep),
                  lambda: reserve_table(rep))

@@ -13,6 +13,7 @@ import typer
 
 from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps
 from optimizer.core.errors import InputError
+from optimizer.core.kinds import Solver
 
 NAME_RE = re.compile(r"^\s*([A-Za-z0-9_.\- ]+?)\s*:\s*(.+)$")
 
@@ -126,22 +127,14 @@ def _range(pair: list[float]) -> str:
 
 
 def whatif_table(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import _console_text, _table
+    from optimizer.report.tables import _table, text_table
 
     out = _table(f"ptplan whatif: {report['spec_name']}", *whatif_rows(report),
                  _whatif_footer(report))
     for s in report["scenarios"]:
         if s["changes"] is None:
             continue
-        from rich.table import Table
-
-        header, rows = change_rows(s["changes"])
-        table = Table(title=f"changes: {s['name']} vs baseline")
-        for h in header:
-            table.add_column(h, overflow="fold")
-        for r in rows:
-            table.add_row(*r)
-        out += "\n" + _console_text(table)
+        out += "\n" + text_table(*change_rows(s["changes"]), f"changes: {s['name']} vs baseline")
         out += "".join(f"  {line}\n" for line in s["changes"]["statements"])
     return out
 
@@ -328,7 +321,7 @@ def whatif(
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
     objective: Objective = typer.Option(Objective.cost, "--objective"),
-    solver: str = typer.Option("highs", "--solver", help="highs (default) or cbc."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     workers: int = typer.Option(None, "--workers", help="Local worker processes (default "
                                 "min(2, CPUs); 1 solves in this process)."),
     ray_address: str = typer.Option(None, "--ray", help="Run on a Ray cluster at ADDRESS "
@@ -384,7 +377,7 @@ def whatif(
         s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
-        setup = Setup(s, cat, pol, objective.value, solver, timings)
+        setup = Setup(s, cat, pol, objective.value, solver.value, timings)
 
         def progress(done: int, total: int) -> None:
             if total >= 10 and (done == total or done % max(1, total // 10) == 0):

@@ -3,8 +3,8 @@
 Each is a :class:`~enum.StrEnum`: a member *is* its string (``CapacityType.spot == "spot"``,
 ``json.dumps`` writes ``"spot"``), so producers may still pass the plain strings and the plan's
 JSON is unchanged, while the plan schema (:mod:`optimizer.plan.schema`) and its published JSON
-Schema (``ptplan schema plan``) reject any other value. Member names equal their values, so a
-member and its string hash alike and work as the same dictionary key.
+Schema (``ptplan schema plan``) reject any other value. A member hashes as its string, so
+either works as the same dictionary key.
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ class NetworkPath(StrEnum):
     inter_region = "inter_region"
     inter_continent = "inter_continent"
     internet = "internet"
+
+
+class Solver(StrEnum):
+    """MILP solver behind PuLP (:mod:`optimizer.core.lp`): HiGHS (default) or CBC."""
+
+    highs = "highs"
+    cbc = "cbc"
 
 
 class Flow(StrEnum):

@@ -19,6 +19,7 @@ from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render.context import DEFAULT_IMAGE, build_context
 from optimizer.render.facts import facts_for
+from optimizer.render.kinds import Target
 from optimizer.render.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
 from optimizer.render.names import k8s_label
 
@@ -26,8 +27,7 @@ __all__ = ["DEFAULT_IMAGE", "RENDERERS", "TARGETS", "NotApplicable", "build_cont
            "facts_for", "k8s_label", "lifecycle_rules", "load_plan", "render_plan",
            "write_files"]
 
-TARGETS: tuple[str, ...] = ("skypilot", "kuberay", "karpenter", "kueue", "terraform-aws",
-                            "terraform-gcp", "lifecycle")
+TARGETS: tuple[str, ...] = tuple(t.value for t in Target if t is not Target.all)
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -1,5 +1,9 @@
 """Text renderings (table via rich, markdown) of reports and plans. JSON is the source of truth;
-these functions only format it, so every figure shown is one the JSON holds."""
+these functions only format it, so every figure shown is one the JSON holds.
+
+The one table builder of ptplan: :func:`text_table` (a rich table as plain text) and
+:func:`md_table` (a Markdown table), both from a header and rows of strings; :func:`_table` is
+a titled text table with footer lines. Every command's table and Markdown output uses them."""
 
 from __future__ import annotations
 
@@ -55,13 +59,19 @@ def _footer(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _table(title: str, header: list[str], rows: list[list[str]], footer: list[str]) -> str:
+def text_table(header: list[str], rows: list[list[str]], title: str | None = None) -> str:
+    """A table as plain text (rich box drawing, 160 columns, no colour); long cells fold."""
     table = Table(title=title)
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:
         table.add_row(*r)
-    return _console_text(table) + "".join(line + "\n" for line in footer)
+    return _console_text(table)
+
+
+def _table(title: str, header: list[str], rows: list[list[str]], footer: list[str]) -> str:
+    """A titled :func:`text_table` followed by its footer lines."""
+    return text_table(header, rows, title) + "".join(line + "\n" for line in footer)
 
 
 def estimate_table(report: dict[str, Any]) -> str:
@@ -70,6 +80,8 @@ def estimate_table(report: dict[str, Any]) -> str:
 
 
 def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table (``|`` in cells escaped, newlines folded to spaces)."""
+
     def esc(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
 
