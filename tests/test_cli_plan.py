@@ -745,6 +745,19 @@ def test_pareto_json(sft_pareto: dict[str, Any]) -> None:
     assert all(pt["verified"] is True and pt["pools"] for pt in points)
 
 
+def test_pareto_reports_defaults_and_warnings_like_a_plan(sft_pareto: dict[str, Any]) -> None:
+    r = sft_pareto
+    assert r["schema_version"] == 2
+    p = _json(_invoke("plan", SFT, "--format", "json", "--no-timings"))
+    assert r["defaults_applied"] == p["defaults_applied"] != []
+    assert isinstance(r["warnings"], list) and len(set(r["warnings"])) == len(r["warnings"])
+    stale = [w for w in p["warnings"] if "days old" in w]
+    assert all(w in r["warnings"] for w in stale)
+    text = _ok(_invoke("pareto", SFT, "--points", "4", "--format", "markdown")).stdout
+    assert "- defaults applied: " + "; ".join(r["defaults_applied"]) in text
+    assert all(f"- warning: {w}" in text for w in r["warnings"])
+
+
 def test_pareto_table(sft_pareto: dict[str, Any]) -> None:
     result = _ok(_invoke("pareto", SFT, "--points", "4"))
     assert "ptplan pareto: sft-8b-chat" in result.stdout

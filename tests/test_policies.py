@@ -236,3 +236,39 @@ def test_bad_extends_get_one_line(tmp_path, files, match):
     with pytest.raises(InputError, match=match) as err:
         load_policy(str(tmp_path / "a.yaml"))
     assert "\n" not in str(err.value)
+
+
+REWARD = {"params_b": 1.54, "layers": 28, "hidden_size": 1536, "heads": 12, "kv_heads": 2,
+          "head_dim": 128}
+
+
+@pytest.mark.parametrize("spec_kw,policy_text", [
+    # a policy that lets the update train at fp8 (the default policy forbids it)
+    ({}, "name: fp8-update\nextends: default\nphases: {update: {precisions: [fp8]}}\n"),
+    # a policy whose reward calibration share differs from the default's 10 %
+    ({"reward_model": REWARD},
+     "name: calib\nextends: default\nhigh_precision_fallback: {reward: 0.6}\n"),
+])
+def test_check_against_spec_uses_the_plans_policy(tmp_path, spec_kw, policy_text):
+    """``ptplan check PLAN --spec SPEC`` recomputes demand under the policy the plan was made
+    under: a plan made under a non-default policy has no false precision or throughput
+    violations (it had both: the recomputation used the default policy)."""
+    import yaml
+
+    from optimizer.plan.verify import verify_against_spec
+
+    spec = small_spec(**spec_kw)
+    pol = policy(policy_text)
+    p = plan(spec, small_catalog(), explain=False, policy=pol)
+    assert p.policy["name"] == pol.name
+    assert verify_against_spec(p, spec) == []
+    plan_file, spec_file = tmp_path / "plan.json", tmp_path / "spec.yaml"
+    plan_file.write_text(p.to_json(), encoding="utf-8")
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True)),
+                         encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", str(plan_file), "--spec", str(spec_file)])
+    assert result.exit_code == 0, result.output
+    # the same plan re-labelled with the default policy is caught by the recomputation
+    relabelled = p.model_copy(update={"policy": default_policy().model_dump(mode="json")})
+    assert any(line.startswith("spec_match: phase") for line in
+               verify_against_spec(relabelled, spec))

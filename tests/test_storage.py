@@ -133,3 +133,33 @@ def test_piecewise_linear_storage_cost_equals_term_by_term_evaluation():
             got = model.cost(provider, region, probes)
             want = model._exact(provider, region, probes)
             assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+
+
+def test_defaults_applied_names_the_lifecycle_storage_was_priced_with():
+    """Where the spec omits keep_hot / archive_every / retention_days the policy's values price
+    the storage; ``defaults_applied`` lists those values (and the policy), not the spec's own
+    defaults, in the same place of the list."""
+    from optimizer.spec.project import applied_defaults
+
+    long = parse_policy("name: long\nextends: default\nstorage: {retention_days: 90, "
+                        "keep_hot: 2}\n")
+    spec = small_spec()  # sets only checkpoints.every_steps
+    p = plan(spec, small_catalog(), explain=False, policy=long)
+    assert (p.lifecycle.keep_hot, p.lifecycle.archive_every, p.lifecycle.retention_days) == \
+        (2, 5, 90)
+    lines = [d for d in p.defaults_applied if d.startswith("checkpoints.")]
+    assert lines == ["checkpoints.keep_hot = 2 (policy long)",
+                     "checkpoints.archive_every = 5 (policy long)",
+                     "checkpoints.retention_days = 90 (policy long)"]
+    spec_lines = applied_defaults(spec)
+    assert len(p.defaults_applied) == len(spec_lines)
+    assert [d for d in p.defaults_applied if not d.startswith("checkpoints.")] == \
+        [d for d in spec_lines if not d.startswith("checkpoints.")]
+    assert [i for i, d in enumerate(p.defaults_applied) if d.startswith("checkpoints.")] == \
+        [i for i, d in enumerate(spec_lines) if d.startswith("checkpoints.")]
+    # a value the spec sets is not a default: not listed, and it prices the storage
+    own = small_spec(checkpoints={"retention_days": 7})
+    q = plan(own, small_catalog(), explain=False, policy=long)
+    assert q.lifecycle.retention_days == 7
+    assert not any(d.startswith("checkpoints.retention_days") for d in q.defaults_applied)
+    assert "checkpoints.keep_hot = 2 (policy long)" in q.defaults_applied

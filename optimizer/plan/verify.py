@@ -261,11 +261,13 @@ def _policy_violations(plan: Plan) -> list[str]:
 
 
 def verify_against_spec(plan: Plan, spec) -> list[str]:
-    """``spec_match``: recompute tokens and node throughput per phase from the spec."""
+    """``spec_match``: recompute tokens and node throughput per phase from the spec, under the
+    policy the plan records (allowed precisions, high-precision fallback)."""
     from optimizer.core.hardware import gpus
     from optimizer.demand.model import build_demand
     from optimizer.demand.rates import allowed_precisions, phase_rates
     from optimizer.plan.schema import spec_digest
+    from policies.model import Policy
 
     v: list[str] = []
     if spec.name != plan.spec_name:
@@ -275,6 +277,12 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
     if spec.sla.deadline_hours != plan.deadline_hours:
         v.append(f"spec_match: deadline {plan.deadline_hours} != spec {spec.sla.deadline_hours}")
     demand = build_demand(spec)
+    try:
+        policy: Policy | None = Policy.model_validate(plan.policy)
+    except ValueError:  # pydantic's ValidationError
+        policy = None
+        v.append("spec_match: the plan's policy record is not a valid policy; demand "
+                 "recomputed under the default policy")
     pools = {p.name: p for p in plan.pools}
     tail = plan.pipeline_mode != "async"
     for ph in plan.phases:
@@ -283,7 +291,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         tokens = demand.primary_tokens(ph.name)
         if not _close(tokens, ph.tokens):
             v.append(f"spec_match: phase {ph.name} tokens {ph.tokens:.6g} != {tokens:.6g}")
-        if ph.precision not in allowed_precisions(demand, ph.name):
+        if ph.precision not in allowed_precisions(demand, ph.name, policy):
             v.append(f"spec_match: phase {ph.name} precision {ph.precision} is not allowed")
         pool = pools.get(ph.pool)
         if pool is None:
@@ -297,7 +305,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
             v.append(f"spec_match: unknown GPU {pool.gpu!r}")
             continue
         rates = {r.precision: r for r in phase_rates(demand, ph.name, gpu, pool.gpus_per_node,
-                                                     tail)}
+                                                     tail, policy)}
         r = rates.get(ph.precision or "")
         if r is None:
             v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")

@@ -7,6 +7,11 @@ explanation (:mod:`optimizer.planner.explain`) and has the independent verifier
 verification is never returned. Infeasible inputs raise
 :class:`~optimizer.core.errors.InfeasibleError` naming the binding constraint and what would make
 the plan feasible.
+
+``defaults_applied`` lists what was filled in for the user, as it was applied: the spec's
+defaults (:func:`optimizer.spec.project.applied_defaults`), except that a checkpoint lifecycle
+value the spec leaves out (``keep_hot``, ``archive_every``, ``retention_days``) is the policy's
+(:func:`optimizer.costs.storage.lifecycle`), so the plan lists the policy's value and names it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from itertools import pairwise
 
 from optimizer.core.errors import InfeasibleError, InputError, PlannerError
 from optimizer.core.lp import check_solver
-from optimizer.plan.schema import Plan, hours, usd
+from optimizer.plan.schema import Lifecycle, Plan, hours, usd
 from optimizer.plan.verify import verify_plan
 from optimizer.planner.build import build_plan
 from optimizer.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
@@ -39,6 +44,8 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
     runs, solved = solve_runs(ctx, objective, solver)
     p = build_plan(ctx, runs, solved, objective, solver, start, timings)
+    p = p.model_copy(update={"defaults_applied": defaults_applied(
+        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))})
     if explain:
         p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     problems = verify_plan(p)
@@ -48,10 +55,33 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     return p
 
 
+PARETO_SCHEMA_VERSION = 2
+"""Pareto report schema: 1 = first release; 2 = ``warnings`` and ``defaults_applied`` added."""
+LIFECYCLE_KEYS = ("keep_hot", "archive_every", "retention_days")
+"""Checkpoint lifecycle values a spec may set; where it does not, the policy's apply."""
+
+
+def defaults_applied(spec: ProjectSpec, spec_defaults: list[str], life: Lifecycle | None,
+                     policy_name: str) -> list[str]:
+    """``spec_defaults`` (the spec's :func:`~optimizer.spec.project.applied_defaults`) with each
+    checkpoint lifecycle value the spec omits replaced by the value the storage was priced with,
+    the policy's: ``checkpoints.retention_days = 90 (policy long-retention)``."""
+    if life is None:
+        return list(spec_defaults)
+    given = spec.checkpoints.model_fields_set
+    policy_lines = {f"checkpoints.{k} = ": f"checkpoints.{k} = {getattr(life, k)} (policy "
+                    f"{policy_name})" for k in LIFECYCLE_KEYS if k not in given}
+    return [next((new for prefix, new in policy_lines.items() if line.startswith(prefix)), line)
+            for line in spec_defaults]
+
+
 def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs",
            policy: Policy | None = None) -> dict:
     """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
-    run to the cheapest plan's run (geometric grid), with the cost of each hour saved."""
+    run to the cheapest plan's run (geometric grid), with the cost of each hour saved.
+
+    Like a plan, the report carries ``defaults_applied`` (the same for every point) and
+    ``warnings``: each distinct warning of the points' plans, in order of first appearance."""
     if points < 2:
         raise InputError(f"--points: {points} is too few; ask for at least 2")
     check_solver(solver)
@@ -66,6 +96,8 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
         if t_max > t_min * (1 + 1e-9) else [t_min]
     rows: list[dict] = []
     seen: set[tuple[str, float]] = set()
+    warnings: dict[str, None] = {}
+    defaults: list[str] = []
     for d in grid:
         d = d * (1 + 1e-9)
         p = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})}),
@@ -74,6 +106,8 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
         if key in seen:
             continue
         seen.add(key)
+        warnings.update(dict.fromkeys(p.warnings))
+        defaults = defaults or p.defaults_applied
         rows.append({
             "deadline_hours": hours(d), "total_cost_usd": p.total_cost_usd,
             "makespan_hours": p.makespan_hours, "pipeline_mode": p.pipeline_mode,
@@ -97,11 +131,12 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
     if frontier:
         frontier[-1]["usd_per_hour_saved"] = None
     return {
-        "schema_version": 1, "spec_name": spec.name,
+        "schema_version": PARETO_SCHEMA_VERSION, "spec_name": spec.name,
         "budget_usd": usd(budget) if budget is not None else None,
         "fastest_hours": hours(t_min), "cheapest_usd": usd(cheapest[1].usd),
         "catalog": catalog.name, "catalog_as_of": catalog.as_of,
         "points": frontier,
         "note": "each point is a verified plan at that deadline; usd_per_hour_saved is what "
                 "finishing at this point instead of the next slower one costs per hour",
+        "warnings": list(warnings), "defaults_applied": defaults,
     }

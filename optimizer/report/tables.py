@@ -197,12 +197,17 @@ def pareto_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _pareto_footer(report: dict[str, Any]) -> list[str]:
+    return [report["note"], *(f"warning: {w}" for w in report["warnings"]),
+            "defaults applied: " + "; ".join(report["defaults_applied"])]
+
+
 def pareto_table(report: dict[str, Any]) -> str:
     return _table(f"ptplan pareto: {report['spec_name']} (cost vs deadline)",
-                  *pareto_rows(report), [report["note"]])
+                  *pareto_rows(report), _pareto_footer(report))
 
 
 def pareto_markdown(report: dict[str, Any]) -> str:
     header, rows = pareto_rows(report)
-    return f"# ptplan pareto: {report['spec_name']}\n\n" + md_table(header, rows) + \
-        f"\n{report['note']}\n"
+    return (f"# ptplan pareto: {report['spec_name']}\n\n" + md_table(header, rows) + "\n"
+            + "\n".join(f"- {line}" for line in _pareto_footer(report)) + "\n")
