@@ -1,8 +1,7 @@
 """``ptplan plan``, ``check`` and ``pareto`` through Typer's CliRunner.
 
 The GRPO example takes about a second to plan, so its results are shared through module-scoped
-fixtures. Tests marked ``xfail(strict=True)`` document known bugs: they flip to XPASS (and fail
-the run) once the bug is fixed, so the marker can be removed then.
+fixtures.
 """
 
 from __future__ import annotations
@@ -425,30 +424,30 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
                   "lifecycle is missing", "ptplan plan SPEC --format json")
 
 
-# Known bugs: `check` crashes with a traceback (exit 1, no message) on some plan files instead of
-# reporting violations (exit 1) or a one-line input error (exit 2).
+# Plan files that once crashed `check` with a traceback (regressions): each must be reported as
+# violations (exit 1) or a one-line input error (exit 2).
 def _sft_spec(p: dict[str, Any]) -> tuple[str, ...]:
-    return ("--spec", SFT)  # optimizer/plan/verify.py:203 ZeroDivisionError (no rollout in SFT)
+    return ("--spec", SFT)  # another method's spec: once a ZeroDivisionError (no rollout in SFT)
 
 
 def _unknown_pool(p: dict[str, Any]) -> tuple[str, ...]:
-    p["phases"][0]["pool"] = "nosuch"  # optimizer/plan/verify.py:189 KeyError with --spec
+    p["phases"][0]["pool"] = "nosuch"  # once a KeyError with --spec
     return ("--spec", GRPO)
 
 
 def _no_pools(p: dict[str, Any]) -> tuple[str, ...]:
-    p["pools"] = []  # optimizer/plan/verify.py:141 max() of an empty sequence (async plan)
+    p["pools"] = []  # once max() of an empty sequence (async plan)
     p["pipeline_mode"] = "async"
     return ()
 
 
 def _money_not_a_number(p: dict[str, Any]) -> tuple[str, ...]:
-    p["budget_usd"] = "lots"  # optimizer/plan/verify.py:38 decimal.InvalidOperation
+    p["budget_usd"] = "lots"  # once decimal.InvalidOperation
     return ()
 
 
 def _empty_spot_model(p: dict[str, Any]) -> tuple[str, ...]:
-    p["spot_model"] = {}  # optimizer/plan/verify.py:47 KeyError
+    p["spot_model"] = {}  # once a KeyError
     return ()
 
 

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from optimizer.plan.schema import Explain, LayoutResult, Plan, Status, hours, usd
+from optimizer.plan.schema import CapacityType, Explain, LayoutResult, Plan, Status, hours, usd
 from optimizer.planner.candidates import spot_overhead
 from optimizer.planner.engine import Context, LayoutRun, best_over_layouts
 
@@ -22,7 +22,7 @@ POLICY_PHASES = ("rollout", "scoring", "update", "eval")
 def ctx_types(plan: Plan, phase: str) -> set[str]:
     """Capacity types the plan's policy allows for a phase."""
     rule = (plan.policy.get("phases") or {}).get(phase) or {}
-    return set(rule.get("capacity_types") or ["on_demand", "spot", "reserved"])
+    return set(rule.get("capacity_types") or CapacityType)
 
 
 def _shape_prices(ctx: Context, provider: str, region: str, gpu: str, gpn: int
