@@ -582,6 +582,7 @@ def test_plan_unknown_objective() -> None:
     (("pareto", GRPO, "--solver", "glpk"), ("--solver", "'glpk'", "highs, cbc")),
     (("reserve", str(EXAMPLES / "portfolio.yaml"), "--solver", "CBC!"), ("--solver", "cbc")),
     (("estimate", GRPO, "--format", "markdwn"), ("did you mean: markdown",)),
+    (("prices", "show", "--format", "markdown"), ("--format", "'markdown'", "table, json")),
     (("render", "plan.json", "--target", "kuberey", "-o", "out"),
      ("--target", "did you mean: kuberay", "terraform-aws", "all")),
 ])

@@ -21,7 +21,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import _emit, _run, app, dumps
+from optimizer.cli.common import TableOrJson, _emit, _run, app, dumps
 from optimizer.core.errors import InputError
 
 prices_app = typer.Typer(no_args_is_help=True,
@@ -233,7 +233,7 @@ def show(
     gpu: str = typer.Option(None, "--gpu", help="Only this GPU (aliases accepted)."),
     provider: str = typer.Option(None, "--provider", help="Only this provider."),
     region: str = typer.Option(None, "--region", help="Only this region (glob, e.g. 'us-*')."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     catalog: str = typer.Option("cache", "--catalog", help="cache (default), embedded, a cache "
                                 "file (*.sqlite) or a catalog YAML."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
@@ -241,8 +241,6 @@ def show(
     """On-demand, spot and reserved prices per hour, per GPU and instance type."""
 
     def go() -> None:
-        if fmt not in ("table", "json"):
-            raise InputError(f"--format: {fmt!r} is not supported here; use table or json")
         canon = _gpu_filter(gpu)
         cat = _load(catalog)
         rows = show_rows(cat, canon, provider, region)
@@ -327,14 +325,12 @@ def diff(
                               "or a catalog YAML."),
     new: str = typer.Argument(..., help="New catalog (same forms)."),
     provider: str = typer.Option(None, "--provider", help="Only this provider."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
+    fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """What changed between two catalogs: prices changed (with %), offers added and removed."""
 
     def go() -> None:
-        if fmt not in ("table", "json"):
-            raise InputError(f"--format: {fmt!r} is not supported here; use table or json")
         d = diff_catalogs(_load(old), _load(new), provider)
         _emit(dumps(d) if fmt == "json" else diff_table(d), output)
 
