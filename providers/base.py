@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from optimizer.core import clock
 from optimizer.core.errors import InputError
 
 CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
@@ -135,7 +136,7 @@ class Catalog:
             as_of = dt.date.fromisoformat(self.as_of[:10])
         except ValueError:
             return None
-        return ((today or dt.date.today()) - as_of).days
+        return ((today or clock.today()) - as_of).days
 
     def staleness_warning(self, today: dt.date | None = None) -> str | None:
         age = self.age_days(today)

@@ -58,7 +58,8 @@ BAND_FRACTION: dict[str, float] = {
     ">20%": 0.25,
 }
 # Source: AWS Spot Instance Advisor, us-east-1 Linux, third-party snapshot dated 2026-09-20
-# (shared notes, optimizer.md §6). Families without a value use DEFAULT_SPOT_BAND.
+# (providers/data/SOURCE.md, 'Spot interruption bands'). Families without a value use
+# DEFAULT_SPOT_BAND.
 SPOT_BANDS: dict[str, str] = {
     "p5": "<5%",
     "g5": "15-20%",

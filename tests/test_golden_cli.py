@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
 EX = ROOT / "examples"
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
+TODAY = "2026-12-03"
+"""The golden files were made on this day (the catalog's age is printed): PTPLAN_TODAY pins it."""
 
 CASES: dict[str, list[str]] = {
     "plan-grpo-7b.json": ["plan", str(EX / "grpo-7b.yaml"), "--explain", "--no-timings"],
@@ -36,7 +38,8 @@ CASES: dict[str, list[str]] = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_golden_json(name: str, tmp_path: Path) -> None:
+def test_golden_json(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTPLAN_TODAY", TODAY)
     out = tmp_path / name
     result = CliRunner().invoke(app, [*CASES[name], "--format", "json", "-o", str(out)])
     assert result.exit_code == 0, result.output

@@ -1,4 +1,4 @@
-"""GPU specifications (package data ``optimizer/data/gpu_specs.csv``) and GPU name resolution.
+"""GPU specifications (package data ``optimizer/core/data/gpu_specs.csv``) and GPU names.
 
 The CSV is a copy of the project's reference table (dense tensor figures, with a ``source`` and a
 ``confidence`` column per row). Each row gets a short canonical id (``H100``, ``A100-80GB`` ...);
@@ -112,7 +112,8 @@ def _num(cell: str) -> float | None:
 @cache
 def gpus() -> dict[str, GPU]:
     """All GPU types by canonical id, read from package data."""
-    text = resources.files("optimizer.core").joinpath("data/gpu_specs.csv").read_text(encoding="utf-8")
+    data = resources.files("optimizer.core").joinpath("data/gpu_specs.csv")
+    text = data.read_text(encoding="utf-8")
     out: dict[str, GPU] = {}
     for row in csv.DictReader(text.splitlines()):
         name = _CANONICAL.get(row["gpu"])
