@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from optimizer.planner.frontier import Candidates, build_candidates, over_capacity
-from optimizer.planner.search import Best, best
+from optimizer.planner.fills import over_capacity
+from optimizer.planner.frontier import Candidates, build_candidates
+from optimizer.planner.search import Best, best, rank
 from providers.base import Offer
 
 MAX_DEPTH = 3
@@ -41,10 +42,6 @@ def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _key(b: Best, objective: str) -> tuple[float, float]:
-    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
-
-
 def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
             deadline: float | None, budget: float | None, objective: str) -> Resolved | None:
     """The best plan of layout ``c.layout`` that respects shared caps, or None."""
@@ -56,7 +53,7 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
     incumbent: Resolved | None = None
     exact = True
     for region, rb in _regional_bests(c, deadline, budget, objective):
-        if incumbent is not None and _key(rb, objective) >= _key(incumbent.best, objective):
+        if incumbent is not None and rank(rb, objective) >= rank(incumbent.best, objective):
             break  # relaxed bound of the remaining regions cannot beat the incumbent
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
@@ -68,7 +65,7 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
                                       objective, {}, 0)
             exact = exact and ok
         if found is not None and (incumbent is None or
-                                  _key(found.best, objective) < _key(incumbent.best, objective)):
+                                  rank(found.best, objective) < rank(incumbent.best, objective)):
             incumbent = found
     if incumbent is None:
         return None
@@ -91,7 +88,7 @@ def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[in
     for region in range(len(c.regions)):
         rb = best(c, deadline, budget, objective, only_region=region)
         if rb is not None:
-            found.append((_key(rb, objective), region, rb))
+            found.append((rank(rb, objective), region, rb))
     return [(region, rb) for _, region, rb in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
@@ -138,7 +135,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                               depth + 1)
         exact = exact and ok
         if r is not None and (found is None or
-                              _key(r.best, objective) < _key(found.best, objective)):
+                              rank(r.best, objective) < rank(found.best, objective)):
             found = r
     return found, exact
 

@@ -3,9 +3,9 @@
 Solve strategy (per layout the spec's ``pipeline`` allows):
 
 1. :mod:`optimizer.planner.candidates` builds each pool's Pareto options in every region.
-2. :mod:`optimizer.planner.search` computes the exact optimum over those options (the incumbent) and,
-   per option, a lower bound on any plan using it; options whose bound exceeds the incumbent
-   are dropped.
+2. :mod:`optimizer.planner.search` computes the exact optimum over those options (the
+   incumbent) and, per option, a lower bound on any plan using it; options whose bound exceeds
+   the incumbent are dropped.
 3. :mod:`optimizer.planner.milp` solves the MILP on the surviving options at the site step 2
    chose (HiGHS, or CBC with ``--solver cbc``); storage and fixed network flows are constants
    there, and egress enters the objective per option. Its answer must agree with step 2
@@ -30,9 +30,10 @@ from optimizer.costs.storage import StorageModel, data_classes, weights_gb
 from optimizer.demand.model import Demand, build_demand, phase_cell
 from optimizer.planner.candidates import PoolOption, filter_offers, layouts
 from optimizer.planner.capacity import resolve
-from optimizer.planner.frontier import Candidates, build_candidates, fill_variants
+from optimizer.planner.fills import fill_variants
+from optimizer.planner.frontier import Candidates, build_candidates
 from optimizer.planner.milp import OptionSet, Solution, solve
-from optimizer.planner.search import Best, best, prune_for_milp
+from optimizer.planner.search import Best, best, prune_for_milp, rank
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy, default_policy
 from providers.base import Catalog
@@ -50,8 +51,8 @@ class LayoutRun:
     solution: Solution | None = None
     milp_options: int = 0
     shared_capacity: bool = False
-    """The cap-split search of :mod:`optimizer.planner.capacity` hit its limits: the MILP then gets a
-    wider option set and the plan is reported as feasible with its gap to the bound."""
+    """The cap-split search of :mod:`optimizer.planner.capacity` hit its limits: the MILP then
+    gets a wider option set and the plan is reported as feasible with its gap to the bound."""
 
 
 @dataclass
@@ -100,17 +101,13 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
 
 
-def _key(b: Best, objective: str) -> tuple[float, float]:
-    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
-
-
 def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None,
                       objective: str) -> tuple[Candidates, Best] | None:
     found = []
     for i, c in enumerate(ctx.runs):
         b = best(c, deadline, budget, objective)
         if b is not None:
-            found.append((_key(b, objective), i, c, b))
+            found.append((rank(b, objective), i, c, b))
     if not found:
         return None
     found.sort(key=lambda x: (x[0], x[1]))
@@ -155,8 +152,9 @@ def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRu
 def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,
                  solver: str, caps: dict[str, int | None]) -> None:
     """MILP on the options that can still be optimal (with the shared-capacity rows). When the
-    split search of :mod:`optimizer.planner.capacity` hit its limits, the MILP gets a wider option set
-    and fill variants, and the plan is reported as feasible with its gap to the bound."""
+    split search of :mod:`optimizer.planner.capacity` hit its limits, the MILP gets a wider
+    option set and fill variants, and the plan is reported as feasible with its gap to the
+    bound."""
     assert r.best is not None
     frontiers = r.cands.frontiers
     milp_budget = budget

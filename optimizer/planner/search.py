@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.planner.frontier import Candidates, pareto_mask3
+from optimizer.planner.frontier import Candidates
+from optimizer.planner.pareto import pareto_mask3
 
 EPS = 1e-9
 
@@ -42,6 +43,11 @@ class Best:
     """Pool name -> index into that pool's frontier arrays."""
     run_hours: float
     usd: float
+
+
+def rank(b: Best, objective: str) -> tuple[float, float]:
+    """Sort key of a plan under ``objective``: (cost, run time) or (run time, cost)."""
+    return (b.usd, b.run_hours) if objective == "cost" else (b.run_hours, b.usd)
 
 
 def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:

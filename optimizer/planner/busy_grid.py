@@ -1,0 +1,119 @@
+"""Busy time of one pool over the (non-spot nodes × spot nodes) grid of one GPU shape.
+
+The grid depends on the shape, the class sizes and the spot classes' overheads, not on
+prices, so it is shared by every region (and every price scenario) where those agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import accumulate
+from typing import NamedTuple
+
+import numpy as np
+
+from optimizer.demand.model import Demand
+from optimizer.demand.rates import PhaseRate
+from optimizer.planner.candidates import PoolSpec
+from providers.base import Offer
+
+
+class BusyGrid(NamedTuple):
+    valid: np.ndarray
+    """Node counts (i non-spot, j spot) the pool may take."""
+    busy: np.ndarray
+    """Busy hours at each (i, j)."""
+    picks: list[np.ndarray]
+    """Per phase, the index of the rate (precision) used at each (i, j)."""
+    e_nodes: np.ndarray
+    """Effective nodes at each (i, j)."""
+    omega: np.ndarray
+    """Spot overhead fraction at each (i, j)."""
+
+
+def cheapest_first(offers: list[Offer], weights: list[float], room: int) -> list[Offer]:
+    """One entry per node, cheapest first (by price per effective node-hour, then key), each
+    offer up to its cap, at most ``room`` nodes."""
+    order = sorted(range(len(offers)), key=lambda i: (
+        offers[i].usd_per_hour / max(weights[i], 1e-9), offers[i].key))
+    seq: list[Offer] = []
+    for i in order:
+        take = min(offers[i].max_nodes or room, room - len(seq))
+        seq.extend([offers[i]] * take)
+        if len(seq) >= room:
+            break
+    return seq
+
+
+def cumulative(values: Iterable[float]) -> np.ndarray:
+    """Running sums starting at 0 (the value of taking 0, 1, 2, ... nodes)."""
+    return np.fromiter(accumulate(values, initial=0.0), float)
+
+
+def busy_grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRate]],
+              gpn: int, cap: int, n_nonspot: int, sp_eff: np.ndarray, sp_lam: np.ndarray
+              ) -> BusyGrid:
+    """Busy hours over the grid of one shape: rows are 0 .. ``n_nonspot`` − 1 non-spot
+    nodes, columns 0, 1, ... spot nodes, whose cumulative effective nodes and interruption
+    rates are ``sp_eff`` and ``sp_lam``."""
+    nn = np.arange(n_nonspot)[:, None]
+    ns = np.arange(len(sp_eff))[None, :]
+    total = nn + ns
+    valid = _valid_counts(demand, pool, gpn, cap, nn, ns, total)
+    n_tot = np.maximum(total, 1).astype(float)
+    e_nodes, omega, stable = _effective_nodes(demand, pool, nn, sp_eff, sp_lam, total, n_tot)
+    valid &= stable
+    busy = np.full(total.shape, pool.stall_hours)
+    picks: list[np.ndarray] = []
+    for rates in rates_per_phase:
+        best, pick = _fastest_rate(rates, total, n_tot, e_nodes)
+        busy = busy + best
+        picks.append(pick)
+    valid &= np.isfinite(busy)
+    return BusyGrid(valid, busy, picks, e_nodes, omega)
+
+
+def _valid_counts(demand: Demand, pool: PoolSpec, gpn: int, cap: int, nn: np.ndarray,
+                  ns: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Node counts allowed by the cap, the policy's spot share and multi-node training."""
+    valid = (total >= 1) & (total <= cap)
+    if pool.max_spot_share < 1.0:  # policy: at most this share of the pool's nodes on spot
+        valid &= ns <= pool.max_spot_share * total + 1e-9
+    if pool.stateful and gpn < demand.spec.placement.multi_node_training_min_gpus_per_node:
+        valid &= total <= 1  # data-parallel training across small nodes: not modelled
+    return valid
+
+
+def _effective_nodes(demand: Demand, pool: PoolSpec, nn: np.ndarray, sp_eff: np.ndarray,
+                     sp_lam: np.ndarray, total: np.ndarray, n_tot: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | bool]:
+    """(effective nodes, overhead fraction ω, where the gang's ω is low enough) per count: a
+    stateful pool is a gang (Young's interval on the summed spot rate), a stateless pool's
+    spot nodes each lose their own share."""
+    if pool.stateful:
+        eff = demand.spec.efficiency
+        lam = np.broadcast_to(sp_lam[None, :], total.shape)
+        c_h, r_h = eff.checkpoint_minutes / 60.0, eff.restart_minutes / 60.0
+        omega = np.sqrt(2.0 * c_h * lam) + r_h * lam
+        return n_tot * (1.0 - omega), omega, omega < 0.9
+    e_nodes = nn + sp_eff[None, :]
+    return e_nodes, 1.0 - e_nodes / n_tot, True
+
+
+def _fastest_rate(rates: list[PhaseRate], total: np.ndarray, n_tot: np.ndarray,
+                  e_nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One phase: its busy hours with the fastest rate that runs at each count, and which."""
+    best = np.full(total.shape, np.inf)
+    pick = np.zeros(total.shape, dtype=int)
+    for idx, r in enumerate(rates):
+        scale = 1.0
+        if r.nodes_per_replica > 1:
+            scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(total >= r.nodes_per_replica,
+                         np.maximum(r.node_hours / (e_nodes * scale), r.floor_hours),
+                         np.inf)
+        better = t < best
+        best = np.where(better, t, best)
+        pick = np.where(better, idx, pick)
+    return best, pick

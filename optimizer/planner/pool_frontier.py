@@ -1,0 +1,368 @@
+"""One pool's frontier: its Pareto options at every site, as arrays.
+
+At a site, region-level offers (no zone: on-demand, reserved) and the site zone's spot offers
+are local; a pool with ``remote_ok`` (rollout) may also take the region's other zones' spot
+offers, after the local ones, each such node paying the cross-zone rate on its weight-sync copy
+(``e`` = remote nodes × steps × W × rate). Options are pruned by Pareto dominance in (busy time,
+price per hour, remote nodes), which is exact because a plan's egress is non-decreasing in the
+remote nodes. With ``split`` the rollout pool also gets cross-region entries per region (every
+zone's spot offers cheapest-first, all nodes remote), priced against the trainer's site during
+the search. The exactness argument: :mod:`optimizer.planner.frontier`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from optimizer.core.hardware import gpus
+from optimizer.costs.network import NetworkModel
+from optimizer.demand.model import Demand
+from optimizer.demand.rates import PhaseRate, phase_rates
+from optimizer.planner.busy_grid import BusyGrid, busy_grid, cheapest_first, cumulative
+from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
+from optimizer.planner.pareto import pareto_mask3
+from providers.base import Offer
+
+Shape = tuple[str, str, str, int]
+"""(provider, region, GPU, GPUs per node): the offers one group draws from."""
+Site = tuple[str, str, str]
+
+_COLUMNS = ("t", "c", "gid", "i", "j", "region", "remote", "e", "place")
+
+
+@dataclass
+class Group:
+    """One (provider, region, GPU shape) for one pool and one arrangement of its offers
+    around a zone: the grid of node counts. Non-spot nodes come first from
+    ``nonspot_seq``; spot nodes from ``spot_seq``, the site's zone first, then (rollout pool)
+    the region's other zones, whose nodes are *remote*."""
+
+    provider: str
+    region: str
+    gpu: str
+    gpus_per_node: int
+    nonspot_seq: list[Offer]
+    spot_seq: list[Offer]
+    rates: list[list[PhaseRate]]
+    nonspot_offers: list[Offer]
+    spot_offers: list[Offer]
+    """Spot offers of the site's zone (rotated by :func:`optimizer.planner.fills.fill_variants`)."""
+    e_nodes: np.ndarray
+    omega: np.ndarray
+    picks: list[np.ndarray]
+    remote: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=int))
+    """Remote nodes among the first j spot nodes (cumulative)."""
+    all_remote: bool = False
+    """Cross-region entries (split plans): every node is remote."""
+
+
+def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
+    counts: dict[str, list] = {}
+    for o in seq[:k]:
+        counts.setdefault(o.key, [o, 0])[1] += 1
+    return [(o, n) for o, n in counts.values()]
+
+
+@dataclass
+class PoolFrontier:
+    """Pareto options of one pool, per site, as arrays (objects built on demand)."""
+
+    pool: PoolSpec
+    groups: list[Group]
+    t: np.ndarray
+    c: np.ndarray
+    gid: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    region: np.ndarray
+    """Index into :attr:`Candidates.regions` (sites); -1 for cross-region entries."""
+    e: np.ndarray
+    """Egress (USD over the run) of site-bound entries, priced against their site."""
+    remote: np.ndarray
+    """Nodes paying egress (outside the site's zone, or all nodes of cross-region entries)."""
+    place: np.ndarray
+    """Cross-region entries: index into :attr:`Candidates.places` (-1 for site-bound)."""
+
+    def option(self, k: int, sites: list[Site], site: int | None = None,
+               network: NetworkModel | None = None) -> PoolOption:
+        """Option ``k`` priced against its site (``sites`` = :attr:`Candidates.regions`);
+        cross-region entries need the trainer's ``site`` (an index into ``sites``) and the
+        ``network`` model."""
+        g = self.groups[int(self.gid[k])]
+        i, j = int(self.i[k]), int(self.j[k])
+        fill = _fill(g.nonspot_seq, i) + _fill(g.spot_seq, j)
+        hours, precisions, rates_used = [], [], []
+        for ph, rates, pick in zip(self.pool.phases, g.rates, g.picks, strict=True):
+            r = rates[int(pick[i, j])]
+            scale = 1.0
+            if r.nodes_per_replica > 1:
+                scale = ((i + j) // r.nodes_per_replica) * r.nodes_per_replica / (i + j)
+            hours.append((ph, r.busy(float(g.e_nodes[i, j]) * scale)))
+            precisions.append((ph, r.precision))
+            rates_used.append(r)
+        home, egress, remote, path = self._egress(k, g, sites, site, network)
+        return PoolOption(
+            pool=self.pool.name, provider=g.provider, region=g.region, gpu=g.gpu,
+            gpus_per_node=g.gpus_per_node, fill=tuple(fill), nodes=i + j,
+            effective_nodes=float(g.e_nodes[i, j]), usd_per_hour=float(self.c[k]),
+            busy_hours=float(self.t[k]), phase_hours=tuple(hours),
+            precisions=tuple(precisions), rates=tuple(rates_used),
+            overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
+            remote_nodes=remote, egress_path=path,
+        )
+
+    def _egress(self, k: int, g: Group, sites: list[Site], site: int | None,
+                network: NetworkModel | None) -> tuple[Site, float, int, str]:
+        """(trainer's site, egress USD, nodes paying egress, network path) of option ``k``."""
+        own = int(self.region[k])
+        if own >= 0:
+            remote = int(self.remote[k])
+            return sites[own], float(self.e[k]), remote, "cross_zone" if remote else "same_zone"
+        if site is None or network is None:
+            raise ValueError("a cross-region option needs the trainer's site")
+        nodes = int(self.i[k]) + int(self.j[k])
+        path, per_node, fixed = network.cross_region_terms(sites[site], (g.provider, g.region))
+        return sites[site], nodes * per_node + fixed, nodes, path
+
+
+class _Entries(NamedTuple):
+    """A group's Pareto options: group index, busy hours, $/h, node counts, remote nodes."""
+
+    gid: int
+    t: np.ndarray
+    c: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    level: np.ndarray
+
+
+class _CachedGrid(NamedTuple):
+    grid: BusyGrid
+    i: np.ndarray
+    j: np.ndarray
+    busy: np.ndarray
+    """Busy hours at the valid counts (i, j)."""
+
+
+class _Enumerator:
+    """Builds one pool's groups; holds what its sites share (rates per shape, spot weights,
+    non-spot sequences, busy-time grids) and counts the grid points evaluated."""
+
+    def __init__(self, demand: Demand, layout: Layout, pool: PoolSpec, cap: int,
+                 grid_cache: dict) -> None:
+        self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
+        self.grid_cache = grid_cache
+        eff = demand.spec.efficiency
+        self.context = (pool, layout.tail, cap, eff.checkpoint_minutes, eff.restart_minutes,
+                        demand.spec.placement.multi_node_training_min_gpus_per_node)
+        self.table = gpus()
+        self.groups: list[Group] = []
+        self.evaluated = 0
+        self._rates: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
+        self._weight: dict[str, float] = {}
+        self._nonspot: dict[tuple, tuple[list[Offer], np.ndarray]] = {}
+
+    def rates(self, gpu_name: str, gpn: int) -> list[list[PhaseRate]] | None:
+        """Per phase of the pool, its rates on this shape (None if a phase cannot run)."""
+        key = (gpu_name, gpn)
+        if key not in self._rates:
+            rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
+                                 self.layout.policy) for ph in self.pool.phases]
+            self._rates[key] = rates if all(rates) else None
+        return self._rates[key]
+
+    def weights(self, spot: list[Offer]) -> list[float]:
+        """Effective nodes per spot node: 1 in a gang (its overhead is the gang's), else
+        1 − the offer's spot overhead."""
+        if self.pool.stateful:
+            return [1.0] * len(spot)
+        out = []
+        for o in spot:
+            w = self._weight.get(o.key)
+            if w is None:
+                w = self._weight[o.key] = 1.0 - spot_overhead(o, self.demand)
+            out.append(w)
+        return out
+
+    def nonspot_sequence(self, nonspot: list[Offer]) -> tuple[list[Offer], np.ndarray]:
+        """Non-spot nodes cheapest first and the cumulative $/h of taking 0, 1, ... of them."""
+        key = tuple(o.key for o in nonspot)
+        if key not in self._nonspot:
+            seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
+            self._nonspot[key] = seq, cumulative(o.usd_per_hour for o in seq)
+        return self._nonspot[key]
+
+    def spot_sequence(self, local: list[Offer], remote: list[Offer]
+                      ) -> tuple[list[Offer], np.ndarray]:
+        """Spot nodes, local ones first, each class cheapest first, and the cumulative number
+        of remote nodes among the first 0, 1, ... of them."""
+        local_seq = cheapest_first(local, self.weights(local), self.cap)
+        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq))
+                      if remote else [])
+        rem = np.concatenate((np.zeros(len(local_seq) + 1, dtype=int),
+                              np.arange(1, len(remote_seq) + 1)))
+        return local_seq + remote_seq, rem
+
+    def grid(self, gpu_name: str, gpn: int, rates: list[list[PhaseRate]], n_nonspot: int,
+             sp_eff: np.ndarray, sp_lam: np.ndarray) -> _CachedGrid:
+        """The busy-time grid of a shape (cached: it does not depend on prices)."""
+        key = (self.context, gpu_name, gpn, n_nonspot, sp_eff.round(12).tobytes(),
+               sp_lam.round(15).tobytes() if self.pool.stateful else b"")
+        if key not in self.grid_cache:
+            grid = busy_grid(self.demand, self.pool, rates, gpn, self.cap, n_nonspot, sp_eff,
+                             sp_lam)
+            ii, jj = np.nonzero(grid.valid)
+            self.grid_cache[key] = _CachedGrid(grid, ii, jj, grid.busy[ii, jj])
+        return self.grid_cache[key]
+
+    def add_group(self, shape: Shape, rates: list[list[PhaseRate]], nonspot: list[Offer],
+                  local: list[Offer], remote: list[Offer], all_remote: bool = False
+                  ) -> _Entries | None:
+        """Evaluate one arrangement of a shape's offers; its Pareto options (None if none
+        is valid)."""
+        provider, region, gpu_name, gpn = shape
+        ns_seq, ns_cost = self.nonspot_sequence(nonspot)
+        sp_seq, rem = self.spot_sequence(local, remote)
+        sp_cost = cumulative(o.usd_per_hour for o in sp_seq)
+        sp_eff = cumulative(self.weights(sp_seq))
+        sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
+        cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
+        ii, jj, b = cached.i, cached.j, cached.busy
+        self.evaluated += len(ii)
+        if len(ii) == 0:
+            return None
+        c = ns_cost[ii] + sp_cost[jj]
+        level = (ii + jj) if all_remote else rem[jj]
+        keep = pareto_mask3(b, c, level)
+        gid = len(self.groups)
+        self.groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates,
+                                 nonspot, local, cached.grid.e_nodes, cached.grid.omega,
+                                 cached.grid.picks, rem, all_remote))
+        return _Entries(gid, b[keep], c[keep], ii[keep], jj[keep], level[keep])
+
+
+class _Columns:
+    """The frontier's arrays, built up group by group."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in _COLUMNS}
+
+    def add(self, got: _Entries, region: int, e: np.ndarray, place: int) -> None:
+        n = len(got.t)
+        for k, v in (("t", got.t), ("c", got.c), ("gid", np.full(n, got.gid)), ("i", got.i),
+                     ("j", got.j), ("region", np.full(n, region)), ("remote", got.level),
+                     ("e", e), ("place", np.full(n, place))):
+            self.parts[k].append(v)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: np.concatenate(v) for k, v in self.parts.items()}
+
+
+def _by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
+    """The pool's offers (capacity types it allows) by shape."""
+    out: dict[Shape, list[Offer]] = defaultdict(list)
+    for o in offers:
+        if o.capacity_type in pool.capacity_types:
+            out[(o.provider, o.region, o.gpu, o.gpus_per_node)].append(o)
+    return out
+
+
+def _arrangement(group: list[Offer], zone: str, remote_ok: bool
+                 ) -> tuple[list[Offer], list[Offer], list[Offer]]:
+    """(non-spot, local spot, remote spot) offers of a shape for a site in ``zone``."""
+    here = [o for o in group if not o.zone or o.zone == zone]
+    nonspot = [o for o in here if o.capacity_type != "spot"]
+    local = [o for o in here if o.capacity_type == "spot"]
+    remote = [o for o in group if o.capacity_type == "spot" and o.zone
+              and o.zone != zone] if remote_ok else []
+    return nonspot, local, remote
+
+
+def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: list[Site],
+                  network: NetworkModel | None, cols: _Columns) -> None:
+    """Site-bound entries: every shape at every site of its region (sites whose zones hold
+    the same offers share a group)."""
+    zones: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for n, site in enumerate(sites):
+        zones[site[:2]].append(n)
+    per_node: dict[str, float] = {}
+    for shape, group in sorted(shapes.items()):
+        rates = enum.rates(shape[2], shape[3])
+        if rates is None:
+            continue
+        done: dict[tuple, _Entries | None] = {}
+        for s in zones[shape[:2]]:
+            parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
+            arrangement = tuple(tuple(o.key for o in part) for part in parts)
+            if arrangement not in done:
+                done[arrangement] = enum.add_group(shape, rates, *parts)
+            got = done[arrangement]
+            if got is None:
+                continue
+            provider = shape[0]
+            if provider not in per_node and network is not None:
+                per_node[provider] = network.cross_zone_per_node(provider)
+            e_node = per_node.get(provider, 0.0) if enum.pool.remote_ok else 0.0
+            cols.add(got, s, got.level * e_node, -1)
+
+
+def _cross_region_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]],
+                          places: list[tuple[str, str]], cols: _Columns) -> None:
+    """Split plans: per shape, every zone's offers with all nodes remote, to be priced
+    against the trainer's site during the search."""
+    place_index = {p: n for n, p in enumerate(places)}
+    for shape, group in sorted(shapes.items()):
+        rates = enum.rates(shape[2], shape[3])
+        if rates is None:
+            continue
+        nonspot = [o for o in group if o.capacity_type != "spot"]
+        spot = [o for o in group if o.capacity_type == "spot"]
+        got = enum.add_group(shape, rates, nonspot, spot, [], all_remote=True)
+        if got is not None:
+            cols.add(got, -1, np.zeros(len(got.t)), place_index[shape[:2]])
+
+
+def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
+    """Indices kept by a Pareto filter in (t, c, remote) within each site and each place."""
+    kept: list[np.ndarray] = []
+    for key in ("region", "place"):
+        for r in np.unique(arrays[key]):
+            if r < 0:
+                continue
+            idx = np.nonzero(arrays[key] == r)[0]
+            kept.append(idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx],
+                                         arrays["remote"][idx])])
+    return np.sort(np.concatenate(kept))
+
+
+def _empty(pool: PoolSpec) -> PoolFrontier:
+    empty = np.zeros(0)
+    ints = empty.astype(int)
+    return PoolFrontier(pool, [], empty, empty, ints, ints, ints, ints, empty, ints, ints)
+
+
+def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
+                  cap: int, sites: list[Site],
+                  grid_cache: dict | None = None, network: NetworkModel | None = None,
+                  split: bool = False) -> tuple[PoolFrontier, int]:
+    """Pareto options of one pool per site (the trainer's provider, region and zone); also
+    the number of grid points evaluated (see the module's docstring).
+
+    ``grid_cache`` keeps the busy-time grids (which do not depend on prices) across calls,
+    e.g. across the price scenarios of a what-if sweep."""
+    shapes = _by_shape(pool, offers)
+    enum = _Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache)
+    cols = _Columns()
+    _site_entries(enum, shapes, sites, network, cols)
+    if split and pool.remote_ok:
+        _cross_region_entries(enum, shapes, sorted({s[:2] for s in sites}), cols)
+    if not enum.groups or not cols.parts["t"]:
+        return _empty(pool), enum.evaluated
+    arrays = cols.arrays()
+    sel = _per_site_pareto(arrays)
+    return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
+        "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), enum.evaluated
