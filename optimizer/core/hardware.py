@@ -95,6 +95,20 @@ class GPU:
     interconnect: str
     confidence: str
     source: str
+    scaleup_gb_per_s: float = 0.0
+    """One direction of the GPU's scale-up link (NVLink), GB/s; 0 where there is none (the
+    GPUs of a node then talk over PCIe)."""
+
+    @property
+    def scaleout_gb_per_s(self) -> float:
+        """Scale-out (inter-node) bandwidth per GPU of the GPU's reference system, GB/s: DGX
+        H100/H200 and HGX B200 carry one 400 Gb/s NIC per GPU (NVIDIA DGX H100 datasheet), DGX
+        A100 one 200 Gb/s NIC per GPU (DGX A100 datasheet); PCIe parts 100 Gb/s class."""
+        if self.architecture in ("Hopper", "Blackwell"):
+            return 50.0
+        if self.architecture == "Ampere" and self.scaleup_gb_per_s >= 200:
+            return 25.0
+        return 12.5
 
     def supports(self, precision: str) -> bool:
         return precision in self.peak_tflops
@@ -140,6 +154,7 @@ def gpus() -> dict[str, GPU]:
             interconnect=row["scaleup_interconnect"],
             confidence=row["confidence"],
             source=row["source"],
+            scaleup_gb_per_s=(_num(row["scaleup_bw_gbps_bidir"]) or 0.0) / 2.0,
         )
     return out
 

@@ -1,9 +1,12 @@
 """``ptplan estimate``: per phase the FLOPs, tokens, memory fit and GPU-hours per GPU type.
 
-The report is a plain dict (JSON-ready, deterministic key order). GPU-hours of generation phases
-include the synchronous ``tail_factor`` unless the spec's pipeline is ``async``; the report says
-which. Precision: the one asked (``--precision``), else each phase's default (bf16, or fp16/fp32
-where the GPU lacks bf16).
+The report is a plain dict (JSON-ready, deterministic key order). Each phase is reported at its
+*reference pool*: the fewest replicas that keep every decode replica's batch full (the most
+efficient size; the planner sizes pools against deadline and price instead). Generation phases
+include the drain of each synchronous step (the batch shrinks as responses finish and the step
+waits for its longest) unless the spec's pipeline is ``async``. Training phases report the
+parallel layout chosen (tp, cp, pp, dp, ZeRO stage, offload). Precision: the one asked
+(``--precision``), else each phase's default (bf16, or fp16/fp32 where the GPU lacks bf16).
 """
 
 from __future__ import annotations
@@ -12,16 +15,18 @@ from typing import Any
 
 from optimizer.core.errors import InputError, suggest
 from optimizer.core.hardware import GPU, PRECISIONS, resolve_gpu
-from optimizer.demand.model import (
-    Demand,
-    build_demand,
+from optimizer.demand.cells import (
+    CalibrationUse,
+    DecodeCurve,
     default_precision,
     phase_cell,
     precision_options,
 )
+from optimizer.demand.model import Demand, build_demand
 from optimizer.spec.project import ProjectSpec, applied_defaults
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: reference pools, decode drain, training layouts, calibration factors (tail_factor gone)."""
 
 
 def _round(x: float, digits: int = 4) -> float:
@@ -35,7 +40,7 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                          f"{suggest(precision, PRECISIONS)}; use one of {', '.join(PRECISIONS)}")
     demand = build_demand(spec)
     chosen: list[GPU] = [resolve_gpu(n, "--gpu") for n in gpu_names]
-    tail = spec.efficiency.tail_factor if spec.pipeline != "async" else 1.0
+    synchronous = spec.pipeline != "async"
     phases: list[dict[str, Any]] = []
     totals: dict[str, float | None] = {g.name: 0.0 for g in chosen}
     total_flops = 0.0
@@ -55,22 +60,26 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                 hours_by_gpu[g.name] = None
                 totals[g.name] = None
                 continue
-            pc = phase_cell(demand, phase, g, q)
-            if not pc.fits:
+            pc = phase_cell(demand, phase, g, q, synchronous=synchronous)
+            if not pc.fits or pc.timing is None:
                 cells[g.name] = {"precision": q, "fits": False, "reason": pc.reason}
                 hours_by_gpu[g.name] = None
                 totals[g.name] = None
                 continue
-            hours = pc.gpu_hours + pc.decode_gpu_hours * (tail - 1.0)
+            hours = pc.gpu_hours
             hours_by_gpu[g.name] = _round(hours)
             if totals[g.name] is not None:
                 totals[g.name] = (totals[g.name] or 0.0) + hours
-            cells[g.name] = {
+            ref = pc.timing.reference_gpus()
+            entry: dict[str, Any] = {
                 "precision": q,
                 "fits": True,
                 "gpu_hours": _round(hours),
                 "tokens_per_second_per_gpu": _round(
                     demand.primary_tokens(phase) / (hours * 3600.0)),
+                "reference_gpus": _round(ref),
+                "busy_hours_at_reference": _round(hours / ref),
+                "latency_floor_hours": _round(pc.timing.floor_seconds * pc.timing.scale / 3600),
                 "replica_gpus": pc.replica_gpus,
                 "memory_gb_per_gpu": _round(pc.memory_gb_per_gpu),
                 "calibrated": pc.calibrated,
@@ -80,6 +89,13 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                     for name, c in pc.cells
                 },
             }
+            if pc.layout is not None:
+                entry["layout"] = pc.layout
+            for curve in pc.timing.curves:
+                entry["decode"] = _decode_report(curve, ref)
+            if pc.calibration is not None:
+                entry["calibration"] = _calibration_report(pc.calibration)
+            cells[g.name] = entry
         phases.append({
             "name": phase,
             "tokens": _round(demand.primary_tokens(phase), 6),
@@ -89,7 +105,7 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                  "flops": _round(p.flops)} for p in parts
             ],
             "gpu_hours": hours_by_gpu,
-            "tail_factor_applied": tail if phase in ("rollout", "eval") else 1.0,
+            "synchronous_drain": synchronous if phase in ("rollout", "eval") else None,
             "by_gpu": cells,
         })
     ckpt = _checkpoint(demand, chosen)
@@ -116,6 +132,36 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
         "defaults_applied": applied_defaults(spec),
         "notes": list(demand.notes),
     }
+
+
+def _decode_report(curve: DecodeCurve, ref_gpus: float) -> dict[str, Any]:
+    """How one generation run behaves at the reference pool."""
+    replicas = ref_gpus / curve.engine.gpus
+    per_replica = curve.sequences / replicas
+    run = float(curve.seconds(replicas)) / max(curve.runs, 1)
+    full = per_replica * curve.rollout.lengths.mean / curve.batch \
+        * float(curve.engine.iteration_seconds(curve.batch, curve.rollout.prompt_tokens
+                                               + curve.rollout.lengths.mean_age))
+    return {
+        "replica_gpus": curve.engine.gpus,
+        "replicas": _round(replicas),
+        "sequences_per_replica": _round(per_replica),
+        "batch_cap": curve.batch,
+        "kv_capacity_tokens": _round(curve.engine.kv_capacity_tokens),
+        "iteration_overhead_ms": _round(curve.engine.fixed_seconds * 1e3),
+        "longest_response_tokens": _round(curve.rollout.longest),
+        "length_shape": curve.rollout.lengths.shape,
+        "seconds_per_run": _round(run),
+        "seconds_per_run_if_batch_stayed_full": _round(full),
+        "drain_share": _round(max(0.0, 1.0 - full / run)) if run > 0 else 0.0,
+    }
+
+
+def _calibration_report(use: CalibrationUse) -> dict[str, Any]:
+    return {"measured_precision": use.precision,
+            "measured_tokens_per_second_per_gpu": use.measured,
+            "modelled_tokens_per_second_per_gpu": _round(use.modelled),
+            "factor": _round(use.factor)}
 
 
 def _checkpoint(demand: Demand, chosen: list[GPU]) -> dict[str, Any]:

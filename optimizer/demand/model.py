@@ -1,58 +1,45 @@
-"""The demand model: what each phase of a post-training job needs, per GPU type and precision.
+"""The demand model's parts: what each phase of a post-training job must process.
 
-Pure functions, no I/O, no solver. Notation: N = parameters (``active`` for FLOPs, total for
-memory), D = tokens, L layers, H query heads, Q head dim, T sequence length.
-
-Phases and their parts (a *step* is one rollout→update cycle; SFT steps are optimizer steps):
+Pure arithmetic on the spec, no I/O. How fast each part runs on a GPU type at a precision is in
+:mod:`optimizer.demand.cells` (inference engines: :mod:`optimizer.demand.inference`; training
+layouts: :mod:`optimizer.demand.training`; response lengths: :mod:`optimizer.demand.lengths`).
+Notation: N = parameters (``active`` for FLOPs, total for memory), D = tokens, L layers,
+H query heads, Q head dim, T sequence length.
 
 ===========  =================================================================================
-rollout      policy (student) generation: ``prefill`` 2N per prompt token, ``decode`` via the
-             memory-bandwidth roofline (below), prompts × samples × oversample_factor sequences
+rollout      policy (student) generation: ``prefill`` 2N per prompt token (once per prompt with
+             prefix caching, else once per sample), ``decode`` of prompts × samples ×
+             oversample_factor sequences with the response-length distribution
 scoring      forward passes of other models over prompt + response: ``reference`` (2N_policy),
              ``reward`` (2N_rm), ``teacher`` (2N_teacher, OPD: every token)
 update       ``actor`` training 6N per token (4N LoRA), ``old_logprob`` forward 2N, PPO
              ``critic`` training and ``critic_values`` forward; training × update_epochs
-eval         generation with the policy every ``eval.every_steps`` steps (same roofline)
+eval         generation with the policy every ``eval.every_steps`` steps (fixed length)
 checkpoint   write stalls: bytes = N × (2 + (adam_bytes_per_param − 4) with optimizer state)
              / write bandwidth
 ===========  =================================================================================
 
-Formulas (sources in ``docs/demand-model.md``):
-
-* Training FLOPs/token = 6N + 12·L·H·Q·T (PaLM App. B attention term; off with
-  ``efficiency.attention_flops: false``), T the mean sequence; LoRA 4N + 12LHQT.
-  Throughput/GPU = peak(precision) × MFU / model FLOPs per token. MFU is model-FLOPs
-  utilisation as published (the recompute forward of full activation recomputation is one of
-  the things that keep it below 1, so it is not counted again).
-* Forward (scoring, prefill): 2N + 4LHQT per token at ``prefill_efficiency`` of peak.
-* Decode, per replica of g GPUs with batch B and mean context S = prompt + response/2::
-
-      t_step = max((W + B·S·kv) / (g·BW·MBU), 2·N_active·B / (g·peak·eff)),  tokens/s = B / t_step
-      kv = 2·L·kv_heads·head_dim·bytes,  B ≤ (g·HBM·util − W) / (S·kv),  B ≤ max_batch_per_replica
-
-  g is the smallest power of two whose HBM leaves ≥ 20 % for KV after weights. Synchronous
-  pipelines wait for the longest response: decode time × ``tail_factor`` (not for async).
-* Training memory: N × adam_bytes_per_param (16: bf16 weights + grads, fp32 master + Adam m, v)
-  sharded over the replica (FSDP/ZeRO-3) plus activations per GPU (Korthikanti et al.): full
-  recompute 2·s·b·h·L, selective s·b·h·L·34, none s·b·h·L·(34 + 5·a·s/h) bytes. LoRA: 2 bytes
-  per frozen param + 16 per adapter param, adapter params ≈ 20·r·h·L (q,k,v,o,gate,up,down).
-* Measured numbers beat formulas: a ``calibration`` entry (phase, GPU, precision) replaces the
-  whole phase's throughput with the measured tokens/s per GPU (rollout/eval: generated tokens;
-  scoring: scored tokens; update: trained tokens); memory fit still comes from the model.
+Training FLOPs/token = 6N + 12·L·H·Q·T (PaLM App. B); forward 2N + 4·L·H·Q·T. Sources for
+every term: ``docs/demand-model.md``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from optimizer.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, KV_BYTES, PRECISIONS
-from optimizer.spec.project import ModelBlock, ProjectSpec
+from optimizer.core.hardware import BYTES_PER_PARAM
+from optimizer.demand import lengths as ld
+from optimizer.demand.lengths import LengthDist
+from optimizer.spec.project import ModelBlock, ProjectSpec, quantile_knots
 
 GB = 1e9
 KV_HEADROOM = 0.2
 """Fraction of usable HBM that must stay free for the KV cache when sizing a decode replica."""
 MAX_REPLICA_GPUS = 64
+"""Largest inference replica (vLLM TP64 is the largest published RL rollout replica: NeMo RL
+DeepSeek-V3 DAPO); training replicas are bounded by optimizer.demand.training.MAX_TRAIN_GPUS."""
 TRAIN_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 """int8 is an inference format: no int8 training."""
 
@@ -78,6 +65,14 @@ class Part:
     """Count the attention FLOPs term (``efficiency.attention_flops``)."""
     max_seq_tokens: int = 0
     """Longest sequence (activation memory, per-step latency); 0 means ``seq_tokens``."""
+    lengths: LengthDist | None = None
+    """Decode: the response-length distribution of one generation run."""
+    run_sequences: float = 0.0
+    """Decode: sequences generated together in one run (a rollout step, an eval run)."""
+    runs: int = 0
+    """Decode: synchronous runs (rollout steps, eval runs)."""
+    prompt_tokens: float = 0.0
+    """Decode: prompt tokens per sequence (context before the first generated token)."""
 
     @property
     def longest(self) -> int:
@@ -112,8 +107,17 @@ class Cell:
     replica_gpus: int = 0
     memory_gb_per_gpu: float = 0.0
     batch: int = 0
-    bound: str = ""  # compute | memory-bandwidth | calibrated
+    bound: str = ""  # compute | memory-bandwidth
     reason: str = ""
+    layout: Any = None
+    """Training parts: the :class:`optimizer.demand.training.Layout` chosen."""
+    single_seconds: float = 0.0
+    """Training parts: one longest micro-batch's forward + backward through the layout."""
+    engine: Any = None
+    """Decode parts: the :class:`optimizer.demand.inference.Engine` replica."""
+    curve: Any = None
+    """Training parts: the :class:`optimizer.demand.training.LayoutCurve` (the fastest layout
+    at each pool size)."""
 
     @property
     def gpu_seconds(self) -> float:  # per token
@@ -130,6 +134,9 @@ class Demand:
     steps: int
     notes: tuple[str, ...] = field(default=())
     eval_runs: int = 0
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
+    """Phase rates already computed for this demand (:func:`optimizer.demand.rates.phase_rates`
+    is pure in its arguments; the planner asks for the same cells from several layouts)."""
 
     def phase_parts(self, phase: str) -> tuple[Part, ...]:
         return tuple(p for p in self.parts if p.phase == phase)
@@ -178,11 +185,16 @@ def build_demand(spec: ProjectSpec) -> Demand:
         generated_seqs = trained_seqs * spec.oversample_factor
         seq = d.prompt_tokens + d.response_tokens
         max_seq = d.prompt_tokens + spec.max_response_tokens
-        context = d.prompt_tokens + d.response_tokens / 2.0
+        lengths = response_lengths(spec)
+        context = d.prompt_tokens + lengths.mean_age
+        per_step = d.prompts_per_step * d.samples_per_prompt * spec.oversample_factor
         parts.append(Part("rollout", "prefill", "policy", "prefill",
-                          generated_seqs * d.prompt_tokens, policy, d.prompt_tokens))
+                          d.steps * prefill_sequences(spec) * d.prompt_tokens, policy,
+                          d.prompt_tokens))
         parts.append(Part("rollout", "decode", "policy", "decode",
-                          generated_seqs * d.response_tokens, policy, max_seq, context))
+                          generated_seqs * d.response_tokens, policy, max_seq, context,
+                          lengths=lengths, run_sequences=per_step, runs=d.steps,
+                          prompt_tokens=d.prompt_tokens))
         if spec.uses_reference:
             parts.append(Part("scoring", "reference", "reference", "forward",
                               trained_seqs * seq, policy, seq, max_seq_tokens=max_seq))
@@ -218,7 +230,10 @@ def build_demand(spec: ProjectSpec) -> Demand:
             parts.append(Part("eval", "prefill", "policy", "prefill", seqs * prompt, policy,
                               prompt))
             parts.append(Part("eval", "decode", "policy", "decode", seqs * e.response_tokens,
-                              policy, prompt + e.response_tokens, prompt + e.response_tokens / 2))
+                              policy, prompt + e.response_tokens, prompt + e.response_tokens / 2,
+                              lengths=ld.fixed(e.response_tokens),
+                              run_sequences=e.prompts * e.samples_per_prompt, runs=runs,
+                              prompt_tokens=prompt))
     if not eff.attention_flops:
         parts = [replace(p, attention=False) for p in parts]
     n_ckpt = steps // spec.checkpoint_every_steps
@@ -233,6 +248,33 @@ def build_demand(spec: ProjectSpec) -> Demand:
         notes=tuple(notes),
         eval_runs=eval_runs,
     )
+
+
+def response_lengths(spec: ProjectSpec) -> LengthDist:
+    """The rollout's response-length distribution (:mod:`optimizer.demand.lengths`)."""
+    d = spec.data
+    mean, cap = float(d.response_tokens or 1), float(spec.max_response_tokens)
+    r = d.response_length
+    if r is not None and r.histogram:
+        return ld.from_histogram([(float(t), float(s)) for t, s in r.histogram], cap)
+    knots = quantile_knots(r, int(cap)) if r is not None else None
+    if knots is not None:
+        return ld.from_quantiles(knots, cap)
+    return ld.with_truncation(mean, cap, r.truncated_share if r is not None else 0.0)
+
+
+def prefill_sequences(spec: ProjectSpec) -> float:
+    """Prompt prefills per step: with prefix caching the samples of one prompt share it (vLLM
+    caches full 16-token blocks, so each further sample re-prefills at most the last partial
+    block plus one block: (P mod 16) + 16 tokens); without it every sample prefills."""
+    d = spec.data
+    assert d.prompts_per_step and d.samples_per_prompt and d.prompt_tokens
+    groups = d.prompts_per_step * spec.oversample_factor
+    n = d.samples_per_prompt
+    if not spec.efficiency.prefix_caching or n == 1:
+        return groups * n
+    tail = min(d.prompt_tokens, d.prompt_tokens % 16 + 16) / d.prompt_tokens
+    return groups * (1.0 + (n - 1) * tail)
 
 
 def lora_params(model: ModelBlock, rank: int) -> float:
@@ -258,256 +300,3 @@ def checkpoint_gb(spec: ProjectSpec) -> float:
     return total / GB
 
 
-# ---------------------------------------------------------------------------- per-cell model
-def precision_options(phase: str) -> tuple[str, ...]:
-    return TRAIN_PRECISIONS if phase == "update" else PRECISIONS
-
-
-def _usable_bytes(gpu: GPU, spec: ProjectSpec) -> float:
-    return gpu.memory_gb * GB * spec.efficiency.gpu_memory_utilization
-
-
-def _peak(gpu: GPU, precision: str) -> float:
-    return gpu.peak_tflops[precision] * 1e12
-
-
-def _kv_bytes_per_token(model: ModelBlock, precision: str) -> float:
-    return 2.0 * model.layers * model.kv_heads * model.head_dim * KV_BYTES[precision]
-
-
-def train_memory(part: Part, precision: str, spec: ProjectSpec) -> tuple[float, float]:
-    """(sharded state bytes for the whole replica, activation bytes per GPU)."""
-    m = part.model
-    eff = spec.efficiency
-    n = m.params_b * 1e9
-    if part.lora_rank:
-        state = n * 2.0 + lora_params(m, part.lora_rank) * eff.adam_bytes_per_param
-    else:
-        state = n * eff.adam_bytes_per_param
-    s, b, h, layers = part.longest, eff.micro_batch_size, m.hidden_size, m.layers
-    act_scale = BYTES_PER_PARAM[precision] / 2.0  # formulas are for 16-bit activations
-    if eff.activation_recompute == "full":
-        act = 2.0 * s * b * h * layers
-    elif eff.activation_recompute == "selective":
-        act = s * b * h * layers * 34.0
-    else:
-        act = s * b * h * layers * (34.0 + 5.0 * m.query_heads * s / h)
-    return state, act * max(act_scale, 0.5)
-
-
-def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: int = 0) -> Cell:
-    """Throughput per GPU and memory fit of ``part`` on ``gpu`` at ``precision``.
-
-    ``replica_gpus`` > 0 forces the replica size (used when a replica spans whole nodes).
-    """
-    if not gpu.supports(precision):
-        return Cell(False, reason=f"{gpu.name} has no {precision} support")
-    if part.kind == "train" and precision not in TRAIN_PRECISIONS:
-        return Cell(False, reason=f"{precision} is an inference format; train in "
-                                  f"{', '.join(TRAIN_PRECISIONS)}")
-    eff = spec.efficiency
-    usable = _usable_bytes(gpu, spec)
-    peak = _peak(gpu, precision)
-    if part.kind == "train":
-        state, act = train_memory(part, precision, spec)
-        if act >= usable:
-            return Cell(False, reason=f"activations of one {part.longest}-token sequence "
-                                      f"({act / GB:.1f} GB) exceed {gpu.name} usable HBM")
-        need = max(1, math.ceil(state / (usable - act)))
-        if replica_gpus and replica_gpus < need:
-            return Cell(False, reason=f"training state needs {need} GPUs per replica; "
-                                      f"{replica_gpus} given")
-        g = replica_gpus or need
-        # MFU counts model FLOPs (6N + attention): the recompute forward is part of what
-        # lowers achieved MFU, as in the published figures the defaults come from.
-        mfu = eff.train_mfu if spec.method == "sft" else eff.rl_train_mfu
-        return Cell(True, peak * mfu / part.flops_per_token, g, (state / g + act) / GB,
-                    eff.micro_batch_size, "compute")
-    weights = part.model.params_b * 1e9 * BYTES_PER_PARAM[precision]
-    if part.kind in ("forward", "prefill"):
-        need = _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
-        if replica_gpus and replica_gpus * usable * (1 - KV_HEADROOM) < weights:
-            shown = need if need <= MAX_REPLICA_GPUS else f"more than {MAX_REPLICA_GPUS}"
-            return Cell(False, reason=f"weights need {shown} GPUs per replica; "
-                                      f"{replica_gpus} given")
-        g = replica_gpus or need
-        if g > MAX_REPLICA_GPUS:
-            return Cell(False, reason=f"weights need more than {MAX_REPLICA_GPUS} GPUs")
-        tps = peak * eff.prefill_efficiency / part.flops_per_token
-        return Cell(True, tps, g, weights / g / GB, 0, "compute")
-    # decode
-    kv_tok = _kv_bytes_per_token(part.model, precision)
-    s = part.context_tokens
-    g = replica_gpus or _pow2_at_least(weights / (usable * (1 - KV_HEADROOM)))
-    while True:
-        if g > MAX_REPLICA_GPUS:
-            return Cell(False, reason=f"weights and one {s:.0f}-token KV cache need more than "
-                                      f"{MAX_REPLICA_GPUS} GPUs")
-        free = g * usable - weights
-        batch = min(int(free // (s * kv_tok)) if free > 0 else 0, eff.max_batch_per_replica)
-        if batch >= 1 or replica_gpus:
-            break
-        g *= 2
-    if batch < 1:
-        return Cell(False, reason="no room for one sequence's KV cache")
-    bw = g * gpu.mem_bw_tbps * 1e12 * eff.decode_mbu
-    t_mem = (weights + batch * s * kv_tok) / bw
-    t_cmp = batch * part.flops_per_token / (g * peak * eff.decode_compute_efficiency)
-    t_step = max(t_mem, t_cmp)
-    bound = "memory-bandwidth" if t_mem >= t_cmp else "compute"
-    return Cell(True, batch / t_step / g, g, (weights + batch * s * kv_tok) / g / GB, batch, bound)
-
-
-def _pow2_at_least(x: float) -> int:
-    """Smallest power of two >= x, capped at 2 x MAX_REPLICA_GPUS (x may be inf: no hang)."""
-    g = 1
-    while g < x and g <= MAX_REPLICA_GPUS:
-        g *= 2
-    return g
-
-
-def calibrated_rate(spec: ProjectSpec, phase: str, gpu: str, precision: str) -> float | None:
-    for c in spec.calibration:
-        if c.phase == phase and c.gpu == gpu and c.precision == precision:
-            return c.tokens_per_second_per_gpu
-    return None
-
-
-@dataclass(frozen=True)
-class PhaseCell:
-    """A phase on one (GPU, precision): GPU-seconds, memory fit and the parts' cells."""
-
-    phase: str
-    gpu: str
-    precision: str
-    fits: bool
-    gpu_hours: float
-    """Busy GPU-hours without tail factor or spot overhead."""
-    decode_gpu_hours: float
-    """The part of ``gpu_hours`` that a synchronous tail factor inflates."""
-    replica_gpus: int
-    memory_gb_per_gpu: float
-    calibrated: bool
-    reason: str = ""
-    cells: tuple[tuple[str, Cell], ...] = ()
-
-
-def _fallback_cell(part: Part, gpu: GPU, spec: ProjectSpec, replica_gpus: int) -> Cell | None:
-    """The fastest fitting cell of ``part`` at bf16 or better (fp16/fp32 where no bf16)."""
-    best: Cell | None = None
-    for q in ("bf16", "fp16", "fp32"):
-        if gpu.supports(q):
-            c = cell(part, gpu, q, spec, replica_gpus)
-            if c.fits and (best is None or
-                           c.tokens_per_second_per_gpu > best.tokens_per_second_per_gpu):
-                best = c
-    return best
-
-
-def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str,
-               replica_gpus: int = 0, fallback: dict[str, float] | None = None) -> PhaseCell:
-    """Combine a phase's parts on one (GPU, precision). Replica = the largest part replica.
-
-    ``fallback`` maps a model role (``teacher``, ``reward``) to the share of its work that must
-    run at bf16 or better: below-bf16 cells of that part take (1 − f) of the tokens at
-    ``precision`` and f at the fastest high precision that fits."""
-    spec = demand.spec
-    parts = demand.phase_parts(phase)
-    cells: list[tuple[str, Cell]] = []
-    shares: list[tuple[float, Cell | None]] = []
-    for part in parts:
-        c = cell(part, gpu, precision, spec, replica_gpus)
-        cells.append((part.name, c))
-        if not c.fits:
-            return PhaseCell(phase, gpu.name, precision, False, math.inf, 0.0, 0, 0.0, False,
-                             f"{phase}.{part.name}: {c.reason}", tuple(cells))
-        f = (fallback or {}).get(part.role, 0.0)
-        if f > 0 and not is_high_precision(precision):
-            hp = _fallback_cell(part, gpu, spec, replica_gpus)
-            if hp is None:
-                return PhaseCell(phase, gpu.name, precision, False, math.inf, 0.0, 0, 0.0,
-                                 False, f"{phase}.{part.name}: its high-precision fallback "
-                                 f"share needs bf16 or better, which does not fit {gpu.name}",
-                                 tuple(cells))
-            shares.append((f, hp))
-            cells.append((f"{part.name}@fallback", hp))
-        else:
-            shares.append((0.0, None))
-    replica = max((c.replica_gpus for _, c in cells), default=1)
-    memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
-    measured = calibrated_rate(spec, phase, gpu.name, precision)
-    if measured is not None:
-        hours = demand.primary_tokens(phase) / measured / 3600.0
-        decode = hours if phase in ("rollout", "eval") else 0.0
-        return PhaseCell(phase, gpu.name, precision, True, hours, decode, replica, memory, True,
-                         cells=tuple(cells))
-    hours = 0.0
-    decode = 0.0
-    main_cells = [c for name, c in cells if not name.endswith("@fallback")]
-    for part, c, (f, hp) in zip(parts, main_cells, shares, strict=True):
-        h = (1.0 - f) * part.tokens / c.tokens_per_second_per_gpu / 3600.0
-        if hp is not None:
-            h += f * part.tokens / hp.tokens_per_second_per_gpu / 3600.0
-        hours += h
-        if part.kind == "decode":
-            decode += h
-    return PhaseCell(phase, gpu.name, precision, True, hours, decode, replica, memory, False,
-                     cells=tuple(cells))
-
-
-def latency_floor_hours(demand: Demand, phase: str, gpu: GPU, precision: str,
-                        replica_gpus: int = 0) -> float:
-    """The least time a phase can take however many nodes it gets: work inside a step is
-    sequential.
-
-    * rollout: each step waits for its longest response, generated token by token:
-      steps × max_response_tokens × t_token, t_token = (W + S·kv) / (g·BW·MBU) (batch 1);
-      eval: runs × eval.response_tokens × t_token.
-    * scoring and update: each step needs at least one sequence's forward (and, for the
-      update, forward + backward for each of update_epochs × mini_batches_per_step optimizer
-      steps) on one replica.
-    """
-    spec = demand.spec
-    eff = spec.efficiency
-    parts = demand.phase_parts(phase)
-    if not parts:
-        return 0.0
-    if phase in ("rollout", "eval"):
-        decode = next(p for p in parts if p.kind == "decode")
-        c = cell(decode, gpu, precision, spec, replica_gpus)
-        if not c.fits:
-            return math.inf
-        g = c.replica_gpus
-        weights = decode.model.params_b * 1e9 * BYTES_PER_PARAM[precision]
-        kv = _kv_bytes_per_token(decode.model, precision) * decode.context_tokens
-        t_token = (weights + kv) / (g * gpu.mem_bw_tbps * 1e12 * eff.decode_mbu)
-        if phase == "rollout":
-            runs, longest = demand.steps, spec.max_response_tokens
-        else:
-            assert spec.eval is not None
-            runs, longest = demand.eval_runs, spec.eval.response_tokens
-        return runs * longest * t_token / 3600.0
-    seconds = 0.0
-    inner = spec.update_epochs * (spec.data.mini_batches_per_step or 1) \
-        if spec.method != "sft" else 1
-    for part in parts:
-        c = cell(part, gpu, precision, spec, replica_gpus)
-        if not c.fits:
-            return math.inf
-        if part.kind == "train":
-            seconds += inner * part.longest / c.tokens_per_second_per_gpu
-        else:
-            seconds += part.longest / (c.tokens_per_second_per_gpu * c.replica_gpus)
-    return demand.steps * seconds / 3600.0
-
-
-def default_precision(gpu: GPU, phase: str) -> str | None:
-    """bf16 where supported, else fp16, else fp32 (the estimate's default)."""
-    for p in ("bf16", "fp16", "fp32"):
-        if gpu.supports(p) and p in precision_options(phase):
-            return p
-    return None
-
-
-def is_high_precision(precision: str) -> bool:
-    return precision in HIGH_PRECISIONS

@@ -8,10 +8,13 @@ the verifier (:mod:`optimizer.plan.verify`) when it recomputes a plan's demand.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from optimizer.core.hardware import GPU
-from optimizer.demand.model import Demand, latency_floor_hours, phase_cell, precision_options
+from optimizer.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, precision_options
+from optimizer.demand.model import Demand
 from policies.model import Policy, default_policy
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
@@ -20,26 +23,54 @@ GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
 
 @dataclass(frozen=True)
 class PhaseRate:
-    """Node-hours for a phase's whole work on one effective node of a shape, at a precision."""
+    """A phase on one node shape at one precision: busy hours as a function of the nodes that
+    run it (decode steps drain, so generation is not linear in nodes), and its floor."""
 
     phase: str
     precision: str
     node_hours: float
+    """Busy node-hours at the reference pool (every decode replica full; ``estimate``)."""
     nodes_per_replica: int
     replica_gpus: int
     gpu_hours: float
     calibrated: bool
     floor_hours: float = 0.0
     """Least busy time whatever the node count (sequential work inside each step)."""
+    timing: Timing | None = field(default=None, compare=False, repr=False)
+    usable_gpus: int = 0
+    """GPUs of each node that the phase uses (whole replicas)."""
+    layout: dict[str, int | bool] | None = None
+    """Training: the parallel layout on a pool within one node."""
+    layout_multinode: dict[str, int | bool] | None = None
+    """Training: the layout on a pool that spans nodes."""
+    calibration: CalibrationUse | None = None
+
+    def layout_for(self, nodes: float) -> dict[str, int | bool] | None:
+        """The training layout the phase runs with on ``nodes`` nodes (None: no training)."""
+        if self.timing is None or not self.timing.train:
+            return self.layout
+        cell = self.timing.train[0][1].at(nodes * self.usable_gpus)
+        return cell.layout.as_dict() if cell.layout is not None else None
 
     def busy(self, effective_nodes: float) -> float:
-        return max(self.node_hours / effective_nodes, self.floor_hours)
+        return float(self.busy_array(np.asarray([effective_nodes], dtype=float))[0])
+
+    def busy_array(self, effective_nodes: np.ndarray) -> np.ndarray:
+        """Busy hours on ``effective_nodes`` nodes (fractional: spot nodes lose a share)."""
+        if self.timing is None:
+            return np.maximum(self.node_hours / effective_nodes, self.floor_hours)
+        return self.timing.busy_seconds(effective_nodes * self.usable_gpus) / 3600.0
+
+    def node_hours_at(self, effective_nodes: float) -> float:
+        """Busy node-hours on that many effective nodes (tokens per node-hour = tokens / this)."""
+        return self.busy(effective_nodes) * effective_nodes
 
 
 def allowed_precisions(demand: Demand, phase: str, policy: Policy | None = None
                        ) -> tuple[str, ...]:
     """Precisions a phase may use: what the phase supports ∩ the spec's ``precisions`` (eval
-    follows rollout when it has no entry) ∩ the policy's."""
+    follows rollout when it has no entry; the update defaults to bf16, or fp16/fp32 on GPUs
+    without bf16, which :func:`phase_rates` applies per GPU) ∩ the policy's."""
     policy = policy or default_policy()
     allowed = precision_options(phase)
     spec_p = demand.spec.precisions or {}
@@ -53,20 +84,47 @@ def allowed_precisions(demand: Demand, phase: str, policy: Policy | None = None
     return allowed
 
 
+def gpu_precisions(demand: Demand, phase: str, gpu: GPU, policy: Policy | None = None
+                   ) -> tuple[str, ...]:
+    """The allowed precisions this GPU runs the phase in. Without a spec entry for the update,
+    training is bf16 (what veRL, OpenRLHF, NeMo RL and Megatron train in), or the best 16/32-bit
+    format a GPU without bf16 has; fp16 and fp8 training are opt-in via ``precisions.update``."""
+    allowed = tuple(q for q in allowed_precisions(demand, phase, policy) if gpu.supports(q))
+    if phase == "update" and "update" not in (demand.spec.precisions or {}):
+        if "bf16" in allowed:
+            return ("bf16",)
+        fallback = [q for q in ("fp16", "fp32") if q in allowed]
+        return tuple(fallback[:1])
+    return allowed
+
+
 def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
-                policy: Policy | None = None) -> list[PhaseRate]:
-    """Per allowed precision that fits: node-hours on one node of ``gpn`` GPUs (with the
-    policy's high-precision fallback share for teacher and reward scoring)."""
+                policy: Policy | None = None, colocated: bool = False) -> list[PhaseRate]:
+    """Per allowed precision that fits: the phase's timing on nodes of ``gpn`` GPUs (with the
+    policy's high-precision fallback share for teacher and reward scoring). ``tail``: the
+    layout is synchronous (each step waits for its longest response); ``colocated``: the rollout
+    engine shares the GPUs with resident training state."""
     policy = policy or default_policy()
+    synchronous = tail if phase in GEN_PHASES else True
+    together = colocated and demand.spec.method != "sft"
+    key = (phase, gpu.name, gpn, synchronous, together, policy.model_dump_json())
+    hit = demand.memo.get(key)
+    if hit is None:
+        hit = demand.memo[key] = _phase_rates(demand, phase, gpu, gpn, synchronous, policy,
+                                              together)
+    return list(hit)
+
+
+def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, policy: Policy,
+                 colocated: bool) -> list[PhaseRate]:
     out: list[PhaseRate] = []
-    tail_factor = demand.spec.efficiency.tail_factor if tail else 1.0
     fallback: dict[str, float] | None = (
         {str(k): v for k, v in policy.high_precision_fallback.items()}
         if phase == "scoring" else None)
-    for q in allowed_precisions(demand, phase, policy):
-        if not gpu.supports(q):
-            continue
-        pc = phase_cell(demand, phase, gpu, q, fallback=fallback)
+    cond = Conditions(gpn, colocated,
+                      bool(getattr(policy, "kv_cache_fp8", False)))
+    for q in gpu_precisions(demand, phase, gpu, policy):
+        pc = phase_cell(demand, phase, gpu, q, fallback=fallback, cond=cond, synchronous=tail)
         if not pc.fits:
             continue
         g = pc.replica_gpus
@@ -76,14 +134,18 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
             else:
                 npr = math.ceil(g / gpn)
                 pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn,
-                                fallback=fallback)
+                                fallback=fallback, cond=cond, synchronous=tail)
                 if not pc.fits:
                     continue
                 usable = gpn
         else:
             npr, usable = math.ceil(g / gpn), gpn
-        busy_gpu_hours = pc.gpu_hours + pc.decode_gpu_hours * (tail_factor - 1.0)
-        floor = latency_floor_hours(demand, phase, gpu, q, pc.replica_gpus)
-        out.append(PhaseRate(phase, q, busy_gpu_hours / usable, npr, pc.replica_gpus,
-                             busy_gpu_hours, pc.calibrated, floor))
+        assert pc.timing is not None
+        ref_gpus = pc.timing.reference_gpus()
+        ref_nodes = ref_gpus / usable
+        busy_ref = float(pc.timing.busy_seconds(ref_nodes * usable)) / 3600.0
+        out.append(PhaseRate(phase, q, busy_ref * ref_nodes, npr, pc.replica_gpus,
+                             busy_ref * ref_gpus, pc.calibrated,
+                             pc.timing.floor_seconds * pc.timing.scale / 3600.0, pc.timing,
+                             usable, pc.layout, pc.layout_multinode, pc.calibration))
     return out

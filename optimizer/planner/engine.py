@@ -27,7 +27,8 @@ from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
 from optimizer.costs.network import network_model
 from optimizer.costs.storage import StorageModel, data_classes, weights_gb
-from optimizer.demand.model import Demand, build_demand, phase_cell
+from optimizer.demand.cells import phase_cell
+from optimizer.demand.model import Demand, build_demand
 from optimizer.planner.candidates import PoolOption, filter_offers, layouts
 from optimizer.planner.capacity import resolve
 from optimizer.planner.fills import fill_variants

@@ -9,6 +9,7 @@ output. Field reference: ``docs/spec.md``.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -50,6 +51,17 @@ class ModelBlock(_Strict):
     head_dim: Count
     heads: Count | None = None
     """Query heads; defaults to hidden_size / head_dim (used by the attention FLOPs term)."""
+    experts_per_token: Count | None = None
+    """MoE: experts each token is routed to (top-k; default 8 when active < total params).
+    Each routed token crosses the expert-parallel all-to-all (docs/demand-model.md)."""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.active_params_b is not None and self.active_params_b < self.params_b
+
+    @property
+    def routed_experts(self) -> int:
+        return (self.experts_per_token or 8) if self.is_moe else 0
 
     @model_validator(mode="after")
     def _active_le_total(self) -> ModelBlock:
@@ -84,6 +96,36 @@ PlaceRef = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$", ma
 """``provider:region``, e.g. ``aws:us-east-1``."""
 
 
+class ResponseLength(_Strict):
+    """The shape of the response-length distribution (its mean is ``data.response_tokens`` and
+    its cap ``data.max_response_tokens``). Give quantiles, or a histogram, or neither (then the
+    maximum-entropy shape for that mean and cap is used); ``truncated_share`` puts that share of
+    responses at the cap (overlong cut-offs)."""
+
+    p50: Count | None = None
+    p90: Count | None = None
+    p99: Count | None = None
+    histogram: list[tuple[Count, Annotated[float, Field(gt=0, strict=False)]]] | None = None
+    """``[[tokens, share], ...]``: shares are normalised to sum to one."""
+    truncated_share: Annotated[float, Field(ge=0, lt=1, strict=True)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> ResponseLength:
+        quant = [q for q in (self.p50, self.p90, self.p99) if q is not None]
+        if quant and self.histogram:
+            raise ValueError("response_length: give quantiles (p50/p90/p99) or a histogram, "
+                             "not both")
+        if self.truncated_share and (quant or self.histogram):
+            raise ValueError("response_length.truncated_share shapes the default distribution; "
+                             "with quantiles or a histogram put the cap's share in them instead")
+        if quant != sorted(quant):
+            raise ValueError(f"response_length: quantiles must not decrease (p50 <= p90 <= "
+                             f"p99), got {quant}")
+        if self.histogram is not None and not self.histogram:
+            raise ValueError("response_length.histogram is empty; give [[tokens, share], ...]")
+        return self
+
+
 class Data(_Strict):
     source: PlaceRef | None = None
     """Where the dataset lives (``provider:region``); staging it to the region that reads it
@@ -101,6 +143,9 @@ class Data(_Strict):
     prompt_tokens: Count | None = None
     response_tokens: Count | None = None
     max_response_tokens: Count | None = None
+    response_length: ResponseLength | None = None
+    """Shape of the response-length distribution (docs/spec.md): quantiles, a histogram or a
+    truncated share; default the maximum-entropy shape for the mean and the cap."""
     oversample_factor: Annotated[float, Field(ge=1, le=10, strict=True)] | None = None
     """Generated samples per trained sample (DAPO dynamic sampling filters groups)."""
     update_epochs: Count | None = None
@@ -118,6 +163,7 @@ RL_FIELDS = (
     "prompt_tokens",
     "response_tokens",
     "max_response_tokens",
+    "response_length",
     "oversample_factor",
     "update_epochs",
     "mini_batches_per_step",
@@ -183,12 +229,53 @@ class Placement(_Strict):
 class Efficiency(_Strict):
     """Efficiency and system parameters of the demand model; each has a documented source."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tail_factor" in data:
+            raise ValueError("efficiency.tail_factor was replaced by the rollout drain model; "
+                             "remove it and describe the response lengths in "
+                             "data.response_length (quantiles, histogram or truncated_share)")
+        return data
+
     train_mfu: Fraction = 0.35
-    rl_train_mfu: Fraction = 0.25
+    rl_train_mfu: Fraction = 0.22
     prefill_efficiency: Fraction = 0.5
     decode_mbu: Fraction = 0.6
     decode_compute_efficiency: Fraction = 0.5
-    tail_factor: Annotated[float, Field(ge=1, le=5, strict=True)] = 1.5
+    decode_step_overhead_ms: Annotated[float, Field(ge=0, le=1000, strict=False)] = 2.0
+    """Fixed cost of one decode iteration: scheduling, sampling, log-prob gather, host work."""
+    cuda_graphs: bool = True
+    """Decode runs captured CUDA graphs (veRL, NeMo RL); false: eager kernel launches
+    (OpenRLHF's hybrid-engine recipes pass --vllm.enforce_eager)."""
+    eager_launch_us_per_layer: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 45.0
+    tp_allreduce_us_intra_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 10.0
+    tp_allreduce_us_inter_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 30.0
+    prefix_caching: bool = True
+    """The engine prefills a prompt once for all its samples (vLLM automatic prefix caching:
+    on in veRL, off by default in OpenRLHF and NeMo RL)."""
+    colocated_rollout_memory_fraction: Fraction = 0.5
+    """Colocated layouts: the share of HBM the rollout engine gets (veRL
+    rollout.gpu_memory_utilization default 0.5); training state resident meanwhile must fit in
+    the rest."""
+    gemm_time_share: Fraction = 0.7
+    """Share of compute-bound time spent in GEMMs at 16 bit; only this share speeds up at fp8 or
+    int8 (Amdahl)."""
+    internode_gb_per_s_per_gpu: Amount | None = None
+    """Scale-out network per GPU; default from the GPU's reference system (DGX H100/H200/B200:
+    8 x 400 Gb/s = 50 GB/s per GPU; DGX A100: 8 x 200 Gb/s = 25 GB/s; others 12.5 GB/s)."""
+    pcie_gb_per_s: Amount = 32.0
+    cpu_adam_b_params_per_s: Amount = 0.4
+    train_backend: Literal["auto", "fsdp", "megatron"] = "auto"
+    """Training layouts considered: fsdp (FSDP/DeepSpeed ZeRO-3: data parallel, Ulysses
+    sequence parallel; veRL's and OpenRLHF's default), megatron (TP, PP, CP with the
+    distributed optimizer), auto (the faster that fits)."""
+    optimizer_offload: Literal["auto", "always", "never"] = "auto"
+    param_offload: bool = False
+    """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
+    backward pass fetches each GPU's parameter shard from host memory over PCIe."""
+    """auto: offload the optimizer state to CPU only where no layout fits otherwise; always:
+    as DeepSpeed ``offload_optimizer`` / OpenRLHF ``--adam_offload`` recipes do."""
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
@@ -275,6 +362,8 @@ class ProjectSpec(_Strict):
                 f"data.max_response_tokens {d.max_response_tokens} is below the mean "
                 f"response_tokens {d.response_tokens}; the maximum must be at least the mean"
             )
+        if d.response_length is not None and d.response_tokens is not None:
+            _check_lengths(d.response_length, d.response_tokens, self.max_response_tokens)
         if self.precisions:
             for phase, allowed in self.precisions.items():
                 if not allowed:
@@ -364,6 +453,40 @@ class ProjectSpec(_Strict):
         return self.model.lora_rank or 16
 
 
+def _check_lengths(r: ResponseLength, mean: int, cap: int) -> None:
+    """Quantiles and histograms must respect the cap and imply the stated mean (±10 %)."""
+    field = "data.response_length"
+    if r.truncated_share and r.truncated_share * cap > mean:
+        raise ValueError(f"{field}.truncated_share {r.truncated_share}: that share at the cap "
+                         f"{cap} alone exceeds the mean response_tokens {mean}; lower it")
+    if r.histogram:
+        if max(t for t, _ in r.histogram) > cap:
+            raise ValueError(f"{field}.histogram has lengths above max_response_tokens {cap}; "
+                             "raise the cap or fix the bins")
+        total = sum(s for _, s in r.histogram)
+        implied = sum(t * s for t, s in r.histogram) / total
+    else:
+        knots = quantile_knots(r, cap)
+        if knots is None:
+            return
+        if knots[-2][1] > cap:
+            raise ValueError(f"{field}: quantile {knots[-2][1]} exceeds max_response_tokens "
+                             f"{cap}; raise the cap or fix the quantiles")
+        implied = sum((u1 - u0) * (a + b) / 2 for (u0, a), (u1, b) in pairwise(knots))
+    if abs(implied - mean) > 0.1 * mean:
+        raise ValueError(f"{field} implies a mean of {implied:.0f} tokens but "
+                         f"data.response_tokens is {mean}; make them agree within 10 %")
+
+
+def quantile_knots(r: ResponseLength, cap: int) -> list[tuple[float, float]] | None:
+    """(u, length) knots of the piecewise-linear quantile function, or None without
+    quantiles: (0, 1), the given p50/p90/p99, and (1, cap)."""
+    given = [(u, q) for u, q in ((0.5, r.p50), (0.9, r.p90), (0.99, r.p99)) if q is not None]
+    if not given:
+        return None
+    return [(0.0, 1.0), *[(u, float(q)) for u, q in given], (1.0, float(cap))]
+
+
 def applied_defaults(spec: ProjectSpec) -> list[str]:
     """Human-readable list of defaults the loader filled in (shown in every output)."""
     out: list[str] = []
@@ -400,8 +523,11 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     defaults = Efficiency()
     rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
                "lost_work_minutes"}
-    if spec.eval is None:  # SFT generates only for eval: the tail applies there
-        rl_only.add("tail_factor")
+    rl_only |= {"prefix_caching", "colocated_rollout_memory_fraction"}
+    if spec.eval is None:  # SFT generates only for eval
+        rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
+                    "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
+                    "decode_compute_efficiency", "max_batch_per_replica"}
     for key in Efficiency.model_fields:
         if key in eff_set or (spec.method == "sft" and key in rl_only):
             continue

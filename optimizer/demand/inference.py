@@ -1,0 +1,262 @@
+"""Generation as an inference engine runs it (vLLM/SGLang under veRL, OpenRLHF, NeMo RL).
+
+One engine replica holds the weights on ``g`` GPUs (tensor parallel) and decodes a batch of
+sequences one token per *iteration*. One iteration of batch b at mean context c costs::
+
+    t_iter(b, c) = max(t_mem, t_cmp) + t_fixed + t_tp
+    t_mem = (W + b·c·kv) / (g·BW·MBU)                    weights and KV cache read once
+    t_cmp = b·2N / (g·peak_q·eff) + b·4·L·H·Q·c / (g·peak_16·eff)   GEMMs at the weight precision,
+                                                           attention at 16 bit
+    t_fixed = decode_step_overhead_ms (+ eager launches: L × eager_launch_us_per_layer)
+    t_tp = 2·L·allreduce latency (tp > 1; the inter-node figure when the replica spans nodes)
+
+How a synchronous step runs (``step_seconds``): n = sequences per replica. If the engine can
+hold them all (n ≤ B, B = min(engine cap, KV capacity)), every sequence starts together and the
+batch *drains*: at iteration j, b_j = max(n·S(j), 1) sequences are still generating (S the
+response-length survival), until the step's longest response ends. Otherwise the engine runs
+saturated at B (context: prompt + the length-biased mean age E[L²]/2E[L]) until the queue
+empties, then drains the B sequences in flight, whose remaining lengths follow the equilibrium
+residual distribution. When the KV cache cannot hold the batch that the prompts let in,
+vLLM preempts and later re-prefills: the recomputed tokens are added as prefill work.
+
+Asynchronous (one step off-policy) layouts overlap the drain with training: their rollout is
+the saturated throughput, floored by generating the longest response at batch 1.
+Sources for each term: docs/demand-model.md §4.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from optimizer.core.hardware import GPU
+from optimizer.demand.lengths import LengthDist
+from optimizer.spec.project import Efficiency, ModelBlock
+
+GB = 1e9
+GRID = 384
+"""Decode iterations are integrated on this many points (trapezoid) per drain."""
+N_GRID = 24
+"""Sequences-per-replica values at which the drain time is tabulated (log-spaced)."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One inference replica on one GPU type at one precision."""
+
+    gpu: GPU
+    precision: str
+    gpus: int
+    weights_bytes: float
+    kv_bytes_per_token: float
+    kv_capacity_tokens: float
+    batch_cap: int
+    """The engine's max concurrent sequences (``max_num_seqs``)."""
+    spans_nodes: bool
+    model: ModelBlock
+    eff: Efficiency
+
+    def iteration_seconds(self, batch: np.ndarray | float, context: np.ndarray | float
+                          ) -> np.ndarray:
+        b = np.asarray(batch, dtype=float)
+        c = np.asarray(context, dtype=float)
+        m, eff, gpu = self.model, self.eff, self.gpu
+        bw = self.gpus * gpu.mem_bw_tbps * 1e12 * eff.decode_mbu
+        t_mem = (self.weights_bytes + b * c * self.kv_bytes_per_token) / bw
+        peak_q = gpu.peak_tflops[self.precision] * 1e12
+        peak_16 = gpu.peak_tflops.get("bf16", gpu.peak_tflops.get("fp16", peak_q / 1e12)) * 1e12
+        dense = b * 2.0 * m.active_b * 1e9 / (self.gpus * peak_q * eff.decode_compute_efficiency)
+        attn = b * 4.0 * m.layers * m.query_heads * m.head_dim * c \
+            / (self.gpus * peak_16 * eff.decode_compute_efficiency) if eff.attention_flops else 0.0
+        return np.maximum(t_mem, dense + attn) + self.fixed_seconds
+
+    @property
+    def fixed_seconds(self) -> float:
+        eff, layers = self.eff, self.model.layers
+        t = eff.decode_step_overhead_ms / 1e3
+        if not eff.cuda_graphs:
+            t += layers * eff.eager_launch_us_per_layer / 1e6
+        if self.gpus > 1:
+            lat = eff.tp_allreduce_us_inter_node if self.spans_nodes \
+                else eff.tp_allreduce_us_intra_node
+            t += 2.0 * layers * lat / 1e6
+        return t
+
+    def bound(self, batch: float, context: float) -> str:
+        m, eff, gpu = self.model, self.eff, self.gpu
+        bw = self.gpus * gpu.mem_bw_tbps * 1e12 * eff.decode_mbu
+        t_mem = (self.weights_bytes + batch * context * self.kv_bytes_per_token) / bw
+        peak_q = gpu.peak_tflops[self.precision] * 1e12
+        t_cmp = batch * 2.0 * m.active_b * 1e9 \
+            / (self.gpus * peak_q * eff.decode_compute_efficiency)
+        return "memory-bandwidth" if t_mem >= t_cmp else "compute"
+
+
+def kv_bytes_per_token(model: ModelBlock, kv_precision_bytes: float) -> float:
+    """K and V for every layer: 2·L·kv_heads·head_dim·bytes (kipply, Transformer Inference
+    Arithmetic)."""
+    return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_precision_bytes
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One synchronous generation step's shape: sequences, prompt, lengths."""
+
+    sequences: float
+    """Generated sequences per step (prompts × samples × oversample)."""
+    prompt_tokens: float
+    lengths: LengthDist
+
+    @property
+    def longest(self) -> float:
+        return self.lengths.longest(self.sequences)
+
+
+def effective_batch(engine: Engine, ro: Rollout) -> tuple[int, float]:
+    """(concurrent sequences the replica sustains, sequences the prompts let in at once).
+
+    vLLM admits a request while its prompt fits in free KV blocks; the cache then fills as the
+    admitted sequences grow. The sustainable batch is the one whose peak KV demand fits:
+    b · max_j S(j)·(P + j) ≤ capacity. In a saturated engine every slot holds a sequence of
+    mean context P + E[L²]/2E[L]."""
+    cap = engine.kv_capacity_tokens
+    if cap <= 0:
+        return 0, 0.0
+    L = ro.lengths
+    j = np.linspace(0.0, float(L.cap), GRID)
+    peak_fresh = float(np.max(L.survival(np.maximum(j, 1.0)) * (ro.prompt_tokens + j)))
+    sat_context = ro.prompt_tokens + L.mean_age
+    by_kv = cap / max(peak_fresh, sat_context, 1.0)
+    admitted = min(engine.batch_cap, cap / max(ro.prompt_tokens, 1.0))
+    return int(min(engine.batch_cap, by_kv)), admitted
+
+
+def _drain_seconds(engine: Engine, start: np.ndarray | float, surv: np.ndarray, j: np.ndarray,
+                   context: np.ndarray) -> np.ndarray:
+    """Σ over decode iterations of t_iter with b_j = max(start·S(j), 1), by the trapezoid rule
+    on the iteration grid (the batch and context change smoothly between grid points); one
+    value per ``start``."""
+    starts = np.atleast_1d(np.asarray(start, dtype=float))[:, None]
+    b = np.maximum(starts * surv[None, :], 1.0)
+    t = engine.iteration_seconds(b, context[None, :])
+    if len(j) > 1:
+        return np.trapezoid(t, j, axis=1)
+    return t[:, 0]
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Seconds of one synchronous step's decode on one replica as a function of the sequences
+    it serves (tabulated; exact at the grid points, linear between them)."""
+
+    n_grid: np.ndarray
+    drain: np.ndarray
+    """Fresh-start drain seconds at each n of ``n_grid`` (n ≤ B)."""
+    batch: int
+    """Sustained concurrent sequences B."""
+    saturated_iter: float
+    """Iteration seconds at batch B and the saturated mean context."""
+    residual_drain: float
+    """Seconds to drain B in-flight sequences after the queue empties."""
+    mean_len: float
+    mean_age: float
+    recompute_tokens_per_seq: float
+    """Prompt + context re-prefilled per preempted sequence."""
+    admitted: float
+
+    def seconds(self, n: np.ndarray | float) -> np.ndarray:
+        n = np.maximum(np.asarray(n, dtype=float), 1.0)
+        fresh = np.interp(np.minimum(n, self.batch), self.n_grid, self.drain)
+        # saturated: (n·μ − B·E[residual]) tokens at full batch, then the residual drain
+        sat_tokens = np.maximum(n * self.mean_len - self.batch * self.mean_age, 0.0)
+        saturated = sat_tokens / self.batch * self.saturated_iter + self.residual_drain
+        return np.where(n <= self.batch, fresh, np.maximum(saturated, self.drain[-1]))
+
+    def preempted(self, n: np.ndarray | float) -> np.ndarray:
+        """Sequences preempted (and re-prefilled) per replica per step."""
+        n = np.asarray(n, dtype=float)
+        return np.maximum(np.minimum(n, self.admitted) - self.batch, 0.0)
+
+
+def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float) -> StepModel:
+    L = ro.lengths
+    end = max(ro.longest, 1.0)
+    j = np.linspace(1.0, end, GRID)
+    surv = L.survival(j)
+    ctx = ro.prompt_tokens + j
+    n_grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+    drain = _drain_seconds(engine, n_grid, surv, j, ctx)
+    age = L.mean_age
+    sat_iter = float(engine.iteration_seconds(batch, ro.prompt_tokens + age))
+    res = L.residual_survival(j)
+    res_ctx = np.minimum(ro.prompt_tokens + age + j, ro.prompt_tokens + L.cap)
+    residual = float(_drain_seconds(engine, float(batch), res, j, res_ctx)[0])
+    return StepModel(n_grid, drain, batch, sat_iter, residual, L.mean, age,
+                     ro.prompt_tokens + age, admitted)
+
+
+def async_seconds(engine: Engine, ro: Rollout, batch: int, n: np.ndarray | float) -> np.ndarray:
+    """One step's decode on one replica when the drain overlaps training: the saturated
+    throughput (batch min(n, B)), floored by the longest response at batch 1."""
+    n = np.maximum(np.asarray(n, dtype=float), 1.0)
+    b = np.minimum(n, batch)
+    ctx = ro.prompt_tokens + ro.lengths.mean_age
+    work = n * ro.lengths.mean / b * engine.iteration_seconds(b, ctx)
+    floor = single_stream_seconds(engine, ro)
+    return np.maximum(work, floor)
+
+
+def single_stream_seconds(engine: Engine, ro: Rollout) -> float:
+    """The step's longest response generated alone (batch 1): no pool size goes faster."""
+    end = max(ro.longest, 1.0)
+    j = np.linspace(1.0, end, GRID)
+    t = engine.iteration_seconds(1.0, ro.prompt_tokens + j)
+    return float(np.trapezoid(t, j)) if len(j) > 1 else float(t[0])
+
+
+def replica_gpus_for(weights: float, usable_per_gpu: float, headroom: float,
+                     max_gpus: int) -> int:
+    """Smallest power of two whose HBM holds the weights with ``headroom`` left for KV."""
+    g = 1
+    while g * usable_per_gpu * (1 - headroom) < weights and g <= max_gpus:
+        g *= 2
+    return g
+
+
+def prefill_seconds_per_token(model: ModelBlock, gpu: GPU, precision: str, gpus: int,
+                              eff: Efficiency, seq: float, efficiency: float | None = None
+                              ) -> float:
+    """Prefill (and forward scoring) is compute-bound: (2N + 4·L·H·Q·T) per token at
+    ``prefill_efficiency`` of peak, low precision speeding up only the GEMM share."""
+    flops = 2.0 * model.active_b * 1e9
+    attn = 4.0 * model.layers * model.query_heads * model.head_dim * seq \
+        if eff.attention_flops else 0.0
+    return (flops + attn) * precision_time_factor(gpu, precision, eff) \
+        / (gpus * reference_peak(gpu) * (efficiency or eff.prefill_efficiency))
+
+
+def reference_precision(gpu: GPU) -> str:
+    """The 16-bit format efficiencies are quoted at: bf16, else fp16, else fp32."""
+    for q in ("bf16", "fp16", "fp32"):
+        if gpu.supports(q):
+            return q
+    return next(iter(gpu.peak_tflops))
+
+
+def reference_peak(gpu: GPU) -> float:
+    return gpu.peak_tflops[reference_precision(gpu)] * 1e12
+
+
+def precision_time_factor(gpu: GPU, precision: str, eff: Efficiency) -> float:
+    """Compute time at ``precision`` relative to the 16-bit reference (Amdahl): only the GEMM
+    share ``gemm_time_share`` runs at the precision's peak; norms, softmax, element-wise ops,
+    quantisation and communication do not (fp8 measured ~1.4× not 2×: Megatron-LM #396)."""
+    ratio = reference_peak(gpu) / (gpu.peak_tflops[precision] * 1e12)
+    s = eff.gemm_time_share
+    return s * ratio + (1.0 - s)
+
+
+def ceil_div(a: float, b: float) -> int:
+    return math.ceil(a / b - 1e-9)
