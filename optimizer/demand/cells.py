@@ -244,6 +244,19 @@ class DecodeCurve:
         assert best is not None
         return best
 
+    def option_at(self, gpus: float) -> DecodeOption:
+        """The engine size a pool of ``gpus`` GPUs runs (the fastest that fits the pool)."""
+        best, best_t = self.options[0], math.inf
+        for o in self.options:
+            replicas = gpus / o.engine.gpus
+            if replicas < 1.0 - 1e-9 and o is not self.options[0]:
+                continue
+            t = float(o.run_seconds(np.asarray([self.sequences / max(replicas, 1e-9)]),
+                                    self.rollout, self.synchronous)[0])
+            if t < best_t:
+                best, best_t = o, t
+        return best
+
     @property
     def floor_seconds(self) -> float:
         """However many GPUs: each run's longest response, generated alone on the fastest

@@ -46,11 +46,18 @@ class PhaseRate:
     calibration: CalibrationUse | None = None
 
     def layout_for(self, nodes: float) -> dict[str, int | bool] | None:
-        """The training layout the phase runs with on ``nodes`` nodes (None: no training)."""
-        if self.timing is None or not self.timing.train:
+        """How the phase runs on ``nodes`` effective nodes: its training layout, or for
+        generation the engine's tensor-parallel size and replicas (None: forward passes only)."""
+        if self.timing is None:
             return self.layout
-        cell = self.timing.train[0][1].at(nodes * self.usable_gpus)
-        return cell.layout.as_dict() if cell.layout is not None else None
+        gpus = nodes * self.usable_gpus
+        if self.timing.train:
+            cell = self.timing.train[0][1].at(gpus)
+            return cell.layout.as_dict() if cell.layout is not None else None
+        if self.timing.curves:
+            engine = self.timing.curves[0].option_at(gpus).engine
+            return {"tp": engine.gpus, "dp": max(1, int(gpus // engine.gpus))}
+        return None
 
     def busy(self, effective_nodes: float) -> float:
         return float(self.busy_array(np.asarray([effective_nodes], dtype=float))[0])

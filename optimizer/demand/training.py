@@ -214,11 +214,13 @@ class LayoutCurve:
         return cell
 
     def seconds_per_token(self, gpus: np.ndarray) -> np.ndarray:
+        """GPU-seconds per token on pools of ``gpus`` GPUs (whole GPUs: a fractional pool, as
+        spot overheads make it, runs the layout of its whole part)."""
         g = np.asarray(gpus, dtype=float)
-        out = np.empty_like(g)
-        for i, x in np.ndenumerate(g):
-            out[i] = self.at(float(x)).seconds_per_token_per_gpu
-        return out
+        keys = np.floor(np.maximum(g, 1.0) + 1e-9).astype(np.int64)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        values = np.array([self.at(float(k)).seconds_per_token_per_gpu for k in uniq])
+        return values[inverse].reshape(g.shape)
 
 
 def _running_min(cells: list[TrainCell]) -> tuple[tuple[int, TrainCell], ...]:

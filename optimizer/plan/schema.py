@@ -36,11 +36,15 @@ from pydantic import (
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
 
-SCHEMA_VERSION = 2
-"""The schema plans are written with; plans of schema 1 to this one are read."""
+SCHEMA_VERSION = 3
+"""The schema plans are written with; plans of schema 1 to this one are read. 3: phases record
+their parallel layout (training) and engine (generation); ``calibration`` lists the measured
+cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
+size (generation drains, so it is not one number per node shape)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["SCHEMA_VERSION", "CapacityType", "Flow", "NetworkPath", "Plan", "Status"]
+__all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
+           "ParallelLayout", "Plan", "Status"]
 
 
 def usd(x: float) -> str:
@@ -83,13 +87,40 @@ class Allocation(StrictModel):
     note: str
 
 
+class ParallelLayout(StrictModel):
+    """How a phase runs on its pool: training (tp, cp, pp, dp, ZeRO stage, optimizer offload)
+    or generation (engine tensor parallel and replicas)."""
+
+    tp: int
+    cp: int = 1
+    pp: int = 1
+    dp: int = 1
+    zero_stage: int | None = None
+    optimizer_offload: bool = False
+
+
+class CalibrationRecord(StrictModel):
+    """A measured cell that rescaled the demand model (``calibration`` in the spec)."""
+
+    phase: str
+    gpu: str
+    measured_precision: str
+    measured_tokens_per_second_per_gpu: float
+    modelled_tokens_per_second_per_gpu: float
+    factor: float
+    """measured ÷ modelled; every precision of this phase on this GPU is rescaled by it."""
+    applied_to: list[str]
+    """Precisions of the plan's phases on this GPU that used it."""
+
+
 class PhasePlan(StrictModel):
     name: str
     pool: str
     precision: str | None
     tokens: float
     tokens_per_node_hour: float | None
-    """Nominal throughput of one node of the pool's shape at this precision (tail included)."""
+    """Throughput per effective node at the planned pool size (drain and floors included):
+    tokens ÷ (busy hours × effective nodes × usable fraction)."""
     usable_node_fraction: float
     """Whole replicas only: ⌊N / nodes_per_replica⌋ × nodes_per_replica / N."""
     replica_gpus: int
@@ -104,6 +135,8 @@ class PhasePlan(StrictModel):
     """Model roles whose work the phase runs (policy, reference, reward, teacher, critic)."""
     fallback: dict[str, float] = {}
     """Share of a role's work run at bf16 or better (policy high_precision_fallback)."""
+    parallel_layout: ParallelLayout | None = None
+    """Schema 3: training layout or generation engine the phase was priced with."""
     allocations: list[Allocation]
 
 
@@ -257,6 +290,8 @@ class Plan(StrictModel):
     defaults_applied: list[str]
     catalog: dict[str, Any]
     catalog_as_of: str
+    calibration: list[CalibrationRecord] = []
+    """Schema 3: measured cells that bound the model, and the precisions they rescaled."""
     explain: Explain
 
     @field_validator("schema_version")

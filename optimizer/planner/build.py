@@ -17,10 +17,12 @@ from optimizer.costs.storage import lifecycle
 from optimizer.demand.rates import PhaseRate
 from optimizer.plan.schema import (
     Allocation,
+    CalibrationRecord,
     CapacityType,
     Explain,
     Lifecycle,
     NetworkItem,
+    ParallelLayout,
     PhasePlan,
     Plan,
     PoolPlan,
@@ -129,16 +131,41 @@ def _work_phase(ctx: Context, lay: Layout, pool: PoolSpec, opt: PoolOption, phas
         {str(k): v for k, v in lay.policy.high_precision_fallback.items()
          if k in roles and v > 0}
         if phase == "scoring" and r.precision not in HIGH_PRECISIONS else {})
+    effective = opt.effective_nodes * usable
+    rounded = hours(busy)
+    layout = r.layout_for(effective)
     return PhasePlan(
         name=phase, pool=pool.name, precision=r.precision, tokens=tokens,
-        tokens_per_node_hour=tokens / r.node_hours, usable_node_fraction=usable,
+        tokens_per_node_hour=tokens / (rounded * effective) if rounded * effective > 0
+        else tokens / r.node_hours,
+        usable_node_fraction=usable,
         replica_gpus=r.replica_gpus, nodes_per_replica=npr, busy_hours=hours(busy),
         latency_floor_hours=hours(r.floor_hours),
         gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
         cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
         models=roles, fallback=fallback,
+        parallel_layout=ParallelLayout(**layout) if layout is not None else None,
         allocations=_allocations(ctx, pool, opt, busy),
     )
+
+
+def _calibration(lay: Layout, chosen: dict[str, PoolOption]) -> list[CalibrationRecord]:
+    """Measured cells that rescaled the phases of the plan, with the precisions they rescaled."""
+    found: dict[tuple[str, str], tuple[Any, list[str]]] = {}
+    for pool in lay.pools:
+        opt = chosen[pool.name]
+        for r in opt.rates:
+            use = r.calibration
+            if use is None:
+                continue
+            _, applied = found.setdefault((use.phase, use.gpu), (use, []))
+            if r.precision not in applied:
+                applied.append(r.precision)
+    return [CalibrationRecord(phase=use.phase, gpu=use.gpu, measured_precision=use.precision,
+                              measured_tokens_per_second_per_gpu=use.measured,
+                              modelled_tokens_per_second_per_gpu=round(use.modelled, 6),
+                              factor=round(use.factor, 9), applied_to=sorted(applied))
+            for (_, _), (use, applied) in sorted(found.items())]
 
 
 def _stall_phase(ctx: Context, pool: PoolSpec, opt: PoolOption, name: str, stall: float
@@ -302,7 +329,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         idle_cost_usd=usd(costs.idle), makespan_hours=hours(held),
         provider=site[0], region=site[1], zone=site[2], pools=pools, phases=phases,
         solver=_solver_info(ctx, runs, solver, optimality, start, timings),
-        warnings=warnings,
+        warnings=warnings, calibration=_calibration(lay, chosen),
         explain=Explain(summary=[], binding=[], marginal=[], alternatives=[]),
     )
 

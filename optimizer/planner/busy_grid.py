@@ -111,8 +111,7 @@ def _fastest_rate(rates: list[PhaseRate], total: np.ndarray, n_tot: np.ndarray,
             scale = (total // r.nodes_per_replica) * r.nodes_per_replica / n_tot
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(total >= r.nodes_per_replica,
-                         np.maximum(r.node_hours / (e_nodes * scale), r.floor_hours),
-                         np.inf)
+                         r.busy_array(np.maximum(e_nodes * scale, 1e-9)), np.inf)
         better = t < best
         best = np.where(better, t, best)
         pick = np.where(better, idx, pick)

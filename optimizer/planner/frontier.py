@@ -62,7 +62,7 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     cache = {} if cache is None else cache
     for pool in layout.pools:
         decode = any(p in ("rollout", "eval") for p in pool.phases)
-        key = (pool, layout.tail if decode else None)
+        key = (pool, layout.tail if decode else None, layout.mode == "colocated")
         if pool_offers is not None:
             cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
                                        sites, grid_cache, network, split)

@@ -157,7 +157,8 @@ class _Enumerator:
         self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
         self.grid_cache = grid_cache
         eff = demand.spec.efficiency
-        self.context = (pool, layout.tail, cap, eff.checkpoint_minutes, eff.restart_minutes,
+        self.context = (pool, layout.tail, layout.mode, cap, eff.checkpoint_minutes,
+                        eff.restart_minutes,
                         demand.spec.placement.multi_node_training_min_gpus_per_node)
         self.table = gpus()
         self.groups: list[Group] = []
@@ -171,7 +172,8 @@ class _Enumerator:
         key = (gpu_name, gpn)
         if key not in self._rates:
             rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
-                                 self.layout.policy) for ph in self.pool.phases]
+                                 self.layout.policy, colocated=self.layout.mode == "colocated")
+                     for ph in self.pool.phases]
             self._rates[key] = rates if all(rates) else None
         return self._rates[key]
 
