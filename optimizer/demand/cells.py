@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -200,13 +201,17 @@ class DecodeOption:
     step: inf.StepModel | None
     recompute_seconds_per_token: float
     """Prefill seconds per token on one replica (preempted sequences are re-prefilled)."""
+    asynchronous: inf.AsyncModel | None = None
+    floor: float = 0.0
+    """The longest response generated alone on this engine."""
 
     def run_seconds(self, n: np.ndarray, rollout: inf.Rollout, synchronous: bool
                     ) -> np.ndarray:
         if synchronous and self.step is not None:
             return self.step.seconds(n) + self.step.preempted(n) \
                 * self.step.recompute_tokens_per_seq * self.recompute_seconds_per_token
-        return inf.async_seconds(self.engine, rollout, self.batch, n)
+        assert self.asynchronous is not None
+        return self.asynchronous.seconds(n)
 
 
 @dataclass(frozen=True)
@@ -261,12 +266,25 @@ class DecodeCurve:
     def floor_seconds(self) -> float:
         """However many GPUs: each run's longest response, generated alone on the fastest
         engine."""
-        return self.runs * min(inf.single_stream_seconds(o.engine, self.rollout)
-                               for o in self.options)
+        return self.runs * min(o.floor for o in self.options)
 
     def reference_replicas(self) -> float:
         """Replicas of the smallest engine at which each is just full (n = B)."""
         return max(1.0, math.ceil(self.sequences / max(self.batch, 1)))
+
+
+_PART_MEMO: dict[int, tuple[Part, dict[Any, DecodeOption]]] = {}
+
+
+def part_memo(part: Part) -> dict[Any, DecodeOption]:
+    """Decode engines already built for this part (a GPU type's smallest engine is the same
+    whatever the node size, so shapes of one GPU share it)."""
+    held = _PART_MEMO.get(id(part))
+    if held is None or held[0] is not part:
+        if len(_PART_MEMO) > 256:
+            _PART_MEMO.clear()
+        held = _PART_MEMO[id(part)] = (part, {})
+    return held[1]
 
 
 def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
@@ -274,14 +292,24 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
     assert c.engine is not None
     ro = rollout_of(part)
     engines = [c.engine]
-    g = c.engine.gpus * 2
-    while g <= max(cond.gpus_per_node, c.engine.gpus) and g <= MAX_REPLICA_GPUS:
-        e = decode_engine(part, gpu, precision, spec, g, cond)
+    # the smallest engine (most throughput per GPU) and one spanning the node (least latency per
+    # token: what a drain-bound step needs); sizes between are dominated by one or the other
+    # within a few per cent on the validation runs
+    whole = max(cond.gpus_per_node, c.engine.gpus)
+    if whole > c.engine.gpus and whole <= MAX_REPLICA_GPUS:
+        e = decode_engine(part, gpu, precision, spec, whole, cond)
         if not isinstance(e, str):
             engines.append(e)
-        g *= 2
     options = []
+    memo = part_memo(part)
     for engine in engines:
+        key = (engine.gpu.name, engine.precision, engine.gpus, engine.spans_nodes,
+               engine.kv_bytes_per_token, engine.kv_capacity_tokens, synchronous)
+        hit = memo.get(key)
+        if hit is not None:
+            if hit.batch >= 1:
+                options.append(hit)
+            continue
         batch, admitted = inf.effective_batch(engine, ro)
         if batch < 1:
             continue
@@ -289,7 +317,10 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
         recompute = inf.prefill_seconds_per_token(part.model, engine.gpu, engine.precision,
                                                   engine.gpus, spec.efficiency,
                                                   ro.prompt_tokens + ro.lengths.mean_age)
-        options.append(DecodeOption(engine, batch, step, recompute))
+        asyn = None if synchronous else inf.async_model(engine, ro, batch)
+        memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn,
+                                          inf.single_stream_seconds(engine, ro))
+        options.append(option)
     return DecodeCurve(part.runs, part.run_sequences, synchronous, ro, tuple(options))
 
 
@@ -322,6 +353,11 @@ class Timing:
     scale: float = 1.0
     train: tuple[tuple[float, tr.LayoutCurve], ...] = ()
     """Training work: (tokens, the layout curve that runs them at each pool size)."""
+    gpus_per_node: int = 8
+    prefill_gpu_seconds: float = 0.0
+    """Prompt prefill of generation phases: chunked prefill (on in vLLM V1 and veRL) runs it
+    inside the decode iterations, whose compute is idle while they are bound by memory, so a
+    step takes the longer of its decode and its prefill, not their sum."""
     """Time multiplier from calibration (modelled ÷ measured throughput)."""
 
     def busy_seconds(self, gpus: np.ndarray | float, replica_gpus: int | None = None
@@ -331,14 +367,19 @@ class Timing:
         t = self.linear_gpu_seconds / g
         for tokens, curve in self.train:
             t = t + tokens * curve.seconds_per_token(g) / g
+        decode = np.zeros_like(g)
         for c in self.curves:
-            t = t + c.seconds(g)
+            decode = decode + c.seconds(g)
+        t = t + np.maximum(decode, self.prefill_gpu_seconds / g)
         return np.maximum(t, self.floor_seconds) * self.scale
 
     def reference_gpus(self) -> float:
-        """GPUs at which the phase is reported by ``estimate``: every decode replica full, else
-        the smallest replica."""
+        """GPUs at which the phase is reported by ``estimate``: every decode replica full; a
+        training phase on at least one whole node (its smallest replica may be an offloaded
+        layout no one would run on a larger pool); else the smallest replica."""
         ref = float(self.replica_gpus)
+        if self.train:
+            ref = max(ref, float(self.gpus_per_node))
         for c in self.curves:
             ref = max(ref, c.reference_replicas() * c.engine.gpus)
         return ref
@@ -389,6 +430,7 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
     parts = demand.phase_parts(phase)
     cells: list[tuple[str, Cell]] = []
     linear = 0.0
+    overlapped = 0.0
     train: list[tuple[float, tr.LayoutCurve]] = []
     floor = 0.0
     curves: list[DecodeCurve] = []
@@ -421,12 +463,15 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
             share = 1.0 - f
         if c.curve is not None:
             train.append((share * part.tokens, c.curve))
+        elif part.kind == "prefill":
+            overlapped += share * part.tokens / c.tokens_per_second_per_gpu
         else:
             linear += share * part.tokens / c.tokens_per_second_per_gpu
         floor += _part_floor(demand, part, c)
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
-    timing = Timing(linear, tuple(curves), floor, replica, 1.0, tuple(train))
+    timing = Timing(linear, tuple(curves), floor, replica, 1.0, tuple(train),
+                    cond.gpus_per_node, overlapped)
     ref = timing.reference_gpus()
     return PhaseCell(phase, gpu.name, precision, True, timing.gpu_hours_at(ref), replica,
                      memory, False, cells=tuple(cells), timing=timing, layout=layout,
@@ -441,9 +486,10 @@ def _part_floor(demand: Demand, part: Part, c: Cell) -> float:
         inner = spec.update_epochs * (spec.data.mini_batches_per_step or 1) \
             if spec.method != "sft" else 1
         return demand.steps * inner * c.single_seconds
-    if part.phase == "rollout":  # prefill of a step is spread over the batch: no floor
+    if part.kind == "prefill":  # a run's prefill is spread over its batch: no floor
         return 0.0
-    return demand.steps * part.longest / (c.tokens_per_second_per_gpu * c.replica_gpus)
+    runs = demand.eval_runs if part.phase == "eval" else demand.steps
+    return runs * part.longest / (c.tokens_per_second_per_gpu * c.replica_gpus)
 
 
 def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str, replica_gpus: int = 0,

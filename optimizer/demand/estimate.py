@@ -89,8 +89,10 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                     for name, c in pc.cells
                 },
             }
-            if pc.layout is not None:
-                entry["layout"] = pc.layout
+            if pc.timing.train:
+                at_ref = pc.timing.train[0][1].at(ref)
+                if at_ref.layout is not None:
+                    entry["layout"] = at_ref.layout.as_dict()
             for curve in pc.timing.curves:
                 entry["decode"] = _decode_report(curve, ref)
             if pc.calibration is not None:

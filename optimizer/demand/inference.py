@@ -36,10 +36,11 @@ from optimizer.demand.lengths import LengthDist
 from optimizer.spec.project import Efficiency, ModelBlock
 
 GB = 1e9
-GRID = 384
+GRID = 192
 """Decode iterations are integrated on this many points (trapezoid) per drain."""
-N_GRID = 24
-"""Sequences-per-replica values at which the drain time is tabulated (log-spaced)."""
+N_GRID = 32
+"""Sequences-per-replica values at which the drain time is tabulated (log-spaced; at the
+default batch cap of 256 consecutive sizes differ by 20 %)."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,12 @@ class StepModel:
     admitted: float
 
     def seconds(self, n: np.ndarray | float) -> np.ndarray:
+        """A replica serving ``n`` sequences. Below the batch cap the load is rounded up to the
+        next tabulated size: an upper bound within one grid step, and pools whose loads fall in
+        one step are priced alike (which keeps the planner's Pareto frontiers small)."""
         n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        fresh = np.interp(np.minimum(n, self.batch), self.n_grid, self.drain)
+        k = np.searchsorted(self.n_grid, np.minimum(n, self.batch) * (1 - 1e-12), side="left")
+        fresh = self.drain[np.minimum(k, len(self.drain) - 1)]
         # saturated: (n·μ − B·E[residual]) tokens at full batch, then the residual drain
         sat_tokens = np.maximum(n * self.mean_len - self.batch * self.mean_age, 0.0)
         saturated = sat_tokens / self.batch * self.saturated_iter + self.residual_drain
@@ -197,15 +202,40 @@ def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float) -> Step
                      ro.prompt_tokens + age, admitted)
 
 
-def async_seconds(engine: Engine, ro: Rollout, batch: int, n: np.ndarray | float) -> np.ndarray:
-    """One step's decode on one replica when the drain overlaps training: the saturated
-    throughput (batch min(n, B)), floored by the longest response at batch 1."""
-    n = np.maximum(np.asarray(n, dtype=float), 1.0)
-    b = np.minimum(n, batch)
+@dataclass(frozen=True)
+class AsyncModel:
+    """One step's decode on one replica when the drain overlaps training (one step
+    off-policy): the throughput at batch min(n, B), floored by the longest response alone.
+    Below the batch cap the load is rounded up to the drain table's sizes, as for synchronous
+    steps."""
+
+    n_grid: np.ndarray
+    work: np.ndarray
+    """Seconds at each tabulated load below the cap."""
+    batch: int
+    per_sequence_saturated: float
+    """Seconds per sequence at the cap (mean length x iteration time / B)."""
+    floor: float
+
+    def seconds(self, n: np.ndarray | float) -> np.ndarray:
+        n = np.maximum(np.asarray(n, dtype=float), 1.0)
+        k = np.searchsorted(self.n_grid, np.minimum(n, self.batch) * (1 - 1e-12), side="left")
+        below = self.work[np.minimum(k, len(self.work) - 1)]
+        t = np.where(n < self.batch, below, n * self.per_sequence_saturated)
+        return np.maximum(t, self.floor)
+
+
+def async_model(engine: Engine, ro: Rollout, batch: int) -> AsyncModel:
+    grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
     ctx = ro.prompt_tokens + ro.lengths.mean_age
-    work = n * ro.lengths.mean / b * engine.iteration_seconds(b, ctx)
-    floor = single_stream_seconds(engine, ro)
-    return np.maximum(work, floor)
+    work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
+    per_seq = ro.lengths.mean / batch * float(engine.iteration_seconds(batch, ctx))
+    return AsyncModel(grid, work, batch, per_seq, single_stream_seconds(engine, ro))
+
+
+def async_seconds(engine: Engine, ro: Rollout, batch: int, n: np.ndarray | float) -> np.ndarray:
+    """:class:`AsyncModel` built and evaluated once (tests, reports)."""
+    return async_model(engine, ro, batch).seconds(n)
 
 
 def single_stream_seconds(engine: Engine, ro: Rollout) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -30,7 +31,7 @@ K = 64
 """Quantile points that represent a distribution."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LengthDist:
     """A discrete response-length distribution: ``lengths[k]`` with weight ``weights[k]``."""
 
@@ -55,11 +56,15 @@ class LengthDist:
         m = self.mean
         return self.second_moment / (2.0 * m) if m > 0 else 0.0
 
+    @cached_property
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.lengths, kind="stable")
+        ls, ws = self.lengths[order], self.weights[order]
+        return ls, np.concatenate([np.cumsum(ws[::-1])[::-1], [0.0]])
+
     def survival(self, j: np.ndarray) -> np.ndarray:
         """P(L ≥ j): the share of sequences still generating at decode iteration j."""
-        order = np.argsort(self.lengths)
-        ls, ws = self.lengths[order], self.weights[order]
-        tail = np.concatenate([np.cumsum(ws[::-1])[::-1], [0.0]])
+        ls, tail = self._sorted
         idx = np.searchsorted(ls, np.asarray(j, dtype=float), side="left")
         return tail[idx]
 
@@ -73,16 +78,27 @@ class LengthDist:
         return np.clip(self.weights * np.maximum(self.lengths - r, 0.0), 0, None).sum(-1) / m
 
     def longest(self, count: float) -> float:
-        """Expected longest of ``count`` draws: the quantile at count/(count+1), which is the
-        mean of the largest order statistic's position (a point mass at the cap is reached as
-        soon as ``count`` times its share is at least one)."""
+        """Expected longest of ``count`` draws: the quantile at count/(count+1), the mean
+        position of the largest order statistic. Each point stands for its quantile interval's
+        midpoint; above the top point the quantile runs linearly to the cap (the
+        distribution's support ends there), and a point mass at the cap is reached as soon as
+        ``count`` times its share is at least one."""
         if count <= 1:
             return self.mean
         u = count / (count + 1.0)
-        order = np.argsort(self.lengths)
-        ls, cw = self.lengths[order], np.cumsum(self.weights[order])
-        i = int(np.searchsorted(cw, u - 1e-12, side="left"))
-        return float(ls[min(i, len(ls) - 1)])
+        ls, tail = self._sorted
+        ws = tail[:-1] - tail[1:]
+        cum = np.cumsum(ws)
+        if self.shape in ("histogram", "fixed"):  # discrete: the quantile is a step function
+            return float(ls[min(int(np.searchsorted(cum, u - 1e-12)), len(ls) - 1)])
+        at_cap = float(ws[ls >= self.cap - 1e-9].sum())
+        if u >= 1.0 - at_cap - 1e-12 and at_cap > 0:
+            return float(self.cap)
+        body = ls < self.cap - 1e-9 if at_cap > 0 else np.ones(len(ls), dtype=bool)
+        mids = (cum - ws / 2.0)[body]
+        top = 1.0 - at_cap
+        return float(np.interp(u, np.concatenate([mids, [top]]),
+                               np.concatenate([ls[body], [float(self.cap)]])))
 
 
 def fixed(length: float) -> LengthDist:

@@ -129,7 +129,7 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
         {str(k): v for k, v in policy.high_precision_fallback.items()}
         if phase == "scoring" else None)
     cond = Conditions(gpn, colocated,
-                      bool(getattr(policy, "kv_cache_fp8", False)))
+                      policy.kv_cache_fp8)
     for q in gpu_precisions(demand, phase, gpu, policy):
         pc = phase_cell(demand, phase, gpu, q, fallback=fallback, cond=cond, synchronous=tail)
         if not pc.fits:

@@ -161,6 +161,8 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
 def memory_bytes(job: TrainJob, eff: Efficiency, lay: Layout, precision: str) -> float:
     model_split = lay.tp * lay.pp
     wg = job.state_weights_grads / (model_split * (lay.dp if lay.zero == 3 else 1))
+    if eff.param_offload and lay.zero == 3:
+        wg /= 2.0  # the bf16 weights live in host memory; the gradient shard stays
     opt = 0.0 if lay.offload else job.state_optimizer / (model_split * lay.dp)
     return wg + opt + activation_bytes(job, eff, lay.tp, lay.cp, precision)
 

@@ -89,8 +89,9 @@ def _policy_violations(plan: Plan) -> list[str]:
 
 
 def verify_against_spec(plan: Plan, spec) -> list[str]:
-    """``spec_match``: recompute tokens and node throughput per phase from the spec, under the
-    policy the plan records (allowed precisions, high-precision fallback)."""
+    """``spec_match``: recompute tokens, busy hours, throughput, floor and parallel layout per
+    phase from the spec, at the plan's own pool sizes (generation drains, so the model is
+    evaluated on the effective nodes each phase had), under the policy the plan records."""
     from optimizer.core.hardware import gpus
     from optimizer.demand.model import build_demand
     from optimizer.demand.rates import allowed_precisions, phase_rates
@@ -132,8 +133,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         if gpu is None:
             v.append(f"spec_match: unknown GPU {pool.gpu!r}")
             continue
-        rates = {r.precision: r for r in phase_rates(demand, ph.name, gpu, pool.gpus_per_node,
-                                                     tail, policy)}
+        rates = {r.precision: r for r in phase_rates(
+            demand, ph.name, gpu, pool.gpus_per_node, tail, policy,
+            colocated=plan.pipeline_mode == "colocated")}
         r = rates.get(ph.precision or "")
         if r is None:
             v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")
@@ -144,7 +146,23 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         if not _close(r.floor_hours, ph.latency_floor_hours):
             v.append(f"spec_match: phase {ph.name} latency floor {ph.latency_floor_hours:.6g} h "
                      f"!= model {r.floor_hours:.6g} h")
-        if not _close(tokens / r.node_hours, ph.tokens_per_node_hour):
+        effective = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
+            * ph.usable_node_fraction
+        if effective <= 0:
+            v.append(f"spec_match: phase {ph.name} has no effective nodes")
+            continue
+        busy = r.busy(effective)
+        if not _close(busy, ph.busy_hours):
+            v.append(f"spec_match: phase {ph.name} busy {ph.busy_hours:.6g} h != model "
+                     f"{busy:.6g} h on {effective:.6g} effective nodes")
+        rate = tokens / (ph.busy_hours * effective) if ph.busy_hours > 0 else 0.0
+        if not _close(rate, ph.tokens_per_node_hour):
             v.append(f"spec_match: phase {ph.name} throughput {ph.tokens_per_node_hour:.6g} "
-                     f"tokens/node-hour != model {tokens / r.node_hours:.6g}")
+                     f"tokens/node-hour != {rate:.6g} (tokens / busy / effective nodes)")
+        layout = r.layout_for(effective)
+        recorded = ph.parallel_layout.model_dump() if ph.parallel_layout is not None else None
+        if plan.schema_version >= 3 and layout is not None and recorded != {
+                "tp": 1, "cp": 1, "pp": 1, "dp": 1, "zero_stage": None,
+                "optimizer_offload": False, **layout}:
+            v.append(f"spec_match: phase {ph.name} layout {recorded} != model {layout}")
     return v

@@ -29,6 +29,7 @@ from optimizer.costs.network import network_model
 from optimizer.costs.storage import StorageModel, data_classes, weights_gb
 from optimizer.demand.cells import phase_cell
 from optimizer.demand.model import Demand, build_demand
+from optimizer.demand.rates import allowed_precisions, phase_rates
 from optimizer.planner.candidates import PoolOption, filter_offers, layouts
 from optimizer.planner.capacity import resolve
 from optimizer.planner.fills import fill_variants
@@ -248,25 +249,45 @@ def _ceil2(x: float) -> float:
 
 
 def no_fit_message(ctx: Context, pools: list[str]) -> str:
-    demand = ctx.demand
+    """Why no offer can run a pool: per phase, the first GPU type's real reason — the part
+    that does not fit it (memory, an unsupported precision), or a replica needing more nodes
+    than a pool may hold, or a multi-node replica on nodes too small to train across."""
+    demand, spec = ctx.demand, ctx.spec
+    policy = ctx.runs[0].layout.policy if ctx.runs else None
+    max_nodes = spec.placement.max_nodes_per_pool
+    min_gpn = spec.placement.multi_node_training_min_gpus_per_node
+    shapes = sorted({(o.gpu, o.gpus_per_node) for o in ctx.offers or ctx.catalog.offers},
+                    key=lambda s: (-s[1], s[0]))  # largest nodes first: the nearest miss
     reasons: list[str] = []
-    seen_gpus = sorted({o.gpu for c in ctx.runs for f in c.frontiers.values() for g in f.groups
-                        for o in (g.nonspot_seq + g.spot_seq)} |
-                       {o.gpu for o in ctx.catalog.offers})
     for phase in demand.phases:
         if phase == "checkpoint":
             continue
-        from optimizer.demand.rates import allowed_precisions
-
-        allowed = allowed_precisions(demand, phase)
-        for name in seen_gpus:
+        allowed = allowed_precisions(demand, phase, policy)
+        for name, gpn in shapes:
             gpu = gpus().get(name)
             if gpu is None:
                 continue
-            cells = [phase_cell(demand, phase, gpu, q) for q in allowed if gpu.supports(q)]
-            if cells and not any(c.fits for c in cells):
-                reasons.append(f"{phase} on {name}: {cells[0].reason}")
+            qs = [q for q in allowed if gpu.supports(q)]
+            if not qs:
+                reasons.append(f"{phase} on {name}: none of {', '.join(allowed)} is supported")
                 break
-    detail = "; ".join(reasons[:3]) or "no GPU type offers an allowed precision"
+            rates = phase_rates(demand, phase, gpu, gpn, True, policy)
+            if not rates:
+                cell = phase_cell(demand, phase, gpu, qs[0])
+                reasons.append(f"{phase} on {name}: {cell.reason or 'does not fit'}")
+                break
+            npr = min(r.nodes_per_replica for r in rates)
+            if npr > max_nodes:
+                reasons.append(f"{phase} on {name} x {gpn}: one replica needs {npr} nodes, "
+                               f"more than placement.max_nodes_per_pool ({max_nodes})")
+                break
+            if npr > 1 and phase == "update" and gpn < min_gpn:
+                reasons.append(f"{phase} on {name} x {gpn}: one replica spans {npr} nodes and "
+                               f"training across nodes needs nodes of at least {min_gpn} GPUs "
+                               "(placement.multi_node_training_min_gpus_per_node)")
+                break
+    detail = "; ".join(reasons[:3]) or "every GPU type runs each phase, but no pool fits " \
+        "the offers' node caps together"
     return (f"no offer can run pool(s) {', '.join(pools)}: {detail}; allow larger GPUs "
-            "(placement.gpus), lower precisions (precisions) or more nodes per replica")
+            "(placement.gpus), lower precisions (precisions), more nodes per pool "
+            "(placement.max_nodes_per_pool) or more offers")

@@ -185,9 +185,16 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
         return None
     tr, cr, order_r, er = arrs["rollout"]
     others = [n for n in names if n != "rollout"]
-    m = np.unique(np.concatenate([arrs[n][0] for n in names]))
-    grid_a, grid_m = np.meshgrid(np.arange(len(tr)), np.arange(len(m)), indexing="ij")
-    A, M = grid_a.ravel(), grid_m.ravel()
+    # The makespan level m is the slowest pool's time. For a rollout option a, only m = t_a or
+    # m = a time of another pool above t_a can be optimal: between two such times the other
+    # pools' cheapest options (a prefix minimum) do not change and a longer m only costs more.
+    levels = np.unique(np.concatenate([arrs[n][0] for n in others])) if others \
+        else np.zeros(0)
+    grid_a, grid_m = np.meshgrid(np.arange(len(tr)), np.arange(len(levels)), indexing="ij")
+    above = levels[grid_m.ravel()] >= tr[grid_a.ravel()] - 1e-12
+    A = np.concatenate([np.arange(len(tr)), grid_a.ravel()[above]])
+    m = np.concatenate([tr, levels[grid_m.ravel()[above]]])
+    M = np.arange(len(m))
     mv = m[M]
     ok = mv >= tr[A] - 1e-12
     C = cr[A].copy()

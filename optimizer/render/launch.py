@@ -50,6 +50,8 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     rollout = _phase(plan, "rollout")
     rpool = _pool(plan, rollout.pool) if rollout else upool
     rgpus = max(1, rollout.replica_gpus if rollout else 1)
+    if rollout is not None and rollout.parallel_layout is not None:
+        rgpus = max(rgpus, rollout.parallel_layout.tp)  # the engine size priced at this pool
     tp = min(rgpus, rpool.gpus_per_node)
     pp = max(1, rgpus // tp)
     engines = max(1, rpool.nodes * rpool.gpus_per_node // rgpus)
@@ -81,6 +83,7 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
         else:
             notes.append(f"scoring ({', '.join(scoring.models)}) has its own pool {spool.name}; "
                          "veRL places reference/critic models on the trainer pool")
+    verl += _verl_layout(update, notes)
     verl += [f"trainer.total_training_steps={plan.steps}", *save, *ckpt]
     module = "verl.experimental.one_step_off_policy.main_ppo" if separate else \
         "verl.trainer.main_ppo"
@@ -100,6 +103,7 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
                     "--ckpt_path=/checkpoints/checkpoints", "--load_checkpoint"]
         if facts.every_steps:
             openrlhf.append(f"--save_steps={facts.every_steps}")
+        openrlhf += _openrlhf_layout(update, notes)
         if scoring is not None and "reference" in scoring.models:
             ref = spool or upool
             openrlhf += [f"--ref_num_nodes={ref.nodes}",
@@ -112,6 +116,47 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
             openrlhf.append("--async_train")
     out.update(module=module, torchrun=False, verl=verl, openrlhf=openrlhf, tp=tp, pp=pp,
                engines=engines, rollout_pool=rpool.name)
+    return out
+
+
+def _verl_layout(update: Any, notes: list[str]) -> list[str]:
+    """The update's parallel layout as veRL arguments: FSDP (ZeRO-3) with Ulysses sequence
+    parallel and optimizer offload, or Megatron's tensor / pipeline / context parallel."""
+    lay = update.parallel_layout if update is not None else None
+    if lay is None:
+        return []
+    if lay.tp == 1 and lay.pp == 1 and lay.zero_stage == 3:
+        out = []
+        if lay.cp > 1:
+            out.append(f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={lay.cp}")
+        if lay.optimizer_offload:
+            out.append("actor_rollout_ref.actor.fsdp_config.optimizer_offload=True")
+        return out
+    notes.append(f"the update was priced with Megatron parallelism (tp {lay.tp}, pp {lay.pp}, "
+                 f"cp {lay.cp}, dp {lay.dp}): run veRL with --config-name=ppo_megatron_trainer")
+    out = [f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={lay.tp}",
+           f"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size={lay.pp}",
+           f"actor_rollout_ref.actor.megatron.context_parallel_size={lay.cp}"]
+    if lay.optimizer_offload:
+        out.append("actor_rollout_ref.actor.megatron.optimizer_offload=True")
+    return out
+
+
+def _openrlhf_layout(update: Any, notes: list[str]) -> list[str]:
+    """The update's layout as OpenRLHF (DeepSpeed) arguments: ZeRO stage, Adam offload, ring
+    attention for context parallel; DeepSpeed has no tensor or pipeline parallel."""
+    lay = update.parallel_layout if update is not None else None
+    if lay is None:
+        return []
+    out = [f"--zero_stage={lay.zero_stage if lay.zero_stage in (1, 2, 3) else 3}"]
+    if lay.optimizer_offload:
+        out.append("--adam_offload")
+    if lay.cp > 1:
+        out.append(f"--ring_attn_size={lay.cp}")
+    if lay.tp > 1 or lay.pp > 1:
+        notes.append(f"OpenRLHF (DeepSpeed) has no tensor/pipeline parallel: the plan's update "
+                     f"layout (tp {lay.tp}, pp {lay.pp}) is for veRL's Megatron backend; "
+                     "with OpenRLHF set efficiency.train_backend: fsdp and re-plan")
     return out
 
 

@@ -39,7 +39,7 @@ def estimate_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             cell = ph["by_gpu"][g]
             if cell["fits"]:
                 row.append(f"{_fmt_hours(cell['gpu_hours'])} ({cell['precision']}, "
-                           f"{cell['replica_gpus']}/replica)")
+                           f"{_how(cell)})")
             else:
                 row.append("n/a: " + cell["reason"][:40])
         rows.append(row)
@@ -51,9 +51,25 @@ def estimate_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _how(cell: dict[str, Any]) -> str:
+    """How the phase runs at its reference pool: training layout, or engine and drain."""
+    lay = cell.get("layout")
+    if lay:
+        text = f"tp{lay['tp']} cp{lay['cp']} pp{lay['pp']} dp{lay['dp']} z{lay['zero_stage']}"
+        return text + (" +offload" if lay["optimizer_offload"] else "")
+    dec = cell.get("decode")
+    if dec:
+        return (f"tp{dec['replica_gpus']} x {dec['replicas']:g}, drain "
+                f"{100 * dec['drain_share']:.0f} %")
+    return f"{cell['replica_gpus']}/replica"
+
+
 def _footer(report: dict[str, Any]) -> list[str]:
     lines = [f"step unit: {report['step_unit']}; steps: {report['steps']}",
-             f"precision: {report['precision']}; pipeline assumed: {report['pipeline_assumed']}"]
+             f"precision: {report['precision']}; pipeline assumed: {report['pipeline_assumed']}",
+             "each phase at its reference pool (every generation replica's batch full); "
+             "training: its parallel layout there; generation: engine size x replicas and the "
+             "share of each step spent draining (JSON: by_gpu.*.decode / layout)"]
     lines += [f"note: {n}" for n in report["notes"]]
     lines.append("defaults applied: " + "; ".join(report["defaults_applied"]))
     return lines

@@ -271,11 +271,11 @@ class Efficiency(_Strict):
     sequence parallel; veRL's and OpenRLHF's default), megatron (TP, PP, CP with the
     distributed optimizer), auto (the faster that fits)."""
     optimizer_offload: Literal["auto", "always", "never"] = "auto"
+    """auto: offload the optimizer state to CPU only where no layout fits otherwise; always:
+    as DeepSpeed ``offload_optimizer`` / OpenRLHF ``--adam_offload`` recipes do."""
     param_offload: bool = False
     """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
     backward pass fetches each GPU's parameter shard from host memory over PCIe."""
-    """auto: offload the optimizer state to CPU only where no layout fits otherwise; always:
-    as DeepSpeed ``offload_optimizer`` / OpenRLHF ``--adam_offload`` recipes do."""
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
@@ -446,7 +446,7 @@ class ProjectSpec(_Strict):
             return None
         return self.critic or ModelBlock(**self.model.model_dump(
             include={"params_b", "active_params_b", "layers", "hidden_size", "kv_heads",
-                     "head_dim", "heads"}))
+                     "head_dim", "heads", "experts_per_token"}))
 
     @property
     def lora_rank(self) -> int:
@@ -535,6 +535,9 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             continue
         value = getattr(defaults, key)
         shown = str(value).lower() if isinstance(value, bool) else value
+        if key == "internode_gb_per_s_per_gpu" and value is None:
+            shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
+                     "GPU's reference system)")
         out.append(f"efficiency.{key} = {shown}")
     if spec.method != "sft" and "pipeline" not in spec.model_fields_set:
         out.append("pipeline = auto (colocated, sync and async are compared)")
