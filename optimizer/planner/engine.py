@@ -248,6 +248,29 @@ def _ceil2(x: float) -> float:
     return math.ceil(x * 100 - 1e-9) / 100
 
 
+def _shape_misfit(demand: Demand, phase: str, name: str, gpn: int, allowed: tuple[str, ...],
+                  policy: Policy | None, max_nodes: int, min_gpn: int) -> str | None:
+    """Why nodes of ``gpn`` ``name`` GPUs cannot run ``phase`` (None when they can)."""
+    gpu = gpus().get(name)
+    if gpu is None:
+        return f"{phase} on {name}: not in the GPU table"
+    qs = [q for q in allowed if gpu.supports(q)]
+    if not qs:
+        return f"{phase} on {name}: none of {', '.join(allowed)} is supported"
+    rates = phase_rates(demand, phase, gpu, gpn, True, policy)
+    if not rates:
+        return f"{phase} on {name}: {phase_cell(demand, phase, gpu, qs[0]).reason or 'no fit'}"
+    npr = min(r.nodes_per_replica for r in rates)
+    if npr > max_nodes:
+        return (f"{phase} on {name} x {gpn}: one replica needs {npr} nodes, more than "
+                f"placement.max_nodes_per_pool ({max_nodes})")
+    if npr > 1 and phase == "update" and gpn < min_gpn:
+        return (f"{phase} on {name} x {gpn}: one replica spans {npr} nodes and training across "
+                f"nodes needs nodes of at least {min_gpn} GPUs "
+                "(placement.multi_node_training_min_gpus_per_node)")
+    return None
+
+
 def no_fit_message(ctx: Context, pools: list[str]) -> str:
     """Why no offer can run a pool: per phase, the first GPU type's real reason — the part
     that does not fit it (memory, an unsupported precision), or a replica needing more nodes
@@ -263,29 +286,15 @@ def no_fit_message(ctx: Context, pools: list[str]) -> str:
         if phase == "checkpoint":
             continue
         allowed = allowed_precisions(demand, phase, policy)
+        first: str | None = None
         for name, gpn in shapes:
-            gpu = gpus().get(name)
-            if gpu is None:
-                continue
-            qs = [q for q in allowed if gpu.supports(q)]
-            if not qs:
-                reasons.append(f"{phase} on {name}: none of {', '.join(allowed)} is supported")
+            why = _shape_misfit(demand, phase, name, gpn, allowed, policy, max_nodes, min_gpn)
+            if why is None:  # some shape runs this phase: it does not bind
+                first = None
                 break
-            rates = phase_rates(demand, phase, gpu, gpn, True, policy)
-            if not rates:
-                cell = phase_cell(demand, phase, gpu, qs[0])
-                reasons.append(f"{phase} on {name}: {cell.reason or 'does not fit'}")
-                break
-            npr = min(r.nodes_per_replica for r in rates)
-            if npr > max_nodes:
-                reasons.append(f"{phase} on {name} x {gpn}: one replica needs {npr} nodes, "
-                               f"more than placement.max_nodes_per_pool ({max_nodes})")
-                break
-            if npr > 1 and phase == "update" and gpn < min_gpn:
-                reasons.append(f"{phase} on {name} x {gpn}: one replica spans {npr} nodes and "
-                               f"training across nodes needs nodes of at least {min_gpn} GPUs "
-                               "(placement.multi_node_training_min_gpus_per_node)")
-                break
+            first = first or why
+        if first:
+            reasons.append(first)
     detail = "; ".join(reasons[:3]) or "every GPU type runs each phase, but no pool fits " \
         "the offers' node caps together"
     return (f"no offer can run pool(s) {', '.join(pools)}: {detail}; allow larger GPUs "
