@@ -17,13 +17,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
 from optimizer.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, PRECISIONS
 from optimizer.demand import inference as inf
 from optimizer.demand import training as tr
+from optimizer.demand.decode import (
+    Conditions,
+    DecodeCurve,
+    decode_curve,
+    decode_engine,
+    rollout_of,
+    usable_bytes,
+)
 from optimizer.demand.model import (
     GB,
     KV_HEADROOM,
@@ -36,33 +43,9 @@ from optimizer.demand.model import (
 )
 from optimizer.spec.project import ProjectSpec
 
-KV_16BIT = {"fp32": 4.0}
-"""KV-cache bytes per element by weight precision when fp8 KV is not allowed: the model's own
-16-bit dtype (vLLM ``kv_cache_dtype=auto``), fp32 for fp32 models."""
-
 
 def precision_options(phase: str) -> tuple[str, ...]:
     return TRAIN_PRECISIONS if phase == "update" else PRECISIONS
-
-
-def kv_element_bytes(precision: str, kv_fp8: bool) -> float:
-    """fp8 KV only where allowed (policy) and the weights are quantised; else 16 bit."""
-    if kv_fp8 and precision in ("fp8", "int8"):
-        return 1.0
-    return KV_16BIT.get(precision, 2.0)
-
-
-@dataclass(frozen=True)
-class Conditions:
-    """Where a phase runs: node size, colocation with training, fp8 KV allowed."""
-
-    gpus_per_node: int = 8
-    colocated: bool = False
-    kv_fp8: bool = False
-
-
-def _usable(gpu: GPU, spec: ProjectSpec) -> float:
-    return gpu.memory_gb * GB * spec.efficiency.gpu_memory_utilization
 
 
 def train_job(part: Part, spec: ProjectSpec) -> tr.TrainJob:
@@ -96,7 +79,7 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
         return Cell(False, reason=f"{precision} is an inference format; train in "
                                   f"{', '.join(TRAIN_PRECISIONS)}")
     eff = spec.efficiency
-    usable = _usable(gpu, spec)
+    usable = usable_bytes(gpu, spec)
     if part.kind == "train":
         job = train_job(part, spec)
         cap = _colocated_state_cap(gpu, spec) if cond.colocated else None
@@ -159,169 +142,11 @@ def _forward_efficiency(part: Part, spec: ProjectSpec) -> float | None:
     return None
 
 
-def rollout_of(part: Part) -> inf.Rollout:
-    assert part.lengths is not None
-    return inf.Rollout(part.run_sequences, part.prompt_tokens, part.lengths)
-
-
 def _colocated_state_cap(gpu: GPU, spec: ProjectSpec) -> float:
     """Bytes per GPU left for training state while the rollout engine holds its share."""
     eff = spec.efficiency
     return gpu.memory_gb * GB * max(0.0, eff.gpu_memory_utilization
                                     - eff.colocated_rollout_memory_fraction)
-
-
-def decode_engine(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: int,
-                  cond: Conditions) -> inf.Engine | str:
-    """The replica a decode part runs on, or why none fits. Colocated engines get
-    ``colocated_rollout_memory_fraction`` of HBM (vLLM's gpu_memory_utilization is a share of
-    the whole device); the training state kept beside them must fit the rest (the update's
-    layout is chosen under that cap)."""
-    eff, m = spec.efficiency, part.model
-    weights = m.params_b * 1e9 * BYTES_PER_PARAM[precision]
-    per_gpu = _usable(gpu, spec)
-    if cond.colocated:
-        per_gpu = gpu.memory_gb * GB * eff.colocated_rollout_memory_fraction
-    g = replica_gpus or inf.replica_gpus_for(weights, per_gpu, KV_HEADROOM, MAX_REPLICA_GPUS)
-    if g > MAX_REPLICA_GPUS:
-        return (f"weights ({weights / GB:.0f} GB) and a KV cache need more than "
-                f"{MAX_REPLICA_GPUS} GPUs per inference replica")
-    kv_tok = inf.kv_bytes_per_token(m, kv_element_bytes(precision, cond.kv_fp8))
-    capacity = (g * per_gpu - weights) / kv_tok
-    return inf.Engine(gpu, precision, g, weights, kv_tok, max(capacity, 0.0),
-                      eff.max_batch_per_replica, g > cond.gpus_per_node, m, eff)
-
-
-@dataclass(frozen=True)
-class DecodeOption:
-    """One engine size (tensor-parallel degree) for a phase's decode."""
-
-    engine: inf.Engine
-    batch: int
-    step: inf.StepModel | None
-    recompute_seconds_per_token: float
-    """Prefill seconds per token on one replica (preempted sequences are re-prefilled)."""
-    asynchronous: inf.AsyncModel | None = None
-    floor: float = 0.0
-    """The longest response generated alone on this engine."""
-
-    def run_seconds(self, n: np.ndarray, rollout: inf.Rollout, synchronous: bool
-                    ) -> np.ndarray:
-        if synchronous and self.step is not None:
-            return self.step.seconds(n) + self.step.preempted(n) \
-                * self.step.recompute_tokens_per_seq * self.recompute_seconds_per_token
-        assert self.asynchronous is not None
-        return self.asynchronous.seconds(n)
-
-
-@dataclass(frozen=True)
-class DecodeCurve:
-    """Seconds of a phase's decode on a pool, as a function of the pool's GPUs. Engines of
-    every power-of-two size from the smallest that holds the weights up to a node are
-    considered, and a pool runs the fastest: a larger tensor-parallel degree reads the weights
-    faster per token, which is what a drain-bound (latency-bound) step needs."""
-
-    runs: int
-    sequences: float
-    """Sequences per run."""
-    synchronous: bool
-    rollout: inf.Rollout
-    options: tuple[DecodeOption, ...]
-
-    @property
-    def engine(self) -> inf.Engine:
-        """The smallest engine (the replica the pool must at least hold)."""
-        return self.options[0].engine
-
-    @property
-    def batch(self) -> int:
-        return self.options[0].batch
-
-    def seconds(self, gpus: np.ndarray | float) -> np.ndarray:
-        g = np.maximum(np.asarray(gpus, dtype=float), 1e-9)
-        best: np.ndarray | None = None
-        for o in self.options:
-            replicas = g / o.engine.gpus
-            t = self.runs * o.run_seconds(self.sequences / np.maximum(replicas, 1e-9),
-                                          self.rollout, self.synchronous)
-            t = np.where(replicas >= 1.0 - 1e-9, t, np.inf) if o is not self.options[0] else t
-            best = t if best is None else np.minimum(best, t)
-        assert best is not None
-        return best
-
-    def option_at(self, gpus: float) -> DecodeOption:
-        """The engine size a pool of ``gpus`` GPUs runs (the fastest that fits the pool)."""
-        best, best_t = self.options[0], math.inf
-        for o in self.options:
-            replicas = gpus / o.engine.gpus
-            if replicas < 1.0 - 1e-9 and o is not self.options[0]:
-                continue
-            t = float(o.run_seconds(np.asarray([self.sequences / max(replicas, 1e-9)]),
-                                    self.rollout, self.synchronous)[0])
-            if t < best_t:
-                best, best_t = o, t
-        return best
-
-    @property
-    def floor_seconds(self) -> float:
-        """However many GPUs: each run's longest response, generated alone on the fastest
-        engine."""
-        return self.runs * min(o.floor for o in self.options)
-
-    def reference_replicas(self) -> float:
-        """Replicas of the smallest engine at which each is just full (n = B)."""
-        return max(1.0, math.ceil(self.sequences / max(self.batch, 1)))
-
-
-_PART_MEMO: dict[int, tuple[Part, dict[Any, DecodeOption]]] = {}
-
-
-def part_memo(part: Part) -> dict[Any, DecodeOption]:
-    """Decode engines already built for this part (a GPU type's smallest engine is the same
-    whatever the node size, so shapes of one GPU share it)."""
-    held = _PART_MEMO.get(id(part))
-    if held is None or held[0] is not part:
-        if len(_PART_MEMO) > 256:
-            _PART_MEMO.clear()
-        held = _PART_MEMO[id(part)] = (part, {})
-    return held[1]
-
-
-def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
-                 gpu: GPU, precision: str, cond: Conditions) -> DecodeCurve:
-    assert c.engine is not None
-    ro = rollout_of(part)
-    engines = [c.engine]
-    # the smallest engine (most throughput per GPU) and one spanning the node (least latency per
-    # token: what a drain-bound step needs); sizes between are dominated by one or the other
-    # within a few per cent on the validation runs
-    whole = max(cond.gpus_per_node, c.engine.gpus)
-    if whole > c.engine.gpus and whole <= MAX_REPLICA_GPUS:
-        e = decode_engine(part, gpu, precision, spec, whole, cond)
-        if not isinstance(e, str):
-            engines.append(e)
-    options = []
-    memo = part_memo(part)
-    for engine in engines:
-        key = (engine.gpu.name, engine.precision, engine.gpus, engine.spans_nodes,
-               engine.kv_bytes_per_token, engine.kv_capacity_tokens, synchronous)
-        hit = memo.get(key)
-        if hit is not None:
-            if hit.batch >= 1:
-                options.append(hit)
-            continue
-        batch, admitted = inf.effective_batch(engine, ro)
-        if batch < 1:
-            continue
-        step = inf.step_model(engine, ro, batch, admitted) if synchronous else None
-        recompute = inf.prefill_seconds_per_token(part.model, engine.gpu, engine.precision,
-                                                  engine.gpus, spec.efficiency,
-                                                  ro.prompt_tokens + ro.lengths.mean_age)
-        asyn = None if synchronous else inf.async_model(engine, ro, batch)
-        memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn,
-                                          inf.single_stream_seconds(engine, ro))
-        options.append(option)
-    return DecodeCurve(part.runs, part.run_sequences, synchronous, ro, tuple(options))
 
 
 def is_high_precision(precision: str) -> bool:

@@ -9,7 +9,6 @@ output. Field reference: ``docs/spec.md``.
 
 from __future__ import annotations
 
-from itertools import pairwise
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -19,26 +18,23 @@ from pydantic import (
 )
 
 from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import StrictModel, read_mapping, validate
+from optimizer.core.yamlio import read_mapping, validate
+from optimizer.spec.efficiency import Efficiency
+from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
+from optimizer.spec.types import (
+    Algorithm,
+    Amount,
+    Billions,
+    Count,
+    Method,
+    PhaseName,
+    Pipeline,
+    Precision,
+    _Strict,
+)
 
-Method = Literal["sft", "rl", "opd"]
-Algorithm = Literal["ppo", "grpo", "dapo"]
-Pipeline = Literal["auto", "colocated", "sync", "async"]
-Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
-PhaseName = Literal["rollout", "scoring", "update", "eval"]
-Fraction = Annotated[float, Field(gt=0, le=1, strict=True)]
-Count = Annotated[int, Field(gt=0, le=10**12, strict=True)]
-"""A positive whole number (booleans and floats are rejected, absurd magnitudes too)."""
-Amount = Annotated[float, Field(gt=0, le=1e12, strict=True)]
-"""A positive finite number."""
-Billions = Annotated[float, Field(gt=0, le=100_000, strict=True)]
-"""Parameters in billions (up to 100 trillion)."""
-
-
-_Strict = StrictModel
-"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
-no NaN/inf)."""
-
+__all__ = ["Efficiency", "ModelBlock", "ProjectSpec", "ResponseLength", "TrainedModel",
+           "applied_defaults", "load_spec", "parse_spec", "quantile_knots"]
 
 class ModelBlock(_Strict):
     """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters."""
@@ -94,36 +90,6 @@ class TrainedModel(ModelBlock):
 
 PlaceRef = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$", max_length=120)]
 """``provider:region``, e.g. ``aws:us-east-1``."""
-
-
-class ResponseLength(_Strict):
-    """The shape of the response-length distribution (its mean is ``data.response_tokens`` and
-    its cap ``data.max_response_tokens``). Give quantiles, or a histogram, or neither (then the
-    maximum-entropy shape for that mean and cap is used); ``truncated_share`` puts that share of
-    responses at the cap (overlong cut-offs)."""
-
-    p50: Count | None = None
-    p90: Count | None = None
-    p99: Count | None = None
-    histogram: list[tuple[Count, Annotated[float, Field(gt=0, strict=False)]]] | None = None
-    """``[[tokens, share], ...]``: shares are normalised to sum to one."""
-    truncated_share: Annotated[float, Field(ge=0, lt=1, strict=True)] = 0.0
-
-    @model_validator(mode="after")
-    def _one_shape(self) -> ResponseLength:
-        quant = [q for q in (self.p50, self.p90, self.p99) if q is not None]
-        if quant and self.histogram:
-            raise ValueError("response_length: give quantiles (p50/p90/p99) or a histogram, "
-                             "not both")
-        if self.truncated_share and (quant or self.histogram):
-            raise ValueError("response_length.truncated_share shapes the default distribution; "
-                             "with quantiles or a histogram put the cap's share in them instead")
-        if quant != sorted(quant):
-            raise ValueError(f"response_length: quantiles must not decrease (p50 <= p90 <= "
-                             f"p99), got {quant}")
-        if self.histogram is not None and not self.histogram:
-            raise ValueError("response_length.histogram is empty; give [[tokens, share], ...]")
-        return self
 
 
 class Data(_Strict):
@@ -224,70 +190,6 @@ class Placement(_Strict):
                 raise ValueError(unknown_gpu_message(name))
             out.append(canon)
         return out
-
-
-class Efficiency(_Strict):
-    """Efficiency and system parameters of the demand model; each has a documented source."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _retired(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "tail_factor" in data:
-            raise ValueError("efficiency.tail_factor was replaced by the rollout drain model; "
-                             "remove it and describe the response lengths in "
-                             "data.response_length (quantiles, histogram or truncated_share)")
-        return data
-
-    train_mfu: Fraction = 0.35
-    rl_train_mfu: Fraction = 0.22
-    prefill_efficiency: Fraction = 0.5
-    decode_mbu: Fraction = 0.6
-    decode_compute_efficiency: Fraction = 0.5
-    decode_step_overhead_ms: Annotated[float, Field(ge=0, le=1000, strict=False)] = 2.0
-    """Fixed cost of one decode iteration: scheduling, sampling, log-prob gather, host work."""
-    cuda_graphs: bool = True
-    """Decode runs captured CUDA graphs (veRL, NeMo RL); false: eager kernel launches
-    (OpenRLHF's hybrid-engine recipes pass --vllm.enforce_eager)."""
-    eager_launch_us_per_layer: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 45.0
-    tp_allreduce_us_intra_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 10.0
-    tp_allreduce_us_inter_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 30.0
-    prefix_caching: bool = True
-    """The engine prefills a prompt once for all its samples (vLLM automatic prefix caching:
-    on in veRL, off by default in OpenRLHF and NeMo RL)."""
-    colocated_rollout_memory_fraction: Fraction = 0.5
-    """Colocated layouts: the share of HBM the rollout engine gets (veRL
-    rollout.gpu_memory_utilization default 0.5); training state resident meanwhile must fit in
-    the rest."""
-    gemm_time_share: Fraction = 0.7
-    """Share of compute-bound time spent in GEMMs at 16 bit; only this share speeds up at fp8 or
-    int8 (Amdahl)."""
-    internode_gb_per_s_per_gpu: Amount | None = None
-    """Scale-out network per GPU; default from the GPU's reference system (DGX H100/H200/B200:
-    8 x 400 Gb/s = 50 GB/s per GPU; DGX A100: 8 x 200 Gb/s = 25 GB/s; others 12.5 GB/s)."""
-    pcie_gb_per_s: Amount = 32.0
-    cpu_adam_b_params_per_s: Amount = 0.4
-    train_backend: Literal["auto", "fsdp", "megatron"] = "auto"
-    """Training layouts considered: fsdp (FSDP/DeepSpeed ZeRO-3: data parallel, Ulysses
-    sequence parallel; veRL's and OpenRLHF's default), megatron (TP, PP, CP with the
-    distributed optimizer), auto (the faster that fits)."""
-    optimizer_offload: Literal["auto", "always", "never"] = "auto"
-    """auto: offload the optimizer state to CPU only where no layout fits otherwise; always:
-    as DeepSpeed ``offload_optimizer`` / OpenRLHF ``--adam_offload`` recipes do."""
-    param_offload: bool = False
-    """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
-    backward pass fetches each GPU's parameter shard from host memory over PCIe."""
-    gpu_memory_utilization: Fraction = 0.9
-    max_batch_per_replica: Count = 256
-    adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
-    activation_recompute: Literal["full", "selective", "none"] = "full"
-    micro_batch_size: Count = 1
-    attention_flops: bool = True
-    recompute_old_logprobs: bool = True
-    checkpoint_write_gb_per_s: Amount = 2.0
-    weight_sync_gb_per_s: Amount = 10.0
-    restart_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 10.0
-    lost_work_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 5.0
-    checkpoint_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 3.0
 
 
 class Calibration(_Strict):
@@ -451,40 +353,6 @@ class ProjectSpec(_Strict):
     @property
     def lora_rank(self) -> int:
         return self.model.lora_rank or 16
-
-
-def _check_lengths(r: ResponseLength, mean: int, cap: int) -> None:
-    """Quantiles and histograms must respect the cap and imply the stated mean (±10 %)."""
-    field = "data.response_length"
-    if r.truncated_share and r.truncated_share * cap > mean:
-        raise ValueError(f"{field}.truncated_share {r.truncated_share}: that share at the cap "
-                         f"{cap} alone exceeds the mean response_tokens {mean}; lower it")
-    if r.histogram:
-        if max(t for t, _ in r.histogram) > cap:
-            raise ValueError(f"{field}.histogram has lengths above max_response_tokens {cap}; "
-                             "raise the cap or fix the bins")
-        total = sum(s for _, s in r.histogram)
-        implied = sum(t * s for t, s in r.histogram) / total
-    else:
-        knots = quantile_knots(r, cap)
-        if knots is None:
-            return
-        if knots[-2][1] > cap:
-            raise ValueError(f"{field}: quantile {knots[-2][1]} exceeds max_response_tokens "
-                             f"{cap}; raise the cap or fix the quantiles")
-        implied = sum((u1 - u0) * (a + b) / 2 for (u0, a), (u1, b) in pairwise(knots))
-    if abs(implied - mean) > 0.1 * mean:
-        raise ValueError(f"{field} implies a mean of {implied:.0f} tokens but "
-                         f"data.response_tokens is {mean}; make them agree within 10 %")
-
-
-def quantile_knots(r: ResponseLength, cap: int) -> list[tuple[float, float]] | None:
-    """(u, length) knots of the piecewise-linear quantile function, or None without
-    quantiles: (0, 1), the given p50/p90/p99, and (1, cap)."""
-    given = [(u, q) for u, q in ((0.5, r.p50), (0.9, r.p90), (0.99, r.p99)) if q is not None]
-    if not given:
-        return None
-    return [(0.0, 1.0), *[(u, float(q)) for u, q in given], (1.0, float(cap))]
 
 
 def applied_defaults(spec: ProjectSpec) -> list[str]:

@@ -1,0 +1,74 @@
+"""``efficiency``: every efficiency and system parameter of the demand model, with its default
+(sources: docs/spec.md §11 and docs/demand-model.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from optimizer.spec.types import Amount, Count, Fraction, _Strict
+
+
+class Efficiency(_Strict):
+    """Efficiency and system parameters of the demand model; each has a documented source."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tail_factor" in data:
+            raise ValueError("efficiency.tail_factor was replaced by the rollout drain model; "
+                             "remove it and describe the response lengths in "
+                             "data.response_length (quantiles, histogram or truncated_share)")
+        return data
+
+    train_mfu: Fraction = 0.35
+    rl_train_mfu: Fraction = 0.22
+    prefill_efficiency: Fraction = 0.5
+    decode_mbu: Fraction = 0.6
+    decode_compute_efficiency: Fraction = 0.5
+    decode_step_overhead_ms: Annotated[float, Field(ge=0, le=1000, strict=False)] = 2.0
+    """Fixed cost of one decode iteration: scheduling, sampling, log-prob gather, host work."""
+    cuda_graphs: bool = True
+    """Decode runs captured CUDA graphs (veRL, NeMo RL); false: eager kernel launches
+    (OpenRLHF's hybrid-engine recipes pass --vllm.enforce_eager)."""
+    eager_launch_us_per_layer: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 45.0
+    tp_allreduce_us_intra_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 10.0
+    tp_allreduce_us_inter_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 30.0
+    prefix_caching: bool = True
+    """The engine prefills a prompt once for all its samples (vLLM automatic prefix caching:
+    on in veRL, off by default in OpenRLHF and NeMo RL)."""
+    colocated_rollout_memory_fraction: Fraction = 0.5
+    """Colocated layouts: the share of HBM the rollout engine gets (veRL
+    rollout.gpu_memory_utilization default 0.5); training state resident meanwhile must fit in
+    the rest."""
+    gemm_time_share: Fraction = 0.7
+    """Share of compute-bound time spent in GEMMs at 16 bit; only this share speeds up at fp8 or
+    int8 (Amdahl)."""
+    internode_gb_per_s_per_gpu: Amount | None = None
+    """Scale-out network per GPU; default from the GPU's reference system (DGX H100/H200/B200:
+    8 x 400 Gb/s = 50 GB/s per GPU; DGX A100: 8 x 200 Gb/s = 25 GB/s; others 12.5 GB/s)."""
+    pcie_gb_per_s: Amount = 32.0
+    cpu_adam_b_params_per_s: Amount = 0.4
+    train_backend: Literal["auto", "fsdp", "megatron"] = "auto"
+    """Training layouts considered: fsdp (FSDP/DeepSpeed ZeRO-3: data parallel, Ulysses
+    sequence parallel; veRL's and OpenRLHF's default), megatron (TP, PP, CP with the
+    distributed optimizer), auto (the faster that fits)."""
+    optimizer_offload: Literal["auto", "always", "never"] = "auto"
+    """auto: offload the optimizer state to CPU only where no layout fits otherwise; always:
+    as DeepSpeed ``offload_optimizer`` / OpenRLHF ``--adam_offload`` recipes do."""
+    param_offload: bool = False
+    """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
+    backward pass fetches each GPU's parameter shard from host memory over PCIe."""
+    gpu_memory_utilization: Fraction = 0.9
+    max_batch_per_replica: Count = 256
+    adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
+    activation_recompute: Literal["full", "selective", "none"] = "full"
+    micro_batch_size: Count = 1
+    attention_flops: bool = True
+    recompute_old_logprobs: bool = True
+    checkpoint_write_gb_per_s: Amount = 2.0
+    weight_sync_gb_per_s: Amount = 10.0
+    restart_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 10.0
+    lost_work_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 5.0
+    checkpoint_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 3.0
