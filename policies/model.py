@@ -82,6 +82,10 @@ class Policy(StrictModel):
     """Whether the rollout pool may sit in another region (or provider) than the trainer's,
     paying inter-region egress for every weight sync, the experience data and the dataset
     staging. The update and scoring pools always stay in the trainer's zone."""
+    kv_cache_fp8: bool = False
+    """Whether generation with fp8 or int8 weights may also keep its KV cache in fp8 (vLLM
+    ``kv_cache_dtype=fp8``). Off by default: the frameworks keep the KV cache at the model's
+    16-bit dtype unless it is asked for, and fp8 KV changes the sampled log-probabilities."""
     storage: StorageLifecycle = StorageLifecycle()
     budget: BudgetThresholds = BudgetThresholds()
 

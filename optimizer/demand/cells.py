@@ -176,6 +176,7 @@ class Timing:
     floor_seconds: float
     replica_gpus: int
     scale: float = 1.0
+    """Time multiplier from calibration (modelled ÷ measured throughput)."""
     train: tuple[tuple[float, tr.LayoutCurve], ...] = ()
     """Training work: (tokens, the layout curve that runs them at each pool size)."""
     gpus_per_node: int = 8
@@ -183,7 +184,6 @@ class Timing:
     """Prompt prefill of generation phases: chunked prefill (on in vLLM V1 and veRL) runs it
     inside the decode iterations, whose compute is idle while they are bound by memory, so a
     step takes the longer of its decode and its prefill, not their sum."""
-    """Time multiplier from calibration (modelled ÷ measured throughput)."""
 
     def busy_seconds(self, gpus: np.ndarray | float, replica_gpus: int | None = None
                      ) -> np.ndarray:

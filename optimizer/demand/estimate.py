@@ -93,6 +93,7 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                 at_ref = pc.timing.train[0][1].at(ref)
                 if at_ref.layout is not None:
                     entry["layout"] = at_ref.layout.as_dict()
+                    entry["memory_gb_per_gpu"] = _round(at_ref.memory_gb_per_gpu)
             for curve in pc.timing.curves:
                 entry["decode"] = _decode_report(curve, ref)
             if pc.calibration is not None:
@@ -140,7 +141,7 @@ def _decode_report(curve: DecodeCurve, ref_gpus: float) -> dict[str, Any]:
     """How one generation run behaves at the reference pool."""
     replicas = ref_gpus / curve.engine.gpus
     per_replica = curve.sequences / replicas
-    run = float(curve.seconds(replicas)) / max(curve.runs, 1)
+    run = float(curve.seconds(ref_gpus)) / max(curve.runs, 1)
     full = per_replica * curve.rollout.lengths.mean / curve.batch \
         * float(curve.engine.iteration_seconds(curve.batch, curve.rollout.prompt_tokens
                                                + curve.rollout.lengths.mean_age))

@@ -328,6 +328,8 @@ def _fit(job: TrainJob, eff: Efficiency, usable: float, tp: int, cp: int, pp: in
         return None
     split = tp * pp
     wg = job.state_weights_grads / split
+    if eff.param_offload and zero == 3:
+        wg /= 2.0  # as in memory_bytes: the weights live in host memory
     opt = 0.0 if offload else job.state_optimizer / split
     if zero == 3:
         dp = math.ceil((wg + opt) / free - 1e-12)
