@@ -1,7 +1,8 @@
 """Small, realistic planner fixtures and an independent brute-force planner.
 
-The brute force shares only the rate model with the planner (``phase_rates``, ``spot_overhead``
-and the layouts): it enumerates every node count of every offer for every pool, every region
+The brute force shares only the rate model with the planner (``phase_rates`` and each rate's
+busy hours as a function of effective nodes, ``PhaseRate.busy``; ``spot_overhead`` and the
+layouts): it enumerates every node count of every offer for every pool, every region
 and every layout, and prices each combination directly. It knows nothing of Pareto fronts,
 bounds or the MILP.
 """
@@ -104,7 +105,8 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                           and (pool.remote_ok or not o.zone or o.zone == zone)]
                 shapes = sorted({(o.gpu, o.gpus_per_node) for o in offers})
                 for gpu, gpn in shapes:
-                    rates = [phase_rates(demand, ph, table[gpu], gpn, lay.tail)
+                    rates = [phase_rates(demand, ph, table[gpu], gpn, lay.tail, lay.policy,
+                                         colocated=lay.mode == "colocated")
                              for ph in pool.phases]
                     if not all(rates):
                         continue
@@ -140,7 +142,9 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                                     continue
                                 scale = ((n // r.nodes_per_replica) * r.nodes_per_replica / n
                                          if r.nodes_per_replica > 1 else 1.0)
-                                t_best = min(t_best, max(r.node_hours / (e * scale), r.floor_hours))
+                                # busy hours on e × scale effective nodes: the drain, the
+                                # layout at that pool size and the floor (PhaseRate.busy)
+                                t_best = min(t_best, r.busy(e * scale))
                             busy += t_best
                         if math.isfinite(busy):
                             used = {o.key: c for c, o in zip(counts, group, strict=True) if c}

@@ -53,7 +53,34 @@ def test_estimate_json() -> None:
     rollout = report["phases"][0]
     # 300 steps x 256 prompts x 8 samples x 2048 response tokens (6 significant digits)
     assert rollout["tokens"] == pytest.approx(300 * 256 * 8 * 2048, rel=1e-5)
-    assert rollout["tail_factor_applied"] == 1.5
+    assert report["schema_version"] == 2
+    assert "tail_factor_applied" not in rollout  # the drain model replaced the tail factor
+    assert rollout["synchronous_drain"] is True  # pipeline auto: each step waits for its longest
+    assert report["phases"][1]["synchronous_drain"] is None  # scoring has no decode
+    for phase in report["phases"]:
+        cell = phase["by_gpu"]["H100"]
+        ref = cell["reference_gpus"]
+        assert ref >= cell["replica_gpus"] >= 1
+        assert cell["busy_hours_at_reference"] * ref == pytest.approx(cell["gpu_hours"], rel=2e-3)
+        assert 0 < cell["latency_floor_hours"] <= cell["busy_hours_at_reference"] * (1 + 1e-3)
+        assert cell["tokens_per_second_per_gpu"] == pytest.approx(
+            phase["tokens"] / (cell["gpu_hours"] * 3600), rel=2e-3)
+        assert cell["calibrated"] is False and "calibration" not in cell
+    decode = rollout["by_gpu"]["H100"]["decode"]
+    # the reference pool keeps every replica's batch full: 256 x 8 sequences per step
+    assert decode["replicas"] * decode["replica_gpus"] == rollout["by_gpu"]["H100"][
+        "reference_gpus"]
+    assert decode["sequences_per_replica"] * decode["replicas"] == pytest.approx(256 * 8)
+    assert decode["sequences_per_replica"] <= decode["batch_cap"]
+    assert decode["length_shape"] == "max-entropy"  # only the mean and the cap are given
+    assert 2048 < decode["longest_response_tokens"] <= 8192  # above the mean, at most the cap
+    # the batch drains as responses finish: the run takes longer than at a full batch
+    run, full = decode["seconds_per_run"], decode["seconds_per_run_if_batch_stayed_full"]
+    assert run > full > 0
+    assert decode["drain_share"] == pytest.approx(1 - full / run, abs=2e-3)
+    layout = report["phases"][2]["by_gpu"]["H100"]["layout"]  # update: the layout at reference
+    assert layout["tp"] * layout["cp"] * layout["pp"] * layout["dp"] == \
+        report["phases"][2]["by_gpu"]["H100"]["reference_gpus"]
     totals = report["totals"]
     assert totals["flops"] == pytest.approx(sum(p["flops"] for p in report["phases"]), rel=1e-3)
     phase_hours = sum(p["gpu_hours"]["H100"] for p in report["phases"])
@@ -61,6 +88,24 @@ def test_estimate_json() -> None:
     assert totals["gpu_hours"]["H100"] == pytest.approx(phase_hours + ckpt, rel=1e-3)
     assert report["checkpoint"]["count"] == 300 // 25
     assert any(d.startswith("efficiency.") for d in report["defaults_applied"])
+
+
+def test_estimate_async_pipeline_overlaps_the_drain(tmp_path: Path) -> None:
+    """With ``pipeline: async`` the drain overlaps training: generation is reported without it
+    and never takes longer than the synchronous step."""
+    d = example_dict("grpo-7b.yaml")
+    d["pipeline"] = "async"
+    path = tmp_path / "async.yaml"
+    path.write_text(yaml.safe_dump(d), encoding="utf-8")
+    asyn = _json(_invoke("estimate", str(path), "--format", "json", "--gpu", "H100"))
+    sync = _json(_invoke("estimate", GRPO, "--format", "json", "--gpu", "H100"))
+    assert asyn["pipeline_assumed"] == "async"
+    for a, s in zip(asyn["phases"], sync["phases"], strict=True):
+        if a["name"] in ("rollout", "eval"):
+            assert a["synchronous_drain"] is False and s["synchronous_drain"] is True
+            assert a["gpu_hours"]["H100"] <= s["gpu_hours"]["H100"] * (1 + 1e-3)
+        else:
+            assert a["gpu_hours"] == s["gpu_hours"]  # training and scoring do not drain
 
 
 def test_estimate_gpu_options_limit_keys() -> None:

@@ -203,7 +203,8 @@ def test_plan_json_is_byte_identical_across_runs(
 def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     p = grpo_plan
     assert set(p) >= TOP_KEYS, TOP_KEYS - set(p)
-    assert p["schema_version"] == 2
+    assert p["schema_version"] == 3
+    assert p["calibration"] == []  # the example measures nothing: the model is uncalibrated
     assert p["spec_name"] == "grpo-7b-math"
     assert p["status"] == "optimal"
     assert p["pipeline_mode"] in {"colocated", "sync", "async"}
@@ -211,7 +212,9 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     assert _money(p["budget_usd"]) == Decimal("25000.00")
     total = _money(p["total_cost_usd"])
     assert _money(p["compute_cost_usd"]) + _money(p["storage_cost_usd"]) == total
-    assert sum(_money(i["cost_usd"]) for i in p["storage"]) == _money(p["storage_cost_usd"])
+    # each item and the total are rounded to cents separately: half a cent each at most
+    items = sum(_money(i["cost_usd"]) for i in p["storage"])
+    assert abs(items - _money(p["storage_cost_usd"])) <= Decimal("0.005") * (len(p["storage"]) + 1)
     assert 0 < total <= Decimal(p["budget_usd"])
     assert 0 < p["makespan_hours"] <= p["deadline_hours"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", p["catalog_as_of"])
@@ -234,6 +237,16 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
             assert a["nodes"] >= 1 and a["gpus_per_node"] >= 1
             assert a["usd_per_hour"] >= 0
             _money(a["cost_usd"])
+    # schema 3: phases record the layout they were priced with, on their pool's GPUs
+    gpus = {pool["name"]: pool["nodes"] * pool["gpus_per_node"] for pool in p["pools"]}
+    layouts = {ph["name"]: ph["parallel_layout"] for ph in p["phases"]
+               if ph.get("parallel_layout") is not None}
+    assert "update" in layouts and layouts["update"]["zero_stage"] in (1, 3)
+    for ph in p["phases"]:
+        lay = ph.get("parallel_layout")
+        if lay is not None:
+            assert set(lay) == {"tp", "cp", "pp", "dp", "zero_stage", "optimizer_offload"}
+            assert 1 <= lay["tp"] * lay["cp"] * lay["pp"] * lay["dp"] <= gpus[ph["pool"]]
     assert p["pools"]
     for pool in p["pools"]:
         assert pool["allocations"]
@@ -370,7 +383,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(grpo_plan)) == []
@@ -379,7 +392,8 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
         lambda p: p["pools"][0]["allocations"][0].update(capacity_type="spotty"),
         lambda p: p["solver"].update(status="fine"),
         lambda p: p.update(status="fine"),
-        lambda p: p.pop("lifecycle"),  # schema 2 requires lifecycle
+        lambda p: p.pop("lifecycle"),  # schema 3 requires lifecycle
+        lambda p: p["phases"][0].update(parallel_layout={"tp": "two"}),
     ):
         bad = copy.deepcopy(grpo_plan)
         mutate(bad)
@@ -388,7 +402,14 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
         bad = copy.deepcopy(grpo_plan)
         bad["network"][0]["path"] = "teleport"
         assert list(validator.iter_errors(bad))
-    # a schema-1 plan without lifecycle (written before it was recorded) is valid
+    # a schema-2 plan (no parallel layouts or calibration records) is valid ...
+    older = copy.deepcopy(grpo_plan)
+    older["schema_version"] = 2
+    del older["calibration"]
+    for ph in older["phases"]:
+        ph.pop("parallel_layout", None)
+    assert list(validator.iter_errors(older)) == []
+    # ... and so is a schema-1 plan without lifecycle (written before it was recorded)
     old = copy.deepcopy(grpo_plan)
     old["schema_version"] = 1
     del old["lifecycle"]
@@ -414,10 +435,16 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     del old["lifecycle"]  # schema-1 plans written before plans recorded it
     result = _ok(_invoke("check", _write_json(tmp_path / "v1.json", old)))
     assert result.stdout.startswith("ok:")
+    v2 = copy.deepcopy(grpo_plan)
+    v2["schema_version"] = 2  # written before phases recorded their parallel layout
+    for ph in v2["phases"]:
+        ph.pop("parallel_layout", None)
+    assert _ok(_invoke("check", _write_json(tmp_path / "v2-ok.json", v2))).stdout \
+        .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 3
-    _assert_error(_invoke("check", _write_json(tmp_path / "v3.json", newer)), 2, "v3.json",
-                  "schema 3", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 4
+    _assert_error(_invoke("check", _write_json(tmp_path / "v4.json", newer)), 2, "v4.json",
+                  "schema 4", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",

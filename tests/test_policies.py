@@ -243,8 +243,10 @@ REWARD = {"params_b": 1.54, "layers": 28, "hidden_size": 1536, "heads": 12, "kv_
 
 
 @pytest.mark.parametrize("spec_kw,policy_text", [
-    # a policy that lets the update train at fp8 (the default policy forbids it)
-    ({}, "name: fp8-update\nextends: default\nphases: {update: {precisions: [fp8]}}\n"),
+    # a policy that lets the update train at fp8 (the default policy forbids it), for a spec
+    # that opts in to fp8 updates (without precisions.update the update trains in bf16)
+    ({"precisions": {"update": ["bf16", "fp8"]}},
+     "name: fp8-update\nextends: default\nphases: {update: {precisions: [fp8]}}\n"),
     # a policy whose reward calibration share differs from the default's 10 %
     ({"reward_model": REWARD},
      "name: calib\nextends: default\nhigh_precision_fallback: {reward: 0.6}\n"),

@@ -240,7 +240,7 @@ class Explain(StrictModel):
 
 class Plan(StrictModel):
     model_config = ConfigDict(json_schema_extra={
-        "if": {"properties": {"schema_version": {"const": SCHEMA_VERSION}}},
+        "if": {"properties": {"schema_version": {"minimum": 2}}},
         "then": {"required": ["lifecycle"]},
     })
 
