@@ -1,11 +1,11 @@
 """``ptplan whatif``: price scenarios, sweeps and break-even prices, rendered as tables,
-markdown, JSON and charts. The analysis lives in :mod:`optimizer.whatif.analysis`; the rule language in
-:mod:`optimizer.whatif.pricerules`. This module parses options, calls them and formats the results
-(every figure shown is one the JSON holds)."""
+markdown, JSON and charts. One function per mode (:mod:`optimizer.whatif.scenarios`,
+:mod:`optimizer.whatif.sweep`, :mod:`optimizer.whatif.breakeven`); the rule language in
+:mod:`optimizer.whatif.pricerules`. This module parses options, calls them and formats the
+results (every figure shown is one the JSON holds)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +14,6 @@ import typer
 from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
-
-NAME_RE = re.compile(r"^\s*([A-Za-z0-9_.\- ]+?)\s*:\s*(.+)$")
-
-
-def parse_scenario(text: str, index: int) -> tuple[str, list[str]]:
-    """``"[NAME:] RULE; RULE"`` → (name, rule texts)."""
-    name = f"scenario {index}"
-    body = text
-    m = NAME_RE.match(text)
-    if m and "=" not in m.group(1):
-        name, body = m.group(1), m.group(2)
-    rules = [r.strip() for r in body.split(";") if r.strip()]
-    if not rules:
-        raise InputError(f"--scenario {text!r}: no rules; write 'NAME: RULE; RULE', e.g. "
-                         "'spot-up: capacity_type=spot *= 1.4; gpu=H100 *= 0.9'")
-    return name, rules
-
 
 # --------------------------------------------------------------------------- rendering
 
@@ -193,11 +176,15 @@ def sweep_table(report: dict[str, Any]) -> str:
                   *sweep_rows(report), _sweep_footer(report))
 
 
-def sweep_markdown(report: dict[str, Any]) -> str:
+def _markdown(title: str, rows: tuple[list[str], list[list[str]]], footer: list[str]) -> str:
     from optimizer.report.tables import md_table
 
-    return (f"# ptplan whatif sweep: {report['spec_name']}\n\n" + md_table(*sweep_rows(report))
-            + "\n" + "".join(f"- {line}\n" for line in _sweep_footer(report)))
+    return f"# {title}\n\n" + md_table(*rows) + "\n" + "".join(f"- {line}\n" for line in footer)
+
+
+def sweep_markdown(report: dict[str, Any]) -> str:
+    return _markdown(f"ptplan whatif sweep: {report['spec_name']}", sweep_rows(report),
+                     _sweep_footer(report))
 
 
 def _prices(d: dict[str, float]) -> str:
@@ -253,11 +240,8 @@ def break_even_table(report: dict[str, Any]) -> str:
 
 
 def break_even_markdown(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
-
-    return (f"# ptplan whatif break-even: {report['spec_name']}\n\n"
-            + md_table(*break_even_rows(report)) + "\n"
-            + "".join(f"- {line}\n" for line in _be_footer(report)))
+    return _markdown(f"ptplan whatif break-even: {report['spec_name']}",
+                     break_even_rows(report), _be_footer(report))
 
 
 def sweep_chart(report: dict[str, Any], path: Path) -> None:
@@ -289,6 +273,72 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
         fig.tight_layout()
         save(plt, fig, path)
     typer.echo(f"wrote {path}", err=True)
+
+
+# --------------------------------------------------------------------------- modes
+
+
+def _mode_of(price: list[str] | None, scenario: list[str] | None, sweep_rule: str | None,
+             break_even_sel: str | None, start: float | None, stop: float | None,
+             chart: Path | None) -> list[str]:
+    """The mode the options ask for (``[]``: price scenarios), or a one-line error."""
+    modes = [m for m, on in (("--sweep", sweep_rule), ("--break-even", break_even_sel))
+             if on is not None]
+    if len(modes) > 1:
+        raise InputError("--sweep and --break-even: give one of them per call")
+    if modes and scenario:
+        raise InputError(f"--scenario cannot be combined with {modes[0]}; use --price for "
+                         "rules applied before the sweep or search")
+    if not modes and not price and not scenario:
+        raise InputError("whatif: nothing to compare; give --price RULE, --scenario "
+                         "'RULE; RULE', --sweep 'SELECTOR OP' or --break-even SELECTOR")
+    if not modes and (start is not None or stop is not None):
+        raise InputError("--from/--to: only with --sweep or --break-even")
+    if chart is not None and modes != ["--sweep"]:
+        raise InputError("--chart: only with --sweep (cost against the swept value)")
+    return modes
+
+
+def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: Format,
+                    output: Path | None) -> None:
+    """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
+    from optimizer.whatif.scenarios import run_scenarios, scenarios_from
+
+    report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
+             lambda: whatif_table(report))
+
+
+def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
+                stop: float | None, steps: int, every_point: bool, base_rules: tuple,
+                fmt: Format, output: Path | None, chart: Path | None) -> None:
+    """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
+    from optimizer.whatif.pricerules import parse_partial
+    from optimizer.whatif.sweep import linspace, run_sweep
+
+    if start is None or stop is None:
+        raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
+    sel, op = parse_partial(sweep_rule)
+    report = run_sweep(setup, sel, op, linspace(start, stop, steps), runner, base_rules,
+                       every_point)
+    if chart is not None:
+        sweep_chart(report, chart)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
+             lambda: sweep_table(report))
+
+
+def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None,
+                     stop: float | None, tolerance: float, base_rules: tuple, fmt: Format,
+                     output: Path | None) -> None:
+    """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
+    from optimizer.whatif.breakeven import break_even
+    from optimizer.whatif.pricerules import parse_selector
+
+    report = break_even(setup, parse_selector(selector), runner,
+                        0.0 if start is None else start, 10.0 if stop is None else stop,
+                        tolerance, base_rules)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: break_even_markdown(report),
+             lambda: break_even_table(report))
 
 
 # --------------------------------------------------------------------------- command
@@ -345,34 +395,12 @@ def whatif(
 
     def go() -> None:
         from optimizer.spec.project import load_spec
-        from optimizer.whatif.analysis import (
-            Runner,
-            Scenario,
-            Setup,
-            break_even,
-            linspace,
-            run_scenarios,
-            sweep,
-            sweep_report,
-        )
-        from optimizer.whatif.pricerules import parse_partial, parse_rule, parse_selector
+        from optimizer.whatif.pricerules import parse_rule
+        from optimizer.whatif.runner import Runner, Setup
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        modes = [m for m, on in (("--sweep", sweep_rule), ("--break-even", break_even_sel))
-                 if on is not None]
-        if len(modes) > 1:
-            raise InputError("--sweep and --break-even: give one of them per call")
-        if modes and scenario:
-            raise InputError(f"--scenario cannot be combined with {modes[0]}; use --price for "
-                             "rules applied before the sweep or search")
-        if not modes and not price and not scenario:
-            raise InputError("whatif: nothing to compare; give --price RULE, --scenario "
-                             "'RULE; RULE', --sweep 'SELECTOR OP' or --break-even SELECTOR")
-        if not modes and (start is not None or stop is not None):
-            raise InputError("--from/--to: only with --sweep or --break-even")
-        if chart is not None and modes != ["--sweep"]:
-            raise InputError("--chart: only with --sweep (cost against the swept value)")
+        modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])
         s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
@@ -387,38 +415,13 @@ def whatif(
             typer.echo(f"what-if on {s.name}: catalog {cat.name} ({len(cat.offers)} offers), "
                        f"policy {pol.name}, {runner.backend} backend, {runner.workers} "
                        "worker(s)...", err=True)
-            if sweep_rule is not None:
-                if start is None or stop is None:
-                    raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
-                sel, op = parse_partial(sweep_rule)
-                values = linspace(start, stop, steps)
-                base, points = sweep(setup, sel, op, values, runner, base_rules, every_point)
-                report = sweep_report(setup, sel, op, base, points, base_rules)
-                if chart is not None:
-                    sweep_chart(report, chart)
-                _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
-                         lambda: sweep_table(report))
-                return
-            if break_even_sel is not None:
-                sel = parse_selector(break_even_sel)
-                report = break_even(setup, sel, runner, 0.0 if start is None else start,
-                                    10.0 if stop is None else stop, tolerance, base_rules)
-                _emit_as(fmt, output, lambda: dumps(report),
-                         lambda: break_even_markdown(report), lambda: break_even_table(report))
-                return
-            scenarios: list[Scenario] = []
-            if base_rules:
-                scenarios.append(Scenario("scenario 1", base_rules))
-            for text in scenario or []:
-                name, texts = parse_scenario(text, len(scenarios) + 1)
-                scenarios.append(Scenario(name, tuple(parse_rule(t) for t in texts)))
-            names = [sc.name for sc in scenarios]
-            dup = next((n for n in names if names.count(n) > 1), None)
-            if dup is not None:
-                raise InputError(f"--scenario: name {dup!r} is used twice; give each scenario "
-                                 "its own name")
-            report = run_scenarios(setup, scenarios, runner)
-            _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
-                     lambda: whatif_table(report))
+            if modes == ["--sweep"]:
+                _sweep_mode(setup, runner, sweep_rule, start, stop, steps, every_point,
+                            base_rules, fmt, output, chart)
+            elif modes == ["--break-even"]:
+                _break_even_mode(setup, runner, break_even_sel, start, stop, tolerance,
+                                 base_rules, fmt, output)
+            else:
+                _scenarios_mode(setup, runner, base_rules, scenario or [], fmt, output)
 
     _run(go)
