@@ -54,7 +54,7 @@ from typing import Any
 from optimizer.costs.network import egress_rate, egress_rows
 from optimizer.plan.schema import Plan, usd
 from optimizer.whatif.pricerules import PriceRule, Selector
-from providers.base import Catalog, EgressRate
+from providers.base import Catalog, EgressRate, offer_key
 
 METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with the rules applied "
                "(explain pass skipped); deltas are scenario minus baseline")
@@ -63,10 +63,9 @@ METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with th
 # --------------------------------------------------------------------------- summaries
 
 
-def offer_key(a: Any) -> str:
+def allocation_key(a: Any) -> str:
     """:attr:`providers.base.Offer.key` of a plan allocation."""
-    zone = f"/{a.zone}" if a.zone else ""
-    return f"{a.provider}:{a.region}{zone}:{a.instance_type}:{a.capacity_type}"
+    return offer_key(a.provider, a.region, a.zone, a.instance_type, a.capacity_type)
 
 
 def pool_label(pool: Any) -> str:
@@ -91,7 +90,7 @@ def signature(p: Plan | None) -> tuple:
     switch where it changes)."""
     if p is None:
         return ("infeasible",)
-    return (p.layout, tuple((pool.name, offer_key(a), a.nodes) for pool in p.pools
+    return (p.layout, tuple((pool.name, allocation_key(a), a.nodes) for pool in p.pools
                             for a in pool.allocations),
             tuple((i.data_class, i.tier) for i in p.storage))
 
@@ -174,7 +173,7 @@ def _offer_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:
     items, qty, spend = [], 0.0, 0.0
     for pool in p.pools:
         for a in pool.allocations:
-            k = offer_key(a)
+            k = allocation_key(a)
             if k in keys:
                 items.append((pool.name, k, a.nodes))
                 qty += a.nodes * a.hours

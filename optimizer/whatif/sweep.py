@@ -21,10 +21,10 @@ from optimizer.plan.schema import Plan, usd
 from optimizer.whatif.analysis import (
     METHOD_NOTE,
     Use,
+    allocation_key,
     egress_rate_of,
     exact_total_usd,
     money_delta,
-    offer_key,
     scenario_notes,
     signature,
     summary,
@@ -135,7 +135,7 @@ def _repriced_offers(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float,
     items = []
     for pool in p.pools:
         for a in pool.allocations:
-            k = offer_key(a)
+            k = allocation_key(a)
             price = rule.new_price(base[k]) if k in base else a.usd_per_hour
             compute += a.nodes * a.hours * price
             if k in base:
