@@ -1,8 +1,8 @@
 """Plan solve time against catalog size and number of phases.
 
 Run: ``python benchmarks/plan_scaling.py [--repeat 3]``. Prints a table of wall-clock seconds
-(median of the repeats) for ``optimizer.planner.engine.plan`` on catalogs of N offers taken at an even
-stride through the embedded catalog (sorted by provider, region, zone, instance type: so small
+(median of the repeats) for ``optimizer.planner.api.plan`` on catalogs of N offers taken at an
+even stride through the embedded catalog (sorted by provider, region, zone, instance type: so small
 catalogs mix types and regions, the full one has every offer) and on specs with 1 to 3 pools:
 
 * SFT (update + eval pool): ``examples/sft-8b.yaml``

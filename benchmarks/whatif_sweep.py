@@ -32,8 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from optimizer.spec.project import load_spec  # noqa: E402
-from optimizer.whatif.analysis import Runner, Scenario, Setup, linspace, run_scenarios, sweep  # noqa: E402
 from optimizer.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
+from optimizer.whatif.runner import Runner, Setup  # noqa: E402
+from optimizer.whatif.scenarios import Scenario, run_scenarios  # noqa: E402
+from optimizer.whatif.sweep import linspace, sweep  # noqa: E402
 from policies.model import load_policy  # noqa: E402
 from providers.registry import load_catalog  # noqa: E402
 

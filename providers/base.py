@@ -28,6 +28,13 @@ STALE_AFTER_DAYS = 90
 """A catalog older than this (against today's date) is warned about in every plan."""
 
 
+def offer_key(provider: str, region: str, zone: str, instance_type: str,
+              capacity_type: str) -> str:
+    """:attr:`Offer.key`: ``provider:region[/zone]:instance_type:capacity_type``."""
+    where = f"{region}/{zone}" if zone else region
+    return f"{provider}:{where}:{instance_type}:{capacity_type}"
+
+
 @dataclass(frozen=True, slots=True)
 class Offer:
     provider: str
@@ -51,8 +58,8 @@ class Offer:
 
     @property
     def key(self) -> str:
-        zone = f"/{self.zone}" if self.zone else ""
-        return f"{self.provider}:{self.region}{zone}:{self.instance_type}:{self.capacity_type}"
+        return offer_key(self.provider, self.region, self.zone, self.instance_type,
+                         self.capacity_type)
 
     @property
     def order(self) -> tuple[str, str, str, str, str]:

@@ -1,5 +1,4 @@
-"""The price-rule language (``optimizer/whatif/pricerules.py``): parsing, matching, applying,
-errors.
+"""The price-rule language (``optimizer.whatif.pricerules``): parsing, matching, applying, errors.
 
 Fixture prices come from ``tests/planner_fixtures.small_catalog`` (two regions r1/r2, r2 10 %
 dearer; H100 x8 on-demand $20/h, spot $9/h; L4 on-demand $0.80/h, spot $0.35/h; L40S $1.90/h)

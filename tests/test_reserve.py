@@ -23,9 +23,11 @@ from typer.testing import CliRunner
 from optimizer.cli.app import app
 from optimizer.core.errors import InfeasibleError, InputError
 from optimizer.core.yamlio import validate
+from optimizer.reserve.build import build_problem
 from optimizer.reserve.check import cvar, evaluate, objective
 from optimizer.reserve.portfolio import Portfolio
-from optimizer.reserve.purchase import HOURS_PER_WEEK, Risk, build_problem, reserve
+from optimizer.reserve.problem import HOURS_PER_WEEK, Risk
+from optimizer.reserve.purchase import reserve
 from providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
@@ -261,7 +263,7 @@ def test_project_plans_become_weekly_demand(tmp_path: Path) -> None:
 
 def test_project_start_and_repeat_spread_over_weeks() -> None:
     """A run of h hours starting at week w0 spreads h/168 node-weeks over the weeks it spans."""
-    from optimizer.reserve.purchase import week_profile
+    from optimizer.reserve.problem import week_profile
 
     prof = week_profile(5, 2 * HOURS_PER_WEEK + 160.0, 20.0)
     assert prof.tolist() == pytest.approx([0, 0, 8 / 168, 12 / 168, 0])

@@ -1,4 +1,4 @@
-"""What-if analysis (``optimizer/whatif/analysis.py``, ``ptplan whatif``): scenarios, sweeps against
+"""What-if analysis (``optimizer/whatif/``, ``ptplan whatif``): scenarios, sweeps against
 independent full re-solves, break-even brackets, diffs, determinism, process pool and Ray.
 
 Fixtures: the 1.5B GRPO spec and two-region lab catalog of ``tests/planner_fixtures.py``
@@ -21,20 +21,9 @@ from optimizer.cli.app import app
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import usd
 from optimizer.planner.api import plan
-from optimizer.whatif.analysis import (
-    Runner,
-    Scenario,
-    Setup,
-    break_even,
-    diff_plans,
-    exact_total_usd,
-    linspace,
-    run_scenarios,
-    signature,
-    sweep,
-    sweep_report,
-    use_of,
-)
+from optimizer.whatif.analysis import exact_total_usd, signature, use_of
+from optimizer.whatif.breakeven import break_even
+from optimizer.whatif.diff import diff_plans
 from optimizer.whatif.pricerules import (
     apply_rules,
     make_rule,
@@ -42,6 +31,9 @@ from optimizer.whatif.pricerules import (
     parse_rule,
     parse_selector,
 )
+from optimizer.whatif.runner import Runner, Setup
+from optimizer.whatif.scenarios import Scenario, run_scenarios
+from optimizer.whatif.sweep import linspace, sweep, sweep_report
 from policies.model import default_policy
 
 cli = CliRunner()

@@ -1,11 +1,11 @@
 """``ptplan whatif``: price scenarios, sweeps and break-even prices, rendered as tables,
-markdown, JSON and charts. The analysis lives in :mod:`optimizer.whatif.analysis`; the rule language in
-:mod:`optimizer.whatif.pricerules`. This module parses options, calls them and formats the results
-(every figure shown is one the JSON holds)."""
+markdown, JSON and charts. One function per mode (:mod:`optimizer.whatif.scenarios`,
+:mod:`optimizer.whatif.sweep`, :mod:`optimizer.whatif.breakeven`); the rule language in
+:mod:`optimizer.whatif.pricerules`. This module parses options, calls them and formats the
+results (every figure shown is one the JSON holds)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -14,123 +14,25 @@ import typer
 from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
-
-NAME_RE = re.compile(r"^\s*([A-Za-z0-9_.\- ]+?)\s*:\s*(.+)$")
-
-
-def parse_scenario(text: str, index: int) -> tuple[str, list[str]]:
-    """``"[NAME:] RULE; RULE"`` → (name, rule texts)."""
-    name = f"scenario {index}"
-    body = text
-    m = NAME_RE.match(text)
-    if m and "=" not in m.group(1):
-        name, body = m.group(1), m.group(2)
-    rules = [r.strip() for r in body.split(";") if r.strip()]
-    if not rules:
-        raise InputError(f"--scenario {text!r}: no rules; write 'NAME: RULE; RULE', e.g. "
-                         "'spot-up: capacity_type=spot *= 1.4; gpu=H100 *= 0.9'")
-    return name, rules
-
+from optimizer.whatif.rows import (
+    Rows,
+    break_even_footer,
+    break_even_rows,
+    change_rows,
+    sweep_footer,
+    sweep_rows,
+    whatif_footer,
+    whatif_rows,
+)
 
 # --------------------------------------------------------------------------- rendering
-
-
-def _h(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.2f}"
-
-
-def _signed(x: str | None) -> str:
-    if x is None:
-        return "-"
-    return x if x.startswith("-") else "+" + x
-
-
-def _where(plan: dict[str, Any] | None) -> str:
-    return "-" if plan is None else f"{plan['provider']} {plan['region']}"
-
-
-def _pools(summary_or_plan: dict[str, Any] | None) -> str:
-    if summary_or_plan is None:
-        return "-"
-    if "pools" in summary_or_plan and summary_or_plan["pools"] and \
-            isinstance(summary_or_plan["pools"][0], str):
-        return "; ".join(summary_or_plan["pools"])
-    from optimizer.plan.schema import Plan
-    from optimizer.whatif.analysis import pool_label
-
-    p = Plan.model_validate(summary_or_plan)
-    return "; ".join(pool_label(pool) for pool in p.pools)
-
-
-def whatif_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["scenario", "rules", "total $", "delta $", "delta %", "makespan h", "delta h",
-              "layout", "where", "pools"]
-    base = report["baseline"]
-    rows = [["baseline", "(catalog prices)", base["total_cost_usd"] if base else "infeasible",
-             "", "", _h(base["makespan_hours"]) if base else "-", "",
-             base["layout"] if base else "-", _where(base), _pools(base)]]
-    for s in report["scenarios"]:
-        p, ch = s["plan"], s["changes"]
-        rows.append([
-            s["name"], "; ".join(s["rules"]), p["total_cost_usd"] if p else "infeasible",
-            _signed(s["delta_usd"]),
-            "-" if not ch or ch["total"]["delta_percent"] is None
-            else f"{ch['total']['delta_percent']:+.2f}",
-            _h(p["makespan_hours"]) if p else "-",
-            f"{ch['makespan_hours']['delta']:+,.2f}" if ch else "-",
-            p["layout"] if p else "-", _where(p), _pools(p)])
-    return header, rows
-
-
-def change_rows(changes: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["item", "baseline", "scenario", "baseline $", "scenario $", "delta $"]
-    rows: list[list[str]] = []
-    for r in changes["pools"]:
-        rows.append([f"pool {r['pool']}", r["baseline"] or "-", r["scenario"] or "-",
-                     r["baseline_cost_usd"] or "-", r["scenario_cost_usd"] or "-",
-                     _signed(r["delta_usd"])])
-    for r in changes["phases"]:
-        def ph(pool: str | None, prec: str | None, busy: float | None) -> str:
-            return "-" if pool is None else f"{pool}, {prec or '-'}, {_h(busy)} h busy"
-
-        rows.append([f"phase {r['phase']}",
-                     ph(r["baseline_pool"], r["baseline_precision"], r["baseline_busy_hours"]),
-                     ph(r["scenario_pool"], r["scenario_precision"], r["scenario_busy_hours"]),
-                     r["baseline_cost_usd"] or "-", r["scenario_cost_usd"] or "-",
-                     _signed(r["delta_usd"])])
-    for r in changes["storage"]:
-        if r["baseline_tier"] != r["scenario_tier"] or r["delta_usd"] != "0.00":
-            rows.append([f"storage {r['data_class']}", r["baseline_tier"] or "-",
-                         r["scenario_tier"] or "-", "", "", _signed(r["delta_usd"])])
-    return header, rows
-
-
-def _whatif_footer(report: dict[str, Any]) -> list[str]:
-    lines = []
-    if report["baseline_error"]:
-        lines.append(f"baseline: no feasible plan: {report['baseline_error']}")
-    for s in report["scenarios"]:
-        for e in s["effects"]:
-            lines.append(f"{s['name']}: {e['rule']}: {e['matched']} {e['kind']} price(s) "
-                         f"{_range(e['price_before'])} -> {_range(e['price_after'])} {e['unit']}")
-        if s["error"]:
-            lines.append(f"{s['name']}: no feasible plan: {s['error']}")
-        lines += [f"{s['name']}: note: {n}" for n in s["notes"]]
-    lines.append(f"catalog {report['catalog']} as of {report['catalog_as_of']}; policy "
-                 f"{report['policy']}; objective {report['objective']}; {report['method']}")
-    return lines
-
-
-def _range(pair: list[float]) -> str:
-    lo, hi = pair
-    return f"{lo:.6g}" if lo == hi else f"{lo:.6g}..{hi:.6g}"
 
 
 def whatif_table(report: dict[str, Any]) -> str:
     from optimizer.report.tables import _table, text_table
 
     out = _table(f"ptplan whatif: {report['spec_name']}", *whatif_rows(report),
-                 _whatif_footer(report))
+                 whatif_footer(report))
     for s in report["scenarios"]:
         if s["changes"] is None:
             continue
@@ -143,7 +45,7 @@ def whatif_markdown(report: dict[str, Any]) -> str:
     from optimizer.report.tables import md_table
 
     out = f"# ptplan whatif: {report['spec_name']}\n\n" + md_table(*whatif_rows(report))
-    out += "\n" + "".join(f"- {line}\n" for line in _whatif_footer(report))
+    out += "\n" + "".join(f"- {line}\n" for line in whatif_footer(report))
     for s in report["scenarios"]:
         if s["changes"] is None:
             continue
@@ -152,112 +54,34 @@ def whatif_markdown(report: dict[str, Any]) -> str:
     return out
 
 
-def sweep_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["value", "switch", "solved", "total $", "delta $", "makespan h", "layout", "where",
-              "pools", f"matched {report['matched_quantity_unit']}"]
-    rows = []
-    for p in report["points"]:
-        s = p["summary"]
-        rows.append([f"{p['value']:.6g}", "*" if p["switch"] else "",
-                     "yes" if p["solved"] else "",
-                     p["total_cost_usd"] or "infeasible", _signed(p["delta_usd"]),
-                     _h(p["makespan_hours"]), s["layout"] if s else "-",
-                     f"{s['provider']} {s['region']}" if s else "-", _pools(s),
-                     "-" if p["matched_quantity"] is None else f"{p['matched_quantity']:,.2f}"])
-    return header, rows
-
-
-def _sweep_footer(report: dict[str, Any]) -> list[str]:
-    b = report["baseline"]
-    lines = [f"swept: {report['swept']} VALUE ({report['value_unit']}); {report['matched']} "
-             "items matched" + (f"; applied first: {'; '.join(report['base_rules'])}"
-                                if report["base_rules"] else ""),
-             ("baseline: " + (f"${b['total_cost_usd']} over {_h(b['makespan_hours'])} h, "
-                              f"{b['summary']['layout']} in {b['summary']['provider']} "
-                              f"{b['summary']['region']}" if b["total_cost_usd"]
-                              else f"no feasible plan: {b['error']}"))]
-    for sw in report["switches"]:
-        lo, hi = sw["between"]
-        lines.append(f"switch between {lo:.6g} and {hi:.6g}: " + "; ".join(sw["changes"]))
-    for p in report["points"]:
-        if p["error"]:
-            lines.append(f"value {p['value']:.6g}: no feasible plan: {p['error']}")
-    lines += [f"note: {n}" for n in report["notes"]]
-    return lines
-
-
 def sweep_table(report: dict[str, Any]) -> str:
     from optimizer.report.tables import _table
 
     return _table(f"ptplan whatif sweep: {report['spec_name']} ({report['swept']} VALUE)",
-                  *sweep_rows(report), _sweep_footer(report))
+                  *sweep_rows(report), sweep_footer(report))
+
+
+def _markdown(title: str, rows: Rows, footer: list[str]) -> str:
+    from optimizer.report.tables import md_table
+
+    return f"# {title}\n\n" + md_table(*rows) + "\n" + "".join(f"- {line}\n" for line in footer)
 
 
 def sweep_markdown(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
-
-    return (f"# ptplan whatif sweep: {report['spec_name']}\n\n" + md_table(*sweep_rows(report))
-            + "\n" + "".join(f"- {line}\n" for line in _sweep_footer(report)))
-
-
-def _prices(d: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:.6g}" for k, v in sorted(d.items())) or "none used"
-
-
-def break_even_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    header = ["direction", "multiplier bracket", "crossing", "matched prices (same plan)",
-              "matched prices (changed plan)", "changed plan"]
-    rows = []
-    for s in report["sides"]:
-        if not s["found"]:
-            rows.append([s["direction"], "-", "-", "-", "-", s["note"]])
-            continue
-        pc = s["plan_changed"]
-        changed = (f"${pc['total_cost_usd']}, {pc['layout']} in {pc['provider']} "
-                   f"{pc['region']}: {_pools(pc)}" if pc else
-                   f"no feasible plan: {s['error_changed']}")
-        cross = s["crossing_multiplier"]
-        rows.append([s["direction"],
-                     f"[{s['bracket'][0]:.6g}, {s['bracket'][1]:.6g}]",
-                     "-" if cross is None else f"{cross:.6g}",
-                     _prices(s["prices_same"]), _prices(s["prices_changed"]), changed])
-    return header, rows
-
-
-def _be_footer(report: dict[str, Any]) -> list[str]:
-    b = report["baseline"]
-    use = b["use"]
-    lines = [f"selector {report['selector']} matches {report['matched']} items; prices in "
-             f"{report['price_unit']}; tolerance {report['tolerance']:g} on the multiplier; "
-             f"{report['solves']} exact re-solves",
-             f"baseline: ${b['total_cost_usd']}, {b['summary']['layout']} in "
-             f"{b['summary']['provider']} {b['summary']['region']}; matched items used: "
-             + (", ".join(f"{x[0]} {x[1]}" + (f" x{x[2]}" if x[2] else "") for x in use["items"])
-                or "none")]
-    if report["base_rules"]:
-        lines.append("applied first: " + "; ".join(report["base_rules"]))
-    for s in report["sides"]:
-        if s["found"] and s["changes"]:
-            lines.append(f"{s['direction']}: from the plan at {s['multiplier_same']:.6g} to the "
-                         f"plan at {s['multiplier_changed']:.6g}: "
-                         + "; ".join(s["changes"]["statements"]))
-    lines.append("method: " + report["method"])
-    return lines
+    return _markdown(f"ptplan whatif sweep: {report['spec_name']}", sweep_rows(report),
+                     sweep_footer(report))
 
 
 def break_even_table(report: dict[str, Any]) -> str:
     from optimizer.report.tables import _table
 
     return _table(f"ptplan whatif break-even: {report['spec_name']} ({report['selector']})",
-                  *break_even_rows(report), _be_footer(report))
+                  *break_even_rows(report), break_even_footer(report))
 
 
 def break_even_markdown(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
-
-    return (f"# ptplan whatif break-even: {report['spec_name']}\n\n"
-            + md_table(*break_even_rows(report)) + "\n"
-            + "".join(f"- {line}\n" for line in _be_footer(report)))
+    return _markdown(f"ptplan whatif break-even: {report['spec_name']}",
+                     break_even_rows(report), break_even_footer(report))
 
 
 def sweep_chart(report: dict[str, Any], path: Path) -> None:
@@ -289,6 +113,72 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
         fig.tight_layout()
         save(plt, fig, path)
     typer.echo(f"wrote {path}", err=True)
+
+
+# --------------------------------------------------------------------------- modes
+
+
+def _mode_of(price: list[str] | None, scenario: list[str] | None, sweep_rule: str | None,
+             break_even_sel: str | None, start: float | None, stop: float | None,
+             chart: Path | None) -> list[str]:
+    """The mode the options ask for (``[]``: price scenarios), or a one-line error."""
+    modes = [m for m, on in (("--sweep", sweep_rule), ("--break-even", break_even_sel))
+             if on is not None]
+    if len(modes) > 1:
+        raise InputError("--sweep and --break-even: give one of them per call")
+    if modes and scenario:
+        raise InputError(f"--scenario cannot be combined with {modes[0]}; use --price for "
+                         "rules applied before the sweep or search")
+    if not modes and not price and not scenario:
+        raise InputError("whatif: nothing to compare; give --price RULE, --scenario "
+                         "'RULE; RULE', --sweep 'SELECTOR OP' or --break-even SELECTOR")
+    if not modes and (start is not None or stop is not None):
+        raise InputError("--from/--to: only with --sweep or --break-even")
+    if chart is not None and modes != ["--sweep"]:
+        raise InputError("--chart: only with --sweep (cost against the swept value)")
+    return modes
+
+
+def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: Format,
+                    output: Path | None) -> None:
+    """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
+    from optimizer.whatif.scenarios import run_scenarios, scenarios_from
+
+    report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
+             lambda: whatif_table(report))
+
+
+def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
+                stop: float | None, steps: int, every_point: bool, base_rules: tuple,
+                fmt: Format, output: Path | None, chart: Path | None) -> None:
+    """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
+    from optimizer.whatif.pricerules import parse_partial
+    from optimizer.whatif.sweep import linspace, run_sweep
+
+    if start is None or stop is None:
+        raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
+    sel, op = parse_partial(sweep_rule)
+    report = run_sweep(setup, sel, op, linspace(start, stop, steps), runner, base_rules,
+                       every_point)
+    if chart is not None:
+        sweep_chart(report, chart)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
+             lambda: sweep_table(report))
+
+
+def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None,
+                     stop: float | None, tolerance: float, base_rules: tuple, fmt: Format,
+                     output: Path | None) -> None:
+    """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
+    from optimizer.whatif.breakeven import break_even
+    from optimizer.whatif.pricerules import parse_selector
+
+    report = break_even(setup, parse_selector(selector), runner,
+                        0.0 if start is None else start, 10.0 if stop is None else stop,
+                        tolerance, base_rules)
+    _emit_as(fmt, output, lambda: dumps(report), lambda: break_even_markdown(report),
+             lambda: break_even_table(report))
 
 
 # --------------------------------------------------------------------------- command
@@ -345,34 +235,12 @@ def whatif(
 
     def go() -> None:
         from optimizer.spec.project import load_spec
-        from optimizer.whatif.analysis import (
-            Runner,
-            Scenario,
-            Setup,
-            break_even,
-            linspace,
-            run_scenarios,
-            sweep,
-            sweep_report,
-        )
-        from optimizer.whatif.pricerules import parse_partial, parse_rule, parse_selector
+        from optimizer.whatif.pricerules import parse_rule
+        from optimizer.whatif.runner import Runner, Setup
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        modes = [m for m, on in (("--sweep", sweep_rule), ("--break-even", break_even_sel))
-                 if on is not None]
-        if len(modes) > 1:
-            raise InputError("--sweep and --break-even: give one of them per call")
-        if modes and scenario:
-            raise InputError(f"--scenario cannot be combined with {modes[0]}; use --price for "
-                             "rules applied before the sweep or search")
-        if not modes and not price and not scenario:
-            raise InputError("whatif: nothing to compare; give --price RULE, --scenario "
-                             "'RULE; RULE', --sweep 'SELECTOR OP' or --break-even SELECTOR")
-        if not modes and (start is not None or stop is not None):
-            raise InputError("--from/--to: only with --sweep or --break-even")
-        if chart is not None and modes != ["--sweep"]:
-            raise InputError("--chart: only with --sweep (cost against the swept value)")
+        modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])
         s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
@@ -387,38 +255,13 @@ def whatif(
             typer.echo(f"what-if on {s.name}: catalog {cat.name} ({len(cat.offers)} offers), "
                        f"policy {pol.name}, {runner.backend} backend, {runner.workers} "
                        "worker(s)...", err=True)
-            if sweep_rule is not None:
-                if start is None or stop is None:
-                    raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
-                sel, op = parse_partial(sweep_rule)
-                values = linspace(start, stop, steps)
-                base, points = sweep(setup, sel, op, values, runner, base_rules, every_point)
-                report = sweep_report(setup, sel, op, base, points, base_rules)
-                if chart is not None:
-                    sweep_chart(report, chart)
-                _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
-                         lambda: sweep_table(report))
-                return
-            if break_even_sel is not None:
-                sel = parse_selector(break_even_sel)
-                report = break_even(setup, sel, runner, 0.0 if start is None else start,
-                                    10.0 if stop is None else stop, tolerance, base_rules)
-                _emit_as(fmt, output, lambda: dumps(report),
-                         lambda: break_even_markdown(report), lambda: break_even_table(report))
-                return
-            scenarios: list[Scenario] = []
-            if base_rules:
-                scenarios.append(Scenario("scenario 1", base_rules))
-            for text in scenario or []:
-                name, texts = parse_scenario(text, len(scenarios) + 1)
-                scenarios.append(Scenario(name, tuple(parse_rule(t) for t in texts)))
-            names = [sc.name for sc in scenarios]
-            dup = next((n for n in names if names.count(n) > 1), None)
-            if dup is not None:
-                raise InputError(f"--scenario: name {dup!r} is used twice; give each scenario "
-                                 "its own name")
-            report = run_scenarios(setup, scenarios, runner)
-            _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
-                     lambda: whatif_table(report))
+            if modes == ["--sweep"]:
+                _sweep_mode(setup, runner, sweep_rule, start, stop, steps, every_point,
+                            base_rules, fmt, output, chart)
+            elif modes == ["--break-even"]:
+                _break_even_mode(setup, runner, break_even_sel, start, stop, tolerance,
+                                 base_rules, fmt, output)
+            else:
+                _scenarios_mode(setup, runner, base_rules, scenario or [], fmt, output)
 
     _run(go)

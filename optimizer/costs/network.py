@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optimizer.demand.model import Demand
-from providers.base import Catalog
+from providers.base import Catalog, EgressRate
 
 EXPERIENCE_BYTES_PER_TOKEN = 12.0
 """Token id (4 B) + rollout log-probability (4 B) + scored log-probability (4 B)."""
@@ -87,6 +87,27 @@ def path_between(src: tuple[str, str, str], dst: tuple[str, str, str]) -> str:
     return "same_zone"
 
 
+EgressRows = dict[tuple[str, str], EgressRate]
+"""A catalog's egress rows by (source provider, path); the first row of each pair counts."""
+
+
+def egress_rows(catalog: Catalog) -> EgressRows:
+    rows: EgressRows = {}
+    for e in catalog.egress:
+        rows.setdefault((e.provider, e.path), e)
+    return rows
+
+
+def egress_rate(rows: EgressRows, provider: str, path: str) -> EgressRate | None:
+    """The row that prices traffic leaving ``provider`` along ``path`` (``inter_continent``
+    falls back to ``inter_region`` where the catalog has no such row), or None."""
+    for p in (path, "inter_region") if path == "inter_continent" else (path,):
+        row = rows.get((provider, p))
+        if row is not None:
+            return row
+    return None
+
+
 @dataclass(frozen=True)
 class Flow:
     name: str
@@ -119,20 +140,19 @@ class NetworkModel:
     copy_to: tuple[str, str] | None
     missing: set[str] = field(default_factory=set)
     """(provider, path) pairs priced at 0 because the catalog has no rate (for warnings)."""
-    _rates: dict[tuple[str, str], float] = field(default_factory=dict, repr=False)
+    _rows: EgressRows = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        for e in self.catalog.egress:
-            self._rates.setdefault((e.provider, e.path), e.usd_per_gb)
+        self._rows = egress_rows(self.catalog)
 
     def rate(self, provider: str, path: str) -> float:
-        """$/GB for traffic leaving ``provider`` along ``path``."""
-        if path == "same_zone":
-            return self._rates.get((provider, path), 0.0)
-        for p in (path, "inter_region") if path == "inter_continent" else (path,):
-            if (provider, p) in self._rates:
-                return self._rates[(provider, p)]
-        self.missing.add(f"{provider} {path}")
+        """$/GB for traffic leaving ``provider`` along ``path`` (see :func:`egress_rate`);
+        0 where the catalog has no rate, recorded in :attr:`missing` unless same-zone."""
+        row = egress_rate(self._rows, provider, path)
+        if row is not None:
+            return row.usd_per_gb
+        if path != "same_zone":
+            self.missing.add(f"{provider} {path}")
         return 0.0
 
     def sync_rates(self, trainer: tuple[str, str, str], rollout: tuple[str, str, str]

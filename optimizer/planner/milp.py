@@ -1,4 +1,4 @@
-"""The planner's MILP for one pool layout (PuLP models; solver plumbing in :mod:`optimizer.core.lp`).
+"""The planner's MILP for one pool layout (PuLP; solver plumbing in :mod:`optimizer.core.lp`).
 
 Sets: pools k of the layout; options a ∈ A_k (see :mod:`optimizer.planner.candidates`: provider,
 region, GPU shape, node counts per offer) with busy time t_ka [h], holding price C_ka [$/h] and

@@ -1,7 +1,7 @@
 """Independent re-check of a ``ptplan reserve`` answer: costs and coverage without the MILP.
 
-Given only the purchase counts and the weekly demand of :mod:`optimizer.reserve.purchase`, the cheapest
-use of held + bought commitments is greedy: in every scenario and week, each committed node
+Given only the purchase counts and the weekly demand of :mod:`optimizer.reserve.purchase`, the
+cheapest use of held + bought commitments is greedy: in every scenario and week, each committed node
 serves the demand whose alternative is dearest (demand that must run on on-demand first, then
 spot-ok demand, dearest spot first), because a committed node-hour costs nothing at the margin
 and saves exactly the alternative's price; the rest runs on spot where allowed and cheaper,

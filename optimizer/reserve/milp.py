@@ -6,8 +6,8 @@ keeping it apart leaves :mod:`optimizer.planner.milp` the planner's formulation 
 both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner,
 variables attached with the PuLP 3.3 API).
 
-Notation (see :mod:`optimizer.reserve.purchase`): scenarios s with probability p_s, weeks w of 168 h,
-keys k (provider, region, instance type), demand classes j of key k(j) with demand D_sjw
+Notation (see :mod:`optimizer.reserve.purchase`): scenarios s with probability p_s, weeks w of
+168 h, keys k (provider, region, instance type), demand classes j of key k(j) with demand D_sjw
 (average concurrent nodes), on-demand price o_k, spot price σ_j per useful node-hour (only for
 classes that may run on spot and where spot is cheaper), products i of key k(i) with horizon
 cost c_i per node (recurring + upfront share of the term inside the horizon) and week coverage
