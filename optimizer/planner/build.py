@@ -144,7 +144,7 @@ def _work_phase(ctx: Context, lay: Layout, pool: PoolSpec, opt: PoolOption, phas
         gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
         cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
         models=roles, fallback=fallback,
-        parallel_layout=ParallelLayout(**layout) if layout is not None else None,
+        parallel_layout=ParallelLayout.model_validate(layout) if layout is not None else None,
         allocations=_allocations(ctx, pool, opt, busy),
     )
 
