@@ -147,6 +147,18 @@ def _drain_seconds(engine: Engine, start: np.ndarray | float, surv: np.ndarray, 
     return t[:, 0]
 
 
+def load_grid(batch: int) -> np.ndarray:
+    """Sequences per replica at which a drain is tabulated: N_GRID sizes, log-spaced from 1 to
+    the batch cap."""
+    return np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+
+
+def _grid_step(grid: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Index of the smallest tabulated load at or above ``n`` (the last one beyond it)."""
+    k = np.searchsorted(grid, n * (1 - 1e-12), side="left")
+    return np.minimum(k, len(grid) - 1)
+
+
 @dataclass(frozen=True)
 class StepModel:
     """Seconds of one synchronous step's decode on one replica as a function of the sequences
@@ -172,8 +184,7 @@ class StepModel:
         next tabulated size: an upper bound within one grid step, and pools whose loads fall in
         one step are priced alike (which keeps the planner's Pareto frontiers small)."""
         n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        k = np.searchsorted(self.n_grid, np.minimum(n, self.batch) * (1 - 1e-12), side="left")
-        fresh = self.drain[np.minimum(k, len(self.drain) - 1)]
+        fresh = self.drain[_grid_step(self.n_grid, np.minimum(n, self.batch))]
         # saturated: (n·μ − B·E[residual]) tokens at full batch, then the residual drain
         sat_tokens = np.maximum(n * self.mean_len - self.batch * self.mean_age, 0.0)
         saturated = sat_tokens / self.batch * self.saturated_iter + self.residual_drain
@@ -191,7 +202,7 @@ def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float) -> Step
     j = np.linspace(1.0, end, GRID)
     surv = L.survival(j)
     ctx = ro.prompt_tokens + j
-    n_grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+    n_grid = load_grid(batch)
     drain = _drain_seconds(engine, n_grid, surv, j, ctx)
     age = L.mean_age
     sat_iter = float(engine.iteration_seconds(batch, ro.prompt_tokens + age))
@@ -219,14 +230,13 @@ class AsyncModel:
 
     def seconds(self, n: np.ndarray | float) -> np.ndarray:
         n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        k = np.searchsorted(self.n_grid, np.minimum(n, self.batch) * (1 - 1e-12), side="left")
-        below = self.work[np.minimum(k, len(self.work) - 1)]
+        below = self.work[_grid_step(self.n_grid, np.minimum(n, self.batch))]
         t = np.where(n < self.batch, below, n * self.per_sequence_saturated)
         return np.maximum(t, self.floor)
 
 
 def async_model(engine: Engine, ro: Rollout, batch: int) -> AsyncModel:
-    grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+    grid = load_grid(batch)
     ctx = ro.prompt_tokens + ro.lengths.mean_age
     work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
     per_seq = ro.lengths.mean / batch * float(engine.iteration_seconds(batch, ctx))

@@ -148,11 +148,9 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
         else:
             npr, usable = math.ceil(g / gpn), gpn
         assert pc.timing is not None
-        ref_gpus = pc.timing.reference_gpus()
-        ref_nodes = ref_gpus / usable
-        busy_ref = float(pc.timing.busy_seconds(ref_nodes * usable)) / 3600.0
-        out.append(PhaseRate(phase, q, busy_ref * ref_nodes, npr, pc.replica_gpus,
-                             busy_ref * ref_gpus, pc.calibrated,
+        # pc.gpu_hours is the busy time at the reference pool times its GPUs
+        out.append(PhaseRate(phase, q, pc.gpu_hours / usable, npr, pc.replica_gpus,
+                             pc.gpu_hours, pc.calibrated,
                              pc.timing.floor_seconds * pc.timing.scale / 3600.0, pc.timing,
                              usable, pc.layout, pc.layout_multinode, pc.calibration))
     return out

@@ -95,7 +95,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
     from optimizer.core.hardware import gpus
     from optimizer.demand.model import build_demand
     from optimizer.demand.rates import allowed_precisions, phase_rates
-    from optimizer.plan.schema import spec_digest
+    from optimizer.plan.schema import ParallelLayout, spec_digest
     from policies.model import Policy
 
     v: list[str] = []
@@ -161,8 +161,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
                      f"tokens/node-hour != {rate:.6g} (tokens / busy / effective nodes)")
         layout = r.layout_for(effective)
         recorded = ph.parallel_layout.model_dump() if ph.parallel_layout is not None else None
-        if plan.schema_version >= 3 and layout is not None and recorded != {
-                "tp": 1, "cp": 1, "pp": 1, "dp": 1, "zero_stage": None,
-                "optimizer_offload": False, **layout}:
+        if plan.schema_version >= 3 and layout is not None \
+                and recorded != ParallelLayout.model_validate(layout).model_dump():
             v.append(f"spec_match: phase {ph.name} layout {recorded} != model {layout}")
     return v
