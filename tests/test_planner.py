@@ -225,3 +225,27 @@ def test_spec_mismatch_is_reported(grpo_plan):
     other = load_spec("examples/grpo-7b.yaml").model_copy(update={"name": "other"})
     problems = verify_against_spec(grpo_plan, other)
     assert any("spec_match" in p for p in problems)
+
+
+@pytest.mark.parametrize("example", ["grpo-7b.yaml", "opd-8b-from-32b.yaml"])
+def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatch):
+    """The per-site staircase drops options before their group's Pareto filter; the frontier
+    (every column, in order) must be exactly the one built without it, on the whole catalog."""
+    import numpy as np
+
+    import optimizer.planner.pool_frontier as pf
+    from optimizer.planner.engine import prepare
+
+    spec = load_spec(f"examples/{example}")
+    catalog = embedded_catalog()
+
+    def frontiers():
+        ctx = prepare(spec, catalog)
+        return [(name, [np.asarray(getattr(f, k)).tolist() for k in
+                        ("t", "c", "gid", "i", "j", "region", "e", "remote", "place")])
+                for run in ctx.runs for name, f in sorted(run.frontiers.items())]
+
+    pruned = frontiers()
+    monkeypatch.setattr(pf._Staircase, "undominated", lambda self, got: np.arange(len(got.t)))
+    full = frontiers()
+    assert repr(pruned) == repr(full)

@@ -24,7 +24,7 @@ from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate, phase_rates
 from optimizer.planner.busy_grid import BusyGrid, busy_grid, cheapest_first, cumulative
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from optimizer.planner.pareto import pareto_mask3
+from optimizer.planner.pareto import pareto_mask, pareto_mask3
 from providers.base import Offer
 
 Shape = tuple[str, str, str, int]
@@ -130,7 +130,7 @@ class PoolFrontier:
 
 
 class _Entries(NamedTuple):
-    """A group's Pareto options: group index, busy hours, $/h, node counts, remote nodes."""
+    """Options of a group: group index, busy hours, $/h, node counts, remote nodes."""
 
     gid: int
     t: np.ndarray
@@ -224,8 +224,8 @@ class _Enumerator:
     def add_group(self, shape: Shape, rates: list[list[PhaseRate]], nonspot: list[Offer],
                   local: list[Offer], remote: list[Offer], all_remote: bool = False
                   ) -> _Entries | None:
-        """Evaluate one arrangement of a shape's offers; its Pareto options (None if none
-        is valid)."""
+        """Evaluate one arrangement of a shape's offers: every valid grid point (None if none
+        is valid). :meth:`frontier` keeps the Pareto options among them."""
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
         sp_seq, rem = self.spot_sequence(local, remote)
@@ -239,12 +239,45 @@ class _Enumerator:
             return None
         c = ns_cost[ii] + sp_cost[jj]
         level = (ii + jj) if all_remote else rem[jj]
-        keep = pareto_mask3(b, c, level)
         gid = len(self.groups)
         self.groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates,
                                  nonspot, local, cached.grid.e_nodes, cached.grid.omega,
                                  cached.grid.picks, rem, all_remote))
-        return _Entries(gid, b[keep], c[keep], ii[keep], jj[keep], level[keep])
+        return _Entries(gid, b, c, ii, jj, level)
+
+
+def _select(got: _Entries, keep: np.ndarray) -> _Entries:
+    return _Entries(got.gid, got.t[keep], got.c[keep], got.i[keep], got.j[keep],
+                    got.level[keep])
+
+
+class _Staircase:
+    """Options already kept at one site with no remote node, as a 2-D staircase (busy
+    hours ascending, $/h descending): a new option that one of them beats strictly on price
+    and at least ties on time is dominated (it has at least as many remote nodes), so it
+    cannot enter the site's frontier; dropping it early leaves the frontier unchanged (the
+    argument is in :func:`pool_frontier`)."""
+
+    def __init__(self) -> None:
+        self.t = np.zeros(0)
+        self.c = np.zeros(0)
+
+    def undominated(self, got: _Entries) -> np.ndarray:
+        """Indices of ``got`` that no staircase point strictly beats."""
+        if len(self.t) == 0:
+            return np.arange(len(got.t))
+        k = np.searchsorted(self.t, got.t, side="right") - 1
+        beaten = (k >= 0) & (self.c[np.maximum(k, 0)] < got.c - 1e-12)
+        return np.nonzero(~beaten)[0]
+
+    def add(self, got: _Entries) -> None:
+        zero = got.level == 0
+        if not zero.any():
+            return
+        t = np.concatenate((self.t, got.t[zero]))
+        c = np.concatenate((self.c, got.c[zero]))
+        keep = pareto_mask(t, c)
+        self.t, self.c = t[keep], c[keep]
 
 
 class _Columns:
@@ -287,23 +320,46 @@ def _arrangement(group: list[Offer], zone: str, remote_ok: bool
 def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: list[Site],
                   network: NetworkModel | None, cols: _Columns) -> None:
     """Site-bound entries: every shape at every site of its region (sites whose zones hold
-    the same offers share a group)."""
+    the same offers share a group).
+
+    Per region, every group is evaluated first (in shape order); the groups are then filtered
+    most promising first (lowest busy hours × $/h), each against the staircase of what its
+    site already kept, so that most points of the weaker groups are dropped before they are
+    sorted; the survivors enter the columns in shape order again, so the frontier and its
+    tie-breaking are those of filtering every group on its own."""
     zones: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, site in enumerate(sites):
         zones[site[:2]].append(n)
-    per_node: dict[str, float] = {}
+    by_region: dict[tuple[str, str], list[tuple[Shape, list[Offer]]]] = defaultdict(list)
     for shape, group in sorted(shapes.items()):
-        rates = enum.rates(shape[2], shape[3])
-        if rates is None:
-            continue
-        done: dict[tuple, _Entries | None] = {}
-        for s in zones[shape[:2]]:
-            parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
-            arrangement = tuple(tuple(o.key for o in part) for part in parts)
-            if arrangement not in done:
-                done[arrangement] = enum.add_group(shape, rates, *parts)
-            got = done[arrangement]
-            if got is None:
+        by_region[shape[:2]].append((shape, group))
+    per_node: dict[str, float] = {}
+    for region, region_shapes in sorted(by_region.items()):
+        stairs = {s: _Staircase() for s in zones[region]}
+        raw: list[tuple[Shape, int, _Entries]] = []
+        for shape, group in region_shapes:
+            rates = enum.rates(shape[2], shape[3])
+            if rates is None:
+                continue
+            done: dict[tuple, _Entries | None] = {}
+            for s in zones[region]:
+                parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
+                arrangement = tuple(tuple(o.key for o in part) for part in parts)
+                if arrangement not in done:
+                    done[arrangement] = enum.add_group(shape, rates, *parts)
+                got = done[arrangement]
+                if got is not None:
+                    raw.append((shape, s, got))
+        kept: list[_Entries | None] = [None] * len(raw)
+        promise = [float(np.min(got.t * got.c)) for _, _, got in raw]
+        for n in sorted(range(len(raw)), key=lambda n: (promise[n], n)):
+            _, s, got = raw[n]
+            got = _select(got, stairs[s].undominated(got))
+            got = _select(got, pareto_mask3(got.t, got.c, got.level))
+            stairs[s].add(got)
+            kept[n] = got
+        for (shape, s, _), got in zip(raw, kept, strict=True):
+            if got is None or len(got.t) == 0:
                 continue
             provider = shape[0]
             if provider not in per_node and network is not None:
@@ -325,6 +381,7 @@ def _cross_region_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]],
         spot = [o for o in group if o.capacity_type == "spot"]
         got = enum.add_group(shape, rates, nonspot, spot, [], all_remote=True)
         if got is not None:
+            got = _select(got, pareto_mask3(got.t, got.c, got.level))
             cols.add(got, -1, np.zeros(len(got.t)), place_index[shape[:2]])
 
 
