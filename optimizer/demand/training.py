@@ -160,10 +160,11 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
 
 def memory_bytes(job: TrainJob, eff: Efficiency, lay: Layout, precision: str) -> float:
     model_split = lay.tp * lay.pp
-    wg = job.state_weights_grads / (model_split * (lay.dp if lay.zero == 3 else 1))
+    shard = lay.dp * lay.cp  # ZeRO/FSDP shard over data and context parallel ranks alike
+    wg = job.state_weights_grads / (model_split * (shard if lay.zero == 3 else 1))
     if eff.param_offload and lay.zero == 3:
         wg /= 2.0  # the bf16 weights live in host memory; the gradient shard stays
-    opt = 0.0 if lay.offload else job.state_optimizer / (model_split * lay.dp)
+    opt = 0.0 if lay.offload else job.state_optimizer / (model_split * shard)
     return wg + opt + activation_bytes(job, eff, lay.tp, lay.cp, precision)
 
 
@@ -331,13 +332,12 @@ def _fit(job: TrainJob, eff: Efficiency, usable: float, tp: int, cp: int, pp: in
     if eff.param_offload and zero == 3:
         wg /= 2.0  # as in memory_bytes: the weights live in host memory
     opt = 0.0 if offload else job.state_optimizer / split
-    if zero == 3:
-        dp = math.ceil((wg + opt) / free - 1e-12)
-    else:
-        if wg >= free:
-            return None
-        dp = math.ceil(opt / (free - wg) - 1e-12) if opt > 0 else 1
-    dp = max(1, dp)
+    # state shards over dp × cp ranks (memory_bytes); the smallest dp that fits
+    need = (wg + opt) / (free * cp) if zero == 3 else (
+        math.inf if wg >= free else opt / ((free - wg) * cp))
+    if base * need > MAX_TRAIN_GPUS + 1:  # also catches inf: a layout that never fits
+        return None
+    dp = max(1, math.ceil(need - 1e-12))
     if base * dp > MAX_TRAIN_GPUS:
         return None
     # keep replicas in whole powers of two of dp where possible (even data-parallel groups)

@@ -42,7 +42,7 @@ class Efficiency(_Strict):
     """Colocated layouts: the share of HBM the rollout engine gets (veRL
     rollout.gpu_memory_utilization default 0.5); training state resident meanwhile must fit in
     the rest."""
-    gemm_time_share: Fraction = 0.7
+    gemm_time_share: Fraction = 0.55
     """Share of compute-bound time spent in GEMMs at 16 bit; only this share speeds up at fp8 or
     int8 (Amdahl)."""
     internode_gb_per_s_per_gpu: Amount | None = None
