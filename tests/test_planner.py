@@ -249,3 +249,24 @@ def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatc
     monkeypatch.setattr(pf._Staircase, "undominated", lambda self, got: np.arange(len(got.t)))
     full = frontiers()
     assert repr(pruned) == repr(full)
+
+
+def test_egress_dominance_drops_options_no_plan_would_choose():
+    """Hand-worked: a plan costs Σ c·D + Σ e with D ≥ the option's busy time t.
+    b (t 2 h, $100/h, no egress) loses to a (t 2 h, $90/h, $15 egress): at any D ≥ 2 h,
+    a costs 90·D + 15 < 100·D (15 < 10·2). a2 ($95/h, $15) beats b only if 15 < 5·2: no, but a
+    beats a2 (cheaper per hour, same egress). fast (1 h, $200/h) is faster than all: kept.
+    slow_cheap (3 h, $50/h, $40) is cheaper per hour than all: kept."""
+    import numpy as np
+
+    from optimizer.planner.pool_frontier import _egress_dominated
+
+    names = ["b", "a", "a2", "fast", "slow_cheap"]
+    t = np.array([2.0, 2.0, 2.0, 1.0, 3.0])
+    c = np.array([100.0, 90.0, 95.0, 200.0, 50.0])
+    e = np.array([0.0, 15.0, 15.0, 0.0, 40.0])
+    dropped = [n for n, d in zip(names, _egress_dominated(t, c, e), strict=True) if d]
+    assert dropped == ["b", "a2"]
+    # at exactly break-even (egress = saving · t) nothing is dropped: the plans tie
+    e[1] = 20.0
+    assert not _egress_dominated(t, c, e)[0]

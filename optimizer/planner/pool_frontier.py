@@ -5,9 +5,12 @@ are local; a pool with ``remote_ok`` (rollout) may also take the region's other 
 offers, after the local ones, each such node paying the cross-zone rate on its weight-sync copy
 (``e`` = remote nodes × steps × W × rate). Options are pruned by Pareto dominance in (busy time,
 price per hour, remote nodes), which is exact because a plan's egress is non-decreasing in the
-remote nodes. With ``split`` the rollout pool also gets cross-region entries per region (every
-zone's spot offers cheapest-first, all nodes remote), priced against the trainer's site during
-the search. The exactness argument: :mod:`optimizer.planner.frontier`.
+remote nodes; then, at sites where options pay egress, an option is dropped when another is
+no slower and no dearer per hour and saves more per hour over its busy time than its extra
+egress costs (:func:`_egress_dominated`: it is in no optimum). With ``split`` the rollout
+pool also gets cross-region entries per region (every zone's spot offers cheapest-first, all
+nodes remote), priced against the trainer's site during the search. The exactness argument:
+:mod:`optimizer.planner.frontier`.
 """
 
 from __future__ import annotations
@@ -164,7 +167,7 @@ class _Enumerator:
         self.groups: list[Group] = []
         self.evaluated = 0
         self._rates: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
-        self._weight: dict[str, float] = {}
+        self._weight: dict[int, float] = {}
         self._nonspot: dict[tuple, tuple[list[Offer], np.ndarray]] = {}
 
     def rates(self, gpu_name: str, gpn: int) -> list[list[PhaseRate]] | None:
@@ -184,15 +187,15 @@ class _Enumerator:
             return [1.0] * len(spot)
         out = []
         for o in spot:
-            w = self._weight.get(o.key)
+            w = self._weight.get(id(o))  # offers outlive the enumerator: ids are stable
             if w is None:
-                w = self._weight[o.key] = 1.0 - spot_overhead(o, self.demand)
+                w = self._weight[id(o)] = 1.0 - spot_overhead(o, self.demand)
             out.append(w)
         return out
 
     def nonspot_sequence(self, nonspot: list[Offer]) -> tuple[list[Offer], np.ndarray]:
         """Non-spot nodes cheapest first and the cumulative $/h of taking 0, 1, ... of them."""
-        key = tuple(o.key for o in nonspot)
+        key = tuple(map(id, nonspot))
         if key not in self._nonspot:
             seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
             self._nonspot[key] = seq, cumulative(o.usd_per_hour for o in seq)
@@ -344,7 +347,8 @@ def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: li
             done: dict[tuple, _Entries | None] = {}
             for s in zones[region]:
                 parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
-                arrangement = tuple(tuple(o.key for o in part) for part in parts)
+                # offers are alive for the whole call: their identities name the arrangement
+                arrangement = tuple(tuple(map(id, part)) for part in parts)
                 if arrangement not in done:
                     done[arrangement] = enum.add_group(shape, rates, *parts)
                 got = done[arrangement]
@@ -386,16 +390,38 @@ def _cross_region_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]],
 
 
 def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """Indices kept by a Pareto filter in (t, c, remote) within each site and each place."""
+    """Indices kept by a Pareto filter in (t, c, remote) within each site and each place;
+    at a site where options pay egress, then by :func:`_egress_dominated` as well."""
     kept: list[np.ndarray] = []
     for key in ("region", "place"):
         for r in np.unique(arrays[key]):
             if r < 0:
                 continue
             idx = np.nonzero(arrays[key] == r)[0]
-            kept.append(idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx],
-                                         arrays["remote"][idx])])
+            idx = idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx], arrays["remote"][idx])]
+            if key == "region" and len(idx) > 1 and float(arrays["e"][idx].max()) > 0:
+                idx = idx[~_egress_dominated(arrays["t"][idx], arrays["c"][idx],
+                                             arrays["e"][idx])]
+            kept.append(idx)
     return np.sort(np.concatenate(kept))
+
+
+def _egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Options of one site that another option beats in every plan.
+
+    A plan holds every pool for the whole run D and pays its egress once: cost = Σ c·D + Σ e
+    (:mod:`optimizer.planner.milp`, ``hold``), and D is at least the busy time of each chosen
+    option. Option a beats option b when t_a ≤ t_b, c_a ≤ c_b and e_a + c_a·t_b < e_b + c_b·t_b:
+    swapping b for a in any plan does not lengthen it (D' ≤ D) and, since D ≥ t_b and
+    c_a ≤ c_b, costs strictly less (e_a − e_b < (c_b − c_a)·t_b ≤ (c_b − c_a)·D). So b is in no
+    optimum, for either objective, and in no point of a cost–time frontier. This catches what the
+    Pareto filter in (t, c, remote nodes) keeps on a plateau of busy time (e.g. at the latency
+    floor): a remote spot node that saves more per hour than its weight-sync egress costs."""
+    at_b = e[None, :] + c[None, :] * t[None, :]  # b's cost share at D = t_b
+    at_a = e[:, None] + c[:, None] * t[None, :]  # a's at the same D
+    tol = 1e-9 * np.maximum(1.0, np.abs(at_b))
+    beats = (t[:, None] <= t[None, :]) & (c[:, None] <= c[None, :]) & (at_a < at_b - tol)
+    return beats.any(axis=0)
 
 
 def _empty(pool: PoolSpec) -> PoolFrontier:
