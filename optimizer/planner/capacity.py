@@ -13,7 +13,7 @@ which stays a valid lower bound, and the search stops when the bound exceeds the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from optimizer.planner.fills import over_capacity
 from optimizer.planner.frontier import Candidates, build_candidates
@@ -62,7 +62,8 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
             region_offers = offers if _split(c) else [
                 o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
-                                      objective, {}, 0)
+                                      objective, {}, 0,
+                                      c.memo.setdefault(("split", region), _Memo(region)))
             exact = exact and ok
         if found is not None and (incumbent is None or
                                   rank(found.best, objective) < rank(incumbent.best, objective)):
@@ -92,9 +93,19 @@ def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[in
     return [(region, rb) for _, region, rb in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
+@dataclass
+class _Memo:
+    """What the splits of one region share: each pool's frontier per share of the contested
+    offers it is given (a pool's frontier depends on its own share only), and busy grids."""
+
+    region: int
+    frontiers: dict = field(default_factory=dict)
+    grids: dict = field(default_factory=dict)
+
+
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                   deadline, budget, objective: str, shares: dict[str, dict[str, int]],
-                  depth: int) -> tuple[Resolved | None, bool]:
+                  depth: int, memo: _Memo) -> tuple[Resolved | None, bool]:
     """Best plan in one region with the given per-pool shares of contested offers."""
     layout = c.layout
     pool_offers = {}
@@ -108,8 +119,11 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
             else:
                 mine.append(o)
         pool_offers[pool.name] = mine
-    sub = build_candidates(demand, layout, offers, cap, pool_offers=pool_offers,
-                           network=c.network, split=_split(c))
+    share_keys = {pool.name: tuple(sorted((k, v.get(pool.name, 0)) for k, v in shares.items()))
+                  for pool in layout.pools}
+    sub = build_candidates(demand, layout, offers, cap, memo.frontiers, pool_offers=pool_offers,
+                           grid_cache=memo.grids, network=c.network, split=_split(c),
+                           share_keys=share_keys)
     sub.storage = c.storage
     b = best(sub, deadline, budget, objective)
     if b is None:
@@ -132,7 +146,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
         new = dict(shares)
         new[key] = dict(zip(eligible, split, strict=True))
         r, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
-                              depth + 1)
+                              depth + 1, memo)
         exact = exact and ok
         if r is not None and (found is None or
                               rank(r.best, objective) < rank(found.best, objective)):

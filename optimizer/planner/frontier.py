@@ -51,11 +51,14 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
                      cache: dict | None = None,
                      pool_offers: dict[str, list[Offer]] | None = None,
                      grid_cache: dict | None = None, network: NetworkModel | None = None,
-                     split: bool = False) -> Candidates:
+                     split: bool = False, share_keys: dict[str, tuple] | None = None
+                     ) -> Candidates:
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
-    :mod:`optimizer.planner.capacity`)."""
+    :mod:`optimizer.planner.capacity`); with ``share_keys`` (per pool, a key naming exactly
+    what its ``pool_offers`` are) such frontiers are cached too, so that the splits of a
+    contested cap that give a pool the same share reuse its frontier."""
     sites = sites_of(offers)
     frontiers: dict[str, PoolFrontier] = {}
     considered = 0
@@ -64,8 +67,11 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
         decode = any(p in ("rollout", "eval") for p in pool.phases)
         key = (pool, layout.tail if decode else None, layout.mode == "colocated")
         if pool_offers is not None:
-            cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
-                                       sites, grid_cache, network, split)
+            if share_keys is not None:
+                key = (key, share_keys[pool.name])
+            if share_keys is None or key not in cache:
+                cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
+                                           sites, grid_cache, network, split)
         elif key not in cache:
             cache[key] = pool_frontier(demand, layout, pool, offers, cap, sites, grid_cache,
                                        network, split)
