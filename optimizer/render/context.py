@@ -124,9 +124,12 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
                 "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
             })
     for g in groups:
-        custom = json.dumps({g["ray_resource"]: g["gpus_per_node"]}).replace('"', '\\"')
+        # KubeRay pastes rayStartParams into `ray start` run by bash; it writes custom
+        # resources itself as '<json>' (ray-operator/controllers/ray/common/pod.go,
+        # addWellKnownAcceleratorResources): the names here are [a-z0-9_] only
+        custom = json.dumps({g["ray_resource"]: g["gpus_per_node"]})
         g["ray_start_params"] = {"num-gpus": str(g["gpus_per_node"]),
-                                 "resources": f'"{custom}"'}
+                                 "resources": f"'{custom}'"}
     return groups
 
 
