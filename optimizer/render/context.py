@@ -1,12 +1,13 @@
 """The template context of a verified plan: pools → groups, flavors, bucket rules, launch.
 
 Pools → groups. A plan pool holds allocations per (instance type, capacity type, zone). Each
-pool becomes one *group* per capacity type it uses (``<pool>-<capacity>``): nodes = Σ
-allocation nodes of that type, instance types and zones = the allocations' (an allocation
-without a zone, as on-demand rows, allows any zone of the region). One group is one KubeRay
-worker group, one Karpenter NodePool or GKE node pool, one SkyPilot task, one ASG / node pool
-in Terraform; spot groups get spot capacity, a spot taint and its toleration, and SkyPilot
-``use_spot`` with ``job_recovery``.
+(pool, capacity type, zone, instance type) cell becomes one *group* (``<pool>-<capacity>``, the
+zone or type appended only where a capacity type spans several): one KubeRay worker group, one
+Karpenter NodePool with its own EC2NodeClass, one GKE node pool, one SkyPilot task. Region-level
+allocations sit in the plan's zone (:func:`optimizer.render.deploy.site_zone`). Groups carry the
+node labels pods select (``ptplan.io/group``, ``ptplan.io/pool``, ``ptplan.io/capacity-type``),
+only the accelerator taint (which the device plugins tolerate), the Ray custom resource of their
+pool and, for multi-node AWS trainers, EFA.
 
 Cost labels (every resource): ``ptplan-project``, ``ptplan-pool``, ``ptplan-phase``,
 ``ptplan-method``, ``ptplan-capacity-type``, sanitised per platform (Kubernetes label values,
@@ -171,6 +172,7 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                         "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
                         "labels": _label_sets(plan, "all", "all", label)})
     backoff, interruptions = restart_budget(plan)
+    pinned = {g["ray_resource"] for g in groups}
     project_labels = _label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"))
     return {
@@ -199,6 +201,9 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
                 "boot_disk_gb": BOOT_DISK_GB,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
-        "deploy_notes": [*deploy_notes, boot_disk_note(plan)],
+        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
+            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; roles stay on "
+             "their pools once the framework asks its placement groups for them (docs/"
+             "render.md, 'Ray custom resources')"] if len(pinned) > 1 else [])],
         "abort_days": ABORT_MULTIPART_DAYS,
     }
