@@ -82,6 +82,10 @@ class Policy(StrictModel):
     """Whether the rollout pool may sit in another region (or provider) than the trainer's,
     paying inter-region egress for every weight sync, the experience data and the dataset
     staging. The update and scoring pools always stay in the trainer's zone."""
+    allow_opt_in_zones: bool = False
+    """Whether pools may sit in locations that need an account opt-in and their own subnet
+    (AWS Local Zones and Wavelength zones; :func:`providers.buyability.opt_in`). Off by
+    default: a plan on such a zone cannot be deployed until someone opts the account in."""
     kv_cache_fp8: bool = False
     """Whether generation with fp8 or int8 weights may also keep its KV cache in fp8 (vLLM
     ``kv_cache_dtype=fp8``). Off by default: the frameworks keep the KV cache at the model's

@@ -233,7 +233,7 @@ def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatc
     (every column, in order) must be exactly the one built without it, on the whole catalog."""
     import numpy as np
 
-    import optimizer.planner.pool_frontier as pf
+    import optimizer.planner.pareto as pareto
     from optimizer.planner.engine import prepare
 
     spec = load_spec(f"examples/{example}")
@@ -246,7 +246,7 @@ def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatc
                 for run in ctx.runs for name, f in sorted(run.frontiers.items())]
 
     pruned = frontiers()
-    monkeypatch.setattr(pf._Staircase, "undominated", lambda self, got: np.arange(len(got.t)))
+    monkeypatch.setattr(pareto.Staircase, "undominated", lambda self, t, c: np.arange(len(t)))
     full = frontiers()
     assert repr(pruned) == repr(full)
 
@@ -259,14 +259,14 @@ def test_egress_dominance_drops_options_no_plan_would_choose():
     slow_cheap (3 h, $50/h, $40) is cheaper per hour than all: kept."""
     import numpy as np
 
-    from optimizer.planner.pool_frontier import _egress_dominated
+    from optimizer.planner.pareto import egress_dominated
 
     names = ["b", "a", "a2", "fast", "slow_cheap"]
     t = np.array([2.0, 2.0, 2.0, 1.0, 3.0])
     c = np.array([100.0, 90.0, 95.0, 200.0, 50.0])
     e = np.array([0.0, 15.0, 15.0, 0.0, 40.0])
-    dropped = [n for n, d in zip(names, _egress_dominated(t, c, e), strict=True) if d]
+    dropped = [n for n, d in zip(names, egress_dominated(t, c, e), strict=True) if d]
     assert dropped == ["b", "a2"]
     # at exactly break-even (egress = saving · t) nothing is dropped: the plans tie
     e[1] = 20.0
-    assert not _egress_dominated(t, c, e)[0]
+    assert not egress_dominated(t, c, e)[0]

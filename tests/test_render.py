@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 from optimizer.cli.app import app
 from optimizer.plan.schema import Plan
 from optimizer.plan.verify import verify_plan
+from optimizer.render.names import dns_name
 from optimizer.render.targets import (
     TARGETS,
     build_context,
@@ -43,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
 CRDS = HERE / "data" / "crds"
 GOLDEN = HERE / "golden"
-FIXTURES = ("grpo-gcp", "sft-gcp", "opd-aws", "opd-aws-mixed", "opd-gcp-mixed")
+FIXTURES = ("grpo-gcp", "grpo-aws", "sft-gcp", "opd-aws", "opd-aws-mixed", "opd-gcp-mixed")
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
 K8S_LABEL = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 GCP_LABEL = re.compile(r"^[a-z0-9_-]{0,63}$")
@@ -194,18 +195,22 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
     groups = {g["groupName"]: g for g in job["spec"]["rayClusterSpec"]["workerGroupSpecs"]}
     expected = {}
     for pool in plan.pools:
-        for ct in {a.capacity_type for a in pool.allocations}:
-            n = sum(a.nodes for a in pool.allocations if a.capacity_type == ct)
-            expected[f"{pool.name}-{ct.replace('_', '-')}"] = (n, pool.gpus_per_node, ct)
+        cells = {(a.capacity_type, a.instance_type) for a in pool.allocations}
+        for ct, it in cells:
+            n = sum(a.nodes for a in pool.allocations
+                    if (a.capacity_type, a.instance_type) == (ct, it))
+            split = len({c for c in cells if c[0] == ct}) > 1
+            name = f"{pool.name}-{ct.replace('_', '-')}" + (f"-{it}" if split else "")
+            expected[name] = (n, pool.gpus_per_node, ct)
     assert set(groups) == set(expected)
     for name, (nodes, gpus, ct) in expected.items():
         g = groups[name]
         assert g["replicas"] == g["minReplicas"] == g["maxReplicas"] == nodes
         pod = g["template"]["spec"]
         assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": gpus}
-        assert (pod["nodeSelector"].get("cloud.google.com/gke-spot") == "true") == (ct == "spot")
-        assert any(t["key"] == "cloud.google.com/gke-spot" for t in pod["tolerations"]) == \
-            (ct == "spot")
+        assert pod["nodeSelector"]["ptplan.io/capacity-type"] == ct.replace("_", "-")
+        # only the accelerator taint, tolerated by the device plugin (issue 24)
+        assert [t["key"] for t in pod["tolerations"]] == ["nvidia.com/gpu"]
         assert g["template"]["metadata"]["labels"]["ptplan-capacity-type"] == \
             ct.replace("_", "-")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
@@ -214,8 +219,10 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    words = shlex.split(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
-                        ["spec"]["entrypoint"])
+    from optimizer.render.check import _entry_words
+
+    words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
+                         ["spec"]["entrypoint"])
     args = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("-"))
     pools = {p.name: p for p in plan.pools}
     assert args["trainer.nnodes"] == str(pools["update"].nodes)
@@ -228,7 +235,9 @@ def test_launch_arguments_match_pools() -> None:
     assert args["trainer.save_freq"] == str(spec_of("grpo-gcp").checkpoints.every_steps)
     assert args["trainer.total_training_steps"] == str(plan.steps)
     orl = dict(rendered("grpo-gcp"))["launch/openrlhf.sh"]
-    assert "--vllm_num_engines=3" in orl and "--actor_num_gpus_per_node=2" in orl
+    engines = pools["rollout"].nodes * pools["rollout"].gpus_per_node // rollout.replica_gpus
+    assert f"--vllm_num_engines={engines}" in orl
+    assert f"--actor_num_gpus_per_node={pools['update'].gpus_per_node}" in orl
 
 
 def test_karpenter_nodepools_per_capacity_type() -> None:
@@ -241,7 +250,11 @@ def test_karpenter_nodepools_per_capacity_type() -> None:
         ct = req["karpenter.sh/capacity-type"][0]
         assert ct in ("spot", "on-demand")
         taints = {t["key"] for t in np["spec"]["template"]["spec"]["taints"]}
-        assert ("ptplan.io/spot" in taints) == (ct == "spot")
+        # only the accelerator taint: the device plugins tolerate it (issue 24: a custom
+        # spot taint kept the NVIDIA device plugin off the node)
+        assert taints in ({"nvidia.com/gpu"}, {"aws.amazon.com/neuron"})
+        assert len(req["node.kubernetes.io/instance-type"]) == 1
+        assert len(req["topology.k8s.aws/zone-id"]) == 1
         nodes = int(np["spec"]["limits"]["nodes"])
         res = next(k for k in np["spec"]["limits"] if k != "nodes")
         assert int(np["spec"]["limits"][res]) % nodes == 0
@@ -279,18 +292,24 @@ def test_terraform_parses_and_sizes_match() -> None:
                 _hcl(text)
                 n_tf += 1
         if plan.provider == "aws":
-            res = _hcl(files["terraform-aws/asg.tf"])["resource"]
-            asgs = [v for r in res for k, b in r.items() if k == "aws_autoscaling_group"
-                    for v in b.values()]
-            assert sum(a["desired_capacity"] for a in asgs) == sum(p.nodes for p in plan.pools)
-            spot = [a for a in asgs if a["capacity_rebalance"]]
-            assert all(a["mixed_instances_policy"][0]["instances_distribution"][0]
-                       ["on_demand_percentage_above_base_capacity"] == 0 for a in spot)
+            # Karpenter alone provides nodes (issue 24: bare ASGs joined no cluster and were
+            # billed beside Karpenter's nodes); Terraform activates the cost tags
+            assert not any(r.startswith("terraform-aws/asg") for r in files)
+            tags = _hcl(files["terraform-aws/cost_tags.tf"])["resource"]
+            keys = {v["tag_key"] for r in tags for b in r.values() for v in b.values()}
+            assert keys == {"ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
+                            "ptplan-capacity-type"}
+            main = files["terraform-aws/main.tf"]
+            assert '"~> 6.0"' in main and ">= 5.0" not in main
         else:
             res = _hcl(files["terraform-gcp/node_pools.tf"])["resource"]
             nps = [v for r in res for b in r.values() for v in b.values()]
             assert sum(n["autoscaling"][0]["total_max_node_count"] for n in nps) == \
                 sum(p.nodes for p in plan.pools)
+            # pools scale to zero when the job ends, and sit in one zone each (issue 24)
+            assert all(n["autoscaling"][0]["total_min_node_count"] == 0 for n in nps)
+            assert all(len(n["node_locations"]) == 1 for n in nps)
+            assert '"~> 7.0"' in files["terraform-gcp/main.tf"]
             assert all("ptplan-project" in n["node_config"][0]["resource_labels"] for n in nps)
     assert n_tf >= 15
 
@@ -322,7 +341,7 @@ def test_s3_lifecycle_passes_botocore_validation() -> None:
                     if "Expiration" in rule and days:
                         assert rule["Expiration"]["Days"] > max(days)
                 checked += 1
-    assert checked == 2
+    assert checked == sum(plan_of(n).provider == "aws" for n in FIXTURES)
     with pytest.raises(Exception, match="Unknown parameter"):
         validate_parameters({"Bucket": "b", "LifecycleConfiguration": {"Rules": [
             {"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expire": {}}]}}, shape)
@@ -359,14 +378,19 @@ def test_gcs_lifecycle_shape() -> None:
         assert all(p.startswith("sft-8b-chat/") for p in rule["condition"]["matchesPrefix"])
 
 
+def _legacy(name: str) -> Plan:
+    """The fixture as a plan of schema 1 written before plans recorded ``lifecycle``."""
+    return plan_of(name).model_copy(update={"lifecycle": None, "schema_version": 1})
+
+
 def test_schema1_plan_without_lifecycle_needs_the_spec_where_the_lifecycle_matters() -> None:
-    """The fixtures are plans of schema 1 written before plans recorded ``lifecycle``: they
-    still load and render; the targets that need the lifecycle take it from ``--spec`` (the
-    spec where it set a value, else the plan's policy) and otherwise fail in one line saying
-    how to proceed. ``defaults_applied`` (human text) is not read."""
+    """Plans of schema 1 written before plans recorded ``lifecycle`` still load and render; the
+    targets that need the lifecycle take it from ``--spec`` (the spec where it set a value, else
+    the plan's policy) and otherwise fail in one line saying how to proceed.
+    ``defaults_applied`` (human text) is not read."""
     from optimizer.core.errors import InputError
 
-    opd = plan_of("opd-aws")
+    opd = _legacy("opd-aws")
     assert opd.schema_version == 1 and opd.lifecycle is None
     unknown = facts_for(opd)
     assert unknown.retention_days is None and unknown.every_steps is None
@@ -379,12 +403,12 @@ def test_schema1_plan_without_lifecycle_needs_the_spec_where_the_lifecycle_matte
     blank = opd.model_copy(update={"defaults_applied": []})
     assert facts_for(blank, spec_of("opd-aws")) == known
     # SFT's spec set retention_days: 60 (policy 30)
-    assert facts_for(plan_of("sft-gcp"), spec_of("sft-gcp")).retention_days == 60
-    files, notes = render_plan(plan_of("sft-gcp"), "kueue")  # needs no lifecycle
+    assert facts_for(_legacy("sft-gcp"), spec_of("sft-gcp")).retention_days == 60
+    files, notes = render_plan(_legacy("sft-gcp"), "kueue")  # needs no lifecycle
     assert files
     for target in ("lifecycle", "terraform-gcp"):
         with pytest.raises(InputError, match=r"checkpoints\..*--spec.*ptplan plan") as err:
-            render_plan(plan_of("sft-gcp"), target)
+            render_plan(_legacy("sft-gcp"), target)
         assert "\n" not in str(err.value)
     files, notes = render_plan(opd, "kuberay")
     assert "trainer.save_freq=" not in files["launch/verl.sh"]
@@ -403,28 +427,64 @@ SKY_RESOURCE_KEYS = {"infra", "accelerators", "instance_type", "use_spot", "job_
                      "ordered", "disk_tier"}
 
 
-def test_skypilot_tasks() -> None:
-    sky_validate = None
-    try:  # SkyPilot's own schema when installed (pip install skypilot; ~460 MB)
-        from sky.utils import common_utils, schemas
+def _sky_groups() -> list[tuple[str, Plan, str]]:
+    return [(name, plan_of(name), text) for name in FIXTURES for r, text in rendered(name)
+            if r.startswith("skypilot/")]
 
-        def sky_validate(doc: dict[str, Any]) -> None:
-            common_utils.validate_schema(doc, schemas.get_task_schema(), "Invalid task: ")
-    except ImportError:
-        pass
-    for name in FIXTURES:
-        plan = plan_of(name)
-        tasks = [_yaml_docs(t)[0] for r, t in rendered(name) if r.startswith("skypilot/")]
-        assert sum(t["num_nodes"] for t in tasks) == sum(p.nodes for p in plan.pools)
+
+def test_skypilot_job_groups() -> None:
+    """One job group per plan (issue 24: separate tasks joined by a hand-passed head IP, no
+    teardown): header ``execution: parallel`` with the update task primary, then a task per
+    group; spot tasks and the driver task carry managed-job recovery."""
+    for name, plan, text in _sky_groups():
+        header, *tasks = _yaml_docs(text)
+        assert header["execution"] == "parallel" and header["termination_delay"] == "0s"
+        primary = [t for t in tasks if t["name"] in header["primary_tasks"]]
+        assert len(primary) == 1
+        assert ("ray start --head" if plan.method != "sft" else "torchrun") in primary[0]["run"]
+        assert sum(t["num_nodes"] for t in tasks) == sum(p.nodes for p in plan.pools), name
         for t in tasks:
             assert set(t) <= SKY_TASK_KEYS and set(t["resources"]) <= SKY_RESOURCE_KEYS
-            assert t["resources"]["infra"].startswith(f"{plan.provider}/{plan.region}")
-            assert ("job_recovery" in t["resources"]) == t["resources"]["use_spot"]
-            assert t["file_mounts"]["/checkpoints"]["store"] in ("s3", "gcs")
-            for v in t["resources"]["labels"].values():
+            r = t["resources"]
+            assert r["infra"].startswith(f"{plan.provider}/{plan.region}")
+            if plan.provider == "gcp":  # every task pinned to its zone (issue 24)
+                assert r["infra"] == f"gcp/{plan.region}/{t['envs']['PTPLAN_ZONE']}"
+            assert ("job_recovery" in r) == (r["use_spot"] or t in primary)
+            assert t["file_mounts"]["/checkpoints"]["source"].endswith(
+                "/" + dns_name(plan.spec_name, 30))
+            for v in r["labels"].values():
                 assert (GCP_LABEL if plan.provider == "gcp" else re.compile(".{0,256}")).match(v)
-            if sky_validate is not None:
-                sky_validate(t)
+            if t not in primary:  # auxiliary tasks block until the primary ends
+                assert "--block" in t["run"] and "SKYPILOT_JOBGROUP_NAME" in t["run"]
+
+
+def test_skypilot_loads_with_skypilot() -> None:
+    """Each job group loads with SkyPilot itself (skypilot 0.14.1, a test extra): its job-group
+    loader and ``sky.Task.from_yaml_config`` on every task (unknown keys are errors there).
+    Offline: no cloud credentials or catalog downloads are needed to load."""
+    try:
+        import sky
+        from sky.utils import dag_utils
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("skypilot is a test extra (pip install '.[test]'); CI must run this")
+        pytest.skip("skypilot not installed (pip install '.[test]')")
+    assert sky.__version__ == "0.14.1"
+    loaded = 0
+    env = [("MODEL_PATH", "/m"), ("TRAIN_FILES", "/t"), ("VAL_FILES", "/v")]
+    for name, _, text in _sky_groups():
+        dag = dag_utils.load_job_group_from_yaml_str(text, env_overrides=env)
+        _header, *tasks = _yaml_docs(text)
+        assert dag.is_job_group() and [t.name for t in dag.tasks] == [t["name"] for t in tasks]
+        for t in tasks:
+            task = sky.Task.from_yaml_config(copy.deepcopy(t), env_overrides=env)
+            assert task.num_nodes == t["num_nodes"], name
+        loaded += 1
+    assert loaded == len(FIXTURES)
+    bad = _yaml_docs(_sky_groups()[0][2])[1]
+    bad["resources"]["use_spott"] = True
+    with pytest.raises(Exception, match="use_spot"):
+        sky.Task.from_yaml_config(bad)
 
 
 # ---- injection ---------------------------------------------------------------------------------
@@ -594,9 +654,9 @@ def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() 
     files, _ = render_plan(p, "skypilot")
     for path, text in files.items():
         if path.startswith("skypilot/"):
-            pool = path.split("/")[1].split("-")[0]
-            infra = yaml.safe_load(text)["resources"]["infra"]
-            assert infra == f"lab/{regions[pool]}"
+            for task in _yaml_docs(text)[1:]:
+                pool = task["envs"]["PTPLAN_POOL"]
+                assert task["resources"]["infra"] == f"lab/{regions[pool]}"
     for target in ("kuberay", "kueue", "terraform-aws"):
         with pytest.raises(InputError, match="span 2 regions") as err:
             render_plan(p, target)

@@ -27,6 +27,10 @@ def render(
                               "SkyPilot tasks (default: veRL's published image)."),
     cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
                                 "(Karpenter discovery tag and node role; GKE cluster)."),
+    check: bool = typer.Option(False, "--check", help="Also check, across the rendered "
+                               "objects, that the cluster would run and bill them as planned "
+                               "(pod groups ↔ node pools, Kueue admission, taints, cost tags, "
+                               "lifecycle coverage); exit 1 on a violation."),
 ) -> None:
     """Write deployment configs for a plan (see docs/render.md)."""
 
@@ -49,5 +53,16 @@ def render(
             typer.echo(f"note: {note}", err=True)
         for path in write_files(files, output):
             typer.echo(f"wrote {path}", err=True)
+        if check:
+            from optimizer.render.check import check_render
+
+            found = check_render(p, files)
+            for line in found:
+                typer.echo(f"violation: {line}", err=True)
+            if found:
+                typer.echo(f"error: the rendered files fail {len(found)} deployment check(s); "
+                           "see docs/render.md, 'Deployment check'", err=True)
+                raise typer.Exit(1)
+            typer.echo(f"check: {len(files)} files deploy as planned", err=True)
 
     _run(go)

@@ -44,6 +44,7 @@ from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate
 from policies.model import Policy, default_policy
 from providers.base import Catalog, Offer
+from providers.buyability import opt_in, sold
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,9 @@ class OfferFilter:
 def filter_offers(spec_placement, catalog: Catalog,
                   policy: Policy | None = None) -> OfferFilter:
     """Apply ``placement`` (providers, regions globs, GPUs) and the policy's providers and
-    regions, and drop GPUs without specs."""
+    regions; drop GPUs without specs, capacity the provider does not sell that way (A3 High
+    under 8 GPUs on demand: :mod:`providers.buyability`) and opt-in zones (AWS Local and
+    Wavelength zones) unless the policy sets ``allow_opt_in_zones``."""
     offers = list(catalog.offers)
     removed: dict[str, int] = {}
     if spec_placement.providers:  # a name the catalog lacks is a typo, whatever the policy
@@ -151,6 +154,13 @@ def filter_offers(spec_placement, catalog: Catalog,
     known_gpus = gpus()
     keep = [o for o in offers if o.gpu in known_gpus]
     removed["no GPU spec"] = len(offers) - len(keep)
+    offers = keep
+    keep = [o for o in offers if sold(o.provider, o.instance_type, o.region, o.capacity_type)]
+    removed["not sold that way (providers/data/buyability.csv)"] = len(offers) - len(keep)
+    offers = keep
+    if not (policy is not None and policy.allow_opt_in_zones):
+        keep = [o for o in offers if opt_in(o.provider, o.zone) is None]
+        removed["opt-in zone (policy allow_opt_in_zones: false)"] = len(offers) - len(keep)
     return OfferFilter(keep, removed)
 
 

@@ -65,7 +65,7 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     cache = {} if cache is None else cache
     for pool in layout.pools:
         decode = any(p in ("rollout", "eval") for p in pool.phases)
-        key = (pool, layout.tail if decode else None, layout.mode == "colocated")
+        key: tuple = (pool, layout.tail if decode else None, layout.mode == "colocated")
         if pool_offers is not None:
             if share_keys is not None:
                 key = (key, share_keys[pool.name])

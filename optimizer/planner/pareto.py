@@ -55,3 +55,51 @@ def _across_levels(t: np.ndarray, c: np.ndarray, lv: np.ndarray, cand: np.ndarra
     run = np.minimum.accumulate(np.minimum.accumulate(m, axis=0), axis=1)
     prev2 = np.vstack([np.full((1, width), np.inf), run[:-1]])
     return order[cs < prev2[np.arange(n), ls] - 1e-12]
+
+
+class Staircase:
+    """Options already kept at one site with no remote node, as a 2-D staircase (busy
+    hours ascending, $/h descending). A new option that one of them beats strictly on price
+    and at least ties on time is dominated (it has at least as many remote nodes), so it
+    cannot enter the site's frontier; dropping it before its group is sorted leaves the
+    frontier unchanged: whatever it would have removed, the option that beats it removes too."""
+
+    def __init__(self) -> None:
+        self.t = np.zeros(0)
+        self.c = np.zeros(0)
+
+    def undominated(self, t: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Indices of the points (t, c) that no staircase point strictly beats."""
+        if len(self.t) == 0:
+            return np.arange(len(t))
+        k = np.searchsorted(self.t, t, side="right") - 1
+        beaten = (k >= 0) & (self.c[np.maximum(k, 0)] < c - 1e-12)
+        return np.nonzero(~beaten)[0]
+
+    def add(self, t: np.ndarray, c: np.ndarray, level: np.ndarray) -> None:
+        """Add the points with no remote node."""
+        zero = level == 0
+        if not zero.any():
+            return
+        tt = np.concatenate((self.t, t[zero]))
+        cc = np.concatenate((self.c, c[zero]))
+        keep = pareto_mask(tt, cc)
+        self.t, self.c = tt[keep], cc[keep]
+
+
+def egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Options of one site that another option beats in every plan.
+
+    A plan holds every pool for the whole run D and pays its egress once: cost = Σ c·D + Σ e
+    (:mod:`optimizer.planner.milp`, ``hold``), and D is at least the busy time of each chosen
+    option. Option a beats option b when t_a ≤ t_b, c_a ≤ c_b and e_a + c_a·t_b < e_b + c_b·t_b:
+    swapping b for a in any plan does not lengthen it (D' ≤ D) and, since D ≥ t_b and
+    c_a ≤ c_b, costs strictly less (e_a − e_b < (c_b − c_a)·t_b ≤ (c_b − c_a)·D). So b is in no
+    optimum, for either objective, and in no point of a cost–time frontier. This catches what the
+    Pareto filter in (t, c, remote nodes) keeps on a plateau of busy time (e.g. at the latency
+    floor): a remote spot node that saves more per hour than its weight-sync egress costs."""
+    at_b = e[None, :] + c[None, :] * t[None, :]  # b's cost share at D = t_b
+    at_a = e[:, None] + c[:, None] * t[None, :]  # a's at the same D
+    tol = 1e-9 * np.maximum(1.0, np.abs(at_b))
+    beats = (t[:, None] <= t[None, :]) & (c[:, None] <= c[None, :]) & (at_a < at_b - tol)
+    return beats.any(axis=0)

@@ -7,10 +7,10 @@ offers, after the local ones, each such node paying the cross-zone rate on its w
 price per hour, remote nodes), which is exact because a plan's egress is non-decreasing in the
 remote nodes; then, at sites where options pay egress, an option is dropped when another is
 no slower and no dearer per hour and saves more per hour over its busy time than its extra
-egress costs (:func:`_egress_dominated`: it is in no optimum). With ``split`` the rollout
-pool also gets cross-region entries per region (every zone's spot offers cheapest-first, all
-nodes remote), priced against the trainer's site during the search. The exactness argument:
-:mod:`optimizer.planner.frontier`.
+egress costs (:func:`optimizer.planner.pareto.egress_dominated`: it is in no optimum). With
+``split`` the rollout pool also gets cross-region entries per region (every zone's spot offers
+cheapest-first, all nodes remote), priced against the trainer's site during the search. The
+exactness argument: :mod:`optimizer.planner.frontier`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate, phase_rates
 from optimizer.planner.busy_grid import BusyGrid, busy_grid, cheapest_first, cumulative
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from optimizer.planner.pareto import pareto_mask, pareto_mask3
+from optimizer.planner.pareto import Staircase, egress_dominated, pareto_mask3
 from providers.base import Offer
 
 Shape = tuple[str, str, str, int]
@@ -254,35 +254,6 @@ def _select(got: _Entries, keep: np.ndarray) -> _Entries:
                     got.level[keep])
 
 
-class _Staircase:
-    """Options already kept at one site with no remote node, as a 2-D staircase (busy
-    hours ascending, $/h descending): a new option that one of them beats strictly on price
-    and at least ties on time is dominated (it has at least as many remote nodes), so it
-    cannot enter the site's frontier; dropping it early leaves the frontier unchanged (the
-    argument is in :func:`pool_frontier`)."""
-
-    def __init__(self) -> None:
-        self.t = np.zeros(0)
-        self.c = np.zeros(0)
-
-    def undominated(self, got: _Entries) -> np.ndarray:
-        """Indices of ``got`` that no staircase point strictly beats."""
-        if len(self.t) == 0:
-            return np.arange(len(got.t))
-        k = np.searchsorted(self.t, got.t, side="right") - 1
-        beaten = (k >= 0) & (self.c[np.maximum(k, 0)] < got.c - 1e-12)
-        return np.nonzero(~beaten)[0]
-
-    def add(self, got: _Entries) -> None:
-        zero = got.level == 0
-        if not zero.any():
-            return
-        t = np.concatenate((self.t, got.t[zero]))
-        c = np.concatenate((self.c, got.c[zero]))
-        keep = pareto_mask(t, c)
-        self.t, self.c = t[keep], c[keep]
-
-
 class _Columns:
     """The frontier's arrays, built up group by group."""
 
@@ -338,7 +309,7 @@ def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: li
         by_region[shape[:2]].append((shape, group))
     per_node: dict[str, float] = {}
     for region, region_shapes in sorted(by_region.items()):
-        stairs = {s: _Staircase() for s in zones[region]}
+        stairs = {s: Staircase() for s in zones[region]}
         raw: list[tuple[Shape, int, _Entries]] = []
         for shape, group in region_shapes:
             rates = enum.rates(shape[2], shape[3])
@@ -358,9 +329,9 @@ def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: li
         promise = [float(np.min(got.t * got.c)) for _, _, got in raw]
         for n in sorted(range(len(raw)), key=lambda n: (promise[n], n)):
             _, s, got = raw[n]
-            got = _select(got, stairs[s].undominated(got))
+            got = _select(got, stairs[s].undominated(got.t, got.c))
             got = _select(got, pareto_mask3(got.t, got.c, got.level))
-            stairs[s].add(got)
+            stairs[s].add(got.t, got.c, got.level)
             kept[n] = got
         for (shape, s, _), got in zip(raw, kept, strict=True):
             if got is None or len(got.t) == 0:
@@ -391,7 +362,8 @@ def _cross_region_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]],
 
 def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Indices kept by a Pareto filter in (t, c, remote) within each site and each place;
-    at a site where options pay egress, then by :func:`_egress_dominated` as well."""
+    at a site where options pay egress, then by
+    :func:`optimizer.planner.pareto.egress_dominated` as well."""
     kept: list[np.ndarray] = []
     for key in ("region", "place"):
         for r in np.unique(arrays[key]):
@@ -400,28 +372,10 @@ def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
             idx = np.nonzero(arrays[key] == r)[0]
             idx = idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx], arrays["remote"][idx])]
             if key == "region" and len(idx) > 1 and float(arrays["e"][idx].max()) > 0:
-                idx = idx[~_egress_dominated(arrays["t"][idx], arrays["c"][idx],
+                idx = idx[~egress_dominated(arrays["t"][idx], arrays["c"][idx],
                                              arrays["e"][idx])]
             kept.append(idx)
     return np.sort(np.concatenate(kept))
-
-
-def _egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Options of one site that another option beats in every plan.
-
-    A plan holds every pool for the whole run D and pays its egress once: cost = Σ c·D + Σ e
-    (:mod:`optimizer.planner.milp`, ``hold``), and D is at least the busy time of each chosen
-    option. Option a beats option b when t_a ≤ t_b, c_a ≤ c_b and e_a + c_a·t_b < e_b + c_b·t_b:
-    swapping b for a in any plan does not lengthen it (D' ≤ D) and, since D ≥ t_b and
-    c_a ≤ c_b, costs strictly less (e_a − e_b < (c_b − c_a)·t_b ≤ (c_b − c_a)·D). So b is in no
-    optimum, for either objective, and in no point of a cost–time frontier. This catches what the
-    Pareto filter in (t, c, remote nodes) keeps on a plateau of busy time (e.g. at the latency
-    floor): a remote spot node that saves more per hour than its weight-sync egress costs."""
-    at_b = e[None, :] + c[None, :] * t[None, :]  # b's cost share at D = t_b
-    at_a = e[:, None] + c[:, None] * t[None, :]  # a's at the same D
-    tol = 1e-9 * np.maximum(1.0, np.abs(at_b))
-    beats = (t[:, None] <= t[None, :]) & (c[:, None] <= c[None, :]) & (at_a < at_b - tol)
-    return beats.any(axis=0)
 
 
 def _empty(pool: PoolSpec) -> PoolFrontier:

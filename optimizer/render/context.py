@@ -1,12 +1,13 @@
 """The template context of a verified plan: pools → groups, flavors, bucket rules, launch.
 
 Pools → groups. A plan pool holds allocations per (instance type, capacity type, zone). Each
-pool becomes one *group* per capacity type it uses (``<pool>-<capacity>``): nodes = Σ
-allocation nodes of that type, instance types and zones = the allocations' (an allocation
-without a zone, as on-demand rows, allows any zone of the region). One group is one KubeRay
-worker group, one Karpenter NodePool or GKE node pool, one SkyPilot task, one ASG / node pool
-in Terraform; spot groups get spot capacity, a spot taint and its toleration, and SkyPilot
-``use_spot`` with ``job_recovery``.
+(pool, capacity type, zone, instance type) cell becomes one *group* (``<pool>-<capacity>``, the
+zone or type appended only where a capacity type spans several): one KubeRay worker group, one
+Karpenter NodePool with its own EC2NodeClass, one GKE node pool, one SkyPilot task. Region-level
+allocations sit in the plan's zone (:func:`optimizer.render.deploy.site_zone`). Groups carry the
+node labels pods select (``ptplan.io/group``, ``ptplan.io/pool``, ``ptplan.io/capacity-type``),
+only the accelerator taint (which the device plugins tolerate), the Ray custom resource of their
+pool and, for multi-node AWS trainers, EFA.
 
 Cost labels (every resource): ``ptplan-project``, ``ptplan-pool``, ``ptplan-phase``,
 ``ptplan-method``, ``ptplan-capacity-type``, sanitised per platform (Kubernetes label values,
@@ -15,12 +16,24 @@ GCP labels, AWS tags); see :mod:`optimizer.render.names`.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable
 from typing import Any
 
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
+from optimizer.render.deploy import (
+    BOOT_DISK_GB,
+    CONSOLIDATE_AFTER,
+    RAYJOB_TTL_SECONDS,
+    boot_disk_note,
+    deadlines,
+    efa_count,
+    ray_resource,
+    restart_budget,
+    site_zone,
+)
 from optimizer.render.facts import Facts
 from optimizer.render.launch import _pool, launch_args, verl_words
 from optimizer.render.lifecycle import ABORT_MULTIPART_DAYS, lifecycle_rules
@@ -34,6 +47,7 @@ from optimizer.render.names import (
     k8s_label,
     tf_name,
 )
+from optimizer.render.transport import ray_entrypoint
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published image (vLLM 0.12); any image with veRL, vLLM and Ray works (--image)."""
@@ -42,6 +56,13 @@ CAPACITY_ORDER = {"reserved": 0, "on_demand": 1, "spot": 2}
 """Kueue flavor preference: capacity already paid for first, then on-demand, then spot."""
 HEAD_CPU, HEAD_MEMORY = "4", "16Gi"
 """The Ray head runs no work (num-cpus 0); its requests are a fixed small default."""
+SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
+"""Requests of the RayJob submitter pod: KubeRay's default submitter template
+(ray-operator/controllers/ray/common/job.go, GetDefaultSubmitterContainer: requests 500m /
+200Mi, limits 1 / 1Gi), rendered explicitly so the Kueue quota matches it. Kueue admits the
+submitter as its own pod set in K8sJobMode (kueue pkg/controller/jobs/rayjob/
+rayjob_controller.go: submitterJobPodSetName)."""
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
 def _labels(project: str, pool: str, phase: str, method: str, capacity: str,
@@ -56,77 +77,82 @@ def _label_sets(plan: Plan, pool: str, phase: str, capacity: str) -> dict[str, d
             for name, f in (("k8s", k8s_label), ("gcp", gcp_label), ("aws", aws_tag))}
 
 
-def _groups(plan: Plan, slug: str) -> list[dict[str, Any]]:
+def _group_name(pool: str, label: str, zone: str, it: str, split_zone: bool,
+                split_type: bool) -> str:
+    parts = [pool, label] + ([zone] if split_zone and zone else []) + \
+        ([it] if split_type else [])
+    return dns_name("-".join(parts), 30)
+
+
+def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
+    """One group per (pool, capacity type, zone, instance type) of the plan: one node pool, one
+    Ray worker group, one SkyPilot task. Region-level allocations sit in ``site``."""
     groups = []
     for pool in plan.pools:
-        by_type: dict[str, list[Any]] = {}
+        cells: dict[tuple[str, str, str], list[Any]] = {}
         for a in pool.allocations:
             if a.nodes > 0:
-                by_type.setdefault(a.capacity_type, []).append(a)
-        for ct in sorted(by_type, key=lambda c: (CAPACITY_ORDER.get(c, 9), c)):
-            allocs = by_type[ct]
-            zones = sorted({a.zone for a in allocs})
+                cells.setdefault((a.capacity_type, a.zone or site, a.instance_type), []).append(a)
+        for ct, zone, it in sorted(cells, key=lambda c: (CAPACITY_ORDER.get(c[0], 9), c)):
+            allocs = cells[(ct, zone, it)]
             label = CAPACITY_LABEL.get(ct, ct)
-            name = dns_name(f"{pool.name}-{label}", 30)
+            same_ct = [c for c in cells if c[0] == ct]
+            name = _group_name(pool.name, label, zone, it,
+                               len({c[1] for c in same_ct}) > 1, len({c[2] for c in same_ct}) > 1)
+            full = dns_name(f"{slug}-{name}", 63)
             phase = "-".join(pool.phases)
+            node_labels = {"ptplan.io/group": full, "ptplan.io/pool": k8s_label(pool.name),
+                           "ptplan.io/capacity-type": label}
+            efa = efa_count(plan, pool, it)
+            res = gpu_resource(pool.gpu)
             groups.append({
-                "name": name, "full_name": dns_name(f"{slug}-{name}", 63), "tf": tf_name(name),
+                "name": name, "full_name": full, "tf": tf_name(name),
                 "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
-                "provider": pool.provider, "region": pool.region,
-                "gpu_resource": gpu_resource(pool.gpu),
+                "provider": pool.provider, "region": pool.region, "gpu_resource": res,
                 "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
                 "gpus_per_node": pool.gpus_per_node, "nodes": sum(a.nodes for a in allocs),
                 "capacity_type": ct, "capacity_label": label, "spot": ct == "spot",
-                "reserved": ct == "reserved",
-                "instance_types": sorted({a.instance_type for a in allocs}),
-                "zones": [] if "" in zones else zones,
+                "reserved": ct == "reserved", "instance_type": it, "instance_types": [it],
+                "zone": zone, "zones": [zone] if zone else [],
+                "accelerator": gke_accelerator(pool.gpu, it),
                 "usd_per_hour": round(sum(a.nodes * a.usd_per_hour for a in allocs), 6),
                 "runs_update": "update" in pool.phases,
                 "labels": _label_sets(plan, pool.name, phase, label),
+                "node_labels": node_labels, "node_selector": dict(node_labels), "efa": efa,
+                "ray_resource": ray_resource(pool.name),
+                "taints": [{"key": res, "effect": "NoSchedule"}],
+                "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
+                "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
             })
+    for g in groups:
+        # KubeRay pastes rayStartParams into `ray start` run by bash; it writes custom
+        # resources itself as '<json>' (ray-operator/controllers/ray/common/pod.go,
+        # addWellKnownAcceleratorResources): the names here are [a-z0-9_] only
+        custom = json.dumps({g["ray_resource"]: g["gpus_per_node"]})
+        g["ray_start_params"] = {"num-gpus": str(g["gpus_per_node"]),
+                                 "resources": f"'{custom}'"}
     return groups
+
+
+def _quantity(values: list[str]) -> str:
+    """Sum of Kubernetes quantities (cpu: "4", "500m"; memory: "16Gi", "200Mi")."""
+    if all(v.endswith(("Gi", "Mi")) for v in values):
+        mi = sum(int(v[:-2]) * (1024 if v.endswith("Gi") else 1) for v in values)
+        return f"{mi // 1024}Gi" if mi % 1024 == 0 else f"{mi}Mi"
+    milli = sum(int(v[:-1]) if v.endswith("m") else int(v) * 1000 for v in values)
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
 
 
 def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                   cluster: str = "ptplan") -> dict[str, Any]:
     slug = dns_name(plan.spec_name, 30)
-    groups = _groups(plan, slug)
-    for g in groups:
-        pool = _pool(plan, g["pool"])
-        by_type: dict[str, dict[str, Any]] = {}
-        for a in pool.allocations:
-            if a.nodes > 0 and a.capacity_type == g["capacity_type"]:
-                e = by_type.setdefault(a.instance_type, {"nodes": 0, "zones": set()})
-                e["nodes"] += a.nodes
-                e["zones"].add(a.zone)
-        g["by_instance"] = [
-            {"instance_type": it, "nodes": e["nodes"],
-             "zones": [] if "" in e["zones"] else sorted(e["zones"]),
-             "name": dns_name(f"{g['name']}-{it}", 40) if len(by_type) > 1 else g["name"],
-             "accelerator": gke_accelerator(g["gpu"], it)}
-            for it, e in sorted(by_type.items())]
-        for e in g["by_instance"]:
-            e["tf"] = tf_name(e["name"])
-    spot_key = "karpenter.sh/capacity-type" if plan.provider == "aws" else \
-        "cloud.google.com/gke-spot"
-    for g in groups:
-        if plan.provider == "aws":
-            g["node_selector"] = {"karpenter.sh/capacity-type": g["capacity_label"],
-                                  "karpenter.sh/nodepool": g["full_name"]}
-        else:
-            g["node_selector"] = {"cloud.google.com/gke-nodepool": g["by_instance"][0]["name"]}
-            if g["spot"]:
-                g["node_selector"]["cloud.google.com/gke-spot"] = "true"
-        tol = [{"key": g["gpu_resource"], "operator": "Exists", "effect": "NoSchedule"}]
-        if g["spot"]:
-            key = "ptplan.io/spot" if plan.provider == "aws" else "cloud.google.com/gke-spot"
-            tol.append({"key": key, "operator": "Equal", "value": "true",
-                        "effect": "NoSchedule"})
-        g["tolerations"] = tol
+    site, deploy_notes = site_zone(plan)
+    groups = _groups(plan, slug, site)
     launch = launch_args(plan, facts)
     upool = _pool(plan, launch["update_pool"])
     launch["words"] = verl_words(launch, slug, upool.gpus_per_node)
     launch["command"] = shlex.join(launch["words"])
+    launch["entrypoint"] = ray_entrypoint(launch["words"])
     launch["nproc"] = upool.gpus_per_node
     rules: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -136,20 +162,17 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
     except InputError as exc:
         lifecycle_error = str(exc)
     flavors = []
+    resources = sorted({r for g in groups for r in g["pod_resources"]})
     for ct in sorted({g["capacity_type"] for g in groups},
                      key=lambda c: (CAPACITY_ORDER.get(c, 9), c)):
         label = CAPACITY_LABEL.get(ct, ct)
-        node_labels = {spot_key: label} if plan.provider == "aws" else \
-            ({spot_key: "true"} if ct == "spot" else {})
-        quotas = {}
-        for res in sorted({g["gpu_resource"] for g in groups}):
-            quotas[res] = sum(g["nodes"] * g["gpus_per_node"] for g in groups
-                              if g["capacity_type"] == ct and g["gpu_resource"] == res)
+        quotas = {res: sum(g["nodes"] * g["pod_resources"].get(res, 0) for g in groups
+                           if g["capacity_type"] == ct) for res in resources}
         flavors.append({"name": dns_name(f"{slug}-{label}", 63), "capacity_label": label,
-                        "node_labels": node_labels, "quotas": quotas,
-                        "tolerations": [t for g in groups if g["capacity_type"] == ct
-                                        for t in g["tolerations"][1:]][:1],
+                        "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
                         "labels": _label_sets(plan, "all", "all", label)})
+    backoff, interruptions = restart_budget(plan)
+    pinned = {g["ray_resource"] for g in groups}
     project_labels = _label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"))
     return {
@@ -163,12 +186,24 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "labels": project_labels,
         "storage_labels": _label_sets(plan, "storage", "checkpoint", "none"),
         "groups": groups, "flavors": flavors,
-        "resources": sorted({g["gpu_resource"] for g in groups}),
+        "resources": resources,
         "bucket": {"name": dns_name(f"ptplan-{slug}-{plan.spec_digest[7:15]}", 63),
                    "store": "s3" if plan.provider == "aws" else "gcs",
                    "rules": rules, "notes": notes, "error": lifecycle_error},
         "queue": {"cluster": dns_name(f"{slug}-cq", 63), "local": dns_name(f"{slug}-lq", 63)},
         "launch": launch,
         "head_pod": {"cpu": HEAD_CPU, "memory": HEAD_MEMORY},
+        "submitter": dict(SUBMITTER),
+        "queue_cpu": _quantity([HEAD_CPU, SUBMITTER["cpu"]]),
+        "queue_memory": _quantity([HEAD_MEMORY, SUBMITTER["memory"]]),
+        "site_zone": site,
+        "job": {"backoff_limit": backoff, "expected_interruptions": round(interruptions, 3),
+                "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
+                "boot_disk_gb": BOOT_DISK_GB,
+                **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
+        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
+            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; roles stay on "
+             "their pools once the framework asks its placement groups for them (docs/"
+             "render.md, 'Ray custom resources')"] if len(pinned) > 1 else [])],
         "abort_days": ABORT_MULTIPART_DAYS,
     }

@@ -6,18 +6,19 @@ data class gets its own prefix (``<project>/checkpoints/``, ``archive/``, ``roll
 ``eval/``, ``dataset/``) and rules by age in whole days:
 
 * day 0: move to the class's tier (same as uploading with that storage class);
-* checkpoints: hot for ⌈keep_hot × checkpoint interval / 24 h⌉ days (the interval is
-  ``every_steps / steps × makespan``), then to the retained tier if it is colder, deleted
-  ``retention_days`` after that. Rounding up to days and counting from each object's creation
-  means a checkpoint is never deleted before the lifetime the plan priced (tested);
+* checkpoints: hot until deleted, ⌈keep_hot × checkpoint interval / 24 h⌉ + ``retention_days``
+  days after their write (the interval is ``every_steps / steps × makespan``). The plan keeps
+  the last ``keep_hot`` checkpoints hot to the end of the run and ``retention_days`` after;
+  an age rule cannot tell them from earlier ones, so none is moved to a colder class (a colder
+  retained tier is reported as a note). Rounding up to days and counting from each object's
+  creation means a checkpoint is never deleted before the lifetime the plan priced (tested);
 * archived checkpoints and eval outputs: deleted after ``metrics_days``; rollout logs after
   ``rollout_log_days`` (deleting before a tier's minimum duration is billed as if kept to it,
   as the plan priced);
 * the dataset is never deleted (it is the user's input); incomplete multipart uploads under the
   project prefix are aborted after 7 days.
 
-S3 cannot move objects to STANDARD_IA / ONEZONE_IA before day 30: such a transition is moved to
-day 30 and reported as a note. Bucket classes go only colder (S3's and GCS's transition order).
+Bucket classes go only colder (S3's and GCS's transition order).
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ def lifecycle_rules(plan: Plan, facts: Facts, prefix: str) -> tuple[list[dict[st
     the plan priced. Returns (rules, notes); a rule is ``{id, prefix, classes, transitions:
     [(days, class)], expire_days}`` with provider storage-class names."""
     classes = S3_CLASS if plan.provider == "aws" else GCS_CLASS
-    rank = S3_RANK if plan.provider == "aws" else GCS_RANK
     items = {s.data_class: s for s in plan.storage}
     notes: list[str] = []
     rules: list[dict[str, Any]] = []
@@ -81,18 +81,19 @@ def lifecycle_rules(plan: Plan, facts: Facts, prefix: str) -> tuple[list[dict[st
         hot_days = max(1, math.ceil(hot_hours / 24.0))
         steps = [(0, hot)]
         names = ["hot_checkpoints"]
+        # The plan keeps the last keep_hot checkpoints hot to the end of the run and
+        # retention_days after it; a bucket rule sees only an object's age, not whether it is
+        # among the last ones, so no checkpoint leaves the hot class before it expires.
+        last_days = math.ceil(((facts.need("keep_hot") - 1) * every / max(plan.steps, 1)
+                               * plan.makespan_hours) / 24.0 + facts.need("retention_days"))
         if "retained_checkpoints" in items and (ret := cls("retained_checkpoints")):
             names.append("retained_checkpoints")
-            if rank.index(ret) > rank.index(hot):
-                day = hot_days
-                if plan.provider == "aws" and ret in ("STANDARD_IA", "ONEZONE_IA") and day < 30:
-                    notes.append(f"retained_checkpoints: S3 moves objects to {ret} after 30 days "
-                                 f"at the earliest (plan: {hot_days}); they stay {hot} longer")
-                    day = 30
-                steps.append((day, ret))
-            elif ret != hot:
-                notes.append(f"retained_checkpoints: {ret} is not colder than {hot}; kept {hot}")
-        add("checkpoints", names, steps, hot_days + facts.need("retention_days"))
+            if ret != hot:
+                notes.append(f"retained_checkpoints: priced {ret}, kept {hot} (an age rule "
+                             f"cannot tell them from the last {facts.need('keep_hot')} "
+                             f"checkpoints, which the plan prices {hot} to the end); storage "
+                             "may cost a little more than planned")
+        add("checkpoints", names, steps, max(hot_days + facts.need("retention_days"), last_days))
     for data_class, days in (("archived_checkpoints", facts.metrics_days),
                              ("rollout_logs", facts.rollout_log_days),
                              ("eval_outputs", facts.metrics_days)):

@@ -61,19 +61,34 @@ def _launch_files(ctx: dict[str, Any]) -> dict[str, str]:
 
 
 def _t_skypilot(ctx: dict[str, Any]) -> dict[str, str]:
+    """One SkyPilot job group (``execution: parallel``): a task per group, the update group's
+    task primary; the others are stopped when it ends."""
     from templates import render
 
     total = sum(g["nodes"] for g in ctx["groups"])
     head = next((g for g in ctx["groups"] if g["runs_update"]), ctx["groups"][0])
-    out = {f"skypilot/{g['name']}.yaml": render("skypilot/task.yaml.j2", g=g, head=head,
-                                                total_nodes=total, run_script=sky_run, **ctx)
-           for g in ctx["groups"]}
-    return {**out, **_launch_files(ctx)}
+    path = f"skypilot/{ctx['project']['slug']}.yaml"
+    return {path: render("skypilot/job_group.yaml.j2", head=head, total_nodes=total,
+                         run_script=sky_run, **ctx), **_launch_files(ctx)}
+
+
+_HEAD_HOST = '"$PTPLAN_HEAD_TASK-0.$SKYPILOT_JOBGROUP_NAME"'
+_WAIT = ("deadline=$((SECONDS + {wait}))\n"
+         "  until [ \"$(ray list nodes --filter state=ALIVE --format yaml"
+         " | grep -c node_id)\" -ge \"$PTPLAN_TOTAL_NODES\" ]; do\n"
+         "    [ \"$SECONDS\" -lt \"$deadline\" ] || {{ echo 'ptplan: capacity did not arrive in"
+         " {wait} s' >&2; exit 1; }}\n"
+         "    sleep 10\n  done\n")
 
 
 def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> str:
-    """The ``run`` script of a SkyPilot task: Ray head + driver on the update group's rank 0
-    (after every node of every group joined), workers elsewhere (SkyPilot's veRL recipe)."""
+    """The ``run`` script of a job-group task. The primary (update) task starts the Ray head on
+    rank 0 with its pool's custom resource, waits (bounded) until all nodes joined, runs the
+    driver and stops Ray when it ends; its other ranks join and leave when the head is gone.
+    Other tasks join the head by its job-group hostname and block until stopped."""
+    res = "--resources=" + shlex.quote(json.dumps({g["ray_resource"]: g["gpus_per_node"]}))
+    join = (f"ray start --address={_HEAD_HOST}:6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE "
+            f"{res}")
     if launch["torchrun"]:
         return ("set -euo pipefail\n"
                 "torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE"
@@ -81,20 +96,20 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
                 " --master_addr=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1) --master_port=29500 -m "
                 + shlex.join(launch["words"][5:]) + "\n")
     if g["name"] == head["name"]:
+        from optimizer.render.deploy import CAPACITY_WAIT_SECONDS
+
         return ("set -euo pipefail\n"
-                "HEAD_IP=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\n"
                 "if [ \"$SKYPILOT_NODE_RANK\" = 0 ]; then\n"
-                "  ray start --head --port=6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE\n"
-                "  until [ \"$(ray list nodes --filter state=ALIVE --format yaml"
-                " | grep -c node_id)\" -ge \"$PTPLAN_TOTAL_NODES\" ]; do sleep 10; done\n"
-                "  " + shlex.join(launch["words"]) + "\n"
+                f"  ray start --head --port=6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE {res}\n"
+                "  trap 'ray stop --force' EXIT\n"
+                "  " + _WAIT.format(wait=CAPACITY_WAIT_SECONDS)
+                + "  " + shlex.join(launch["words"]) + "\n"
                 "else\n"
-                "  ray start --address=$HEAD_IP:6379"
-                " --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE --block\n"
+                f"  {join}\n"
+                f"  while ray health-check --address={_HEAD_HOST}:6379 >/dev/null 2>&1; do"
+                " sleep 30; done\n"
                 "fi\n")
-    return ("set -euo pipefail\n"
-            "ray start --address=$RAY_HEAD_IP:6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE"
-            " --block\n")
+    return f"set -euo pipefail\n{join} --block\n"
 
 
 def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
@@ -150,7 +165,8 @@ def _t_terraform(provider: str) -> Callable[[dict[str, Any]], dict[str, str]]:
         d = f"terraform-{provider}"
         if provider == "aws":
             return {f"{d}/main.tf": render("terraform/aws_main.tf.j2", **ctx),
-                    f"{d}/asg.tf": render("terraform/aws_asg.tf.j2", **ctx),
+                    f"{d}/cost_tags.tf": render("terraform/aws_cost_tags.tf.j2", **ctx),
+                    f"{d}/zones.tf": render("terraform/aws_zones.tf.j2", **ctx),
                     f"{d}/bucket.tf": render("terraform/aws_bucket.tf.j2", **ctx)}
         return {f"{d}/main.tf": render("terraform/gcp_main.tf.j2", **ctx),
                 f"{d}/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx),
@@ -210,6 +226,7 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
     if any(p.startswith(("lifecycle/", "terraform-")) for p in files):
         notes += [f"lifecycle: {n}" for n in ctx["bucket"]["notes"]]
     notes += [f"launch: {n}" for n in ctx["launch"]["notes"] if "launch/verl.sh" in files]
+    notes += [f"deploy: {n}" for n in ctx["deploy_notes"]]
     return dict(sorted(files.items())), notes
 
 

@@ -1,22 +1,12 @@
 # Checkpoint bucket and its lifecycle: the plan's storage tiers and retention (docs/render.md).
+# note: retained_checkpoints: priced NEARLINE, kept STANDARD (an age rule cannot tell them from the last 3 checkpoints, which the plan prices STANDARD to the end); storage may cost a little more than planned
 
 resource "google_storage_bucket" "checkpoints" {
   name                        = var.bucket_name
-  location                    = "US-CENTRAL1"
+  location                    = "US-WEST4"
   storage_class               = "STANDARD"
   uniform_bucket_level_access = true
   labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
-
-  lifecycle_rule {
-    action {
-      type          = "SetStorageClass"
-      storage_class = "NEARLINE"
-    }
-    condition {
-      age            = 1
-      matches_prefix = ["grpo-7b-math/checkpoints/"]
-    }
-  }
 
   lifecycle_rule {
     action {

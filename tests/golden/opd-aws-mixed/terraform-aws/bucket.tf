@@ -1,4 +1,5 @@
 # Checkpoint bucket and its lifecycle: the plan's storage tiers and retention (docs/render.md).
+# note: retained_checkpoints: priced GLACIER_IR, kept STANDARD (an age rule cannot tell them from the last 3 checkpoints, which the plan prices STANDARD to the end); storage may cost a little more than planned
 
 resource "aws_s3_bucket" "checkpoints" {
   bucket = var.bucket_name
@@ -13,10 +14,6 @@ resource "aws_s3_bucket_lifecycle_configuration" "checkpoints" {
     status = "Enabled"
     filter {
       prefix = "opd-8b-from-32b/checkpoints/"
-    }
-    transition {
-      days          = 1
-      storage_class = "GLACIER_IR"
     }
     expiration {
       days = 31

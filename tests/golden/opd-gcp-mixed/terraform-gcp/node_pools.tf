@@ -1,35 +1,42 @@
-# One GKE node pool per plan pool, capacity type and machine type; fixed size = the plan's nodes.
+# One GKE node pool per group (plan pool, capacity type, zone, machine type) in the plan's zone.
+# Pools scale from zero up to the plan's nodes while the job's pods wait and back to zero when the job ends.
 
-# pool rollout (rollout, eval, weight_sync): 4 x a3-highgpu-1g on-demand
+# pool rollout (rollout, eval, weight_sync): 2 x a2-ultragpu-4g on-demand in us-central1-a
 resource "google_container_node_pool" "r_rollout_on_demand" {
   name     = "rollout-on-demand"
   cluster  = var.cluster
   location = "us-central1"
+  node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 4
-    total_max_node_count = 4
+    total_min_node_count = 0
+    total_max_node_count = 2
     location_policy      = "BALANCED"
   }
 
   node_config {
-    machine_type    = "a3-highgpu-1g"
+    machine_type    = "a2-ultragpu-4g"
     spot            = false
-    labels          = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-rollout-on-demand", "ptplan.io/pool" = "rollout" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
-      type  = "nvidia-h100-80gb"
-      count = 1
+      type  = "nvidia-a100-80gb"
+      count = 4
       gpu_driver_installation_config {
         gpu_driver_version = "LATEST"
       }
     }
+
+    gvnic {
+      enabled = true
+    }
   }
 }
 
-# pool rollout (rollout, eval, weight_sync): 3 x a3-highgpu-1g spot
+# pool rollout (rollout, eval, weight_sync): 1 x a2-ultragpu-4g spot in us-central1-a
 resource "google_container_node_pool" "r_rollout_spot" {
   name     = "rollout-spot"
   cluster  = var.cluster
@@ -37,52 +44,53 @@ resource "google_container_node_pool" "r_rollout_spot" {
   node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 3
-    total_max_node_count = 3
+    total_min_node_count = 0
+    total_max_node_count = 1
     location_policy      = "ANY"
   }
 
   node_config {
-    machine_type    = "a3-highgpu-1g"
+    machine_type    = "a2-ultragpu-4g"
     spot            = true
-    labels          = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-rollout-spot", "ptplan.io/pool" = "rollout" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
-      type  = "nvidia-h100-80gb"
-      count = 1
+      type  = "nvidia-a100-80gb"
+      count = 4
       gpu_driver_installation_config {
         gpu_driver_version = "LATEST"
       }
     }
 
-    taint {
-      key    = "cloud.google.com/gke-spot"
-      value  = "true"
-      effect = "NO_SCHEDULE"
+    gvnic {
+      enabled = true
     }
   }
 }
 
-# pool scoring (scoring): 20 x g2-standard-4 on-demand
+# pool scoring (scoring): 10 x g2-standard-4 on-demand in us-central1-a
 resource "google_container_node_pool" "r_scoring_on_demand" {
   name     = "scoring-on-demand"
   cluster  = var.cluster
   location = "us-central1"
+  node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 20
-    total_max_node_count = 20
+    total_min_node_count = 0
+    total_max_node_count = 10
     location_policy      = "BALANCED"
   }
 
   node_config {
     machine_type    = "g2-standard-4"
     spot            = false
-    labels          = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-scoring-on-demand", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
       type  = "nvidia-l4"
@@ -91,28 +99,33 @@ resource "google_container_node_pool" "r_scoring_on_demand" {
         gpu_driver_version = "LATEST"
       }
     }
+
+    gvnic {
+      enabled = true
+    }
   }
 }
 
-# pool scoring (scoring): 20 x g2-standard-4 spot
-resource "google_container_node_pool" "r_scoring_spot" {
-  name     = "scoring-spot"
+# pool scoring (scoring): 8 x g2-standard-4 spot in us-central1-a
+resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
+  name     = "scoring-spot-g2-standard-4"
   cluster  = var.cluster
   location = "us-central1"
-  node_locations = ["us-central1-a", "us-central1-b", "us-central1-c"]
+  node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 20
-    total_max_node_count = 20
+    total_min_node_count = 0
+    total_max_node_count = 8
     location_policy      = "ANY"
   }
 
   node_config {
     machine_type    = "g2-standard-4"
     spot            = true
-    labels          = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-4", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
       type  = "nvidia-l4"
@@ -122,32 +135,67 @@ resource "google_container_node_pool" "r_scoring_spot" {
       }
     }
 
-    taint {
-      key    = "cloud.google.com/gke-spot"
-      value  = "true"
-      effect = "NO_SCHEDULE"
+    gvnic {
+      enabled = true
     }
   }
 }
 
-# pool update (update, checkpoint): 2 x a3-edgegpu-8g-nolssd on-demand
+# pool scoring (scoring): 2 x g2-standard-8 spot in us-central1-a
+resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
+  name     = "scoring-spot-g2-standard-8"
+  cluster  = var.cluster
+  location = "us-central1"
+  node_locations = ["us-central1-a"]
+
+  autoscaling {
+    total_min_node_count = 0
+    total_max_node_count = 2
+    location_policy      = "ANY"
+  }
+
+  node_config {
+    machine_type    = "g2-standard-8"
+    spot            = true
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-8", "ptplan.io/pool" = "scoring" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
+
+    guest_accelerator {
+      type  = "nvidia-l4"
+      count = 1
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+  }
+}
+
+# pool update (update, checkpoint): 1 x a3-edgegpu-8g-nolssd on-demand in us-central1-a
 resource "google_container_node_pool" "r_update_on_demand" {
   name     = "update-on-demand"
   cluster  = var.cluster
   location = "us-central1"
+  node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 2
-    total_max_node_count = 2
+    total_min_node_count = 0
+    total_max_node_count = 1
     location_policy      = "BALANCED"
   }
 
   node_config {
     machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = false
-    labels          = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "update-checkpoint", "ptplan-pool" = "update", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-update-on-demand", "ptplan.io/pool" = "update" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "update-checkpoint", "ptplan-pool" = "update", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
       type  = "nvidia-h100-80gb"
@@ -155,6 +203,10 @@ resource "google_container_node_pool" "r_update_on_demand" {
       gpu_driver_installation_config {
         gpu_driver_version = "LATEST"
       }
+    }
+
+    gvnic {
+      enabled = true
     }
   }
 }

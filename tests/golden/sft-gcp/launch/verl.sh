@@ -4,4 +4,4 @@
 # Set MODEL_PATH, TRAIN_FILES and VAL_FILES (the plan does not name weights or data).
 set -euo pipefail
 : "${MODEL_PATH:?set MODEL_PATH}" "${TRAIN_FILES:?set TRAIN_FILES}" "${VAL_FILES:?set VAL_FILES}"
-exec torchrun --standalone --nnodes=1 --nproc_per_node=2 -m verl.trainer.fsdp_sft_trainer 'data.train_files=${oc.env:TRAIN_FILES}' 'data.val_files=${oc.env:VAL_FILES}' 'model.partial_pretrain=${oc.env:MODEL_PATH}' trainer.project_name=sft-8b-chat trainer.experiment_name=sft-8b-chat trainer.nnodes=1 trainer.n_gpus_per_node=2 trainer.total_training_steps=2344 trainer.save_freq=500 trainer.resume_mode=auto trainer.default_local_dir=/checkpoints/checkpoints
+exec torchrun --standalone --nnodes=1 --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer 'data.train_files=${oc.env:TRAIN_FILES}' 'data.val_files=${oc.env:VAL_FILES}' 'model.partial_pretrain=${oc.env:MODEL_PATH}' trainer.project_name=sft-8b-chat trainer.experiment_name=sft-8b-chat trainer.nnodes=1 trainer.n_gpus_per_node=8 trainer.total_training_steps=2344 trainer.save_freq=500 trainer.resume_mode=auto trainer.default_local_dir=/checkpoints/checkpoints

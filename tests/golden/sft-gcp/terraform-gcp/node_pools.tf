@@ -1,30 +1,37 @@
-# One GKE node pool per plan pool, capacity type and machine type; fixed size = the plan's nodes.
+# One GKE node pool per group (plan pool, capacity type, zone, machine type) in the plan's zone.
+# Pools scale from zero up to the plan's nodes while the job's pods wait and back to zero when the job ends.
 
-# pool all (update, eval, checkpoint): 1 x a3-highgpu-2g on-demand
+# pool all (update, eval, checkpoint): 1 x a3-edgegpu-8g-nolssd on-demand in us-central1-a
 resource "google_container_node_pool" "r_all_on_demand" {
   name     = "all-on-demand"
   cluster  = var.cluster
   location = "us-central1"
+  node_locations = ["us-central1-a"]
 
   autoscaling {
-    total_min_node_count = 1
+    total_min_node_count = 0
     total_max_node_count = 1
     location_policy      = "BALANCED"
   }
 
   node_config {
-    machine_type    = "a3-highgpu-2g"
+    machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = false
-    labels          = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "sft", "ptplan-phase" = "update-eval-checkpoint", "ptplan-pool" = "all", "ptplan-project" = "sft-8b-chat" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "sft-8b-chat-all-on-demand", "ptplan.io/pool" = "all" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "sft", "ptplan-phase" = "update-eval-checkpoint", "ptplan-pool" = "all", "ptplan-project" = "sft-8b-chat" }
-    disk_size_gb    = 500
+    disk_size_gb    = 100
+    disk_type       = "pd-balanced"
 
     guest_accelerator {
       type  = "nvidia-h100-80gb"
-      count = 2
+      count = 8
       gpu_driver_installation_config {
         gpu_driver_version = "LATEST"
       }
+    }
+
+    gvnic {
+      enabled = true
     }
   }
 }

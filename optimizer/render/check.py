@@ -1,0 +1,375 @@
+"""``ptplan render --check``: what a cluster would do with the rendered objects, checked
+against the plan. Each rule models the upstream behaviour it names; a violation is one line.
+
+* **pools** — each Ray worker group (pod group) schedules onto exactly one node pool, and that
+  pool is a planned (instance type, zone, capacity type) cell with the planned node count. A
+  pod fits a pool when its ``nodeSelector`` is a subset of the pool's node labels and it
+  tolerates every taint of the pool (kubernetes ``pkg/scheduler/framework/plugins/
+  nodeaffinity`` and ``tainttoleration``; node labels: those the pool template sets plus the
+  well-known ones Karpenter (``karpenter.sh/nodepool``, ``karpenter.sh/capacity-type``,
+  ``node.kubernetes.io/instance-type``, ``topology.k8s.aws/zone-id``) and GKE
+  (``cloud.google.com/gke-nodepool``, ``cloud.google.com/gke-spot``,
+  ``topology.kubernetes.io/zone``) put on the node). SkyPilot tasks and node pools without pod
+  groups are matched to the plan's cells one to one.
+* **admission** — Kueue admits the RayJob: its pod sets are the head, the submitter (in
+  ``K8sJobMode``, the default; kueue ``pkg/controller/jobs/rayjob/rayjob_controller.go``) and
+  one per worker group; each pod set takes, per resource group, the first flavor in order whose
+  ``nodeLabels`` agree with its ``nodeSelector`` and that still has quota (kueue
+  ``pkg/scheduler/flavorassigner``); a requested resource no group covers is inadmissible.
+  Quotas must equal what the job uses: a quota that admits more is a violation.
+* **taints** — every taint of a GPU node pool is tolerated by the device plugin's default
+  tolerations (NVIDIA k8s-device-plugin Helm chart ``values.yaml``: ``CriticalAddonsOnly``
+  Exists, ``nvidia.com/gpu`` Exists NoSchedule; the Neuron device plugin manifest:
+  ``aws.amazon.com/neuron`` Exists NoSchedule); GKE adds ``nvidia.com/gpu=present:NoSchedule``
+  to GPU pools itself. Toleration semantics: ``k8s.io/api/core/v1`` ``Toleration.ToleratesTaint``.
+* **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
+  ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
+  AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
+* **paths** — every ``/checkpoints/…`` path the launch writes maps, through the mount (KubeRay
+  ``subPath``, SkyPilot ``file_mounts`` ``source``), to a bucket key under a lifecycle rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from typing import Any
+
+import yaml
+
+from optimizer.plan.schema import Plan
+from optimizer.render.deploy import site_zone
+from optimizer.render.names import k8s_label
+
+COST_KEYS = ("ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
+             "ptplan-capacity-type")
+DEVICE_PLUGIN_TOLERATIONS = {
+    "nvidia.com/gpu": [{"key": "CriticalAddonsOnly", "operator": "Exists"},
+                       {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    "aws.amazon.com/neuron": [{"key": "CriticalAddonsOnly", "operator": "Exists"},
+                              {"key": "aws.amazon.com/neuron", "operator": "Exists",
+                               "effect": "NoSchedule"}],
+}
+GKE_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+KUBERAY_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
+LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+
+
+def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    """``Toleration.ToleratesTaint`` (k8s.io/api/core/v1/toleration.go)."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            continue
+        if t.get("key") and t["key"] != taint.get("key"):
+            continue
+        if not t.get("key") and t.get("operator") != "Exists":
+            continue
+        if t.get("operator", "Equal") == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+
+
+def _hcl(text: str) -> dict[str, Any]:
+    import hcl2
+    from hcl2 import SerializationOptions
+
+    return dict(hcl2.loads(text, serialization_options=SerializationOptions(
+        strip_string_quotes=True, explicit_blocks=False)))
+
+
+def _resources(doc: dict[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, body) for r in doc.get("resource", []) for k, b in r.items() if k == kind
+            for name, body in b.items()]
+
+
+def _cells(plan: Plan) -> dict[tuple[str, str, str, str], int]:
+    """Planned (pool, instance type, zone, capacity label) → nodes."""
+    site, _ = site_zone(plan)
+    out: dict[tuple[str, str, str, str], int] = {}
+    for p in plan.pools:
+        for a in p.allocations:
+            if a.nodes:
+                key = (k8s_label(p.name), a.instance_type, a.zone or site,
+                       LABEL[a.capacity_type])
+                out[key] = out.get(key, 0) + a.nodes
+    return out
+
+
+def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
+    pools: list[dict[str, Any]] = []
+    if "karpenter/nodepools.yaml" in files:
+        docs = _docs(files["karpenter/nodepools.yaml"])
+        classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "EC2NodeClass"}
+        for d in docs:
+            if d["kind"] != "NodePool":
+                continue
+            spec = d["spec"]["template"]["spec"]
+            req = {r["key"]: r["values"] for r in spec["requirements"] if r["operator"] == "In"}
+            one = {k: v[0] for k, v in req.items() if len(v) == 1}
+            labels = {**d["spec"]["template"]["metadata"].get("labels", {}), **one,
+                      "karpenter.sh/nodepool": d["metadata"]["name"]}
+            cls = classes.get(spec["nodeClassRef"]["name"], {})
+            pools.append({"where": f"NodePool {d['metadata']['name']}", "labels": labels,
+                          "instance_type": one.get("node.kubernetes.io/instance-type", "*"),
+                          "zone": one.get("topology.k8s.aws/zone-id", ""),
+                          "capacity": one.get("karpenter.sh/capacity-type", "*"),
+                          "taints": spec.get("taints", []),
+                          "nodes": int(d["spec"].get("limits", {}).get("nodes", -1)),
+                          "tags": cls.get("spec", {}).get("tags", {})})
+    for path in ("terraform-gcp/node_pools.tf", "gke/node_pools.tf"):
+        if path not in files:
+            continue
+        for name, body in _resources(_hcl(files[path]), "google_container_node_pool"):
+            cfg = body["node_config"][0] if isinstance(body["node_config"], list) \
+                else body["node_config"]
+            auto = body["autoscaling"][0] if isinstance(body["autoscaling"], list) \
+                else body["autoscaling"]
+            zones = body.get("node_locations", [])
+            spot = bool(cfg.get("spot"))
+            labels = {**cfg.get("labels", {}), "cloud.google.com/gke-nodepool": body["name"],
+                      "node.kubernetes.io/instance-type": cfg["machine_type"]}
+            if len(zones) == 1:
+                labels["topology.kubernetes.io/zone"] = zones[0]
+            if spot:
+                labels["cloud.google.com/gke-spot"] = "true"
+            taints = [{"key": t["key"], "value": t.get("value", ""),
+                       "effect": {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
+                                  "PREFER_NO_SCHEDULE": "PreferNoSchedule"}[t["effect"]]}
+                      for t in cfg.get("taint", [])] + [GKE_GPU_TAINT]
+            pools.append({"where": f"{path} {name}", "labels": labels,
+                          "instance_type": cfg["machine_type"],
+                          "zone": zones[0] if len(zones) == 1 else "",
+                          "capacity": "spot" if spot else "reserved"
+                          if cfg.get("reservation_affinity") else "on-demand",
+                          "taints": taints, "nodes": int(auto["total_max_node_count"]),
+                          "tags": cfg.get("resource_labels", {})})
+    return pools
+
+
+def _rayjob(files: dict[str, str]) -> dict[str, Any] | None:
+    text = files.get("kuberay/rayjob.yaml")
+    return next((d for d in _docs(text) if d["kind"] == "RayJob"), None) if text else None
+
+
+def _pod_request(pod: dict[str, Any]) -> dict[str, str]:
+    res = pod["containers"][0].get("resources", {})
+    return {**res.get("limits", {}), **res.get("requests", {})}
+
+
+def _qty(v: Any) -> float:
+    s = str(v)
+    for suffix, f in (("Gi", 1024.0**3), ("Mi", 1024.0**2), ("Ki", 1024.0), ("m", 1e-3)):
+        if s.endswith(suffix):
+            return float(s[: -len(suffix)]) * f
+    return float(s)
+
+
+def _check_pools(plan: Plan, files: dict[str, str], out: list[str]) -> None:
+    cells = _cells(plan)
+    pools = _node_pools(files)
+    job = _rayjob(files)
+    matched: dict[tuple[str, str, str, str], int] = {}
+
+    if job is not None and pools:
+        for w in job["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
+            pod = w["template"]["spec"]
+            sel, tol = pod.get("nodeSelector", {}), pod.get("tolerations", [])
+            fits = [p for p in pools if all(p["labels"].get(k) == v for k, v in sel.items())
+                    and all(tolerates(tol, t) for t in p["taints"])]
+            where = f"worker group {w['groupName']}"
+            if len(fits) != 1:
+                out.append(f"pools: {where} fits {len(fits)} node pools "
+                           f"({', '.join(p['where'] for p in fits) or 'none'}); needs exactly 1")
+                continue
+            p = fits[0]
+            pool_name = p["labels"].get("ptplan.io/pool", "")
+            key = (pool_name, p["instance_type"], p["zone"], p["capacity"])
+            if key not in cells:
+                out.append(f"pools: {where} lands on {p['where']} = {key[1:]} of pool "
+                           f"{pool_name!r}, which the plan does not have")
+                continue
+            if not (w["replicas"] == w.get("minReplicas") == w.get("maxReplicas")
+                    == p["nodes"] == cells[key]):
+                out.append(f"pools: {where}: {w['replicas']} pods, node pool {p['nodes']} "
+                           f"nodes, plan {cells[key]} nodes of {key}")
+            matched[key] = matched.get(key, 0) + w["replicas"]
+        for key, n in cells.items():
+            if matched.get(key, 0) != n:
+                out.append(f"pools: plan cell {key} ({n} nodes) has {matched.get(key, 0)} "
+                           "Ray workers")
+    elif pools:
+        got: dict[tuple[str, str, str, str], int] = {}
+        for p in pools:
+            key = (p["labels"].get("ptplan.io/pool", ""), p["instance_type"], p["zone"],
+                          p["capacity"])
+            got[key] = got.get(key, 0) + p["nodes"]
+        if got != cells:
+            out.append(f"pools: node pools {sorted(got.items())} != plan {sorted(cells.items())}")
+    for rel, text in files.items():
+        if not rel.startswith("skypilot/"):
+            continue
+        docs = _docs(text)
+        got = {}
+        for t in docs[1:]:
+            r, env = t["resources"], t.get("envs", {})
+            infra = r["infra"].split("/")
+            zone = infra[2] if len(infra) > 2 else env.get("PTPLAN_ZONE", "")
+            cap = env.get("PTPLAN_CAPACITY_TYPE", "")
+            if (cap == "spot") != bool(r["use_spot"]):
+                out.append(f"pools: {rel} task {t['name']}: use_spot {r['use_spot']} for {cap}")
+            key = (k8s_label(str(env.get("PTPLAN_POOL", ""))), r["instance_type"], zone, cap)
+            got[key] = got.get(key, 0) + int(t["num_nodes"])
+        if got != cells:
+            out.append(f"pools: {rel} tasks {sorted(got.items())} != plan {sorted(cells.items())}")
+
+
+def _check_admission(files: dict[str, str], out: list[str]) -> None:
+    job = _rayjob(files)
+    if job is None or "kueue/queues.yaml" not in files:
+        return
+    docs = _docs(files["kueue/queues.yaml"])
+    cq = next(d for d in docs if d["kind"] == "ClusterQueue")
+    flavors = {d["metadata"]["name"]: d["spec"].get("nodeLabels", {}) for d in docs
+               if d["kind"] == "ResourceFlavor"}
+    spec = job["spec"]
+    podsets = [("head", 1, spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"])]
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        sub = spec.get("submitterPodTemplate", {}).get("spec") or {
+            "containers": [{"resources": {"requests": KUBERAY_SUBMITTER}}]}
+        podsets.append(("submitter", 1, sub))
+    podsets += [(w["groupName"], w["replicas"], w["template"]["spec"])
+                for w in spec["rayClusterSpec"]["workerGroupSpecs"]]
+    quota = {(f["name"], r["name"]): _qty(r["nominalQuota"])
+             for g in cq["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"]}
+    used = dict.fromkeys(quota, 0.0)
+    for name, count, pod in podsets:
+        req = {k: _qty(v) * count for k, v in _pod_request(pod).items() if _qty(v) > 0}
+        sel = pod.get("nodeSelector", {})
+        covered = set()
+        for g in cq["spec"]["resourceGroups"]:
+            mine = {k: v for k, v in req.items() if k in g["coveredResources"]}
+            covered |= set(mine)
+            if not mine:
+                continue
+            for f in g["flavors"]:
+                labels = flavors.get(f["name"], {})
+                if any(k in sel and sel[k] != v for k, v in labels.items()):
+                    continue
+                if all(used[(f["name"], k)] + v <= quota.get((f["name"], k), 0) + 1e-9
+                       for k, v in mine.items()):
+                    for k, v in mine.items():
+                        used[(f["name"], k)] += v
+                    break
+            else:
+                out.append(f"admission: pod set {name} ({mine}) fits no flavor with quota left")
+        for res in sorted(set(req) - covered):
+            out.append(f"admission: pod set {name} requests {res}, which no resource group "
+                       "covers (inadmissible)")
+    for key, q in sorted(quota.items()):
+        if q > used[key] + 1e-9:
+            out.append(f"admission: flavor {key[0]} quota {key[1]} = {q:g} admits more than the "
+                       f"job uses ({used[key]:g})")
+
+
+def _check_taints(files: dict[str, str], out: list[str]) -> None:
+    for p in _node_pools(files):
+        res = "aws.amazon.com/neuron" if any(t.get("key") == "aws.amazon.com/neuron"
+                                            for t in p["taints"]) else "nvidia.com/gpu"
+        for t in p["taints"]:
+            if not tolerates(DEVICE_PLUGIN_TOLERATIONS[res], t):
+                out.append(f"taints: {p['where']} taint {t} is not tolerated by the {res} "
+                           "device plugin (its nodes never report GPUs)")
+
+
+def _check_tags(plan: Plan, files: dict[str, str], out: list[str]) -> None:
+    for p in _node_pools(files):
+        missing = [k for k in COST_KEYS if k not in p["tags"]]
+        if missing:
+            out.append(f"tags: {p['where']} bills without {', '.join(missing)}")
+        elif p["labels"].get("ptplan.io/pool") and \
+                p["tags"]["ptplan-pool"].lower() != p["labels"]["ptplan.io/pool"].lower():
+            out.append(f"tags: {p['where']} is tagged pool {p['tags']['ptplan-pool']!r} but "
+                       f"serves {p['labels']['ptplan.io/pool']!r}")
+    for rel, text in files.items():
+        if rel.startswith("skypilot/"):
+            for t in _docs(text)[1:]:
+                missing = [k for k in COST_KEYS if k not in t["resources"].get("labels", {})]
+                if missing:
+                    out.append(f"tags: {rel} task {t['name']} lacks {', '.join(missing)}")
+    if "terraform-aws/main.tf" in files:
+        active = {b["tag_key"] for _, b in _resources(_hcl(files["terraform-aws/cost_tags.tf"]),
+                                                      "aws_ce_cost_allocation_tag")} \
+            if "terraform-aws/cost_tags.tf" in files else set()
+        for k in COST_KEYS:
+            if k not in active:
+                out.append(f"tags: cost allocation tag {k} is never activated (bills cannot "
+                           "be split by it)")
+
+
+def _entry_words(entrypoint: str) -> list[str]:
+    """The words the training process receives (bash → list2cmdline → sh, modelled with
+    POSIX shlex; tests/test_render.py runs the real shells)."""
+    words = shlex.split(subprocess.list2cmdline(shlex.split(entrypoint)))
+    if words[:1] == ["echo"] and len(words) == 5 and words[2:] == ["base64", "-d"]:
+        import base64
+
+        return shlex.split(base64.b64decode(words[1]).decode())[1:]
+    return words
+
+
+def _check_paths(files: dict[str, str], out: list[str]) -> None:
+    prefixes: list[str] = []
+    for rel, text in files.items():
+        if rel == "lifecycle/s3-lifecycle.json":
+            prefixes += [r["Filter"]["Prefix"] for r in json.loads(text)["Rules"]
+                         if "Transitions" in r or "Expiration" in r]
+        elif rel == "lifecycle/gcs-lifecycle.json":
+            prefixes += [p for r in json.loads(text)["lifecycle"]["rule"]
+                         if r["action"]["type"] != "AbortIncompleteMultipartUpload"
+                         for p in r["condition"]["matchesPrefix"]]
+    if not prefixes:
+        return
+    writes: list[tuple[str, str, str]] = []  # (where, path, bucket key prefix of /checkpoints)
+    job = _rayjob(files)
+    if job is not None:
+        pod = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+        mount: dict[str, Any] = next((m for m in pod["containers"][0].get("volumeMounts", [])
+                                  if m["mountPath"] == "/checkpoints"), {})
+        root = (mount.get("subPath", "").strip("/") + "/").lstrip("/")
+        writes += [("RayJob entrypoint", w, root) for w in _entry_words(job["spec"]["entrypoint"])]
+    for rel, text in files.items():
+        if rel.startswith("skypilot/"):
+            for t in _docs(text)[1:]:
+                m = t["file_mounts"]["/checkpoints"]
+                src = m.get("source", "")
+                parts = src.split("://", 1)[-1].split("/", 1)
+                root = parts[1].strip("/") + "/" if len(parts) > 1 and parts[1] else ""
+                for line in t["run"].splitlines():
+                    try:
+                        writes += [(f"{rel} {t['name']}", w, root) for w in shlex.split(line)]
+                    except ValueError:
+                        continue
+    for where, word, root in writes:
+        for path in re.findall(r"(?:^|=)(/checkpoints(?:/[^\s,]*)?)", word):
+            key = root + path[len("/checkpoints"):].strip("/") + "/"
+            if not any(key.startswith(p) for p in prefixes):
+                out.append(f"paths: {where} writes {path} = bucket key {key!r}, which no "
+                           f"lifecycle rule covers (rules: {', '.join(sorted(set(prefixes)))})")
+
+
+def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
+    """Violations of the deployment rules (module doc) by ``files``; empty when it deploys
+    as planned. Rules whose objects were not rendered are skipped."""
+    out: list[str] = []
+    _check_pools(plan, files, out)
+    _check_admission(files, out)
+    _check_taints(files, out)
+    _check_tags(plan, files, out)
+    _check_paths(files, out)
+    return out

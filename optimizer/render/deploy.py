@@ -1,0 +1,113 @@
+"""What a deployment must add to a plan so that it runs and bills as the plan priced it: the zone
+every pool sits in, the restarts the job may take, the deadlines that bound it, how fast it is
+torn down, boot disks, EFA, and the Ray resource that pins each role to its pool.
+
+* **Zone.** The plan prices weight sync and the trainer's traffic as same-zone ($0) unless a
+  network item says otherwise, so every node lives in the zone its allocation names, and an
+  allocation without a zone (region-level on-demand or reserved rows) in the plan's ``zone``
+  (the trainer's). A plan without a zone (no spot node anywhere) gets one zone that offers every
+  instance type of the plan in the embedded catalog (first by name), with a note.
+* **Restarts** (RayJob ``backoffLimit``): the plan prices E = Σ nodes × λ × hours interruptions
+  of its spot nodes, each costing restart time and lost work, after which the job resumes from
+  its last checkpoint (``trainer.resume_mode=auto``). Any Ray worker lost fails the driver, so
+  each interruption is one RayJob retry; the limit is the Poisson tail E + 3√E, rounded up,
+  plus one retry for a non-spot failure.
+* **Deadlines.** ``activeDeadlineSeconds`` = the plan's deadline (or 1.5 × its makespan when it
+  has none): a job still running then is stopped, so the spend is bounded by that time × the
+  plan's $/h. ``preRunningDeadlineSeconds`` = :data:`CAPACITY_WAIT_SECONDS`: capacity that does
+  not arrive within an hour ends the attempt instead of billing the nodes that did arrive.
+* **Teardown.** The plan bills nodes for the makespan only: the RayCluster is deleted as soon
+  as the job ends (``ttlSecondsAfterFinished: 0``), Karpenter removes empty nodes after
+  :data:`CONSOLIDATE_AFTER` and GKE pools scale to zero.
+* **Boot disks** are sized to :data:`BOOT_DISK_GB` (the image and a model cache; scratch goes to
+  instance-store NVMe where the type has it) and their cost over the run is shown as a note
+  (the plan does not price them; below 0.4 % of the examples' totals).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from optimizer.plan.schema import Plan
+from optimizer.render.names import dns_name
+
+CAPACITY_WAIT_SECONDS = 3600
+"""How long a RayJob may wait for its nodes before the attempt fails (preRunningDeadline)."""
+RAYJOB_TTL_SECONDS = 0
+"""RayCluster deleted as soon as the job finishes (the plan bills no tail)."""
+CONSOLIDATE_AFTER = "30s"
+"""Karpenter removes an empty node after this (a node idles at most 30 s after the job)."""
+BOOT_DISK_GB = 100
+BOOT_DISK_USD_PER_GB_MONTH = {"aws": 0.08, "gcp": 0.10}
+"""gp3 (AWS EBS pricing, us-east-1) and pd-balanced (GCP disk pricing, us-central1)."""
+HOURS_PER_MONTH = 730.0
+NO_DEADLINE_FACTOR = 1.5
+EFA_INTERFACES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32,
+                  "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1.32xlarge": 8,
+                  "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
+"""Maximum EFA interfaces per instance type (EC2 ``describe-instance-types``
+``NetworkInfo.EfaInfo.MaximumEfaInterfaces``; AWS EC2 User Guide, "EFA supported instance
+types"). A multi-node trainer is priced at its GPUs' scale-out bandwidth (the reference system's
+InfiniBand), which on AWS only EFA gives: its pods request ``vpc.amazonaws.com/efa``."""
+
+
+def site_zone(plan: Plan) -> tuple[str, list[str]]:
+    """The zone region-level allocations are pinned to, and notes."""
+    if plan.zone:
+        return plan.zone, []
+    zoned = sorted({a.zone for p in plan.pools for a in p.allocations if a.zone and a.nodes})
+    if zoned:
+        return zoned[0], []
+    types = {(p.provider, p.region, a.instance_type) for p in plan.pools for a in p.allocations}
+    try:
+        from providers.embedded import embedded_catalog
+
+        offers = embedded_catalog().offers
+    except Exception:  # pragma: no cover - the embedded catalog always loads
+        offers = ()
+    common: set[str] | None = None
+    for key in types:
+        zones = {o.zone for o in offers if o.zone and (o.provider, o.region, o.instance_type)
+                 == key}
+        common = zones if common is None else common & zones
+    if common:
+        zone = sorted(common)[0]
+        return zone, [f"zone: the plan has no zoned node; every pool is pinned to {zone}, a "
+                      "zone of the embedded catalog that offers all its instance types "
+                      "(same-zone traffic, as priced)"]
+    return "", ["zone: the plan has no zone and no catalog zone offers all its instance "
+                "types; pools are region-level (cross-zone traffic is not priced)"]
+
+
+def restart_budget(plan: Plan) -> tuple[int, float]:
+    """(RayJob backoffLimit, expected interruptions E the plan priced)."""
+    expected = sum(a.nodes * (a.interruptions_per_hour or 0.0) * a.hours
+                   for p in plan.pools for a in p.allocations)
+    return math.ceil(expected + 3.0 * math.sqrt(expected)) + 1, expected
+
+
+def deadlines(plan: Plan) -> dict[str, int]:
+    hours = plan.deadline_hours or NO_DEADLINE_FACTOR * plan.makespan_hours
+    return {"active": max(3600, math.ceil(hours * 3600)), "pre_running": CAPACITY_WAIT_SECONDS}
+
+
+def boot_disk_note(plan: Plan) -> str:
+    rate = BOOT_DISK_USD_PER_GB_MONTH.get(plan.provider, 0.10)
+    node_hours = sum(a.nodes * a.hours for p in plan.pools for a in p.allocations)
+    usd = node_hours * BOOT_DISK_GB * rate / HOURS_PER_MONTH
+    share = usd / max(float(plan.total_cost_usd), 1e-9) * 100.0
+    return (f"boot disks: {BOOT_DISK_GB} GB per node, {node_hours:.0f} node-hours ≈ "
+            f"${usd:.2f} ({share:.2f} % of the plan's ${plan.total_cost_usd}; not in its total)")
+
+
+def ray_resource(pool: str) -> str:
+    """The Ray custom resource that marks the nodes of ``pool`` (one unit per GPU)."""
+    return "ptplan_pool_" + dns_name(pool, 40).replace("-", "_")
+
+
+def efa_count(plan: Plan, pool: Any, instance_type: str) -> int:
+    """EFA interfaces a trainer pod asks for: multi-node pools running the update on AWS."""
+    if plan.provider != "aws" or "update" not in pool.phases or pool.nodes < 2:
+        return 0
+    return EFA_INTERFACES.get(instance_type, 0)
