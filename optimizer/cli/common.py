@@ -52,12 +52,86 @@ def bad_value_message(option: str, message: str) -> str:
 
 app = typer.Typer(
     cls=_OneLineErrors,
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Plan the cheapest GPU cluster for LLM post-training (SFT, RL, on-policy distillation).",
 )
 schema_app = typer.Typer(no_args_is_help=True, help="Print JSON Schemas of ptplan's files.")
+
+
+class _State:
+    quiet = False
+
+
+state = _State()
+"""Options of the ``ptplan`` group that every command obeys (``-q``)."""
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("ptplan")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            v = "unknown (not installed)"
+        typer.echo(f"ptplan {v}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    _version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                  help="Print the version and exit."),
+    quiet: bool = typer.Option(False, "-q", "--quiet",
+                               help="Only data, warnings inside the data, and errors: no status "
+                                    "lines or progress bars on stderr."),
+) -> None:
+    """Plan the cheapest GPU cluster for LLM post-training (SFT, RL, on-policy distillation).
+
+    Colours follow NO_COLOR (https://no-color.org); progress bars appear only on a terminal."""
+    state.quiet = quiet
+
+
+def info(message: str) -> None:
+    """A status line on stderr (``wrote FILE``, ``planning ...``); ``-q`` silences it. Errors,
+    violations and data are never silenced."""
+    if not state.quiet:
+        typer.echo(message, err=True)
+
+
+class ProgressBar:
+    """A transient rich progress bar on stderr when stderr is a terminal and ``-q`` is off;
+    otherwise nothing at all (no bar and no progress lines in a pipe or a log).
+    Call it with (done, total[, label])."""
+
+    def __init__(self, label: str, total: int | None = None) -> None:
+        self.label = label
+        self.progress: Any = None
+        if state.quiet or not sys.stderr.isatty():
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), console=Console(stderr=True),
+                                 transient=True)
+        self.task = self.progress.add_task(label, total=total)
+
+    def __call__(self, done: int, total: int | None, label: str | None = None) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=label or self.label, completed=done,
+                                 total=total)
+
+    def __enter__(self) -> ProgressBar:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 app.add_typer(schema_app, name="schema")
 
 T = TypeVar("T")
@@ -103,7 +177,7 @@ def _emit(text: str, output: Path | None) -> None:
     except OSError as exc:
         raise InputError(f"-o: cannot write {str(output)!r} ({exc.strerror}); "
                          "choose a writable path") from None
-    typer.echo(f"wrote {output}", err=True)
+    info(f"wrote {output}")
 
 
 def _emit_as(fmt: Format, output: Path | None, json_text: Callable[[], str],

@@ -7,7 +7,17 @@ from pathlib import Path
 
 import typer
 
-from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps, schema_app
+from optimizer.cli.common import (
+    Format,
+    Objective,
+    ProgressBar,
+    _emit_as,
+    _run,
+    app,
+    dumps,
+    info,
+    schema_app,
+)
 from optimizer.core.kinds import Solver
 
 
@@ -69,8 +79,8 @@ def plan(
         s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
-        typer.echo(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
-                   f"policy {pol.name}...", err=True)
+        info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
+             f"policy {pol.name}...")
         p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
@@ -137,8 +147,9 @@ def pareto(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        report = run(load_spec(str(spec)), load_catalog(catalog), points, solver.value,
-                     load_policy(str(policy) if policy else None))
+        with ProgressBar("pareto: solving deadlines", points) as bar:
+            report = run(load_spec(str(spec)), load_catalog(catalog), points, solver.value,
+                         load_policy(str(policy) if policy else None), progress=bar)
         _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
                  lambda: pareto_table(report))
 

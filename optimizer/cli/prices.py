@@ -21,7 +21,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import TableOrJson, _emit, _run, app, dumps
+from optimizer.cli.common import ProgressBar, TableOrJson, _emit, _run, app, dumps, info
 from optimizer.core.errors import InputError
 
 prices_app = typer.Typer(no_args_is_help=True,
@@ -56,29 +56,6 @@ def _check_endpoint(endpoint: str | None) -> None:
         raise InputError(f"--endpoint: {endpoint!r} is not a URL; give http(s)://host[:port]")
 
 
-class _Bar:
-    """A rich progress bar on stderr (transient); a no-op when stderr is not a terminal."""
-
-    def __init__(self, provider: str) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), console=Console(stderr=True),
-                                 transient=True)
-        self.task = self.progress.add_task(f"pulling {provider} prices", total=None)
-
-    def __call__(self, label: str, done: int, total: int | None) -> None:
-        self.progress.update(self.task, description=label, completed=done, total=total)
-
-    def __enter__(self) -> _Bar:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-
 @prices_app.command("refresh")
 def refresh(
     provider: Provider = typer.Option(..., "--provider", parser=_provider,
@@ -104,21 +81,25 @@ def refresh(
         region_list = _split(regions)
         types = _split(instance_type)
         target = resolve_cache_path(cache)
-        typer.echo(f"pulling {provider} prices" + (f" for {', '.join(region_list)}"
-                                                   if region_list else " (all regions)")
-                   + f" into {target}...", err=True)
-        with _Bar(provider) as bar:
+        info(f"pulling {provider} prices" + (f" for {', '.join(region_list)}"
+                                             if region_list else " (all regions)")
+             + f" into {target}...")
+        with ProgressBar(f"pulling {provider} prices") as bar:
+
+            def step(label: str, done: int, total: int | None) -> None:
+                bar(done, total, label)
+
             if provider is Provider.aws:
                 from providers.aws import fetch_aws
 
-                pull = fetch_aws(region_list, types, endpoint=endpoint, progress=bar)
+                pull = fetch_aws(region_list, types, endpoint=endpoint, progress=step)
             else:
                 if types:
                     raise InputError("--instance-type applies to aws only; gcp pulls every "
                                      "A2/A3/A4/G2 machine type")
                 from providers.gcp import fetch_gcp
 
-                pull = fetch_gcp(region_list, endpoint=endpoint, progress=bar)
+                pull = fetch_gcp(region_list, endpoint=endpoint, progress=step)
         store_pull(pull, target)
         od = sum(o.capacity_type == "on_demand" for o in pull.offers)
         spot = sum(o.capacity_type == "spot" for o in pull.offers)

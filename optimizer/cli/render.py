@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from optimizer.cli.common import _run, app
+from optimizer.cli.common import _run, app, info
 from optimizer.render.kinds import Target
 
 
@@ -52,7 +52,7 @@ def render(
         for note in notes:
             typer.echo(f"note: {note}", err=True)
         for path in write_files(files, output):
-            typer.echo(f"wrote {path}", err=True)
+            info(f"wrote {path}")
         if check:
             from optimizer.render.check import check_render
 
@@ -63,6 +63,6 @@ def render(
                 typer.echo(f"error: the rendered files fail {len(found)} deployment check(s); "
                            "see docs/render.md, 'Deployment check'", err=True)
                 raise typer.Exit(1)
-            typer.echo(f"check: {len(files)} files deploy as planned", err=True)
+            info(f"check: {len(files)} files deploy as planned")
 
     _run(go)

@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, _emit_as, _run, app, dumps
+from optimizer.cli.common import Format, ProgressBar, _emit_as, _run, app, dumps, info
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
 
@@ -154,7 +154,7 @@ def write_chart(r: dict[str, Any], path: Path) -> None:
         fig.suptitle(f"{r['portfolio']}: weekly demand vs committed capacity", fontsize=10)
         fig.tight_layout()
         save(plt, fig, path)
-    typer.echo(f"wrote {path}", err=True)
+    info(f"wrote {path}")
 
 
 @app.command()
@@ -188,9 +188,11 @@ def reserve(
         pf = load_portfolio(str(portfolio))
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
-        typer.echo(f"reserve {pf.name}: {len(pf.projects)} projects, {len(pf.demand)} demand "
-                   f"rows, {len(pf.scenarios)} scenarios on catalog {cat.name}...", err=True)
-        result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings)
+        info(f"reserve {pf.name}: {len(pf.projects)} projects, {len(pf.demand)} demand "
+             f"rows, {len(pf.scenarios)} scenarios on catalog {cat.name}...")
+        with ProgressBar("reserve: planning projects", len(pf.projects)) as bar:
+            result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings,
+                         progress=bar)
         rep = result.report
         _emit_as(fmt, output, lambda: dumps(rep), lambda: reserve_markdown(rep),
                  lambda: reserve_table(rep))

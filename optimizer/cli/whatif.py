@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, Objective, _emit_as, _run, app, dumps
+from optimizer.cli.common import Format, Objective, ProgressBar, _emit_as, _run, app, dumps, info
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
 from optimizer.whatif.rows import (
@@ -112,7 +112,7 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
         ax.legend(loc="best")
         fig.tight_layout()
         save(plt, fig, path)
-    typer.echo(f"wrote {path}", err=True)
+    info(f"wrote {path}")
 
 
 # --------------------------------------------------------------------------- modes
@@ -247,14 +247,10 @@ def whatif(
         cat = load_catalog(catalog)
         setup = Setup(s, cat, pol, objective.value, solver.value, timings)
 
-        def progress(done: int, total: int) -> None:
-            if total >= 10 and (done == total or done % max(1, total // 10) == 0):
-                typer.echo(f"solved {done}/{total}", err=True)
-
-        with Runner(setup, workers, ray_address, progress) as runner:
-            typer.echo(f"what-if on {s.name}: catalog {cat.name} ({len(cat.offers)} offers), "
-                       f"policy {pol.name}, {runner.backend} backend, {runner.workers} "
-                       "worker(s)...", err=True)
+        with ProgressBar("what-if: solving scenarios") as bar, \
+                Runner(setup, workers, ray_address, bar) as runner:
+            info(f"what-if on {s.name}: catalog {cat.name} ({len(cat.offers)} offers), "
+                 f"policy {pol.name}, {runner.backend} backend, {runner.workers} worker(s)...")
             if modes == ["--sweep"]:
                 _sweep_mode(setup, runner, sweep_rule, start, stop, steps, every_point,
                             base_rules, fmt, output, chart)

@@ -17,6 +17,7 @@ value the spec leaves out (``keep_hot``, ``archive_every``, ``retention_days``) 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
 
@@ -76,7 +77,8 @@ def defaults_applied(spec: ProjectSpec, spec_defaults: list[str], life: Lifecycl
 
 
 def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = "highs",
-           policy: Policy | None = None) -> dict:
+           policy: Policy | None = None,
+           progress: Callable[[int, int], None] | None = None) -> dict:
     """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
     run to the cheapest plan's run (geometric grid), with the cost of each hour saved.
 
@@ -98,7 +100,9 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
     seen: set[tuple[str, float]] = set()
     warnings: dict[str, None] = {}
     defaults: list[str] = []
-    for d in grid:
+    for n, d in enumerate(grid):
+        if progress is not None:
+            progress(n, len(grid))
         d = d * (1 + 1e-9)
         p = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})}),
                  catalog, "cost", solver, explain=False, timings=False, ctx=ctx)
@@ -118,6 +122,8 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
                       for pool in p.pools],
             "verified": True,
         })
+    if progress is not None:
+        progress(len(grid), len(grid))
     rows.sort(key=lambda r: r["makespan_hours"])
     frontier: list[dict] = []
     for r in rows:  # keep only points not dominated (faster must cost more)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,8 @@ class _Builder:
         self.add(i, spot, scale[:, None] * prof[None, :], r.label or where)
 
     # ---- projects ---------------------------------------------------------------------
-    def projects(self) -> tuple[list[dict[str, Any]], float, int]:
+    def projects(self, progress: Callable[[int, int], None] | None = None
+                 ) -> tuple[list[dict[str, Any]], float, int]:
         """Each project's demand from its plan (one plan per distinct spec): the project
         rows, seconds spent planning, distinct plans."""
         from optimizer.planner.api import plan
@@ -141,6 +143,8 @@ class _Builder:
         out: list[dict[str, Any]] = []
         names: dict[str, int] = {}
         for n, pr in enumerate(self.pf.projects):
+            if progress is not None:
+                progress(n, len(self.pf.projects))
             where = f"projects[{n}]"
             spec = self.spec_of(pr, where)
             digest = spec_digest(spec.model_dump(mode="json"))
@@ -215,11 +219,12 @@ def _run_starts(start_week: int, repeat_every: int | None, weeks: int) -> list[i
 
 
 def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Policy | None = None,
-                  solver: str = "highs", risk: Risk | None = None) -> Problem:
+                  solver: str = "highs", risk: Risk | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> Problem:
     """Plan the projects, build weekly demand, products and holdings (see
     :mod:`optimizer.reserve.purchase`)."""
     b = _Builder(pf, catalog, base_dir, policy or default_policy(), solver)
-    projects, seconds, distinct = b.projects()
+    projects, seconds, distinct = b.projects(progress)
     _demand_rows(pf, b)
     demand_keys = {c.key for c in b.classes.values() if c.nodes.any()}
     if not demand_keys:

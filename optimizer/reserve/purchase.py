@@ -41,6 +41,7 @@ the report; this module runs them in that order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,11 @@ class ReserveResult:
 
 def reserve(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Policy | None = None,
             solver: str = "highs", risk: Risk | None = None, timings: bool = True,
-            time_limit: float = 300.0) -> ReserveResult:
-    """Plan the projects, solve the purchase MILP, re-check it and assemble the report."""
-    pb = build_problem(pf, catalog, base_dir, policy, solver, risk)
+            time_limit: float = 300.0,
+            progress: Callable[[int, int], None] | None = None) -> ReserveResult:
+    """Plan the projects, solve the purchase MILP, re-check it and assemble the report.
+    ``progress(done, total)`` is told as each project is planned."""
+    pb = build_problem(pf, catalog, base_dir, policy, solver, risk, progress)
     sol = reserve_model.solve(pb, solver, time_limit)
     problems = verify(pb, sol.counts, sol.objective, sol.status, sol.used, sol.spot)
     if problems:
