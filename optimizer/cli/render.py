@@ -27,14 +27,19 @@ def render(
                               "SkyPilot tasks (default: veRL's published image)."),
     cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
                                 "(Karpenter discovery tag and node role; GKE cluster)."),
+    framework: str = typer.Option(None, "--framework", help="Launch commands for this "
+                                  "framework and release line: verl==0.9 (default) or "
+                                  "openrlhf==0.11; the launch installs the pinned release."),
 ) -> None:
     """Write deployment configs for a plan (see docs/render.md)."""
 
     def go() -> None:
         from optimizer.plan.verify import verify_plan
+        from optimizer.render.frameworks import parse_framework
         from optimizer.render.targets import DEFAULT_IMAGE, load_plan, render_plan, write_files
         from optimizer.spec.project import load_spec
 
+        parse_framework(framework)  # an unsupported version is one line, before anything else
         p = load_plan(plan_file)
         problems = verify_plan(p)
         if problems:
@@ -44,7 +49,8 @@ def render(
                        "violation(s)); not rendered: re-plan or fix the plan", err=True)
             raise typer.Exit(1)
         s = load_spec(str(spec)) if spec is not None else None
-        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster)
+        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster,
+                                   framework)
         for note in notes:
             typer.echo(f"note: {note}", err=True)
         for path in write_files(files, output):
