@@ -220,15 +220,16 @@ def test_launch_arguments_match_pools() -> None:
     pools = {p.name: p for p in plan.pools}
     assert args["trainer.nnodes"] == str(pools["update"].nodes)
     assert args["trainer.n_gpus_per_node"] == str(pools["update"].gpus_per_node)
-    assert args["rollout.nnodes"] == str(pools["rollout"].nodes)
+    assert args["actor_rollout_ref.rollout.nnodes"] == str(pools["rollout"].nodes)
     assert args["actor_rollout_ref.hybrid_engine"] == "False"
     rollout = next(p for p in plan.phases if p.name == "rollout")
     assert args["actor_rollout_ref.rollout.tensor_model_parallel_size"] == \
         str(rollout.replica_gpus)
     assert args["trainer.save_freq"] == str(spec_of("grpo-gcp").checkpoints.every_steps)
     assert args["trainer.total_training_steps"] == str(plan.steps)
-    orl = dict(rendered("grpo-gcp"))["launch/openrlhf.sh"]
-    assert "--vllm_num_engines=3" in orl and "--actor_num_gpus_per_node=2" in orl
+    orl = render_plan(plan, "kuberay", spec_of("grpo-gcp"), framework="openrlhf==0.11")[0]
+    assert "--vllm.num_engines=3" in orl["launch/openrlhf.sh"]
+    assert "--actor.num_gpus_per_node=2" in orl["launch/openrlhf.sh"]
 
 
 def test_karpenter_nodepools_per_capacity_type() -> None:
