@@ -116,15 +116,19 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
     run: Run = facts.run
     geo: Geometry = geometry(plan)
     rows = _Rows(sft=False)
-    fixed = ["actor_rollout_ref.rollout.name=vllm", "trainer.val_before_train=False"]
-    rows.add("trainer_nodes", geo.upool.nodes, "plan update pool")
-    rows.add("trainer_gpus_per_node", geo.upool.gpus_per_node, "plan update pool")
+    fixed = ["actor_rollout_ref.rollout.name=vllm", "trainer.val_before_train=False",
+             f"trainer.total_epochs={plan.steps}"]  # the step count, not epochs, ends the run
+    up = (f"plan pool {geo.upool.name} ({geo.upool.nodes} x {geo.upool.gpus_per_node} "
+          f"{geo.upool.gpu})")
+    rows.add("trainer_nodes", geo.upool.nodes, up)
+    rows.add("trainer_gpus_per_node", geo.upool.gpus_per_node, up)
     for p in {q.name: q for q in (geo.upool, geo.rpool, geo.spool) if q is not None}.values():
         if gpu_resource(p.gpu) != "nvidia.com/gpu":
             notes.append(f"pool {p.name} runs on {p.gpu}: veRL {FRAMEWORK.line} with vLLM "
                          "targets CUDA GPUs; this pool needs a Neuron/ROCm build of veRL and "
                          "vLLM (not the default image)")
-    rows.add("rollout_tp", geo.tp, "plan rollout engine")
+    rows.add("rollout_tp", geo.tp, f"plan rollout engine of {geo.engine_gpus} GPU(s), "
+             f"{geo.rpool.gpus_per_node} per node")
     if geo.pp > 1:
         rows.add("rollout_pp", geo.pp, "plan rollout engine spans nodes")
     mini = max(1, run.mini_batches)
@@ -132,14 +136,18 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
         notes.append(f"prompts_per_step {run.batch} is not a multiple of mini_batches_per_step "
                      f"{mini}: mini-batches of {run.batch // mini} prompts")
     if geo.separate:
-        rows.add("separate_pools", False, "plan rollout pool != update pool")
-        rows.add("trainer_mode", "separate_async", "plan separate rollout pool")
-        rows.add("rollout_nodes", geo.rpool.nodes, "plan rollout pool")
-        rows.add("rollout_gpus_per_node", geo.rpool.gpus_per_node, "plan rollout pool")
+        rows.add("separate_pools", False, f"plan: rollout on {geo.rpool.name}, update on "
+                 f"{geo.upool.name}")
+        rows.add("trainer_mode", "separate_async", f"plan {plan.pipeline_mode} pipeline on "
+                 "separate pools")
+        rp = (f"plan pool {geo.rpool.name} ({geo.rpool.nodes} x {geo.rpool.gpus_per_node} "
+              f"{geo.rpool.gpu})")
+        rows.add("rollout_nodes", geo.rpool.nodes, rp)
+        rows.add("rollout_gpus_per_node", geo.rpool.gpus_per_node, rp)
         rows.add("weight_sync", "nccl", "separate pools")
-        rows.add("mini_batches_per_step", mini, "spec data.mini_batches_per_step")
+        rows.add("mini_batches_per_step", mini, "spec data.mini_batches_per_step (default 1)")
         rows.add("gpu_memory_utilization", run.gpu_memory_utilization,
-                 "spec efficiency.gpu_memory_utilization")
+                 "spec efficiency.gpu_memory_utilization (the planner's KV budget)")
         if plan.pipeline_mode == "sync":
             notes.append("sync pipeline on separate pools: veRL 0.9 takes a standalone rollout "
                          "pool only in its separate_async trainer; the run overlaps rollout and "
@@ -159,11 +167,12 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
     rows.add("prompts_per_step", run.batch, "spec data.prompts_per_step")
     rows.add("samples_per_prompt", run.samples, "spec data.samples_per_prompt")
     rows.add("mini_batch", run.batch // mini, "spec prompts / mini_batches_per_step")
-    rows.add("update_epochs", run.update_epochs, "spec data.update_epochs")
+    rows.add("update_epochs", run.update_epochs, "spec data.update_epochs (default 1)")
     rows.add("prompt_tokens", run.prompt_tokens, "spec data.prompt_tokens")
     rows.add("max_response_tokens", run.max_response_tokens, "spec data.max_response_tokens")
     rows.add("dynamic_batch", True, "token budgets")
-    rows.add("tokens_per_gpu", run.sequence_tokens, "prompt + max response tokens")
+    rows.add("tokens_per_gpu", run.sequence_tokens, f"prompt {run.prompt_tokens} + max "
+             f"response {run.max_response_tokens} tokens: one longest sequence per GPU")
     _layout(rows, phase(plan, "update"), notes, "actor_rollout_ref.actor")
     rows.add("steps", plan.steps, "plan steps")
     _eval(rows, run, notes)
@@ -185,7 +194,8 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
     elif plan.method == "rl":
         rows.add("reward_function", ENV["reward"], "rule-based reward: REWARD_FN")
     if plan.method == "rl":
-        rows.add("reference", "reference" in models, "plan scoring models")
+        rows.add("reference", "reference" in models, "plan scoring phase models "
+                 f"{models or 'none'}")
     if plan.method == "opd":
         _distillation(rows, plan, geo, notes)
     elif own_scoring and "reward" not in models:
