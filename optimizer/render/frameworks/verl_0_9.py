@@ -252,6 +252,9 @@ def _distillation(rows: _Rows, plan: Any, geo: Geometry, notes: list[str]) -> No
     rows.add("teacher_tp", tgpus, "plan scoring replica_gpus")
     rows.add("teacher_weights", ENV["teacher"], "TEACHER_PATH")
     rows.add("distillation_loss", "k1", "reverse KL per token")
+    notes.append("OPD: veRL still scores task rewards it then ignores (use_task_rewards=False): "
+                 "the data's data_source needs a scorer veRL knows, or set "
+                 "reward.custom_reward_function.path")
     if spool.name == geo.rpool.name:
         notes.append("OPD: teacher and rollout share a pool in the plan; veRL gives the teacher "
                      "its own pool (distillation.nnodes)")

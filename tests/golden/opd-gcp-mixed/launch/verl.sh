@@ -5,6 +5,7 @@
 # note: image: the launch scripts and SkyPilot setup install verl==0.9.1; a RayJob runs its image as is: use an --image holding verl==0.9.1 on every node
 # note: eval response tokens 4096: veRL validates with the training response cap (16384); responses stop at EOS
 # note: every 5th checkpoint is priced as archived under opd-8b-from-32b/archive/: veRL keeps the last 3 only; copy it there (e.g. a checkpoint_callback_class or a bucket copy) or it is lost
+# note: OPD: veRL still scores task rewards it then ignores (use_task_rewards=False): the data's data_source needs a scorer veRL knows, or set reward.custom_reward_function.path
 set -euo pipefail
 : "${MODEL_PATH:?set MODEL_PATH}" "${TRAIN_FILES:?set TRAIN_FILES}" "${VAL_FILES:?set VAL_FILES}"
 python3 -m pip install verl==0.9.1
