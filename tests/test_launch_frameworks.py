@@ -10,16 +10,17 @@
   ``use_ms``) cut, and executed with ``openrlhf.utils.config`` loaded from its file (the
   package ``__init__`` modules import torch/ray/deepspeed, which CI does not install).
 
-The wheels come from README's test command (``pip install --no-deps verl==0.9.1
-openrlhf==0.11.2``); without them these tests fail (never skip) with that command.
+The wheels come from README's test command (``pip install --no-deps --upgrade --target
+.frameworks verl==0.9.1 openrlhf==0.11.2``: a directory apart, never on ``sys.path``); without
+them these tests fail (never skip) naming that command.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import importlib.metadata
 import importlib.util
+import os
 import shlex
 import sys
 import types
@@ -36,21 +37,29 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {"grpo-7b": "plan-grpo-7b", "opd-8b-from-32b": "plan-opd-8b-from-32b",
             "sft-8b": "plan-sft-8b"}
 """Each example with its plan (the golden plan of tests/golden/cli, schema 3)."""
-INSTALL = "python -m pip install --no-deps verl==0.9.1 openrlhf==0.11.2"
+INSTALL = ("python -m pip install --no-deps --upgrade --target .frameworks verl==0.9.1 "
+           "openrlhf==0.11.2")
+FRAMEWORKS = Path(os.environ.get("PTPLAN_FRAMEWORKS", ROOT / ".frameworks"))
+"""The pinned wheels, installed apart (``pip install --target``): veRL's wheel ships top-level
+``tests`` and ``scripts`` packages that would shadow this repository's ``tests``."""
 ENV = {"MODEL_PATH": "/m", "TRAIN_FILES": "/d/train.jsonl", "VAL_FILES": "/d/val.jsonl",
        "REWARD_FN": "/r/reward.py", "TEACHER_PATH": "/t", "REWARD_MODEL_PATH": "/rm"}
 
 
 @functools.cache
 def package_dir(name: str) -> Path:
+    """The pinned release's package directory under :data:`FRAMEWORKS` (never imported)."""
     fw = next(f for f in SUPPORTED.values() if f.name == name)
-    spec = importlib.util.find_spec(name)  # finds the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail(f"{name}=={fw.pin} is not installed; run `{INSTALL}` (README's test "
-                    "command does)")
-    version = importlib.metadata.version(name)
-    assert version == fw.pin, f"{name} {version} installed; the render pins {fw.pin}"
-    return Path(next(iter(spec.submodule_search_locations)))
+    path = FRAMEWORKS / name
+    infos = sorted(FRAMEWORKS.glob(f"{name}-*.dist-info"))
+    if not path.is_dir() or not infos:
+        pytest.fail(f"{name}=={fw.pin} is not under {FRAMEWORKS}; run `{INSTALL}` (README's "
+                    "test command does)")
+    meta = (infos[0] / "METADATA").read_text(encoding="utf-8")
+    version = next(line.split(":", 1)[1].strip() for line in meta.splitlines()
+                   if line.startswith("Version:"))
+    assert version == fw.pin, f"{name} {version} under {FRAMEWORKS}; the render pins {fw.pin}"
+    return path
 
 
 @functools.cache
@@ -302,3 +311,28 @@ def test_docs_mapping_equals_code() -> None:
     for field, row in FIELDS.items():
         for col in ("verl", "verl-sft", "openrlhf"):
             assert doc[field][col] == row[col], (field, col)
+
+
+def test_verl_megatron_layout_composes() -> None:
+    """A plan whose update was priced with tensor parallel runs veRL's Megatron engine
+    (``--config-name=ppo_megatron_trainer``) with that layout."""
+    from dataclasses import replace
+
+    from optimizer.plan.schema import ParallelLayout
+    from optimizer.render.context import build_context
+    from optimizer.render.facts import facts_for
+
+    plan = load_plan(ROOT / "tests" / "golden" / "cli" / "plan-grpo-7b.json")
+    phases = [p.model_copy(update={"parallel_layout": ParallelLayout(
+        tp=2, pp=2, cp=1, dp=1, zero_stage=1, optimizer_offload=True)})
+        if p.name == "update" else p for p in plan.phases]
+    plan = plan.model_copy(update={"phases": phases})
+    facts = facts_for(plan, load_spec(str(ROOT / "examples" / "grpo-7b.yaml")))
+    la = build_context(plan, replace(facts))["launch"]
+    assert la["config_name"] == "ppo_megatron_trainer"
+    assert "--config-name=ppo_megatron_trainer" in la["words"]
+    cfg = compose_verl(la["words"], la["config_name"])
+    for s in la["settings"]:
+        assert _get(cfg, s.key) == s.value, s.key
+    assert cfg.actor_rollout_ref.actor.strategy == "megatron"
+    assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2

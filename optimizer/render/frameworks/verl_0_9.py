@@ -57,6 +57,7 @@ class _Rows:
     def __init__(self, sft: bool) -> None:
         self.rows: list[Setting] = []
         self.col = "verl-sft" if sft else "verl"
+        self.config_name = "sft_trainer_engine" if sft else "ppo_trainer"
 
     def add(self, field: str, value: Any, source: str, new: bool = False) -> None:
         from optimizer.render.frameworks import FIELDS
@@ -66,21 +67,34 @@ class _Rows:
         self.rows.append(Setting(field, key, value, source, new))
 
 
-def _layout(rows: _Rows, update: Any, notes: list[str], prefix: str) -> list[str]:
+def _layout(rows: _Rows, update: Any, notes: list[str]) -> None:
+    """The update's parallel layout: FSDP (Ulysses cp, optimizer offload) or, for tensor or
+    pipeline parallel, veRL's Megatron engine (``--config-name=ppo_megatron_trainer``)."""
     lay = update.parallel_layout if update is not None else None
     if lay is None:
-        return []
-    if lay.tp == 1 and lay.pp == 1 and lay.zero_stage in (3, None):
+        return
+    if lay.tp == 1 and lay.pp == 1:
+        if lay.zero_stage not in (3, None):
+            notes.append(f"the update was priced with ZeRO-{lay.zero_stage}; veRL's FSDP "
+                         "shards parameters, gradients and optimizer state (ZeRO-3): less "
+                         "memory, more communication than planned")
         if lay.cp > 1:
             rows.add("update_cp", lay.cp, "plan update parallel_layout.cp")
         if lay.optimizer_offload:
             rows.add("update_optimizer_offload", True, "plan update parallel_layout")
-        return []
-    notes.append(f"the update was priced with Megatron parallelism (tp {lay.tp}, pp {lay.pp}, "
-                 f"cp {lay.cp}, dp {lay.dp}); this render targets veRL's FSDP engine: not "
-                 "rendered as planned — set efficiency.train_backend: fsdp and re-plan, or run "
-                 f"--config-name=ppo_megatron_trainer with {prefix}.megatron.* by hand")
-    return []
+        return
+    if rows.col == "verl-sft":
+        notes.append(f"the update was priced with Megatron parallelism (tp {lay.tp}, pp "
+                     f"{lay.pp}); veRL's SFT trainer is rendered on FSDP here: not as planned "
+                     "(set efficiency.train_backend: fsdp and re-plan)")
+        return
+    rows.config_name = "ppo_megatron_trainer"
+    src = f"plan update parallel_layout (tp {lay.tp}, pp {lay.pp}, cp {lay.cp}, dp {lay.dp})"
+    rows.add("megatron_tp", lay.tp, src)
+    rows.add("megatron_pp", lay.pp, src)
+    rows.add("megatron_cp", lay.cp, src)
+    if lay.optimizer_offload:
+        rows.add("megatron_optimizer_offload", True, src)
 
 
 def _precisions(rows: _Rows, plan: Any, notes: list[str]) -> None:
@@ -98,8 +112,11 @@ def _precisions(rows: _Rows, plan: Any, notes: list[str]) -> None:
         kv = "fp8" if plan.policy.get("kv_cache_fp8") and q in ("fp8", "int8") else "auto"
         rows.add("kv_cache_precision", kv, "plan policy kv_cache_fp8 and rollout precision",
                  new=True)
+    megatron = update is not None and update.parallel_layout is not None and (
+        update.parallel_layout.tp > 1 or update.parallel_layout.pp > 1)
     if update is not None and update.precision in DTYPE:
-        rows.add("update_precision", DTYPE[update.precision], "plan update precision")
+        rows.add("megatron_precision" if megatron else "update_precision",
+                 DTYPE[update.precision], "plan update precision")
     elif update is not None:
         notes.append(f"update precision {update.precision}: veRL's FSDP engine trains in "
                      "bf16/fp16/fp32; not rendered as planned")
@@ -110,8 +127,8 @@ def _precisions(rows: _Rows, plan: Any, notes: list[str]) -> None:
                      "(bfloat16): that phase runs slower than planned")
 
 
-def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[list[Setting],
-                                                                            list[str]]:
+def rl_settings(plan: Any, facts: Any, slug: str,
+                notes: list[str]) -> tuple[list[Setting], list[str], str]:
     """Settings and fixed words (``rollout.name`` etc.) of an RL or OPD plan."""
     run: Run = facts.run
     geo: Geometry = geometry(plan)
@@ -173,7 +190,7 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
     rows.add("dynamic_batch", True, "token budgets")
     rows.add("tokens_per_gpu", run.sequence_tokens, f"prompt {run.prompt_tokens} + max "
              f"response {run.max_response_tokens} tokens: one longest sequence per GPU")
-    _layout(rows, phase(plan, "update"), notes, "actor_rollout_ref.actor")
+    _layout(rows, phase(plan, "update"), notes)
     rows.add("steps", plan.steps, "plan steps")
     _eval(rows, run, notes)
     if run.eval_every and run.eval_samples > 1:
@@ -203,7 +220,7 @@ def rl_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[lis
                      f"({spool.nodes} x {spool.gpus_per_node} {spool.gpu}); veRL runs reference "
                      "and critic models on the trainer pool: that pool gets no work from veRL "
                      "(its cost is spent idle) and the update pool carries the scoring")
-    return rows.rows, fixed
+    return rows.rows, fixed, rows.config_name
 
 
 def _eval(rows: _Rows, run: Run, notes: list[str]) -> None:
@@ -269,8 +286,8 @@ def rl_extra(plan: Any) -> list[str]:
     return out
 
 
-def sft_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[list[Setting],
-                                                                             list[str]]:
+def sft_settings(plan: Any, facts: Any, slug: str,
+                 notes: list[str]) -> tuple[list[Setting], list[str], str]:
     run: Run = facts.run
     geo = geometry(plan)
     rows = _Rows(sft=True)
@@ -283,7 +300,7 @@ def sft_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[li
     update = phase(plan, "update")
     if update is not None and update.precision in DTYPE:
         rows.add("update_precision", DTYPE[update.precision], "plan update precision")
-    _layout(rows, update, notes, "engine")
+    _layout(rows, update, notes)
     rows.add("steps", plan.steps, "plan steps")
     rows.add("epochs", ceil_int(run.epochs), "spec data.epochs")
     _eval(rows, run, notes)
@@ -292,27 +309,27 @@ def sft_settings(plan: Any, facts: Any, slug: str, notes: list[str]) -> tuple[li
     notes.append(f"SFT: data.max_length = tokens_per_example ({run.sequence_tokens}), the "
                  "length the plan priced; longer examples are cut on the right "
                  "(data.truncation=right)")
-    return rows.rows, ["data.truncation=right"]
+    return rows.rows, ["data.truncation=right"], rows.config_name
 
 
 def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any]:
     """Launch dict: ``settings``, ``words`` (the whole command), ``module``, ``torchrun``."""
     if plan.method == "sft":
-        settings, fixed = sft_settings(plan, facts, slug, notes)
+        settings, fixed, config = sft_settings(plan, facts, slug, notes)
         nproc = geometry(plan).upool.gpus_per_node
         head = ["torchrun", "--standalone", "--nnodes=1", f"--nproc_per_node={nproc}", "-m"]
         module = "verl.trainer.sft_trainer"
         data = [f"data.train_files={ENV['train']}", f"data.val_files={ENV['val']}",
                 f"model.path={ENV['model']}"]
     else:
-        settings, fixed = rl_settings(plan, facts, slug, notes)
+        settings, fixed, config = rl_settings(plan, facts, slug, notes)
         fixed += rl_extra(plan)
         head = ["python3", "-m"]
         module = "verl.trainer.main_ppo"
         data = [f"data.train_files={ENV['train']}", f"data.val_files={ENV['val']}",
                 f"actor_rollout_ref.model.path={ENV['model']}"]
-    words = [*head, module, *data, f"trainer.project_name={slug}",
+    flags = [] if config in ("ppo_trainer", "sft_trainer_engine") else [f"--config-name={config}"]
+    words = [*head, module, *flags, *data, f"trainer.project_name={slug}",
              f"trainer.experiment_name={slug}", *[word(s) for s in settings], *fixed]
     return {"module": module, "torchrun": plan.method == "sft", "settings": settings,
-            "words": words, "config_name": "sft_trainer_engine" if plan.method == "sft"
-            else "ppo_trainer"}
+            "words": words, "config_name": config}
