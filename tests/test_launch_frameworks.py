@@ -336,3 +336,29 @@ def test_verl_megatron_layout_composes() -> None:
         assert _get(cfg, s.key) == s.value, s.key
     assert cfg.actor_rollout_ref.actor.strategy == "megatron"
     assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2
+
+
+def test_dapo_dynamic_sampling_in_both_frameworks() -> None:
+    """DAPO turns on each framework's group filtering; both parsers accept it."""
+    from dataclasses import replace
+
+    from optimizer.render.context import build_context
+    from optimizer.render.facts import facts_for
+    from optimizer.render.frameworks import parse_framework
+
+    plan = load_plan(ROOT / "tests" / "golden" / "cli" / "plan-grpo-7b.json")
+    plan = plan.model_copy(update={"algorithm": "dapo"})
+    spec = load_spec(str(ROOT / "examples" / "grpo-7b.yaml"))
+    spec = spec.model_copy(update={"algorithm": "dapo"})
+    for fw in ("verl==0.9", "openrlhf==0.11"):
+        facts = replace(facts_for(plan, spec), framework=parse_framework(fw))
+        la = build_context(plan, facts)["launch"]
+        assert any(s.field == "dynamic_sampling" and s.value is True for s in la["settings"])
+        assert any("DAPO" in n for n in la["notes"])
+        if fw.startswith("verl"):
+            cfg = compose_verl(la["words"], la["config_name"])
+            assert cfg.algorithm.filter_groups.enable is True
+            assert cfg.algorithm.adv_estimator == "grpo"
+        else:
+            args = parse_openrlhf(openrlhf_0_11.argv(la["words"], ENV))
+            assert args.algo.dynamic_filtering_enable is True

@@ -148,6 +148,10 @@ FIELDS: dict[str, dict[str, str]] = {
     "advantage_estimator": {"source": "plan algorithm (ppo → gae; grpo, dapo → group)",
                             "verl": "algorithm.adv_estimator", "verl-sft": "",
                             "openrlhf": "--algo.advantage.estimator"},
+    "dynamic_sampling": {"source": "plan algorithm dapo (groups of equal reward dropped, "
+                                   "refilled)",
+                         "verl": "algorithm.filter_groups.enable", "verl-sft": "",
+                         "openrlhf": "--algo.dynamic_filtering_enable"},
     "prompts_per_step": {"source": "spec data.prompts_per_step (SFT: data.batch_size)",
                          "verl": "data.train_batch_size", "verl-sft": "data.train_batch_size",
                          "openrlhf": "--rollout.batch_size"},
@@ -301,6 +305,7 @@ class Run:
     epochs: float
     update_epochs: int
     mini_batches: int
+    oversample: float
     eval_every: int | None
     eval_prompts: int | None
     eval_samples: int
@@ -322,6 +327,7 @@ def run_of(spec: Any) -> Run:
         int((d.prompt_tokens or 0) + spec.max_response_tokens),
         epochs=float(spec.epochs), update_epochs=int(spec.update_epochs),
         mini_batches=int(d.mini_batches_per_step or 1),
+        oversample=1.0 if sft else float(spec.oversample_factor),
         eval_every=e.every_steps if e else None, eval_prompts=e.prompts if e else None,
         eval_samples=e.samples_per_prompt if e else 1,
         eval_response_tokens=e.response_tokens if e else None,

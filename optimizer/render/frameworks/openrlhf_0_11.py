@@ -87,6 +87,11 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     _layout(add, update, notes)
     add("advantage_estimator", ESTIMATOR.get(plan.algorithm or "", "group_norm"),
         f"plan algorithm {plan.algorithm}")
+    if plan.algorithm == "dapo":
+        add("dynamic_sampling", True, "plan algorithm dapo")
+        notes.append(f"DAPO: OpenRLHF filters groups by reward range; the plan priced "
+                     f"{run.oversample:g} generated samples per trained one (over-sampling "
+                     "needs --rollout.vllm_generate_batch_size with --train.async_enable)")
     mini = max(1, run.mini_batches)
     add("prompts_per_step", run.batch, "spec data.prompts_per_step")
     add("samples_per_prompt", run.samples, "spec data.samples_per_prompt")

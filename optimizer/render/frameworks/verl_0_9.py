@@ -181,6 +181,11 @@ def rl_settings(plan: Any, facts: Any, slug: str,
     else:
         rows.add("advantage_estimator", ESTIMATOR.get(plan.algorithm or "", "grpo"),
                  f"plan algorithm {plan.algorithm}")
+    if plan.algorithm == "dapo":
+        rows.add("dynamic_sampling", True, "plan algorithm dapo")
+        notes.append(f"DAPO: veRL drops groups of equal reward and refills them until the batch "
+                     f"is full; the plan priced {run.oversample:g} generated samples per trained "
+                     "one: the run generates what the data needs")
     rows.add("prompts_per_step", run.batch, "spec data.prompts_per_step")
     rows.add("samples_per_prompt", run.samples, "spec data.samples_per_prompt")
     rows.add("mini_batch", run.batch // mini, "spec prompts / mini_batches_per_step")
