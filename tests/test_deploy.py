@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -39,6 +40,7 @@ from optimizer.render.context import build_context
 from optimizer.render.deploy import restart_budget
 from optimizer.render.targets import TARGETS, facts_for, load_plan, render_plan
 from optimizer.render.transport import ray_entrypoint
+from optimizer.spec.project import load_spec
 from providers.buyability import opt_in, sold
 
 HERE = Path(__file__).resolve().parent
@@ -52,8 +54,14 @@ def plan_of(name: str) -> Plan:
 
 
 @functools.cache
+def spec_of(name: str) -> Any:
+    """The fixture's spec: launches carry the spec's settings (batch, lengths, eval ...)."""
+    return load_spec(str(PLANS / f"{name}.spec.yaml"))
+
+
+@functools.cache
 def files_of(name: str, target: str = "all") -> dict[str, str]:
-    return render_plan(plan_of(name), target)[0]
+    return render_plan(plan_of(name), target, spec_of(name))[0]
 
 
 def _docs(text: str) -> list[dict]:
@@ -144,7 +152,7 @@ def test_entrypoint_arrives_intact_through_the_shells(name: str, tmp_path: Path)
     """Defect: the quotes around ``${oc.env:…}`` were lost between KubeRay's bash and Ray's
     /bin/sh ("Bad substitution"). Every launch word now reaches the process unchanged."""
     plan = plan_of(name)
-    words = build_context(plan, facts_for(plan))["launch"]["words"]
+    words = build_context(plan, facts_for(plan, spec_of(name)))["launch"]["words"]
     assert any("${oc.env:" in w for w in words)
     assert _through_the_shells(_job(name)["spec"]["entrypoint"], tmp_path) == words
 

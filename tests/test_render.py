@@ -227,17 +227,18 @@ def test_launch_arguments_match_pools() -> None:
     pools = {p.name: p for p in plan.pools}
     assert args["trainer.nnodes"] == str(pools["update"].nodes)
     assert args["trainer.n_gpus_per_node"] == str(pools["update"].gpus_per_node)
-    assert args["rollout.nnodes"] == str(pools["rollout"].nodes)
+    assert args["actor_rollout_ref.rollout.nnodes"] == str(pools["rollout"].nodes)
     assert args["actor_rollout_ref.hybrid_engine"] == "False"
     rollout = next(p for p in plan.phases if p.name == "rollout")
     assert args["actor_rollout_ref.rollout.tensor_model_parallel_size"] == \
         str(rollout.replica_gpus)
     assert args["trainer.save_freq"] == str(spec_of("grpo-gcp").checkpoints.every_steps)
     assert args["trainer.total_training_steps"] == str(plan.steps)
-    orl = dict(rendered("grpo-gcp"))["launch/openrlhf.sh"]
+    orl = render_plan(plan, "kuberay", spec_of("grpo-gcp"),
+                      framework="openrlhf==0.11")[0]["launch/openrlhf.sh"]
     engines = pools["rollout"].nodes * pools["rollout"].gpus_per_node // rollout.replica_gpus
-    assert f"--vllm_num_engines={engines}" in orl
-    assert f"--actor_num_gpus_per_node={pools['update'].gpus_per_node}" in orl
+    assert f"--vllm.num_engines={engines}" in orl
+    assert f"--actor.num_gpus_per_node={pools['update'].gpus_per_node}" in orl
 
 
 def test_karpenter_nodepools_per_capacity_type() -> None:
@@ -471,7 +472,8 @@ def test_skypilot_loads_with_skypilot() -> None:
         pytest.skip("skypilot not installed (pip install '.[test]')")
     assert sky.__version__ == "0.14.1"
     loaded = 0
-    env = [("MODEL_PATH", "/m"), ("TRAIN_FILES", "/t"), ("VAL_FILES", "/v")]
+    env = [("MODEL_PATH", "/m"), ("TRAIN_FILES", "/t"), ("VAL_FILES", "/v"),
+           ("REWARD_FN", "/r.py"), ("TEACHER_PATH", "/teacher")]
     for name, _, text in _sky_groups():
         dag = dag_utils.load_job_group_from_yaml_str(text, env_overrides=env)
         _header, *tasks = _yaml_docs(text)

@@ -20,9 +20,10 @@ def render(
                                   "target that applies to the plan."),
     output: Path = typer.Option(..., "-o", "--output", help="Directory to write into "
                                 "(created; existing files of the same names are replaced)."),
-    spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from; needed "
-                              "only for plans of schema 1 that do not record their lifecycle "
-                              "(checkpoint cadence and retention)."),
+    spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from: the launch "
+                              "commands take its run settings (prompts, samples, lengths, eval, "
+                              "checkpoint contents); without it a launch refuses to start. Plans "
+                              "of schema 1 also take their lifecycle from it."),
     image: str = typer.Option(None, "--image", help="Container image for Ray pods and "
                               "SkyPilot tasks (default: veRL's published image)."),
     cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
@@ -31,14 +32,19 @@ def render(
                                "objects, that the cluster would run and bill them as planned "
                                "(pod groups ↔ node pools, Kueue admission, taints, cost tags, "
                                "lifecycle coverage); exit 1 on a violation."),
+    framework: str = typer.Option(None, "--framework", help="Launch commands for this "
+                                  "framework and release line: verl==0.9 (default) or "
+                                  "openrlhf==0.11; the launch installs the pinned release."),
 ) -> None:
     """Write deployment configs for a plan (see docs/render.md)."""
 
     def go() -> None:
         from optimizer.plan.verify import verify_plan
+        from optimizer.render.frameworks import parse_framework
         from optimizer.render.targets import DEFAULT_IMAGE, load_plan, render_plan, write_files
         from optimizer.spec.project import load_spec
 
+        parse_framework(framework)  # an unsupported version is one line, before anything else
         p = load_plan(plan_file)
         problems = verify_plan(p)
         if problems:
@@ -48,7 +54,8 @@ def render(
                        "violation(s)); not rendered: re-plan or fix the plan", err=True)
             raise typer.Exit(1)
         s = load_spec(str(spec)) if spec is not None else None
-        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster)
+        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster,
+                                   framework)
         for note in notes:
             typer.echo(f"note: {note}", err=True)
         for path in write_files(files, output):

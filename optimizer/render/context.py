@@ -50,7 +50,9 @@ from optimizer.render.names import (
 from optimizer.render.transport import ray_entrypoint
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
-"""veRL's published image (vLLM 0.12); any image with veRL, vLLM and Ray works (--image)."""
+"""veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the
+launch installs the framework at the pinned release (``launch.install``: SkyPilot ``setup``, the
+launch scripts). Any image with CUDA, torch, vLLM and Ray works (--image)."""
 CAPACITY_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
 CAPACITY_ORDER = {"reserved": 0, "on_demand": 1, "spot": 2}
 """Kueue flavor preference: capacity already paid for first, then on-demand, then spot."""

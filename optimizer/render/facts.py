@@ -15,6 +15,7 @@ from typing import Any
 
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import REGENERATE, Plan, spec_digest
+from optimizer.render.frameworks import DEFAULT, Framework, Run, run_of
 
 SPEC_KEYS = ("keep_hot", "archive_every", "retention_days")
 """Lifecycle values a spec may set (``checkpoints``); the others are the policy's alone."""
@@ -35,6 +36,11 @@ class Facts:
     rollout_log_days: int
     metrics_days: int
     notes: tuple[str, ...] = ()
+    run: Run | None = None
+    """Run settings from ``--spec`` (batch, samples, lengths, eval, checkpoint contents): the
+    plan does not record them; ``None`` without the spec (launches then refuse to start)."""
+    framework: Framework = DEFAULT
+    """The framework and release line the launch commands target (``--framework``)."""
 
     def need(self, key: str) -> int:
         value = getattr(self, key)
@@ -50,10 +56,11 @@ def facts_for(plan: Plan, spec: Any = None) -> Facts:
     where set, else the plan's policy (``None`` where unknown without the spec)."""
     if spec is not None:
         _same_spec(plan, spec)
+    run = run_of(spec) if spec is not None else None
     life = plan.lifecycle
     if life is not None:
         return Facts(life.every_steps, life.keep_hot, life.archive_every, life.retention_days,
-                     life.rollout_log_days, life.metrics_days)
+                     life.rollout_log_days, life.metrics_days, run=run)
     storage = dict(plan.policy.get("storage") or {})
     policy_days = (int(storage.get("rollout_log_days", 14)), int(storage.get("metrics_days", 365)))
     if spec is None:
@@ -67,7 +74,7 @@ def facts_for(plan: Plan, spec: Any = None) -> Facts:
                      "or another ptplan version); checkpoint cadence and lifecycle taken "
                      "from the spec")
     return Facts(spec.checkpoint_every_steps, values["keep_hot"], values["archive_every"],
-                 values["retention_days"], *policy_days, notes=tuple(notes))
+                 values["retention_days"], *policy_days, notes=tuple(notes), run=run)
 
 
 def _same_spec(plan: Plan, spec: Any) -> None:

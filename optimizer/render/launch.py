@@ -1,171 +1,78 @@
-"""Launch arguments (veRL, OpenRLHF), all from the plan (docs/render.md has the table).
+"""Launch commands (veRL 0.9, OpenRLHF 0.11), all from the plan and the spec's run settings.
 
-``trainer.nnodes`` / ``n_gpus_per_node`` = the update pool's nodes and GPUs per node; the
-rollout's tensor-parallel size = min(replica GPUs of the rollout phase, GPUs per node) and its
-pipeline-parallel size = replica GPUs / TP (a replica spanning nodes); vLLM engines = rollout
-pool GPUs // replica GPUs; a rollout pool distinct from the update pool switches veRL off its
-hybrid engine (``rollout.nnodes`` / ``rollout.n_gpus_per_node``); fp8/int8 rollout precision →
-vLLM quantization. ``trainer.save_freq`` = the plan's ``lifecycle.every_steps``.
+The framework module of ``facts.framework`` (:mod:`optimizer.render.frameworks`) turns the plan
+into :class:`~optimizer.render.frameworks.Setting` rows (field → key → value, the table of
+``docs/render.md``) and the rows into the command words. What a framework cannot express is a
+note (stderr and the launch file's header). Without the spec the run settings are unknown: the
+launch then refuses to start (one line naming ``--spec``) instead of running the framework's
+defaults.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from optimizer.plan.schema import REGENERATE, Plan
 from optimizer.render.facts import Facts
+from optimizer.render.frameworks import openrlhf_0_11, pool, verl_0_9
+from optimizer.render.names import dns_name
 
-VERL_ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
-"""veRL ``algorithm.adv_estimator`` (DAPO = GRPO advantages + dynamic sampling in its recipe)."""
-OPENRLHF_ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm"}
-
-
-def _phase(plan: Plan, name: str) -> Any:
-    return next((p for p in plan.phases if p.name == name), None)
+MODULES = {"verl": verl_0_9, "openrlhf": openrlhf_0_11}
+NO_SPEC = ("ptplan: rendered without --spec: the run settings the plan was priced with (batch, "
+           "samples, lengths, eval, checkpoint contents) are not in the plan; re-render with "
+           "--spec SPEC")
 
 
 def _pool(plan: Plan, name: str | None) -> Any:
-    return next((p for p in plan.pools if p.name == name), None)
+    return pool(plan, name)
 
 
 def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
-    """veRL and OpenRLHF arguments matching the plan's pools (see the module docstring)."""
-    update = _phase(plan, "update")
-    upool = _pool(plan, update.pool if update else None) or plan.pools[0]
-    verl: list[str] = [f"trainer.nnodes={upool.nodes}",
-                       f"trainer.n_gpus_per_node={upool.gpus_per_node}"]
+    """The launch of ``facts.framework`` for this plan (see the module docstring)."""
+    from optimizer.render.frameworks import geometry
+
+    fw = facts.framework
+    geo = geometry(plan)
+    slug = dns_name(plan.spec_name, 30)
     notes: list[str] = []
-    out: dict[str, Any] = {"update_pool": upool.name, "notes": notes}
-    save = [f"trainer.save_freq={facts.every_steps}"] if facts.every_steps else []
+    out: dict[str, Any] = {"update_pool": geo.upool.name, "rollout_pool": geo.rpool.name,
+                           "notes": notes, "framework": fw.name, "version": fw.pin,
+                           "line": fw.line, "install": fw.install, "tp": geo.tp, "pp": geo.pp,
+                           "engines": geo.engines,
+                           "env": _required_env(plan.method)}
     if facts.every_steps is None:
         notes.append("the checkpoint cadence is not recorded in this plan (schema 1): "
-                     "trainer.save_freq / --save_steps left out; pass --spec SPEC, or "
+                     "trainer.save_freq / --ckpt.save_steps left out; pass --spec SPEC, or "
                      f"{REGENERATE}")
-    ckpt = ["trainer.resume_mode=auto", "trainer.default_local_dir=/checkpoints/checkpoints"]
-    if plan.method == "sft":
-        out.update(module="verl.trainer.fsdp_sft_trainer", torchrun=True,
-                   verl=[*verl, f"trainer.total_training_steps={plan.steps}", *save, *ckpt],
-                   openrlhf=None)
-        return out
-    rollout = _phase(plan, "rollout")
-    rpool = _pool(plan, rollout.pool) if rollout else upool
-    rgpus = max(1, rollout.replica_gpus if rollout else 1)
-    if rollout is not None and rollout.parallel_layout is not None:
-        rgpus = max(rgpus, rollout.parallel_layout.tp)  # the engine size priced at this pool
-    tp = min(rgpus, rpool.gpus_per_node)
-    pp = max(1, rgpus // tp)
-    engines = max(1, rpool.nodes * rpool.gpus_per_node // rgpus)
-    separate = rpool.name != upool.name
-    verl += ["actor_rollout_ref.rollout.name=vllm",
-             f"actor_rollout_ref.rollout.tensor_model_parallel_size={tp}"]
-    if pp > 1:
-        verl.append(f"+actor_rollout_ref.rollout.pipeline_model_parallel_size={pp}")
-    if rollout is not None and rollout.precision in ("fp8", "int8"):
-        quant = "fp8" if rollout.precision == "fp8" else "bitsandbytes"
-        verl.append(f"+actor_rollout_ref.rollout.engine_kwargs.vllm.quantization={quant}")
-    if separate:
-        verl += ["actor_rollout_ref.hybrid_engine=False", f"rollout.nnodes={rpool.nodes}",
-                 f"rollout.n_gpus_per_node={rpool.gpus_per_node}"]
-    scoring = _phase(plan, "scoring")
-    spool = _pool(plan, scoring.pool) if scoring else None
-    if spool is not None and spool.name not in (upool.name, rpool.name):
-        if "teacher" in scoring.models:
-            tgpus = max(1, scoring.replica_gpus)
-            verl.append("actor_rollout_ref.teacher.n_server_workers="
-                        f"{spool.nodes * spool.gpus_per_node // tgpus}")
-            notes.append(f"teacher: a vLLM server group on pool {spool.name} "
-                         f"({spool.nodes} x {spool.gpus_per_node} {spool.gpu}, {tgpus} GPUs "
-                         "per server); set actor_rollout_ref.teacher.server_ip/port to it")
-        elif "reward" in scoring.models:
-            verl += ["reward_model.enable_resource_pool=True",
-                     f"reward_model.nnodes={spool.nodes}",
-                     f"reward_model.n_gpus_per_node={spool.gpus_per_node}"]
-        else:
-            notes.append(f"scoring ({', '.join(scoring.models)}) has its own pool {spool.name}; "
-                         "veRL places reference/critic models on the trainer pool")
-    verl += _verl_layout(update, notes)
-    verl += [f"trainer.total_training_steps={plan.steps}", *save, *ckpt]
-    module = "verl.experimental.one_step_off_policy.main_ppo" if separate else \
-        "verl.trainer.main_ppo"
-    if plan.method == "rl":
-        estimator = VERL_ESTIMATOR.get(plan.algorithm or "", "grpo")
-        verl.insert(0, f"algorithm.adv_estimator={estimator}")
-    if separate and plan.pipeline_mode == "sync":
-        notes.append("sync pipeline on separate pools: veRL runs its one-step-off-policy "
-                     "trainer; the plan priced the slower synchronous schedule")
-    openrlhf = None
-    if plan.method == "rl":
-        estimator = OPENRLHF_ESTIMATOR.get(plan.algorithm or "", "group_norm")
-        openrlhf = [f"--advantage_estimator={estimator}",
-                    f"--actor_num_nodes={upool.nodes}",
-                    f"--actor_num_gpus_per_node={upool.gpus_per_node}",
-                    f"--vllm_num_engines={engines}", f"--vllm_tensor_parallel_size={tp}",
-                    "--ckpt_path=/checkpoints/checkpoints", "--load_checkpoint"]
-        if facts.every_steps:
-            openrlhf.append(f"--save_steps={facts.every_steps}")
-        openrlhf += _openrlhf_layout(update, notes)
-        if scoring is not None and "reference" in scoring.models:
-            ref = spool or upool
-            openrlhf += [f"--ref_num_nodes={ref.nodes}",
-                         f"--ref_num_gpus_per_node={ref.gpus_per_node}"]
-            if ref.name == upool.name and separate:
-                openrlhf.append("--colocate_actor_ref")
-        if not separate:
-            openrlhf.append("--colocate_all_models")
-        elif plan.pipeline_mode == "async":
-            openrlhf.append("--async_train")
-    out.update(module=module, torchrun=False, verl=verl, openrlhf=openrlhf, tp=tp, pp=pp,
-               engines=engines, rollout_pool=rpool.name)
-    return out
-
-
-def _verl_layout(update: Any, notes: list[str]) -> list[str]:
-    """The update's parallel layout as veRL arguments: FSDP (ZeRO-3) with Ulysses sequence
-    parallel and optimizer offload, or Megatron's tensor / pipeline / context parallel."""
-    lay = update.parallel_layout if update is not None else None
-    if lay is None:
-        return []
-    if lay.tp == 1 and lay.pp == 1 and lay.zero_stage == 3:
-        out = []
-        if lay.cp > 1:
-            out.append(f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={lay.cp}")
-        if lay.optimizer_offload:
-            out.append("actor_rollout_ref.actor.fsdp_config.optimizer_offload=True")
-        return out
-    notes.append(f"the update was priced with Megatron parallelism (tp {lay.tp}, pp {lay.pp}, "
-                 f"cp {lay.cp}, dp {lay.dp}): run veRL with --config-name=ppo_megatron_trainer")
-    out = [f"actor_rollout_ref.actor.megatron.tensor_model_parallel_size={lay.tp}",
-           f"actor_rollout_ref.actor.megatron.pipeline_model_parallel_size={lay.pp}",
-           f"actor_rollout_ref.actor.megatron.context_parallel_size={lay.cp}"]
-    if lay.optimizer_offload:
-        out.append("actor_rollout_ref.actor.megatron.optimizer_offload=True")
-    return out
-
-
-def _openrlhf_layout(update: Any, notes: list[str]) -> list[str]:
-    """The update's layout as OpenRLHF (DeepSpeed) arguments: ZeRO stage, Adam offload, ring
-    attention for context parallel; DeepSpeed has no tensor or pipeline parallel."""
-    lay = update.parallel_layout if update is not None else None
-    if lay is None:
-        return []
-    out = [f"--zero_stage={lay.zero_stage if lay.zero_stage in (1, 2, 3) else 3}"]
-    if lay.optimizer_offload:
-        out.append("--adam_offload")
-    if lay.cp > 1:
-        out.append(f"--ring_attn_size={lay.cp}")
-    if lay.tp > 1 or lay.pp > 1:
-        notes.append(f"OpenRLHF (DeepSpeed) has no tensor/pipeline parallel: the plan's update "
-                     f"layout (tp {lay.tp}, pp {lay.pp}) is for veRL's Megatron backend; "
-                     "with OpenRLHF set efficiency.train_backend: fsdp and re-plan")
+    notes.append(f"image: the launch scripts, the SkyPilot setup and the RayJob's runtime "
+                 f"environment (pip) install {fw.spec}; an --image that already holds it saves "
+                 "that install at each start")
+    if facts.run is None:
+        notes.append(NO_SPEC)
+        out.update(module=None, torchrun=False, settings=[], config_name=None,
+                   words=["sh", "-c", f"echo {shlex.quote(NO_SPEC)} >&2; exit 2"])
+    else:
+        out.update(MODULES[fw.name].command(plan, facts, slug, notes))
+    # the launch file for the chosen framework; the other framework's slot stays empty
+    out["verl"] = out["words"] if fw.name == "verl" else None
+    out["openrlhf"] = out["words"] if fw.name == "openrlhf" else None
     return out
 
 
 def verl_words(launch: dict[str, Any], slug: str, nproc: int) -> list[str]:
-    """The veRL command line as words; data and model come from the environment (OmegaConf
-    ``${oc.env:...}``, resolved by veRL, not by the shell)."""
-    model = "model.partial_pretrain" if launch["torchrun"] else "actor_rollout_ref.model.path"
-    head = (["torchrun", "--standalone", "--nnodes=1", f"--nproc_per_node={nproc}", "-m"]
-            if launch["torchrun"] else ["python3", "-m"])
-    return [*head, launch["module"], "data.train_files=${oc.env:TRAIN_FILES}",
-            "data.val_files=${oc.env:VAL_FILES}", model + "=${oc.env:MODEL_PATH}",
-            f"trainer.project_name={slug}", f"trainer.experiment_name={slug}", *launch["verl"]]
+    """The launch command as words (kept for the template context; the framework module
+    built them with the project ``slug`` and ``nproc`` GPUs per node)."""
+    del slug, nproc
+    return list(launch["words"])
+
+
+def _required_env(method: str) -> dict[str, str]:
+    """Environment a launch reads and the plan cannot name (weights, data, reward code): the
+    RayJob's runtime environment and the SkyPilot head task declare them (empty: to be given)."""
+    names = ["MODEL_PATH", "TRAIN_FILES", "VAL_FILES"]
+    if method == "rl":
+        names.append("REWARD_FN")
+    if method == "opd":
+        names.append("TEACHER_PATH")
+    return dict.fromkeys(names, "")

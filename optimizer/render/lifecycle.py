@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from optimizer.render.paths import PREFIX
+
 if TYPE_CHECKING:
     from optimizer.plan.schema import Plan
     from optimizer.render.facts import Facts
@@ -36,10 +38,6 @@ S3_CLASS = {"s3_standard": "STANDARD", "s3_standard_ia": "STANDARD_IA",
             "s3_intelligent_tiering": "INTELLIGENT_TIERING"}
 GCS_CLASS = {"gcs_standard": "STANDARD", "gcs_nearline": "NEARLINE",
              "gcs_coldline": "COLDLINE", "gcs_archive": "ARCHIVE"}
-PREFIX = {"dataset": "dataset", "hot_checkpoints": "checkpoints",
-          "retained_checkpoints": "checkpoints", "archived_checkpoints": "archive",
-          "rollout_logs": "rollout_logs", "eval_outputs": "eval"}
-"""Object prefix (under the project prefix) of each storage data class."""
 ABORT_MULTIPART_DAYS = 7
 
 

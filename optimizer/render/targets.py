@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render.context import DEFAULT_IMAGE, build_context
 from optimizer.render.facts import facts_for
+from optimizer.render.frameworks import parse_framework
 from optimizer.render.kinds import Target
 from optimizer.render.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
 from optimizer.render.names import k8s_label
@@ -54,7 +56,9 @@ def _one_region(ctx: dict[str, Any], target: str) -> None:
 def _launch_files(ctx: dict[str, Any]) -> dict[str, str]:
     from templates import render
 
-    out = {"launch/verl.sh": render("launch/verl.sh.j2", **ctx)}
+    out = {}
+    if ctx["launch"]["verl"]:
+        out["launch/verl.sh"] = render("launch/verl.sh.j2", **ctx)
     if ctx["launch"]["openrlhf"]:
         out["launch/openrlhf.sh"] = render("launch/openrlhf.sh.j2", **ctx)
     return out
@@ -195,7 +199,8 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], dict[str, str]]] = {
 
 
 def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_IMAGE,
-                cluster: str = "ptplan") -> tuple[dict[str, str], list[str]]:
+                cluster: str = "ptplan", framework: str | None = None,
+                ) -> tuple[dict[str, str], list[str]]:
     """Files (relative path → text) of ``target`` (or ``all``) and notes for stderr.
 
     A single target that does not apply raises :class:`InputError`; ``all`` skips it with a
@@ -208,7 +213,8 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
                          f"use one of {', '.join((*TARGETS, 'all'))}")
     if not plan.pools:
         raise InputError("plan: it has no pools; nothing to deploy")
-    facts = facts_for(plan, spec)
+    fw = parse_framework(framework)  # --framework (docs/render.md); default veRL 0.9
+    facts = replace(facts_for(plan, spec), framework=fw)
     ctx = build_context(plan, facts, image, cluster)
     files: dict[str, str] = {}
     notes: list[str] = list(facts.notes)
@@ -225,7 +231,8 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
             notes.append(str(exc))
     if any(p.startswith(("lifecycle/", "terraform-")) for p in files):
         notes += [f"lifecycle: {n}" for n in ctx["bucket"]["notes"]]
-    notes += [f"launch: {n}" for n in ctx["launch"]["notes"] if "launch/verl.sh" in files]
+    if any(p.startswith("launch/") for p in files):
+        notes += [f"launch: {n}" for n in ctx["launch"]["notes"]]
     notes += [f"deploy: {n}" for n in ctx["deploy_notes"]]
     return dict(sorted(files.items())), notes
 
