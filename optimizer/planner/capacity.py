@@ -61,9 +61,10 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
             # split plans: the rollout pool may use other regions, so every offer stays
             region_offers = offers if _split(c) else [
                 o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
+            bound = [rank(incumbent.best, objective)] if incumbent is not None else []
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0,
-                                      c.memo.setdefault(("split", region), _Memo(region)))
+                                      c.memo.setdefault(("split", region), _Memo(region)), bound)
             exact = exact and ok
         if found is not None and (incumbent is None or
                                   rank(found.best, objective) < rank(incumbent.best, objective)):
@@ -105,8 +106,12 @@ class _Memo:
 
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                   deadline, budget, objective: str, shares: dict[str, dict[str, int]],
-                  depth: int, memo: _Memo) -> tuple[Resolved | None, bool]:
-    """Best plan in one region with the given per-pool shares of contested offers."""
+                  depth: int, memo: _Memo, bound: list) -> tuple[Resolved | None, bool]:
+    """Best plan in one region with the given per-pool shares of contested offers.
+
+    ``bound`` holds the rank of the best plan found so far (any region, any split): a split
+    whose relaxed best (shares of the offers contested so far, the rest shared freely) does not
+    beat it is pruned, since splitting further only restricts the pools more."""
     layout = c.layout
     pool_offers = {}
     for pool in layout.pools:
@@ -119,17 +124,24 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
             else:
                 mine.append(o)
         pool_offers[pool.name] = mine
-    share_keys = {pool.name: tuple(sorted((k, v.get(pool.name, 0)) for k, v in shares.items()))
-                  for pool in layout.pools}
+    # a pool's frontier depends only on the shares that restrict it: of offers it may use,
+    # below their cap (a share of the whole cap, or of an offer it cannot use, is no share)
+    by_key = {o.key: o for o in offers}
+    share_keys = {pool.name: tuple(sorted(
+        (k, n) for k, v in shares.items()
+        if by_key[k].capacity_type in pool.capacity_types
+        and (n := v.get(pool.name, 0)) < (by_key[k].max_nodes or cap)))
+        for pool in layout.pools}
     sub = build_candidates(demand, layout, offers, cap, memo.frontiers, pool_offers=pool_offers,
                            grid_cache=memo.grids, network=c.network, split=_split(c),
                            share_keys=share_keys)
     sub.storage = c.storage
     b = best(sub, deadline, budget, objective)
-    if b is None:
+    if b is None or (bound and rank(b, objective) >= bound[0]):
         return None, True
     contested = [k for k in _contested(sub, b, offers) if k not in shares]
     if not contested:
+        bound[:] = [rank(b, objective)]
         return Resolved(sub, b, True), True
     if depth >= MAX_DEPTH:
         return None, False
@@ -146,7 +158,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
         new = dict(shares)
         new[key] = dict(zip(eligible, split, strict=True))
         r, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
-                              depth + 1, memo)
+                              depth + 1, memo, bound)
         exact = exact and ok
         if r is not None and (found is None or
                               rank(r.best, objective) < rank(found.best, objective)):
