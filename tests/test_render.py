@@ -485,7 +485,9 @@ def test_skypilot_loads_with_skypilot() -> None:
     assert loaded == len(FIXTURES)
     bad = _yaml_docs(_sky_groups()[0][2])[1]
     bad["resources"]["use_spott"] = True
-    with pytest.raises(Exception, match="use_spot"):
+    from sky.exceptions import InvalidSkyPilotConfigError
+
+    with pytest.raises(InvalidSkyPilotConfigError, match="use_spot"):
         sky.Task.from_yaml_config(bad)
 
 
