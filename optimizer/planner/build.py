@@ -71,13 +71,16 @@ def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: flo
 
 
 def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> LayoutRun:
-    """The solved layout with the best (objective, other figure), first layout on ties."""
+    """The solved layout with the best (objective, other figure), first layout on ties. Cost
+    is the whole plan's: compute, egress, and the storage and fixed flows of the run time and
+    site (layouts differ in run time, so storage can decide between them)."""
 
     def key(r: LayoutRun) -> tuple[float, float, int]:
-        assert r.solution is not None
+        assert r.solution is not None and r.best is not None
         run = run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
         cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values()) + sum(
-            o.egress_usd for o in r.solution.chosen.values())
+            o.egress_usd for o in r.solution.chosen.values()) + float(
+            r.cands.extra_cost(r.best.region, run))
         first = cost if objective == "cost" else run
         second = run if objective == "cost" else cost
         return (round(first, 9), round(second, 9), runs.index(r))
