@@ -8,7 +8,6 @@ compares the package with itself.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import replace
 
@@ -45,25 +44,27 @@ def _money(x: str) -> float:
     return float(x)
 
 
-@functools.cache
-def small_plan() -> Plan:
+# Module fixtures, not module-level caches: each test session (and each mutant's run under
+# mutmut, which forks after a clean run) plans afresh.
+@pytest.fixture(scope="module")
+def small() -> Plan:
     return plan(small_spec(), small_catalog(), explain=False)
 
 
-@functools.cache
-def grpo_plan() -> Plan:
+@pytest.fixture(scope="module")
+def grpo() -> Plan:
     return plan(load_spec(str(EXAMPLES / "grpo-7b.yaml")), embedded_catalog(), explain=False)
 
 
 # ---- compute per phase and pool ----------------------------------------------------------------
 
-def test_small_plan_compute_by_hand() -> None:
+def test_small_plan_compute_by_hand(small: Plan) -> None:
     """small_catalog (planner_fixtures): H100x8 spot $9/h (λ = 0.002/h, zone a), on-demand
     $20/h. The plan holds 1 spot rollout node and 2 on-demand update nodes for the whole run:
     $/h = 9 + 2 × 20 = 49; compute = 49 × makespan; each phase costs its busy hours × its
     pool's $/h; idle = Σ $/h × (makespan − busy); the async run lasts the longest pool's busy time
     plus one step of fill (rollout busy / 200 steps)."""
-    p = small_plan()
+    p = small
     got = {(pool.name, a.instance_type, str(a.capacity_type.value), a.nodes)
            for pool in p.pools for a in pool.allocations}
     assert got == {("rollout", "h100x8", "spot", 1), ("update", "h100x8", "on_demand", 2)}
@@ -88,10 +89,10 @@ def test_small_plan_compute_by_hand() -> None:
         abs=0.011)
 
 
-def test_example_pools_priced_from_the_catalog() -> None:
+def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
     """Each allocation's $/h is the catalog offer's price (looked up by place, type and
     capacity), each pool holds its nodes for the whole run, compute = Σ pools."""
-    p = grpo_plan()
+    p = grpo
     prices = {(o.provider, o.region, o.zone, o.instance_type, o.capacity_type): o.usd_per_hour
               for o in embedded_catalog().offers}
     total = 0.0
@@ -109,10 +110,10 @@ def test_example_pools_priced_from_the_catalog() -> None:
 
 # ---- spot overhead -----------------------------------------------------------------------------
 
-def test_stateless_spot_overhead_by_hand() -> None:
+def test_stateless_spot_overhead_by_hand(small: Plan) -> None:
     """Rollout on spot, λ = 0.002/h, lost work 5 min + restart 10 min (spec defaults):
     1 − 0.002 × 15/60 = 0.9995."""
-    a = next(pool for pool in small_plan().pools if pool.name == "rollout").allocations[0]
+    a = next(pool for pool in small.pools if pool.name == "rollout").allocations[0]
     assert a.effective_fraction == pytest.approx(0.9995, abs=1e-12)
     assert stateless_effective(0.002, 5, 10) == pytest.approx(0.9995, abs=1e-15)
 
@@ -199,14 +200,14 @@ def test_storage_cost_equals_reference_at_any_run_time(classes, d) -> None:
         assert gbm == pytest.approx(class_on_tier(r, tier)[0], rel=1e-9, abs=1e-9)
 
 
-def test_example_storage_items_equal_the_reference() -> None:
+def test_example_storage_items_equal_the_reference(grpo: Plan) -> None:
     """The GRPO example: 300 steps, a checkpoint every 25 (12 checkpoints) of 7.6 B params ×
     (2 B weights + 12 B optimizer state, adam_bytes_per_param 16 − 4) = 106.4 GB, weights-only
     15.2 GB; keep 3 hot, archive every 4th, retention 30 days, metrics 365 days, rollout logs
     14 days (policy); dataset 300 × 256 prompts × 512 tokens × 4 B; rollout logs 8 B per
     generated token; eval outputs 4 B per token. Each class on the cheapest GCS tier fast
     enough for it (embedded catalog)."""
-    p = grpo_plan()
+    p = grpo
     life = p.lifecycle
     assert life is not None
     d = p.makespan_hours
@@ -283,10 +284,10 @@ def test_paths_by_hand(src, dst) -> None:
     assert path_between(src, dst) == path(src, dst)
 
 
-def test_example_network_items_equal_the_reference() -> None:
+def test_example_network_items_equal_the_reference(grpo: Plan) -> None:
     """Weight sync: each rollout node receives 7.6 B × 2 B per step for 300 steps; every item
     costs GB × the catalog's rate for the path its ends imply."""
-    p = grpo_plan()
+    p = grpo
     rows = embedded_catalog().egress
     rollout = next(pool for pool in p.pools if pool.name == "rollout")
     sync = [i for i in p.network if i.flow == "weight_sync"]
