@@ -285,8 +285,10 @@ def test_paths_by_hand(src, dst) -> None:
 
 
 def test_example_network_items_equal_the_reference(grpo: Plan) -> None:
-    """Weight sync: each rollout node receives 7.6 B × 2 B per step for 300 steps; every item
-    costs GB × the catalog's rate for the path its ends imply."""
+    """Weight sync: each rollout node receives 7.6 B × 2 B per step for 300 steps; experience:
+    12 B per token of every sampled sequence, 300 × 256 × 8 × (512 + 2,048) tokens (the
+    network module's docstring); every item costs GB × the catalog's rate for the path its ends
+    imply."""
     p = grpo
     rows = embedded_catalog().egress
     rollout = next(pool for pool in p.pools if pool.name == "rollout")
@@ -299,6 +301,8 @@ def test_example_network_items_equal_the_reference(grpo: Plan) -> None:
             assert i.gb == pytest.approx((i.nodes or 0) * 300 * 15.2, rel=1e-12)
             assert i.cost_usd == cents(weight_sync_usd(i.nodes or 0, 300, 7.6,
                                                        rate(rows, src[0], path(src, dst))))
+        if i.flow == "experience":  # regression: prompts were counted once per prompt group
+            assert i.gb == pytest.approx(300 * 256 * 8 * (512 + 2048) * 12 / 1e9, rel=1e-12)
         if i.flow != "experience":  # listed, unpriced within a region
             assert i.usd_per_gb == rate(rows, src[0], path(src, dst))
             assert i.cost_usd == cents(i.gb * i.usd_per_gb)
