@@ -61,7 +61,8 @@ def plan_figures(p: dict[str, Any]) -> dict[str, Any]:
             "cost_usd": ph["cost_usd"],
         } for ph in p["phases"]],
         "storage": {i["data_class"]: f"{i['tier']} {i['cost_usd']}" for i in p["storage"]},
-        "network": [f"{i['flow']} {i['path']} {i['cost_usd']}" for i in p["network"]],
+        "network": [f"{i['flow']} {i['path']} {i['gb']:.6f} GB {i['cost_usd']}"
+                    for i in p["network"]],
     }
 
 
