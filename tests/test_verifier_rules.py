@@ -157,6 +157,119 @@ def b_policy(p: Plan_) -> None:
     p["policy"]["phases"]["rollout"]["capacity_types"] = ["on_demand", "reserved"]
 
 
+# ---- sub-rules: every violation branch of each family ------------------------------------------
+
+def b_pool_nodes(p: Plan_) -> None:
+    """A pool's node count is not the sum of its allocations."""
+    _pool(p, "scoring")["nodes"] += 1
+
+
+def b_pool_shape(p: Plan_) -> None:
+    """An allocation of another GPU shape in the pool (its price and cost unchanged)."""
+    _pool(p, "scoring")["allocations"][0]["gpus_per_node"] = 2
+
+
+def b_alloc_region(p: Plan_) -> None:
+    _pool(p, "scoring")["allocations"][0]["region"] = "elsewhere1"
+
+
+def b_alloc_cost(p: Plan_) -> None:
+    a = _pool(p, "scoring")["allocations"][0]
+    a["cost_usd"] = f"{float(a['cost_usd']) + 1:.2f}"
+
+
+def b_pool_region(p: Plan_) -> None:
+    """A whole pool (and its allocations) outside the plan's region, without split_regions."""
+    pool = _pool(p, "scoring")
+    pool["region"] = "elsewhere1"
+    for a in pool["allocations"]:
+        a["region"] = "elsewhere1"
+
+
+def b_pool_cost(p: Plan_) -> None:
+    pool = _pool(p, "update")
+    pool["cost_usd"] = f"{float(pool['cost_usd']) + 1:.2f}"
+
+
+def b_alloc_hours(p: Plan_) -> None:
+    """An allocation billed for less than the run (its cost follows)."""
+    a = _pool(p, "update")["allocations"][0]
+    a["hours"] = a["hours"] / 2
+    a["cost_usd"] = f"{a['nodes'] * a['usd_per_hour'] * a['hours']:.2f}"
+
+
+def b_pool_busy(p: Plan_) -> None:
+    """A pool's busy hours are not its phases' (idle follows)."""
+    pool = _pool(p, "scoring")
+    pool["busy_hours"] -= 0.5
+    pool["idle_hours"] += 0.5
+
+
+def b_unknown_pool(p: Plan_) -> None:
+    _phase(p, "eval")["pool"] = "nowhere"
+
+
+def b_usable(p: Plan_) -> None:
+    """A usable-node fraction that is not the whole replicas (coverage still holds)."""
+    _phase(p, "update")["usable_node_fraction"] = 2.0
+
+
+def b_multinode(p: Plan_) -> None:
+    """Training across nodes on nodes too small for it."""
+    p["multi_node_training_min_gpus_per_node"] = 64
+    _pool(p, "update")["nodes"] = 2  # the accounting break is the price of the shape check
+
+
+def b_pool_cap(p: Plan_) -> None:
+    p["max_nodes_per_pool"] = 2
+
+
+def b_shared_cap(p: Plan_) -> None:
+    """Two pools together over one offer's cap, each within it."""
+    roll = _pool(p, "rollout")["allocations"][0]
+    score = _pool(p, "scoring")["allocations"][0]
+    for key in ("provider", "region", "zone", "instance_type", "capacity_type"):
+        roll[key] = score[key]
+    roll["max_nodes"] = score["max_nodes"] = score["nodes"]
+
+
+def b_network_cost(p: Plan_) -> None:
+    item = _item(p["network"], "flow", "weight_sync")
+    item["usd_per_gb"] = 0.5
+
+
+def b_sync_reach(p: Plan_) -> None:
+    """Weight sync to more nodes than the rollout pool has (its bytes follow)."""
+    item = _item(p["network"], "flow", "weight_sync")
+    item["nodes"] += 1
+    item["gb"] = item["nodes"] * p["steps"] * p["weight_sync_gb_per_node_step"]
+
+
+def b_sync_cross_zone(p: Plan_) -> None:
+    """A rollout node outside the trainer's zone billed as same-zone weight sync."""
+    _pool(p, "rollout")["allocations"][0]["zone"] = p["zone"] + "-other"
+
+
+def b_totals_network(p: Plan_) -> None:
+    p["network_cost_usd"] = "1.00"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
+
+
+def b_totals_compute(p: Plan_) -> None:
+    p["compute_cost_usd"] = f"{float(p['compute_cost_usd']) + 2:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 2:.2f}"
+
+
+def b_totals_storage(p: Plan_) -> None:
+    p["storage_cost_usd"] = f"{float(p['storage_cost_usd']) + 2:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 2:.2f}"
+
+
+def b_totals_phases(p: Plan_) -> None:
+    ph = _phase(p, "update")
+    ph["cost_usd"] = f"{float(ph['cost_usd']) + 3:.2f}"
+
+
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
     # case: (plan, break, family printed, rule function)
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
@@ -180,10 +293,38 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "deadline": (OPD, b_deadline, "deadline", rules_costs.check_deadline_budget),
     "budget": (OPD, b_budget, "budget", rules_costs.check_deadline_budget),
     "policy": (GRPO, b_policy, "policy", verify.check_policy),
+    "pool_nodes": (GRPO, b_pool_nodes, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_shape": (GRPO, b_pool_shape, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_region": (GRPO, b_alloc_region, "pool_accounting",
+                     rules_pools.check_pool_accounting),
+    "alloc_cost": (GRPO, b_alloc_cost, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_region": (GRPO, b_pool_region, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_cost": (GRPO, b_pool_cost, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_hours": (GRPO, b_alloc_hours, "hold", rules_pools.check_hold),
+    "pool_busy": (GRPO, b_pool_busy, "hold", rules_pools.check_hold),
+    "unknown_pool": (GRPO, b_unknown_pool, "coverage", rules_phases.check_coverage),
+    "usable": (GRPO, b_usable, "memory", rules_phases.check_memory_fit),
+    "multinode": (GRPO, b_multinode, "capacity", rules_pools.check_capacity),
+    "pool_cap": (GRPO, b_pool_cap, "capacity", rules_pools.check_capacity),
+    "shared_cap": (GRPO, b_shared_cap, "capacity", rules_pools.check_capacity),
+    "network_cost": (GRPO, b_network_cost, "network", rules_costs.check_network),
+    "sync_reach": (GRPO, b_sync_reach, "network", rules_costs.check_network),
+    "sync_cross_zone": (GRPO, b_sync_cross_zone, "network", rules_costs.check_network),
+    "totals_network": (GRPO, b_totals_network, "totals", rules_costs.check_network),
+    "totals_compute": (GRPO, b_totals_compute, "totals", rules_costs.check_totals),
+    "totals_storage": (GRPO, b_totals_storage, "totals", rules_costs.check_totals),
+    "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
 }
-ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"}}
+ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
+               "alloc_region": {"pool_accounting", "policy"},
+               "pool_region": {"pool_accounting", "policy"},
+               "multinode": {"capacity", "pool_accounting"},
+               "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"}}
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
-policy's ``budget.stop_at`` is a share of the same budget."""
+policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
+policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
+error; a pool's busy hours set its idle cost (totals) and a phase moved to an unknown pool
+leaves its pool's busy hours short (hold)."""
 
 
 def _check(tmp_path: Path, data: Plan_, *extra: str) -> tuple[int, str]:
