@@ -59,6 +59,12 @@ def total(p: Plan) -> float:
     return float(p.total_cost_usd)
 
 
+def slack(*plans: Plan) -> float:
+    """What a plan proven only within its gap (status feasible: pools competing for capped
+    offers) may exceed the optimum by; 0 for proven optima."""
+    return 1e-9 + sum(total(p) * p.solver.gap for p in plans if p.status != "optimal")
+
+
 def shape(p: Plan) -> list:
     return sorted((pool.name, a.instance_type, a.capacity_type.value, a.zone, a.region, a.nodes)
                   for pool in p.pools for a in pool.allocations)
@@ -105,7 +111,7 @@ def test_a_later_deadline_never_costs_more(p, d1, extra) -> None:
     b = run(small_spec(sla={"deadline_hours": d1 + extra}), cat)
     if a is not None:
         assert b is not None
-        assert total(b) <= total(a) + 1e-9
+        assert total(b) <= total(a) + slack(a, b)
 
 
 @SETTINGS
@@ -123,7 +129,7 @@ def test_a_larger_budget_never_costs_more(p, b1, extra, objective) -> None:
     assert b is not None
     assert total(b) <= b1 + extra
     if objective == "cost":
-        assert total(b) <= total(a) + 1e-9
+        assert total(b) <= total(a) + slack(a, b)
     else:
         assert b.makespan_hours <= a.makespan_hours * (1 + 1e-9)
 
@@ -146,7 +152,7 @@ def test_adding_an_offer_never_costs_more(p, gpu, kind, factor, cap, deadline) -
     more = run(spec, replace(cat, offers=(*cat.offers, new)))
     if base is not None:
         assert more is not None
-        assert total(more) <= total(base) + 1e-9
+        assert total(more) <= total(base) + slack(base, more)
 
 
 @SETTINGS
@@ -164,7 +170,7 @@ def test_removing_the_chosen_offer_never_costs_less(p, deadline) -> None:
         fewer = replace(cat, offers=tuple(o for o in cat.offers if (
             o.region, o.zone, o.instance_type, o.capacity_type) != key))
         q = run(spec, fewer)
-        assert q is None or total(q) >= total(base) - 1e-9, key
+        assert q is None or total(q) >= total(base) - slack(base, q), key
 
 
 @SETTINGS
@@ -179,7 +185,7 @@ def test_more_tokens_never_cost_less(p, prompts, more, deadline) -> None:
                        data={"prompts_per_step": int(prompts * more)}), cat)
     if b is not None:
         assert a is not None
-        assert total(b) >= total(a) - 1e-9
+        assert total(b) >= total(a) - slack(a, b)
 
 
 @SETTINGS
@@ -195,7 +201,7 @@ def test_a_spot_price_cut_never_raises_the_cost(p, cut, deadline) -> None:
     b = run(spec, cheaper)
     if a is not None:
         assert b is not None
-        assert total(b) <= total(a) + 1e-9
+        assert total(b) <= total(a) + slack(a, b)
 
 
 # ---- Pareto filters against an O(n²) reference ------------------------------------------------
