@@ -91,3 +91,54 @@ def test_nothing_to_move_makes_no_flow() -> None:
     _, net = _net(dataset_gb=0.0, copy_gb=0.0, checkpoints={"copy_to": "lab:eu-west-1"},
                   data={"source": "lab:us-east-1"})
     assert net.fixed_flows(TRAINER) == []
+
+
+def test_sft_moves_no_weights_and_stages_at_the_trainer() -> None:
+    """SFT has no rollout pool: no weight sync, no experience; the trainer reads the dataset;
+    copy_to copies the archived checkpoints plus the final one (examples/sft-8b.yaml writes 4)."""
+    from conftest import example_dict
+
+    from optimizer.spec.project import parse_spec
+
+    d = example_dict("sft-8b.yaml")
+    d["data"]["source"] = "lab:eu-west-1"
+    d["checkpoints"]["copy_to"] = "lab:eu-west-1"
+    demand = build_demand(parse_spec(d))
+    assert demand.checkpoints == 4
+    net = network_model(demand, replace(small_catalog(), egress=EGRESS), archived=1,
+                        archived_gb=2.0, dataset_gb=1.0)
+    assert (net.weight_gb, net.experience_gb_per_step, net.dataset_reader) == (0.0, 0.0,
+                                                                               "update")
+    flows = {f.name: f for f in net.fixed_flows(TRAINER, ("lab", "us-west-2", ""))}
+    assert flows["dataset_staging"].dst == ("lab", "us-east-1", "")
+    assert flows["dataset_staging"].cost == pytest.approx(1.0 * 0.05, rel=1e-12)
+    assert flows["checkpoint_copies"].gb == pytest.approx((1 + 1) * 2.0, rel=1e-12)
+
+
+def test_no_checkpoint_written_adds_no_final_copy() -> None:
+    """A run shorter than one checkpoint interval writes none: only the archived ones given
+    are copied (here 2 × 3 GB), no final one."""
+    demand, net = _net(checkpoints={"every_steps": 500, "copy_to": "lab:eu-west-1"})
+    assert demand.checkpoints == 0
+    assert net.checkpoint_copy_gb == pytest.approx(2 * 3.0, rel=1e-12)
+    demand, net = _net(checkpoints={"every_steps": 200, "copy_to": "lab:eu-west-1"})
+    assert demand.checkpoints == 1
+    assert net.checkpoint_copy_gb == pytest.approx(3 * 3.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(("region", "continent"), [
+    ("us-east-1", "north_america"), ("ca-central-1", "north_america"),
+    ("northamerica-northeast1", "north_america"), ("mx-central-1", "north_america"),
+    ("sa-east-1", "south_america"), ("southamerica-east1", "south_america"),
+    ("eu-west-1", "europe"), ("europe-west4", "europe"), ("me-south-1", "middle_east"),
+    ("il-central-1", "middle_east"), ("af-south-1", "africa"), ("africa-south1", "africa"),
+    ("ap-southeast-2", "oceania"), ("ap-southeast-4", "oceania"),
+    ("australia-southeast1", "oceania"), ("ap-southeast-1", "asia"), ("ap-northeast-1", "asia"),
+    ("asia-east1", "asia"), ("onprem-lab", "unknown"),
+])
+def test_continents_of_region_names(region: str, continent: str) -> None:
+    """AWS and GCP region names by continent (Sydney and Melbourne are Oceania, the rest of
+    ap- Asia); a name no prefix matches is unknown (priced inter_continent)."""
+    from optimizer.costs.network import continent as continent_of
+
+    assert continent_of(region) == continent
