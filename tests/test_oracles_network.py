@@ -142,3 +142,18 @@ def test_continents_of_region_names(region: str, continent: str) -> None:
     from optimizer.costs.network import continent as continent_of
 
     assert continent_of(region) == continent
+
+
+def test_staging_difference_when_the_trainer_region_also_pays() -> None:
+    """data.source in a third region (us-west-2) and copy_to set: a trainer-side plan pays the
+    dataset's inter-region egress into us-east-1 too, so a rollout pool in eu-west-1 adds only
+    the difference, 2 GB × (0.05 − 0.02); checkpoint copies leave the trainer's region either
+    way and cancel out. Copies smaller than 1 GB still make a flow."""
+    _, net = _net(data={"source": "lab:us-west-2"}, copy_gb=0.25,
+                  checkpoints={"copy_to": "lab:eu-west-1"})
+    assert net.checkpoint_copy_gb == pytest.approx(0.75, rel=1e-12)  # 2 archived + the final
+    home = net.fixed_cost(TRAINER)
+    assert home == pytest.approx(2.0 * 0.02 + 0.75 * 0.05, rel=1e-12)
+    _, _, fixed = net.cross_region_terms(TRAINER, ("lab", "eu-west-1"))
+    exp = net.experience_gb_per_step * STEPS * 0.05
+    assert fixed == pytest.approx(exp + 2.0 * (0.05 - 0.02), rel=1e-12)
