@@ -417,3 +417,88 @@ def test_every_rule_has_a_firing_case() -> None:
     doc = verify.__doc__ or ""
     listed = set(re.findall(r"\* ``([a-z_]+)", doc))
     assert listed - fired - {"policy"} == set(), listed - fired
+
+
+# ---- spec_match: every branch of verify_against_spec --------------------------------------------
+
+def _spec_sft():
+    from optimizer.spec.project import load_spec
+
+    return load_spec(str(ROOT / "examples" / "sft-8b.yaml"))
+
+
+def _sm_name(p: Plan_) -> None:
+    p["spec_name"] = "other"
+
+
+def _sm_digest(p: Plan_) -> None:
+    p["spec_digest"] = "sha256:" + "0" * 64
+
+
+def _sm_tokens(p: Plan_) -> None:
+    _phase(p, "update")["tokens"] *= 1.01
+
+
+def _sm_precision(p: Plan_) -> None:
+    _phase(p, "update")["precision"] = "int4"
+
+
+def _sm_pool(p: Plan_) -> None:
+    _phase(p, "update")["pool"] = "nowhere"
+
+
+def _sm_gpu(p: Plan_) -> None:
+    _pool(p, "all")["gpu"] = "NoSuchGPU"
+
+
+def _sm_floor(p: Plan_) -> None:
+    _phase(p, "update")["latency_floor_hours"] += 0.5
+
+
+def _sm_busy(p: Plan_) -> None:
+    _phase(p, "update")["busy_hours"] *= 1.01
+
+
+def _sm_rate(p: Plan_) -> None:
+    _phase(p, "update")["tokens_per_node_hour"] *= 1.01
+
+
+def _sm_layout(p: Plan_) -> None:
+    _phase(p, "update")["parallel_layout"]["tp"] = 64
+
+
+def _sm_policy(p: Plan_) -> None:
+    p["policy"] = {"no_such_key": 1}
+
+
+def _sm_effective(p: Plan_) -> None:
+    _phase(p, "update")["usable_node_fraction"] = 0.0
+
+
+SPEC_CASES = {
+    "name": (_sm_name, "plan is for"), "digest": (_sm_digest, "digest differs"),
+    "tokens": (_sm_tokens, "tokens"), "precision": (_sm_precision, "is not allowed"),
+    "pool": (_sm_pool, "unknown pool"), "gpu": (_sm_gpu, "unknown GPU"),
+    "floor": (_sm_floor, "latency floor"), "busy": (_sm_busy, "busy"),
+    "rate": (_sm_rate, "throughput"), "layout": (_sm_layout, "layout"),
+    "policy": (_sm_policy, "not a valid policy"), "effective": (_sm_effective, "no effective"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_spec_match_branches(case: str) -> None:
+    brk, words = SPEC_CASES[case]
+    good = _load(SFT)
+    spec = _spec_sft()
+    assert verify.verify_against_spec(Plan.model_validate(good), spec) == []
+    bad = copy.deepcopy(good)
+    brk(bad)
+    got = verify.verify_against_spec(Plan.model_validate(bad), spec)
+    assert got and all(x.startswith("spec_match: ") for x in got), got
+    assert any(words in x for x in got), got
+
+
+def test_spec_match_when_the_spec_has_no_such_phase() -> None:
+    """A plan phase the spec does not have (an SFT spec against an RL plan's phases)."""
+    got = verify.verify_against_spec(Plan.model_validate(_load(GRPO)), _spec_sft())
+    assert any("has no rollout phase" in x for x in got), got
