@@ -270,6 +270,18 @@ def b_totals_phases(p: Plan_) -> None:
     ph["cost_usd"] = f"{float(ph['cost_usd']) + 3:.2f}"
 
 
+def b_storage_cents(p: Plan_) -> None:
+    """An item 5 cents off GB-months × price (tolerances are half a cent per rounding)."""
+    item = _item(p["storage"], "data_class", "hot_checkpoints")
+    item["cost_usd"] = f"{float(item['cost_usd']) + 0.05:.2f}"
+
+
+def b_storage_min_barely(p: Plan_) -> None:
+    """Billed 0.05 % short of the tier's minimum duration."""
+    item = _item(p["storage"], "data_class", "retained_checkpoints")
+    item["min_days"] = item["gb_months"] * 730.0 / (item["gb"] * 24.0) * 1.0005
+
+
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
     # case: (plan, break, family printed, rule function)
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
@@ -314,12 +326,15 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_compute": (GRPO, b_totals_compute, "totals", rules_costs.check_totals),
     "totals_storage": (GRPO, b_totals_storage, "totals", rules_costs.check_totals),
     "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
+    "storage_cents": (GRPO, b_storage_cents, "storage", rules_costs.check_storage),
+    "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
 }
 ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
                "alloc_region": {"pool_accounting", "policy"},
                "pool_region": {"pool_accounting", "policy"},
                "multinode": {"capacity", "pool_accounting"},
-               "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"}}
+               "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"},
+               "storage_cents": {"storage", "totals"}}
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
 policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
 policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
