@@ -41,3 +41,9 @@ def opd() -> dict[str, Any]:
 @pytest.fixture
 def sft() -> dict[str, Any]:
     return example_dict("sft-8b.yaml")
+
+
+
+# No silent skips in CI: with CI set, a skipped test fails unless it carries
+# @pytest.mark.ci_skip_ok(reason=...) (tests/ci_skips.py).
+from ci_skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401

@@ -1,23 +1,24 @@
 """Small, realistic planner fixtures and an independent brute-force planner.
 
-The brute force shares only the rate model with the planner (``phase_rates`` and each rate's
-busy hours as a function of effective nodes, ``PhaseRate.busy``; ``spot_overhead`` and the
-layouts): it enumerates every node count of every offer for every pool, every region
-and every layout, and prices each combination directly. It knows nothing of Pareto fronts,
-bounds or the MILP.
+The brute force shares only the demand model with the planner (``phase_rates`` and each
+rate's busy hours as a function of effective nodes, ``PhaseRate.busy``). The layouts, their
+stalls, the spot overheads (stateless and gang), the capacity rules and the egress are restated
+here from the documentation (README "How the plan is made", ``docs/architecture.md``): it
+enumerates every node count of every offer for every pool, every region and every layout, and
+prices each combination directly. It knows nothing of Pareto fronts, bounds or the MILP.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from optimizer.core.hardware import gpus
 from optimizer.demand.model import build_demand
 from optimizer.demand.rates import phase_rates
-from optimizer.planner.candidates import layouts, spot_overhead
 from optimizer.spec.project import ProjectSpec, parse_spec
+from policies.model import default_policy
 from providers.base import Catalog, Offer
 
 
@@ -73,6 +74,65 @@ def scale_prices(catalog: Catalog, factor: float, kind: str | None = None) -> Ca
     return replace(catalog, offers=offers)
 
 
+@dataclass(frozen=True)
+class RefPool:
+    name: str
+    phases: tuple[str, ...]
+    spot_ok: bool
+    stateful: bool
+    stall_hours: float
+    remote_ok: bool = False
+
+
+@dataclass(frozen=True)
+class RefLayout:
+    mode: str
+    pools: tuple[RefPool, ...]
+    tail: bool
+    fill_fraction: float = 0.0
+    policy: object = None
+
+
+def ref_layouts(demand) -> list[RefLayout]:
+    """The layouts the default policy allows, restated: SFT runs one pool; RL/OPD may run
+    colocated (one pool, every phase in turn), sync or async (rollout + eval on one pool,
+    scoring alone or with the update). The update never runs on spot (default policy) and is
+    a gang (stateful); checkpoints stall the pool that trains for n × GB / write speed; the
+    rollout pool waits for the weights every step (steps × params × 2 B / sync speed) and may
+    take spot nodes in other zones; async adds one step of pipeline fill (1 / steps of the
+    rollout's busy time)."""
+    spec = demand.spec
+    eff = spec.efficiency
+    policy = default_policy()
+    ckpt = demand.checkpoints * demand.checkpoint_gb / eff.checkpoint_write_gb_per_s / 3600.0
+    work = tuple(p for p in demand.phases if p != "checkpoint")
+    if spec.method == "sft":
+        return [RefLayout("colocated", (RefPool("all", work, False, True, ckpt),), True,
+                          policy=policy)]
+    assert spec.model.finetune == "full"
+    ws = demand.steps * spec.model.params_b * 2.0 / eff.weight_sync_gb_per_s / 3600.0
+    gen = tuple(p for p in ("rollout", "eval") if p in work)
+    rollout = RefPool("rollout", gen, True, False, ws, remote_ok=True)
+    update = RefPool("update", ("update",), False, True, ckpt)
+    out = []
+    if spec.pipeline in ("auto", "colocated"):
+        out.append(RefLayout("colocated", (RefPool("all", work, False, True, ckpt),), True,
+                             policy=policy))
+    for mode in ("sync", "async"):
+        if spec.pipeline not in ("auto", mode):
+            continue
+        fill = 1.0 / demand.steps if mode == "async" else 0.0
+        if "scoring" in work:
+            scoring = RefPool("scoring", ("scoring",), True, False, 0.0)
+            merged = RefPool("update", ("scoring", "update"), False, True, ckpt)
+            out.append(RefLayout(mode, (rollout, scoring, update), mode == "sync", fill,
+                                 policy))
+            out.append(RefLayout(mode, (rollout, merged), mode == "sync", fill, policy))
+        else:
+            out.append(RefLayout(mode, (rollout, update), mode == "sync", fill, policy))
+    return out
+
+
 def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                 ) -> tuple[float, float] | None:
     """(cost, run hours) of the best plan by exhaustive enumeration, or None. Pools are held at
@@ -93,7 +153,8 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     regions = sorted({(o.provider, o.region) for o in catalog.offers})
     sites = [(region, zone) for region in regions for zone in sorted(
         {o.zone for o in catalog.offers if (o.provider, o.region) == region and o.zone} or {""})]
-    for lay in layouts(demand):
+    lost = (eff.lost_work_minutes + eff.restart_minutes) / 60.0
+    for lay in ref_layouts(demand):
         for region, zone in sites:
             per_remote = demand.steps * demand.weight_sync_gb_per_step * rates_by.get(
                 (region[0], "cross_zone"), 0.0)
@@ -131,7 +192,10 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                                 continue
                             e = n * (1 - omega)
                         else:
-                            e = sum(c * ((1 - spot_overhead(o, demand))
+                            # stateless: each interruption loses the work in flight and
+                            # a restart (capped at 99 % lost)
+                            e = sum(c * ((1 - min(0.99, (o.interruptions_per_hour or 0.0)
+                                                  * lost))
                                          if o.capacity_type == "spot" else 1.0)
                                     for c, o in zip(counts, group, strict=True))
                         busy = pool.stall_hours

@@ -211,8 +211,8 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     assert p["deadline_hours"] == 72
     assert _money(p["budget_usd"]) == Decimal("25000.00")
     total = _money(p["total_cost_usd"])
-    # total = compute + storage + network, each rounded to the cent on its own: the parts
-    # may differ from the total by half a cent each at most
+    # total = compute + storage + network, each rounded to the cent from the exact figure:
+    # the printed parts may differ from the total by half a cent each at most
     parts = (_money(p["compute_cost_usd"]) + _money(p["storage_cost_usd"])
              + _money(p["network_cost_usd"]))
     assert abs(parts - total) <= Decimal("0.015")

@@ -319,6 +319,7 @@ def test_terraform_parses_and_sizes_match() -> None:
 
 def test_s3_lifecycle_passes_botocore_validation() -> None:
     import botocore.session
+    from botocore.exceptions import ParamValidationError
     from botocore.validate import validate_parameters
 
     model = botocore.session.get_session().get_service_model("s3")
@@ -343,7 +344,7 @@ def test_s3_lifecycle_passes_botocore_validation() -> None:
                         assert rule["Expiration"]["Days"] > max(days)
                 checked += 1
     assert checked == sum(plan_of(n).provider == "aws" for n in FIXTURES)
-    with pytest.raises(Exception, match="Unknown parameter"):
+    with pytest.raises(ParamValidationError, match="Unknown parameter"):
         validate_parameters({"Bucket": "b", "LifecycleConfiguration": {"Rules": [
             {"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expire": {}}]}}, shape)
 
@@ -637,7 +638,9 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
         update={"retention_days": 999})})
     assert facts_for(p, edited).retention_days == p.lifecycle.retention_days
     legacy = p.model_copy(update={"lifecycle": None, "schema_version": 1})
-    with pytest.raises(Exception, match="--spec"):
+    from optimizer.core.errors import InputError
+
+    with pytest.raises(InputError, match="--spec"):
         render_plan(legacy, "lifecycle")
     assert render_plan(legacy, "lifecycle", spec=spec)[0] == files
 

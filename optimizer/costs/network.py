@@ -218,9 +218,10 @@ def network_model(demand: Demand, catalog: Catalog, archived: int, archived_gb: 
     spec = demand.spec
     rl = spec.method != "sft"
     seq_tokens = 0.0
-    if rl:
-        seq_tokens = sum(p.tokens for p in demand.phase_parts("rollout")
-                         if p.kind in ("decode", "prefill"))
+    if rl:  # every sampled sequence carries its prompt and its response (the prefill part
+        # counts a shared prompt once per group with prefix caching: compute, not bytes)
+        seq_tokens = sum(p.tokens + p.runs * p.run_sequences * p.prompt_tokens
+                         for p in demand.phase_parts("rollout") if p.kind == "decode")
     copies = archived + (1 if demand.checkpoints > 0 else 0)
     return NetworkModel(
         catalog=catalog,

@@ -99,12 +99,16 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
         k = min(life["keep_hot"], n)
         retention = life["retention_days"] * 24.0
         n_arch = n // life["archive_every"]
-        # the last k checkpoints: hot from their write to the end, then retention_days
-        last = tuple(ObjectGroup(1, full, retention, (j - 1) * interval_b)
+        # the last k checkpoints: hot from their write (step (n - j + 1) x every, before the
+        # end when steps is not a multiple of every) to the end, then retention_days
+        tail_b = (demand.steps - n * spec.checkpoint_every_steps) / demand.steps
+        last = tuple(ObjectGroup(1, full, retention, tail_b + (j - 1) * interval_b)
                      for j in range(1, k + 1))
         earlier = (ObjectGroup(n - k, full, 0, k * interval_b),) if n > k else ()
         out.append(DataClass("hot_checkpoints", "ms", earlier + last))
-        rest = max(0, n - k - n_arch)
+        # retained: the earlier checkpoints that are not archived (an archived checkpoint
+        # among the last k is hot, not retained, and does not reduce the earlier ones)
+        rest = (n - k) - (n - k) // life["archive_every"]
         if rest:
             out.append(DataClass("retained_checkpoints", "ms",
                                  (ObjectGroup(rest, full, retention, 0),)))

@@ -1,0 +1,519 @@
+"""Every rule of the verifier fires: ``ptplan check`` fails, naming the rule, on a valid plan with
+exactly that invariant broken, and passes on the plan as it is.
+
+The valid plans are the pinned example plans (``tests/golden/cli/plan-*.json``, the planner's own
+output). Each case edits one figure so that only its rule's invariant breaks, runs ``ptplan
+check`` through the CLI and asserts exit 1 and a ``violation: <family>`` line; the unbroken plan
+exits 0. :func:`test_every_rule_has_a_firing_case` enumerates the rule functions (``RULES`` and
+the spec check) and the rule family names the verifier's sources can print, so adding a rule
+without a firing case here fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from optimizer.cli.app import app
+from optimizer.plan import rules_costs, rules_phases, rules_pools, verify
+from optimizer.plan.schema import Plan
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "golden" / "cli"
+GRPO = "plan-grpo-7b.json"
+OPD = "plan-opd-8b-from-32b.json"
+SFT = "plan-sft-8b.json"
+runner = CliRunner()
+
+Plan_ = dict[str, Any]
+
+
+def _load(name: str) -> Plan_:
+    return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+
+
+def _pool(p: Plan_, name: str) -> dict[str, Any]:
+    return next(x for x in p["pools"] if x["name"] == name)
+
+
+def _phase(p: Plan_, name: str) -> dict[str, Any]:
+    return next(x for x in p["phases"] if x["name"] == name)
+
+
+def _item(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any]:
+    return next(x for x in items if x[key] == value)
+
+
+# ---- the breaks: each edits one figure of a valid plan -----------------------------------------
+
+def b_pool_price(p: Plan_) -> None:
+    """A pool's $/h is not the sum over its allocations."""
+    _pool(p, "update")["usd_per_hour"] *= 1.1
+
+
+def b_zone(p: Plan_) -> None:
+    """A scoring (stateless, non-rollout) spot node outside the trainer's zone."""
+    _pool(p, "scoring")["allocations"][0]["zone"] = p["zone"] + "-other"
+
+
+def b_hold(p: Plan_) -> None:
+    """A pool's idle hours are not held − busy."""
+    _pool(p, "update")["idle_hours"] += 1.0
+
+
+def b_coverage(p: Plan_) -> None:
+    """The rollout phase does not process its tokens in its busy hours."""
+    _phase(p, "rollout")["tokens"] *= 3
+
+
+def b_latency_floor(p: Plan_) -> None:
+    """A phase busy for less than its latency floor."""
+    ph = _phase(p, "update")
+    ph["latency_floor_hours"] = ph["busy_hours"] * 2
+
+
+def b_spot_stateless(p: Plan_) -> None:
+    """A spot rollout node with no interruption overhead (coverage still holds: more work)."""
+    _pool(p, "rollout")["allocations"][0]["effective_fraction"] = 1.0
+
+
+def b_spot_gang(p: Plan_) -> None:
+    """The update pool (a gang) with an effective fraction below the gang model's 1 (no spot)."""
+    _pool(p, "update")["allocations"][0]["effective_fraction"] = 1.0 - 1e-4
+    ph = _phase(p, "update")  # keep coverage: the phase rate rises to make up for it
+    ph["tokens_per_node_hour"] = ph["tokens_per_node_hour"] / (1.0 - 1e-4)
+
+
+def b_memory(p: Plan_) -> None:
+    """A replica needs more GPUs than the pool's nodes have."""
+    _phase(p, "update")["replica_gpus"] = 64
+
+
+def b_capacity(p: Plan_) -> None:
+    """More scoring nodes than their offer's cap."""
+    a = _pool(p, "scoring")["allocations"][0]
+    a["max_nodes"] = a["nodes"] - 1
+
+
+def b_capacity_spot(p: Plan_) -> None:
+    """Spot where the pool does not allow it."""
+    _pool(p, "scoring")["spot_ok"] = False
+
+
+def b_makespan(p: Plan_) -> None:
+    """The async run is not max(pool busy) + one step of fill."""
+    p["fill_fraction"] = 0.5
+
+
+def b_storage(p: Plan_) -> None:
+    """An item billed below its tier's minimum duration (its cost still GB-months × price)."""
+    _item(p["storage"], "data_class", "retained_checkpoints")["min_days"] = 90
+
+
+def b_storage_price(p: Plan_) -> None:
+    """An item whose cost is not GB-months × price + retrieval (the totals follow it)."""
+    item = _item(p["storage"], "data_class", "hot_checkpoints")
+    item["usd_per_gb_month"] *= 2
+
+
+def b_network_path(p: Plan_) -> None:
+    """Weight sync labelled cross-zone between two places in one zone."""
+    _item(p["network"], "flow", "weight_sync")["path"] = "cross_zone"
+
+
+def b_network_bytes(p: Plan_) -> None:
+    """Weight sync moving fewer bytes than nodes × steps × W."""
+    _item(p["network"], "flow", "weight_sync")["gb"] *= 0.5
+
+
+def b_totals(p: Plan_) -> None:
+    """The idle cost is not Σ pools' $/h × idle hours."""
+    p["idle_cost_usd"] = f"{float(p['idle_cost_usd']) + 1:.2f}"
+
+
+def b_totals_total(p: Plan_) -> None:
+    """The total is not compute + storage + network (network forgotten is the same check)."""
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 5:.2f}"
+
+
+def b_deadline(p: Plan_) -> None:
+    p["deadline_hours"] = p["makespan_hours"] / 2
+
+
+def b_budget(p: Plan_) -> None:
+    p["budget_usd"] = "1.00"
+
+
+def b_policy(p: Plan_) -> None:
+    """The policy the plan records forbids spot for rollout."""
+    p["policy"]["phases"]["rollout"]["capacity_types"] = ["on_demand", "reserved"]
+
+
+# ---- sub-rules: every violation branch of each family ------------------------------------------
+
+def b_pool_nodes(p: Plan_) -> None:
+    """A pool's node count is not the sum of its allocations."""
+    _pool(p, "scoring")["nodes"] += 1
+
+
+def b_pool_shape(p: Plan_) -> None:
+    """An allocation of another GPU shape in the pool (its price and cost unchanged)."""
+    _pool(p, "scoring")["allocations"][0]["gpus_per_node"] = 2
+
+
+def b_alloc_region(p: Plan_) -> None:
+    _pool(p, "scoring")["allocations"][0]["region"] = "elsewhere1"
+
+
+def b_alloc_cost(p: Plan_) -> None:
+    a = _pool(p, "scoring")["allocations"][0]
+    a["cost_usd"] = f"{float(a['cost_usd']) + 1:.2f}"
+
+
+def b_pool_region(p: Plan_) -> None:
+    """A whole pool (and its allocations) outside the plan's region, without split_regions."""
+    pool = _pool(p, "scoring")
+    pool["region"] = "elsewhere1"
+    for a in pool["allocations"]:
+        a["region"] = "elsewhere1"
+
+
+def b_pool_cost(p: Plan_) -> None:
+    pool = _pool(p, "update")
+    pool["cost_usd"] = f"{float(pool['cost_usd']) + 1:.2f}"
+
+
+def b_alloc_hours(p: Plan_) -> None:
+    """An allocation billed for less than the run (its cost follows)."""
+    a = _pool(p, "update")["allocations"][0]
+    a["hours"] = a["hours"] / 2
+    a["cost_usd"] = f"{a['nodes'] * a['usd_per_hour'] * a['hours']:.2f}"
+
+
+def b_pool_busy(p: Plan_) -> None:
+    """A pool's busy hours are not its phases' (idle follows)."""
+    pool = _pool(p, "scoring")
+    pool["busy_hours"] -= 0.5
+    pool["idle_hours"] += 0.5
+
+
+def b_unknown_pool(p: Plan_) -> None:
+    _phase(p, "eval")["pool"] = "nowhere"
+
+
+def b_usable(p: Plan_) -> None:
+    """A usable-node fraction that is not the whole replicas (coverage still holds)."""
+    _phase(p, "update")["usable_node_fraction"] = 2.0
+
+
+def b_multinode(p: Plan_) -> None:
+    """Training across nodes on nodes too small for it."""
+    p["multi_node_training_min_gpus_per_node"] = 64
+    _pool(p, "update")["nodes"] = 2  # the accounting break is the price of the shape check
+
+
+def b_pool_cap(p: Plan_) -> None:
+    p["max_nodes_per_pool"] = 2
+
+
+def b_shared_cap(p: Plan_) -> None:
+    """Two pools together over one offer's cap, each within it."""
+    roll = _pool(p, "rollout")["allocations"][0]
+    score = _pool(p, "scoring")["allocations"][0]
+    for key in ("provider", "region", "zone", "instance_type", "capacity_type"):
+        roll[key] = score[key]
+    roll["max_nodes"] = score["max_nodes"] = score["nodes"]
+
+
+def b_network_cost(p: Plan_) -> None:
+    item = _item(p["network"], "flow", "weight_sync")
+    item["usd_per_gb"] = 0.5
+
+
+def b_sync_reach(p: Plan_) -> None:
+    """Weight sync to more nodes than the rollout pool has (its bytes follow)."""
+    item = _item(p["network"], "flow", "weight_sync")
+    item["nodes"] += 1
+    item["gb"] = item["nodes"] * p["steps"] * p["weight_sync_gb_per_node_step"]
+
+
+def b_sync_cross_zone(p: Plan_) -> None:
+    """A rollout node outside the trainer's zone billed as same-zone weight sync."""
+    _pool(p, "rollout")["allocations"][0]["zone"] = p["zone"] + "-other"
+
+
+def b_totals_network(p: Plan_) -> None:
+    p["network_cost_usd"] = "1.00"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
+
+
+def b_totals_compute(p: Plan_) -> None:
+    p["compute_cost_usd"] = f"{float(p['compute_cost_usd']) + 2:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 2:.2f}"
+
+
+def b_totals_storage(p: Plan_) -> None:
+    p["storage_cost_usd"] = f"{float(p['storage_cost_usd']) + 2:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 2:.2f}"
+
+
+def b_totals_phases(p: Plan_) -> None:
+    ph = _phase(p, "update")
+    ph["cost_usd"] = f"{float(ph['cost_usd']) + 3:.2f}"
+
+
+def b_storage_cents(p: Plan_) -> None:
+    """An item 5 cents off GB-months × price (tolerances are half a cent per rounding)."""
+    item = _item(p["storage"], "data_class", "hot_checkpoints")
+    item["cost_usd"] = f"{float(item['cost_usd']) + 0.05:.2f}"
+
+
+def b_storage_min_barely(p: Plan_) -> None:
+    """Billed 0.05 % short of the tier's minimum duration."""
+    item = _item(p["storage"], "data_class", "retained_checkpoints")
+    item["min_days"] = item["gb_months"] * 730.0 / (item["gb"] * 24.0) * 1.0005
+
+
+CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
+    # case: (plan, break, family printed, rule function)
+    "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
+    "zones": (GRPO, b_zone, "zones", rules_pools.check_zones),
+    "hold": (GRPO, b_hold, "hold", rules_pools.check_hold),
+    "coverage": (GRPO, b_coverage, "coverage", rules_phases.check_coverage),
+    "latency_floor": (GRPO, b_latency_floor, "coverage", rules_phases.check_latency_floors),
+    "spot_stateless": (GRPO, b_spot_stateless, "spot_overhead",
+                       rules_pools.check_spot_overheads),
+    "spot_gang": (GRPO, b_spot_gang, "spot_overhead", rules_pools.check_spot_overheads),
+    "memory": (GRPO, b_memory, "memory", rules_phases.check_memory_fit),
+    "capacity": (GRPO, b_capacity, "capacity", rules_pools.check_capacity),
+    "capacity_spot": (GRPO, b_capacity_spot, "capacity", rules_pools.check_capacity),
+    "makespan": (GRPO, b_makespan, "makespan", rules_costs.check_makespan),
+    "storage_min_days": (GRPO, b_storage, "storage", rules_costs.check_storage),
+    "storage_price": (GRPO, b_storage_price, "storage", rules_costs.check_storage),
+    "network_path": (GRPO, b_network_path, "network", rules_costs.check_network),
+    "network_bytes": (GRPO, b_network_bytes, "network", rules_costs.check_network),
+    "totals_idle": (GRPO, b_totals, "totals", rules_costs.check_totals),
+    "totals_total": (SFT, b_totals_total, "totals", rules_costs.check_totals),
+    "deadline": (OPD, b_deadline, "deadline", rules_costs.check_deadline_budget),
+    "budget": (OPD, b_budget, "budget", rules_costs.check_deadline_budget),
+    "policy": (GRPO, b_policy, "policy", verify.check_policy),
+    "pool_nodes": (GRPO, b_pool_nodes, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_shape": (GRPO, b_pool_shape, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_region": (GRPO, b_alloc_region, "pool_accounting",
+                     rules_pools.check_pool_accounting),
+    "alloc_cost": (GRPO, b_alloc_cost, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_region": (GRPO, b_pool_region, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_cost": (GRPO, b_pool_cost, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_hours": (GRPO, b_alloc_hours, "hold", rules_pools.check_hold),
+    "pool_busy": (GRPO, b_pool_busy, "hold", rules_pools.check_hold),
+    "unknown_pool": (GRPO, b_unknown_pool, "coverage", rules_phases.check_coverage),
+    "usable": (GRPO, b_usable, "memory", rules_phases.check_memory_fit),
+    "multinode": (GRPO, b_multinode, "capacity", rules_pools.check_capacity),
+    "pool_cap": (GRPO, b_pool_cap, "capacity", rules_pools.check_capacity),
+    "shared_cap": (GRPO, b_shared_cap, "capacity", rules_pools.check_capacity),
+    "network_cost": (GRPO, b_network_cost, "network", rules_costs.check_network),
+    "sync_reach": (GRPO, b_sync_reach, "network", rules_costs.check_network),
+    "sync_cross_zone": (GRPO, b_sync_cross_zone, "network", rules_costs.check_network),
+    "totals_network": (GRPO, b_totals_network, "totals", rules_costs.check_network),
+    "totals_compute": (GRPO, b_totals_compute, "totals", rules_costs.check_totals),
+    "totals_storage": (GRPO, b_totals_storage, "totals", rules_costs.check_totals),
+    "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
+    "storage_cents": (GRPO, b_storage_cents, "storage", rules_costs.check_storage),
+    "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
+}
+ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
+               "alloc_region": {"pool_accounting", "policy"},
+               "pool_region": {"pool_accounting", "policy"},
+               "multinode": {"capacity", "pool_accounting"},
+               "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"},
+               "storage_cents": {"storage", "totals"}}
+"""Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
+policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
+policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
+error; a pool's busy hours set its idle cost (totals) and a phase moved to an unknown pool
+leaves its pool's busy hours short (hold)."""
+
+
+def _check(tmp_path: Path, data: Plan_, *extra: str) -> tuple[int, str]:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = runner.invoke(app, ["check", str(path), *extra])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("name", sorted({c[0] for c in CASES.values()}))
+def test_unbroken_plans_pass(name: str, tmp_path: Path) -> None:
+    code, out = _check(tmp_path, _load(name))
+    assert code == 0, out
+    assert out.startswith("ok:")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rule_fires_through_check(case: str, tmp_path: Path) -> None:
+    plan_name, brk, family, rule = CASES[case]
+    good = _load(plan_name)
+    assert rule(Plan.model_validate(good)) == [], "the rule holds on the unbroken plan"
+    bad = copy.deepcopy(good)
+    brk(bad)
+    code, out = _check(tmp_path, bad)
+    assert code == 1, out
+    lines = [x for x in out.splitlines() if x.startswith("violation: ")]
+    assert lines, out
+    fired = {re.match(r"violation: ([a-z_]+)", x).group(1) for x in lines}  # type: ignore
+    assert family in fired, out
+    # exactly that invariant: no other family fires
+    assert fired <= ONLY_FAMILY.get(case, {family}), out
+    got = rule(Plan.model_validate(bad))
+    assert got and all(x.startswith((family, "totals")) for x in got), got
+
+
+def test_spec_match_fires_with_spec(tmp_path: Path) -> None:
+    """``check --spec``: the spec's deadline differs from the plan's (nothing else changed)."""
+    spec = ROOT / "examples" / "sft-8b.yaml"
+    good = _load(SFT)
+    code, out = _check(tmp_path, good, "--spec", str(spec))
+    assert code == 0, out
+    bad = copy.deepcopy(good)
+    bad["deadline_hours"] = (bad["deadline_hours"] or 0) + 10
+    code, out = _check(tmp_path, bad, "--spec", str(spec))
+    assert code == 1
+    assert {x.split(":")[1].strip() for x in out.splitlines() if x.startswith("violation:")} \
+        == {"spec_match"}, out
+    assert "deadline" in out
+
+
+def test_policy_option_fires(tmp_path: Path) -> None:
+    """``check --policy``: a stricter policy than the plan was made under names its rule."""
+    pol = tmp_path / "strict.yaml"
+    pol.write_text("name: strict\nmax_spot_share: 0.0\n", encoding="utf-8")
+    code, out = _check(tmp_path, _load(GRPO), "--policy", str(pol))
+    assert code == 1, out
+    assert "violation: policy strict: max_spot_share" in out
+
+
+def test_no_pools_is_named(tmp_path: Path) -> None:
+    bad = _load(SFT)
+    bad["pools"] = []
+    code, out = _check(tmp_path, bad)
+    assert code == 1
+    assert "violation: pool_accounting: the plan has no pools" in out
+
+
+# ---- the enumeration ---------------------------------------------------------------------------
+
+def _families_in_source() -> set[str]:
+    """Rule family names the verifier's sources print: the word before ``: `` at the start of a
+    string literal (``policy {line}`` for the policy family)."""
+    found: set[str] = set()
+    for mod in (rules_pools, rules_phases, rules_costs, verify):
+        src = inspect.getsource(mod)
+        found |= set(re.findall(r'f?"([a-z_]+): ', src))
+        found |= set(re.findall(r'f"(policy) \{', src))
+    return found
+
+
+def test_every_rule_has_a_firing_case() -> None:
+    rules = {f.__name__ for f in verify.RULES}
+    covered = {c[3].__name__ for c in CASES.values()}
+    assert rules - covered == set(), f"rules without a firing case: {rules - covered}"
+    families = _families_in_source()
+    fired = {c[2] for c in CASES.values()} | {"spec_match"}
+    assert families, "no rule family found in the verifier's sources"
+    assert families - fired == set(), f"rule families without a firing case: {families - fired}"
+    # the module docstring lists the families too
+    doc = verify.__doc__ or ""
+    listed = set(re.findall(r"\* ``([a-z_]+)", doc))
+    assert listed - fired - {"policy"} == set(), listed - fired
+
+
+# ---- spec_match: every branch of verify_against_spec --------------------------------------------
+
+def _spec_sft():
+    from optimizer.spec.project import load_spec
+
+    return load_spec(str(ROOT / "examples" / "sft-8b.yaml"))
+
+
+def _sm_name(p: Plan_) -> None:
+    p["spec_name"] = "other"
+
+
+def _sm_digest(p: Plan_) -> None:
+    p["spec_digest"] = "sha256:" + "0" * 64
+
+
+def _sm_tokens(p: Plan_) -> None:
+    _phase(p, "update")["tokens"] *= 1.01
+
+
+def _sm_precision(p: Plan_) -> None:
+    _phase(p, "update")["precision"] = "int4"
+
+
+def _sm_pool(p: Plan_) -> None:
+    _phase(p, "update")["pool"] = "nowhere"
+
+
+def _sm_gpu(p: Plan_) -> None:
+    _pool(p, "all")["gpu"] = "NoSuchGPU"
+
+
+def _sm_floor(p: Plan_) -> None:
+    _phase(p, "update")["latency_floor_hours"] += 0.5
+
+
+def _sm_busy(p: Plan_) -> None:
+    _phase(p, "update")["busy_hours"] *= 1.01
+
+
+def _sm_rate(p: Plan_) -> None:
+    _phase(p, "update")["tokens_per_node_hour"] *= 1.01
+
+
+def _sm_layout(p: Plan_) -> None:
+    _phase(p, "update")["parallel_layout"]["tp"] = 64
+
+
+def _sm_policy(p: Plan_) -> None:
+    p["policy"] = {"no_such_key": 1}
+
+
+def _sm_effective(p: Plan_) -> None:
+    _phase(p, "update")["usable_node_fraction"] = 0.0
+
+
+SPEC_CASES = {
+    "name": (_sm_name, "plan is for"), "digest": (_sm_digest, "digest differs"),
+    "tokens": (_sm_tokens, "tokens"), "precision": (_sm_precision, "is not allowed"),
+    "pool": (_sm_pool, "unknown pool"), "gpu": (_sm_gpu, "unknown GPU"),
+    "floor": (_sm_floor, "latency floor"), "busy": (_sm_busy, "busy"),
+    "rate": (_sm_rate, "throughput"), "layout": (_sm_layout, "layout"),
+    "policy": (_sm_policy, "not a valid policy"), "effective": (_sm_effective, "no effective"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_spec_match_branches(case: str) -> None:
+    brk, words = SPEC_CASES[case]
+    good = _load(SFT)
+    spec = _spec_sft()
+    assert verify.verify_against_spec(Plan.model_validate(good), spec) == []
+    bad = copy.deepcopy(good)
+    brk(bad)
+    got = verify.verify_against_spec(Plan.model_validate(bad), spec)
+    assert got and all(x.startswith("spec_match: ") for x in got), got
+    assert any(words in x for x in got), got
+
+
+def test_spec_match_when_the_spec_has_no_such_phase() -> None:
+    """A plan phase the spec does not have (an SFT spec against an RL plan's phases)."""
+    got = verify.verify_against_spec(Plan.model_validate(_load(GRPO)), _spec_sft())
+    assert any("has no rollout phase" in x for x in got), got
