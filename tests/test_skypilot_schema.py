@@ -37,8 +37,11 @@ def _schema(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_rendered_tasks_pass_skypilot_schemas(name: str) -> None:
     task_v, res_v = Validator(_schema("task")), Validator(_schema("resources"))
-    tasks = [_yaml_docs(t)[0] for r, t in rendered(name) if r.startswith("skypilot/")]
-    assert tasks
+    # a job group: its header (name, execution, primary_tasks, termination_delay; loaded by
+    # SkyPilot's job-group loader in test_render) and then one task per document
+    tasks = [d for r, t in rendered(name) if r.startswith("skypilot/")
+             for d in _yaml_docs(t)[1:]]
+    assert tasks and all("run" in t for t in tasks)
     for t in tasks:  # as sky.Task.from_yaml_config: None fields dropped, then resources
         task_v.validate({k: v for k, v in t.items() if v is not None})
         res_v.validate({k: v for k, v in t["resources"].items() if v is not None})
