@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from optimizer.core.hardware import HIGH_PRECISIONS
@@ -200,6 +201,14 @@ class _Costs:
         return self.compute + self.storage + self.network
 
 
+def compute_share(costs: _Costs) -> str:
+    """The printed compute cost: the rounded total less the rounded storage and network, so that
+    the printed parts add up to the printed total to the cent (compute, the largest part, takes
+    the rounding: at most 1.5 cents from its exact figure)."""
+    parts = Decimal(usd(costs.storage)) + Decimal(usd(costs.network))
+    return str(Decimal(usd(costs.total)) - parts)
+
+
 def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Costs:
     pools = winner.cands.layout.pools
     compute = sum(chosen[p.name].usd_per_hour * held for p in pools)
@@ -324,7 +333,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     return Plan(
         **_spec_fields(ctx, lay),
         status=Status(optimality.status), objective=objective,
-        total_cost_usd=usd(costs.total), compute_cost_usd=usd(costs.compute),
+        total_cost_usd=usd(costs.total), compute_cost_usd=compute_share(costs),
         storage_cost_usd=usd(costs.storage), storage=costs.storage_items,
         network_cost_usd=usd(costs.network), network=costs.network_items,
         weight_sync_gb_per_node_step=(winner.cands.network.weight_gb
