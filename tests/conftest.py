@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
+
+# CI runs Hypothesis derandomized (the same examples every run: a red CI is reproducible and
+# a green one is not luck); locally each run explores new examples. A failure prints its
+# reproduction blob either way.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
