@@ -227,12 +227,31 @@ def test_spec_mismatch_is_reported(grpo_plan):
     assert any("spec_match" in p for p in problems)
 
 
-@pytest.mark.parametrize("example", ["grpo-7b.yaml", "opd-8b-from-32b.yaml"])
-def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatch):
-    """The per-site staircase drops options before their group's Pareto filter; the frontier
-    (every column, in order) must be exactly the one built without it, on the whole catalog."""
+def _frontier_columns(frontier) -> list:
+    """A pool frontier as plain data: every column, in order, and each option's shape and
+    node sequence (so that groups built twice compare equal)."""
     import numpy as np
 
+    cols = [np.asarray(getattr(frontier, k)).tolist() for k in
+            ("t", "c", "i", "j", "region", "e", "remote", "place")]
+    shapes = []
+    for g, i, j in zip(frontier.gid, frontier.i, frontier.j, strict=True):
+        group = frontier.groups[int(g)]
+        shapes.append((group.provider, group.region, group.gpu, group.gpus_per_node,
+                       tuple(o.key for o in group.nonspot_seq[:int(i)]),
+                       tuple((o.key, o.max_nodes) for o in group.spot_seq[:int(j)])))
+    return [*cols, shapes]
+
+
+@pytest.mark.parametrize("example", ["grpo-7b.yaml", "opd-8b-from-32b.yaml"])
+def test_prefilters_leave_every_frontier_unchanged(example, monkeypatch):
+    """Two filters drop options before a site's exact Pareto filter: the per-group running
+    minimum (``group_filter.prefilter``) and the lowest-level staircase inside
+    ``pareto_mask3``. With both switched off (an infinite margin drops nothing) every frontier
+    of the example on the whole catalog must be exactly the same, columns and order."""
+    import math
+
+    import optimizer.planner.group_filter as group_filter
     import optimizer.planner.pareto as pareto
     from optimizer.planner.engine import prepare
 
@@ -241,14 +260,54 @@ def test_staircase_prefilter_leaves_every_frontier_unchanged(example, monkeypatc
 
     def frontiers():
         ctx = prepare(spec, catalog)
-        return [(name, [np.asarray(getattr(f, k)).tolist() for k in
-                        ("t", "c", "gid", "i", "j", "region", "e", "remote", "place")])
+        return [(name, _frontier_columns(f))
                 for run in ctx.runs for name, f in sorted(run.frontiers.items())]
 
     pruned = frontiers()
-    monkeypatch.setattr(pareto.Staircase, "undominated", lambda self, t, c: np.arange(len(t)))
+    monkeypatch.setattr(group_filter, "PREFILTER_MARGIN", math.inf)
+    monkeypatch.setattr(pareto, "BEATEN_MARGIN", math.inf)
     full = frontiers()
     assert repr(pruned) == repr(full)
+
+
+def test_merged_frontier_equals_a_full_rebuild():
+    """The capacity split search gives pools shares of contested offers and rebuilds only the
+    shapes holding them (``merged_frontier``, with a cache of the other shapes' frontier shared
+    by every split of the region); each result must be the frontier a full build gives,
+    column for column, for every pool of every layout of the OPD example in one region, along
+    a sequence of splits like the search's: one offer, then two, shares of 0 (the offer is
+    dropped) and above (a regression: a share of 0 of one offer and then of two reused the
+    first cached frontier, which still held the second offer)."""
+    from optimizer.planner.engine import prepare
+    from optimizer.planner.frontier import sites_of
+    from optimizer.planner.merged_frontier import merged_frontier
+    from optimizer.planner.pool_frontier import pool_frontier
+
+    spec = load_spec("examples/opd-8b-from-32b.yaml")
+    ctx = prepare(spec, embedded_catalog())
+    offers = [o for o in ctx.offers if (o.provider, o.region) == ("aws", "us-east-2")]
+    sites = sites_of(offers)
+    spot = [o for o in offers if o.capacity_type == "spot" and o.gpu in ("B200", "H100")]
+    x, y = spot[0], next(o for o in spot if o.gpu != spot[0].gpu)
+    cap = spec.placement.max_nodes_per_pool
+    checked = 0
+    for c in ctx.runs:
+        for pool in c.layout.pools:
+            base: dict = {}
+            for shares in ({x.key: 0}, {x.key: 0, y.key: 0}, {x.key: 3}, {x.key: 0, y.key: 2},
+                           {x.key: 7, y.key: 0}, {x.key: 0}):
+                mine = [replace(o, max_nodes=shares[o.key]) if o.key in shares else o
+                        for o in offers]
+                mine = [o for o in mine if o.max_nodes != 0]
+                full, n_full = pool_frontier(ctx.demand, c.layout, pool, mine, cap, sites, {},
+                                             c.network)
+                merged, n_merged = merged_frontier(
+                    ctx.demand, c.layout, pool, mine, cap, sites, frozenset(shares), base,
+                    ("k", pool), {}, c.network)
+                assert n_merged == n_full
+                assert repr(_frontier_columns(merged)) == repr(_frontier_columns(full)), shares
+                checked += len(full.t)
+    assert checked > 0
 
 
 def test_egress_dominance_drops_options_no_plan_would_choose():

@@ -13,10 +13,11 @@ which stays a valid lower bound, and the search stops when the bound exceeds the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from optimizer.planner.fills import over_capacity
-from optimizer.planner.frontier import Candidates, build_candidates
+from optimizer.planner.frontier import Candidates, build_candidates, sites_of
 from optimizer.planner.search import Best, best, rank
 from providers.base import Offer
 
@@ -102,6 +103,68 @@ class _Memo:
     region: int
     frontiers: dict = field(default_factory=dict)
     grids: dict = field(default_factory=dict)
+    evaluated: dict = field(default_factory=dict)
+    """Per (deadline, budget, objective, shares): the region's candidates, their relaxed best
+    and the limit it was searched with."""
+    by_key: dict | None = None
+    keyed: list = field(default_factory=list)
+    sites: list | None = None
+    places: list | None = None
+
+
+def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, budget,
+              objective: str, shares: dict[str, dict[str, int]], memo: _Memo,
+              limit: float = math.inf) -> tuple[Candidates, Best | None]:
+    """The candidates of one region with the given per-pool shares of contested offers, and
+    their relaxed best plan (the offers not yet split are shared freely), or None when it is
+    not below ``limit`` (see :func:`optimizer.planner.search.best`): computed once per shares,
+    and again only for a looser limit."""
+    skey = (deadline, budget, objective,
+            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in shares.items())))
+    hit = memo.evaluated.get(skey)
+    if hit is not None:
+        sub, b, used = hit
+        if b is not None and rank(b, objective)[0] <= used:
+            return sub, b  # the optimum
+        if limit <= used:
+            return sub, None  # no plan below the limit it was searched with, so none below
+        #                       this one either
+        out = sub, best(sub, deadline, budget, objective, limit=limit)
+        memo.evaluated[skey] = (*out, limit)
+        return out
+    layout = c.layout
+    if memo.by_key is None:
+        memo.keyed = [(o.key, o) for o in offers]
+        memo.by_key = dict(memo.keyed)
+        memo.sites = sites_of(offers)
+        memo.places = sorted({(o.provider, o.region) for o in offers})
+    by_key = memo.by_key
+    pool_offers = {}
+    for pool in layout.pools:
+        mine = []
+        for k, o in memo.keyed:
+            if k in shares:
+                n = shares[k].get(pool.name, 0)
+                if n > 0:
+                    mine.append(replace(o, max_nodes=n))
+            else:
+                mine.append(o)
+        pool_offers[pool.name] = mine
+    # a pool's frontier depends only on the shares that restrict it: of offers it may use,
+    # below their cap (a share of the whole cap, or of an offer it cannot use, is no share)
+    share_keys = {pool.name: tuple(sorted(
+        (k, n) for k, v in shares.items()
+        if by_key[k].capacity_type in pool.capacity_types
+        and (n := v.get(pool.name, 0)) < (by_key[k].max_nodes or cap)))
+        for pool in layout.pools}
+    sub = build_candidates(demand, layout, offers, cap, memo.frontiers, pool_offers=pool_offers,
+                           grid_cache=memo.grids, network=c.network, split=_split(c),
+                           share_keys=share_keys, changed=frozenset(shares),
+                           sites=memo.sites, places=memo.places)
+    sub.storage = c.storage
+    out = sub, best(sub, deadline, budget, objective, limit=limit)
+    memo.evaluated[skey] = (*out, limit)
+    return out
 
 
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
@@ -111,32 +174,11 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
 
     ``bound`` holds the rank of the best plan found so far (any region, any split): a split
     whose relaxed best (shares of the offers contested so far, the rest shared freely) does not
-    beat it is pruned, since splitting further only restricts the pools more."""
-    layout = c.layout
-    pool_offers = {}
-    for pool in layout.pools:
-        mine = []
-        for o in offers:
-            if o.key in shares:
-                n = shares[o.key].get(pool.name, 0)
-                if n > 0:
-                    mine.append(replace(o, max_nodes=n))
-            else:
-                mine.append(o)
-        pool_offers[pool.name] = mine
-    # a pool's frontier depends only on the shares that restrict it: of offers it may use,
-    # below their cap (a share of the whole cap, or of an offer it cannot use, is no share)
-    by_key = {o.key: o for o in offers}
-    share_keys = {pool.name: tuple(sorted(
-        (k, n) for k, v in shares.items()
-        if by_key[k].capacity_type in pool.capacity_types
-        and (n := v.get(pool.name, 0)) < (by_key[k].max_nodes or cap)))
-        for pool in layout.pools}
-    sub = build_candidates(demand, layout, offers, cap, memo.frontiers, pool_offers=pool_offers,
-                           grid_cache=memo.grids, network=c.network, split=_split(c),
-                           share_keys=share_keys)
-    sub.storage = c.storage
-    b = best(sub, deadline, budget, objective)
+    beat it is pruned, since splitting further only restricts the pools more. The splits of a
+    contested offer are searched best-first (by their relaxed best), so that the first plan
+    found is usually the optimum and the bound prunes the rest."""
+    sub, b = _evaluate(c, offers, demand, cap, deadline, budget, objective, shares, memo,
+                       bound[0][0] if bound else math.inf)
     if b is None or (bound and rank(b, objective) >= bound[0]):
         return None, True
     contested = [k for k in _contested(sub, b, offers) if k not in shares]
@@ -147,21 +189,29 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
         return None, False
     key = contested[0]
     offer = next(o for o in offers if o.key == key)
-    eligible = [p.name for p in layout.pools
+    eligible = [p.name for p in c.layout.pools
                 if offer.capacity_type != "spot" or p.spot_ok]
     splits = _compositions(offer.max_nodes or cap, len(eligible))
     if len(splits) > MAX_SPLITS:
         return None, False
-    found: Resolved | None = None
-    exact = True
-    for split in splits:
+    children = []
+    for n, split in enumerate(splits):
         new = dict(shares)
         new[key] = dict(zip(eligible, split, strict=True))
-        r, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
-                              depth + 1, memo, bound)
+        kb = _evaluate(c, offers, demand, cap, deadline, budget, objective, new, memo,
+                       bound[0][0] if bound else math.inf)[1]
+        if kb is not None:
+            children.append((rank(kb, objective), n, new))
+    children.sort(key=lambda x: (x[0], x[1]))
+    found: Resolved | None = None
+    exact = True
+    for r, _, new in children:
+        if bound and r >= bound[0]:
+            break  # sorted: no later split can beat the best plan found either
+        res, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
+                                depth + 1, memo, bound)
         exact = exact and ok
-        if r is not None and (found is None or
-                              rank(r.best, objective) < rank(found.best, objective)):
-            found = r
+        if res is not None and (found is None or
+                                rank(res.best, objective) < rank(found.best, objective)):
+            found = res
     return found, exact
-

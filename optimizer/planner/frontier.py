@@ -29,6 +29,7 @@ import numpy as np
 from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.planner.candidates import Layout
+from optimizer.planner.merged_frontier import merged_frontier
 from optimizer.planner.pool_frontier import PoolFrontier, pool_frontier
 from providers.base import Offer
 
@@ -51,15 +52,20 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
                      cache: dict | None = None,
                      pool_offers: dict[str, list[Offer]] | None = None,
                      grid_cache: dict | None = None, network: NetworkModel | None = None,
-                     split: bool = False, share_keys: dict[str, tuple] | None = None
-                     ) -> Candidates:
+                     split: bool = False, share_keys: dict[str, tuple] | None = None,
+                     changed: frozenset[str] = frozenset(),
+                     sites: list[tuple[str, str, str]] | None = None,
+                     places: list[tuple[str, str]] | None = None) -> Candidates:
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
     :mod:`optimizer.planner.capacity`); with ``share_keys`` (per pool, a key naming exactly
     what its ``pool_offers`` are) such frontiers are cached too, so that the splits of a
-    contested cap that give a pool the same share reuse its frontier."""
-    sites = sites_of(offers)
+    contested cap that give a pool the same share reuse its frontier, and ``changed`` (the
+    keys of the offers given in shares) lets a new share re-evaluate only the shapes holding
+    those offers (:func:`optimizer.planner.pool_frontier.merged_frontier`). ``sites`` and
+    ``places`` (:func:`sites_of` the offers, their regions) may be passed when known."""
+    sites = sites if sites is not None else sites_of(offers)
     frontiers: dict[str, PoolFrontier] = {}
     considered = 0
     cache = {} if cache is None else cache
@@ -70,15 +76,20 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
             if share_keys is not None:
                 key = (key, share_keys[pool.name])
             if share_keys is None or key not in cache:
-                cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name], cap,
-                                           sites, grid_cache, network, split)
+                if share_keys is not None and changed and not (split and pool.remote_ok):
+                    cache[key] = merged_frontier(
+                        demand, layout, pool, pool_offers[pool.name], cap, sites, changed,
+                        cache, ("base", key[0]), grid_cache, network)
+                else:
+                    cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name],
+                                               cap, sites, grid_cache, network, split)
         elif key not in cache:
             cache[key] = pool_frontier(demand, layout, pool, offers, cap, sites, grid_cache,
                                        network, split)
         frontiers[pool.name], n = cache[key]
         considered += n
     kept = sum(len(f.t) for f in frontiers.values())
-    places = sorted({(o.provider, o.region) for o in offers})
+    places = places if places is not None else sorted({(o.provider, o.region) for o in offers})
     return Candidates(layout, frontiers, sites, considered, considered - kept, network=network,
                       places=places)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -25,16 +24,17 @@ from optimizer.core.hardware import gpus
 from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate, phase_rates
-from optimizer.planner.busy_grid import BusyGrid, busy_grid, cheapest_first, cumulative
+from optimizer.planner.busy_grid import busy_grid, cheapest_first, cumulative
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from optimizer.planner.pareto import Staircase, egress_dominated, pareto_mask3
+from optimizer.planner.group_filter import CachedGrid, Entries, RawGroup, prefilter, select
+from optimizer.planner.pareto import egress_dominated, pareto_mask3
 from providers.base import Offer
 
 Shape = tuple[str, str, str, int]
 """(provider, region, GPU, GPUs per node): the offers one group draws from."""
 Site = tuple[str, str, str]
 
-_COLUMNS = ("t", "c", "gid", "i", "j", "region", "remote", "e", "place")
+COLUMNS = ("t", "c", "gid", "i", "j", "region", "remote", "e", "place", "rank", "pos")
 
 
 @dataclass
@@ -132,26 +132,18 @@ class PoolFrontier:
         return sites[site], nodes * per_node + fixed, nodes, path
 
 
-class _Entries(NamedTuple):
-    """Options of a group: group index, busy hours, $/h, node counts, remote nodes."""
-
-    gid: int
-    t: np.ndarray
-    c: np.ndarray
-    i: np.ndarray
-    j: np.ndarray
-    level: np.ndarray
-
-
-class _CachedGrid(NamedTuple):
-    grid: BusyGrid
-    i: np.ndarray
-    j: np.ndarray
-    busy: np.ndarray
-    """Busy hours at the valid counts (i, j)."""
+_MISSING = object()
+_PREFILTERED = "prefiltered groups"
+"""Key, in the grid cache, of the groups already evaluated and prefiltered, by what they are
+made of (the pool's context, the shape and the identities of its offers): the capacity split
+search rebuilds a pool's frontier with one offer's cap changed (a new offer object), and every
+other group is reused. Each entry keeps its offers alive, so that an identity is never reused
+by another offer while the cache lives."""
+_PINNED = "offers of groups with no valid count"
+_RATES = "rates"
 
 
-class _Enumerator:
+class Enumerator:
     """Builds one pool's groups; holds what its sites share (rates per shape, spot weights,
     non-spot sequences, busy-time grids) and counts the grid points evaluated."""
 
@@ -159,6 +151,8 @@ class _Enumerator:
                  grid_cache: dict) -> None:
         self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
         self.grid_cache = grid_cache
+        self.prefiltered: dict = grid_cache.setdefault(_PREFILTERED, {})
+        self.pinned: list = grid_cache.setdefault(_PINNED, [])
         eff = demand.spec.efficiency
         self.context = (pool, layout.tail, layout.mode, cap, eff.checkpoint_minutes,
                         eff.restart_minutes,
@@ -174,10 +168,14 @@ class _Enumerator:
         """Per phase of the pool, its rates on this shape (None if a phase cannot run)."""
         key = (gpu_name, gpn)
         if key not in self._rates:
-            rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
-                                 self.layout.policy, colocated=self.layout.mode == "colocated")
-                     for ph in self.pool.phases]
-            self._rates[key] = rates if all(rates) else None
+            shared = (_RATES, self.context, gpu_name, gpn)  # the grid cache's lifetime: one
+            if shared not in self.grid_cache:               # spec and policy (see grid())
+                rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn,
+                                     self.layout.tail, self.layout.policy,
+                                     colocated=self.layout.mode == "colocated")
+                         for ph in self.pool.phases]
+                self.grid_cache[shared] = rates if all(rates) else None
+            self._rates[key] = self.grid_cache[shared]
         return self._rates[key]
 
     def weights(self, spot: list[Offer]) -> list[float]:
@@ -213,7 +211,7 @@ class _Enumerator:
         return local_seq + remote_seq, rem
 
     def grid(self, gpu_name: str, gpn: int, rates: list[list[PhaseRate]], n_nonspot: int,
-             sp_eff: np.ndarray, sp_lam: np.ndarray) -> _CachedGrid:
+             sp_eff: np.ndarray, sp_lam: np.ndarray) -> CachedGrid:
         """The busy-time grid of a shape (cached: it does not depend on prices)."""
         key = (self.context, gpu_name, gpn, n_nonspot, sp_eff.round(12).tobytes(),
                sp_lam.round(15).tobytes() if self.pool.stateful else b"")
@@ -221,14 +219,42 @@ class _Enumerator:
             grid = busy_grid(self.demand, self.pool, rates, gpn, self.cap, n_nonspot, sp_eff,
                              sp_lam)
             ii, jj = np.nonzero(grid.valid)
-            self.grid_cache[key] = _CachedGrid(grid, ii, jj, grid.busy[ii, jj])
+            busy = grid.busy[ii, jj]
+            self.grid_cache[key] = CachedGrid(grid, ii, jj, busy,
+                                               np.argsort(busy, kind="stable"))
         return self.grid_cache[key]
+
+    def cached_or_raw(self, shape: Shape, rates: list[list[PhaseRate]],
+                      parts: tuple[list[Offer], list[Offer], list[Offer]], arrangement: tuple,
+                      slots: list, misses: list) -> int | None:
+        """Index into ``slots`` of the group of this arrangement: filled from the cache, or
+        left None with the evaluated group queued in ``misses`` for :func:`prefilter`; None
+        when no node count is valid."""
+        key = (self.context, shape, arrangement)
+        hit = self.prefiltered.get(key, _MISSING)
+        if hit is None:
+            return None
+        if hit is not _MISSING:
+            group, got, evaluated, _ = hit
+            self.evaluated += evaluated
+            gid = len(self.groups)
+            self.groups.append(group)
+            slots.append((group, got._replace(gid=gid)))
+            return len(slots) - 1
+        raw = self.add_group(shape, rates, *parts)
+        if raw is None:
+            self.prefiltered[key] = None
+            self.pinned.append(parts)
+            return None
+        slots.append(None)
+        misses.append((len(slots) - 1, key, raw, parts))
+        return len(slots) - 1
 
     def add_group(self, shape: Shape, rates: list[list[PhaseRate]], nonspot: list[Offer],
                   local: list[Offer], remote: list[Offer], all_remote: bool = False
-                  ) -> _Entries | None:
-        """Evaluate one arrangement of a shape's offers: every valid grid point (None if none
-        is valid). :meth:`frontier` keeps the Pareto options among them."""
+                  ) -> RawGroup | None:
+        """Evaluate one arrangement of a shape's offers over its grid of node counts (None if
+        no count is valid); :func:`prefilter` and the site's Pareto filter keep its options."""
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
         sp_seq, rem = self.spot_sequence(local, remote)
@@ -236,42 +262,49 @@ class _Enumerator:
         sp_eff = cumulative(self.weights(sp_seq))
         sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
         cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
-        ii, jj, b = cached.i, cached.j, cached.busy
-        self.evaluated += len(ii)
-        if len(ii) == 0:
+        self.evaluated += len(cached.i)
+        if len(cached.i) == 0:
             return None
-        c = ns_cost[ii] + sp_cost[jj]
-        level = (ii + jj) if all_remote else rem[jj]
         gid = len(self.groups)
         self.groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates,
                                  nonspot, local, cached.grid.e_nodes, cached.grid.omega,
                                  cached.grid.picks, rem, all_remote))
-        return _Entries(gid, b, c, ii, jj, level)
+        return RawGroup(gid, cached, ns_cost, sp_cost, rem, all_remote)
 
 
-def _select(got: _Entries, keep: np.ndarray) -> _Entries:
-    return _Entries(got.gid, got.t[keep], got.c[keep], got.i[keep], got.j[keep],
-                    got.level[keep])
+class Columns:
+    """The frontier's arrays, built up group by group (per-group scalars repeated once, at
+    the end)."""
 
-
-class _Columns:
-    """The frontier's arrays, built up group by group."""
+    _ARRAYS = ("t", "c", "i", "j", "remote", "e")
+    _SCALARS = ("gid", "region", "place", "rank")
 
     def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in _COLUMNS}
+        self.parts: dict[str, list] = {k: [] for k in COLUMNS}
+        self.sizes: list[int] = []
 
-    def add(self, got: _Entries, region: int, e: np.ndarray, place: int) -> None:
-        n = len(got.t)
-        for k, v in (("t", got.t), ("c", got.c), ("gid", np.full(n, got.gid)), ("i", got.i),
-                     ("j", got.j), ("region", np.full(n, region)), ("remote", got.level),
-                     ("e", e), ("place", np.full(n, place))):
+    def add(self, got: Entries, region: int, e: np.ndarray, place: int, rank: int = 0
+            ) -> None:
+        """``rank``: the shape's position among the pool's shapes (the columns' order is
+        shape, then site, then position in the group; see
+        :func:`optimizer.planner.merged_frontier.merged_frontier`)."""
+        for k, v in (("t", got.t), ("c", got.c), ("i", got.i), ("j", got.j),
+                     ("remote", got.level), ("e", e), ("gid", got.gid), ("region", region),
+                     ("place", place), ("rank", rank)):
             self.parts[k].append(v)
+        self.sizes.append(len(got.t))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {k: np.concatenate(v) for k, v in self.parts.items()}
+        out = {k: np.concatenate(self.parts[k]) for k in self._ARRAYS}
+        for k in self._SCALARS:
+            out[k] = np.repeat(np.asarray(self.parts[k], dtype=int), self.sizes)
+        sizes = np.asarray(self.sizes, dtype=int)
+        starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+        out["pos"] = np.arange(int(sizes.sum())) - starts
+        return out
 
 
-def _by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
+def by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
     """The pool's offers (capacity types it allows) by shape."""
     out: dict[Shape, list[Offer]] = defaultdict(list)
     for o in offers:
@@ -291,85 +324,81 @@ def _arrangement(group: list[Offer], zone: str, remote_ok: bool
     return nonspot, local, remote
 
 
-def _site_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]], sites: list[Site],
-                  network: NetworkModel | None, cols: _Columns) -> None:
+def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list[Site],
+                  network: NetworkModel | None, cols: Columns,
+                  ranks: dict[Shape, int] | None = None) -> None:
     """Site-bound entries: every shape at every site of its region (sites whose zones hold
-    the same offers share a group).
-
-    Per region, every group is evaluated first (in shape order); the groups are then filtered
-    most promising first (lowest busy hours × $/h), each against the staircase of what its
-    site already kept, so that most points of the weaker groups are dropped before they are
-    sorted; the survivors enter the columns in shape order again, so the frontier and its
-    tie-breaking are those of filtering every group on its own."""
+    the same offers share a group), prefiltered (:func:`prefilter`), in (region, shape, site)
+    order. A group made of the same offers (by value) as one evaluated before for the same
+    pool is taken from the cache (:data:`_PREFILTERED`)."""
     zones: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, site in enumerate(sites):
         zones[site[:2]].append(n)
-    by_region: dict[tuple[str, str], list[tuple[Shape, list[Offer]]]] = defaultdict(list)
+    slots: list[tuple[Group, Entries] | None] = []
+    misses: list[tuple[int, tuple, RawGroup, tuple]] = []
+    placed: list[tuple[Shape, int, int]] = []  # (shape, site, index into slots)
     for shape, group in sorted(shapes.items()):
-        by_region[shape[:2]].append((shape, group))
+        rates = enum.rates(shape[2], shape[3])
+        if rates is None:
+            continue
+        done: dict[tuple, int | None] = {}
+        for s in zones[shape[:2]]:
+            parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
+            arrangement = tuple(tuple(map(id, part)) for part in parts)
+            if arrangement not in done:
+                done[arrangement] = enum.cached_or_raw(shape, rates, parts, arrangement,
+                                                       slots, misses)
+            slot = done[arrangement]
+            if slot is not None:
+                placed.append((shape, s, slot))
+    for (n, key, raw, parts), got in zip(misses, prefilter([m[2] for m in misses]),
+                                         strict=True):
+        g = enum.groups[got.gid]
+        enum.prefiltered[key] = (g, got, len(raw.grid.i), parts)
+        slots[n] = (g, got)
     per_node: dict[str, float] = {}
-    for region, region_shapes in sorted(by_region.items()):
-        stairs = {s: Staircase() for s in zones[region]}
-        raw: list[tuple[Shape, int, _Entries]] = []
-        for shape, group in region_shapes:
-            rates = enum.rates(shape[2], shape[3])
-            if rates is None:
-                continue
-            done: dict[tuple, _Entries | None] = {}
-            for s in zones[region]:
-                parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
-                # offers are alive for the whole call: their identities name the arrangement
-                arrangement = tuple(tuple(map(id, part)) for part in parts)
-                if arrangement not in done:
-                    done[arrangement] = enum.add_group(shape, rates, *parts)
-                got = done[arrangement]
-                if got is not None:
-                    raw.append((shape, s, got))
-        kept: list[_Entries | None] = [None] * len(raw)
-        promise = [float(np.min(got.t * got.c)) for _, _, got in raw]
-        for n in sorted(range(len(raw)), key=lambda n: (promise[n], n)):
-            _, s, got = raw[n]
-            got = _select(got, stairs[s].undominated(got.t, got.c))
-            got = _select(got, pareto_mask3(got.t, got.c, got.level))
-            stairs[s].add(got.t, got.c, got.level)
-            kept[n] = got
-        for (shape, s, _), got in zip(raw, kept, strict=True):
-            if got is None or len(got.t) == 0:
-                continue
-            provider = shape[0]
-            if provider not in per_node and network is not None:
-                per_node[provider] = network.cross_zone_per_node(provider)
-            e_node = per_node.get(provider, 0.0) if enum.pool.remote_ok else 0.0
-            cols.add(got, s, got.level * e_node, -1)
+    for shape, s, n in placed:
+        got = slots[n][1]  # type: ignore[index]
+        if len(got.t) == 0:
+            continue
+        provider = shape[0]
+        if provider not in per_node and network is not None:
+            per_node[provider] = network.cross_zone_per_node(provider)
+        e_node = per_node.get(provider, 0.0) if enum.pool.remote_ok else 0.0
+        cols.add(got, s, got.level * e_node, -1, ranks[shape] if ranks else 0)
 
 
-def _cross_region_entries(enum: _Enumerator, shapes: dict[Shape, list[Offer]],
-                          places: list[tuple[str, str]], cols: _Columns) -> None:
+def _cross_region_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]],
+                          places: list[tuple[str, str]], cols: Columns) -> None:
     """Split plans: per shape, every zone's offers with all nodes remote, to be priced
     against the trainer's site during the search."""
     place_index = {p: n for n, p in enumerate(places)}
+    raws: list[tuple[Shape, RawGroup]] = []
     for shape, group in sorted(shapes.items()):
         rates = enum.rates(shape[2], shape[3])
         if rates is None:
             continue
         nonspot = [o for o in group if o.capacity_type != "spot"]
         spot = [o for o in group if o.capacity_type == "spot"]
-        got = enum.add_group(shape, rates, nonspot, spot, [], all_remote=True)
-        if got is not None:
-            got = _select(got, pareto_mask3(got.t, got.c, got.level))
-            cols.add(got, -1, np.zeros(len(got.t)), place_index[shape[:2]])
+        raw = enum.add_group(shape, rates, nonspot, spot, [], all_remote=True)
+        if raw is not None:
+            raws.append((shape, raw))
+    for (shape, _), got in zip(raws, prefilter([r for _, r in raws]), strict=True):
+        got = select(got, pareto_mask3(got.t, got.c, got.level))
+        cols.add(got, -1, np.zeros(len(got.t)), place_index[shape[:2]])
 
 
-def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
+def per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Indices kept by a Pareto filter in (t, c, remote) within each site and each place;
     at a site where options pay egress, then by
     :func:`optimizer.planner.pareto.egress_dominated` as well."""
     kept: list[np.ndarray] = []
     for key in ("region", "place"):
-        for r in np.unique(arrays[key]):
+        by_site = np.argsort(arrays[key], kind="stable")  # each site's indices, ascending
+        sites, starts = np.unique(arrays[key][by_site], return_index=True)
+        for r, idx in zip(sites, np.split(by_site, starts[1:]), strict=True):
             if r < 0:
                 continue
-            idx = np.nonzero(arrays[key] == r)[0]
             idx = idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx], arrays["remote"][idx])]
             if key == "region" and len(idx) > 1 and float(arrays["e"][idx].max()) > 0:
                 idx = idx[~egress_dominated(arrays["t"][idx], arrays["c"][idx],
@@ -378,7 +407,7 @@ def _per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
     return np.sort(np.concatenate(kept))
 
 
-def _empty(pool: PoolSpec) -> PoolFrontier:
+def empty_frontier(pool: PoolSpec) -> PoolFrontier:
     empty = np.zeros(0)
     ints = empty.astype(int)
     return PoolFrontier(pool, [], empty, empty, ints, ints, ints, ints, empty, ints, ints)
@@ -393,15 +422,16 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
 
     ``grid_cache`` keeps the busy-time grids (which do not depend on prices) across calls,
     e.g. across the price scenarios of a what-if sweep."""
-    shapes = _by_shape(pool, offers)
-    enum = _Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache)
-    cols = _Columns()
-    _site_entries(enum, shapes, sites, network, cols)
+    shapes = by_shape(pool, offers)
+    enum = Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache)
+    cols = Columns()
+    site_entries(enum, shapes, sites, network, cols)
     if split and pool.remote_ok:
         _cross_region_entries(enum, shapes, sorted({s[:2] for s in sites}), cols)
-    if not enum.groups or not cols.parts["t"]:
-        return _empty(pool), enum.evaluated
+    if not enum.groups or not cols.sizes:
+        return empty_frontier(pool), enum.evaluated
     arrays = cols.arrays()
-    sel = _per_site_pareto(arrays)
+    sel = per_site_pareto(arrays)
     return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
         "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), enum.evaluated
+

@@ -256,14 +256,17 @@ def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, d
 
 
 def best(c: Candidates, deadline: float | None, budget: float | None, objective: str,
-         only_region: int | None = None) -> Best | None:
+         only_region: int | None = None, limit: float = np.inf) -> Best | None:
     """The exact optimum of this layout over all regions, or None if nothing is feasible.
 
     Regions are visited in order of a lower bound; once the bound exceeds the best plan found,
-    the remaining regions cannot hold a better one and are skipped.
+    the remaining regions cannot hold a better one and are skipped. With ``limit`` (a cost,
+    or a run time for objective ``time``, that the caller already has a plan for) the search
+    is pruned by it from the start: the result is the optimum when the optimum is below
+    ``limit``; otherwise it is None or some plan no better than ``limit``.
     """
     found: list[tuple[tuple[float, float, int], Best]] = []
-    incumbent = np.inf
+    incumbent = limit
     for bound, region, arrs in _regions_by_bound(c, objective):
         if only_region is not None and region != only_region:
             continue

@@ -1,0 +1,108 @@
+"""A group's options before its site's filter: the grid of node counts priced, and the
+options that another option of the same group beats dropped (:func:`prefilter`).
+
+A *group* is one (provider, region, GPU shape) of one pool arranged around one zone
+(:mod:`optimizer.planner.pool_frontier`); its busy hours over the grid of node counts come
+from :mod:`optimizer.planner.busy_grid` and do not depend on prices, so the groups that share
+a grid are priced and filtered together, one matrix row each.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple
+
+import numpy as np
+
+from optimizer.planner.busy_grid import BusyGrid
+
+
+class Entries(NamedTuple):
+    """Options of a group: group index, busy hours, $/h, node counts, remote nodes."""
+
+    gid: int
+    t: np.ndarray
+    c: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    level: np.ndarray
+
+
+class CachedGrid(NamedTuple):
+    grid: BusyGrid
+    i: np.ndarray
+    j: np.ndarray
+    busy: np.ndarray
+    """Busy hours at the valid counts (i, j)."""
+    order: np.ndarray
+    """Positions of the valid counts by busy hours (stable): the order every group that
+    shares this grid is filtered in, whatever its prices."""
+
+
+class RawGroup(NamedTuple):
+    """A group evaluated but not yet filtered: its grid and the cumulative prices and remote
+    nodes of its node sequences."""
+
+    gid: int
+    grid: CachedGrid
+    ns_cost: np.ndarray
+    sp_cost: np.ndarray
+    rem: np.ndarray
+    all_remote: bool
+
+
+def levels(raw: RawGroup, j: np.ndarray, i: np.ndarray) -> np.ndarray:
+    return (i + j) if raw.all_remote else raw.rem[j]
+
+
+PREFILTER_MARGIN = 1e-9
+"""$/h by which an option must be beaten to be dropped before the site's filter (well above
+the filter's own 1e-12 tie tolerance, so that the prefilter never decides a near-tie)."""
+
+
+def prefilter(raws: list[RawGroup]) -> list[Entries]:
+    """Each group's options that no option *of the same group* with no remote node beats:
+    at least as fast and cheaper per hour by more than :data:`PREFILTER_MARGIN`.
+
+    Such a beaten option is dominated in (busy time, $/h, remote nodes) and would be dropped
+    by the site's Pareto filter anyway
+    (:func:`optimizer.planner.pool_frontier.per_site_pareto`), so dropping it first leaves
+    the frontier unchanged (``tests/test_planner.py`` compares with no prefilter at all). The
+    groups that share a busy-time grid (the same shape and class sizes in other regions and
+    zones) share its order by busy time, so they are filtered together, one row each: the
+    prices of every group and count as one matrix, and a running minimum along each row.
+    The survivors are in (busy time, $/h, remote nodes) order, grid order among equals: the
+    order a Pareto filter returns them in, so ties are broken as without the prefilter."""
+    out: list[Entries | None] = [None] * len(raws)
+    batches: dict[int, list[int]] = defaultdict(list)
+    for n, raw in enumerate(raws):
+        batches[id(raw.grid)].append(n)
+    for members in batches.values():
+        grid = raws[members[0]].grid
+        ii, jj = grid.i[grid.order], grid.j[grid.order]
+        ns = np.stack([raws[n].ns_cost for n in members])
+        sp = np.stack([raws[n].sp_cost for n in members])
+        cost = ns[:, ii] + sp[:, jj]
+        if any(raws[n].all_remote for n in members):  # every node remote: no beater
+            beat = np.full(cost.shape, np.inf)
+        elif any(raws[n].rem[-1] > 0 for n in members):
+            level = np.stack([levels(raws[n], jj, ii) for n in members])
+            beat = np.where(level == 0, cost, np.inf)
+        else:
+            beat = cost
+        run = np.minimum.accumulate(beat, axis=1)
+        prev = np.concatenate((np.full((len(members), 1), np.inf), run[:, :-1]), axis=1)
+        keep = ~(prev < cost - PREFILTER_MARGIN)
+        for row, n in enumerate(members):
+            raw = raws[n]
+            pos = np.sort(grid.order[keep[row]])
+            i, j = grid.i[pos], grid.j[pos]
+            t, c, level = grid.busy[pos], raw.ns_cost[i] + raw.sp_cost[j], levels(raw, j, i)
+            by = np.lexsort((level, c, t))  # the order a Pareto filter returns its survivors in
+            out[n] = Entries(raw.gid, t[by], c[by], i[by], j[by], level[by])
+    return out  # type: ignore[return-value]
+
+
+def select(got: Entries, keep: np.ndarray) -> Entries:
+    return Entries(got.gid, got.t[keep], got.c[keep], got.i[keep], got.j[keep],
+                    got.level[keep])
