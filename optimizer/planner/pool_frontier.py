@@ -16,6 +16,7 @@ exactness argument: :mod:`optimizer.planner.frontier`.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -116,7 +117,11 @@ class PoolFrontier:
             precisions=tuple(precisions), rates=tuple(rates_used),
             overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
             remote_nodes=remote, egress_path=path,
+            disk_usd_per_hour=(i + j) * self.disk_rate(g),
         )
+
+    disk_rate: Callable[[Group], float] = lambda g: 0.0
+    """Boot-disk $/h per node of a group (set by :func:`pool_frontier`)."""
 
     def _egress(self, k: int, g: Group, sites: list[Site], site: int | None,
                 network: NetworkModel | None) -> tuple[Site, float, int, str]:
@@ -164,6 +169,7 @@ class _Enumerator:
                         eff.restart_minutes,
                         demand.spec.placement.multi_node_training_min_gpus_per_node)
         self.table = gpus()
+        self.disk = layout.disks.per_node_hour if layout.disks else lambda p, r: 0.0
         self.groups: list[Group] = []
         self.evaluated = 0
         self._rates: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
@@ -198,15 +204,18 @@ class _Enumerator:
         key = tuple(map(id, nonspot))
         if key not in self._nonspot:
             seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
-            self._nonspot[key] = seq, cumulative(o.usd_per_hour for o in seq)
+            self._nonspot[key] = seq, cumulative(o.usd_per_hour + self.disk(o.provider, o.region)
+                                                 for o in seq)
         return self._nonspot[key]
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
                       ) -> tuple[list[Offer], np.ndarray]:
         """Spot nodes, local ones first, each class cheapest first, and the cumulative number
         of remote nodes among the first 0, 1, ... of them."""
-        local_seq = cheapest_first(local, self.weights(local), self.cap)
-        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq))
+        disk = self.disk(local[0].provider, local[0].region) if local else 0.0
+        local_seq = cheapest_first(local, self.weights(local), self.cap, disk)
+        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq),
+                                     self.disk(remote[0].provider, remote[0].region))
                       if remote else [])
         rem = np.concatenate((np.zeros(len(local_seq) + 1, dtype=int),
                               np.arange(1, len(remote_seq) + 1)))
@@ -232,7 +241,7 @@ class _Enumerator:
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
         sp_seq, rem = self.spot_sequence(local, remote)
-        sp_cost = cumulative(o.usd_per_hour for o in sp_seq)
+        sp_cost = cumulative(o.usd_per_hour + self.disk(provider, region) for o in sp_seq)
         sp_eff = cumulative(self.weights(sp_seq))
         sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
         cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
@@ -403,5 +412,7 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         return _empty(pool), enum.evaluated
     arrays = cols.arrays()
     sel = _per_site_pareto(arrays)
-    return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
-        "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), enum.evaluated
+    out = PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
+        "t", "c", "gid", "i", "j", "region", "e", "remote", "place")))
+    out.disk_rate = lambda g: enum.disk(g.provider, g.region)
+    return out, enum.evaluated
