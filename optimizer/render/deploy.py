@@ -19,9 +19,10 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
 * **Teardown.** The plan bills nodes for the makespan only: the RayCluster is deleted as soon
   as the job ends (``ttlSecondsAfterFinished: 0``), Karpenter removes empty nodes after
   :data:`CONSOLIDATE_AFTER` and GKE pools scale to zero.
-* **Boot disks** are sized to :data:`BOOT_DISK_GB` (the image and a model cache; scratch goes to
-  instance-store NVMe where the type has it) and their cost over the run is shown as a note
-  (the plan does not price them; below 0.4 % of the examples' totals).
+* **Boot disks** are the size the plan priced them at (its pools' ``boot_disk_gb``, the
+  policy's; scratch goes to instance-store NVMe where the type has it), on the volume type of
+  the catalog's block tier (gp3, pd-balanced; SkyPilot ``disk_tier: medium`` is the same pair).
+  A plan of schema < 4 did not price them: they get the default policy's size and a note.
 """
 
 from __future__ import annotations
@@ -38,10 +39,6 @@ RAYJOB_TTL_SECONDS = 0
 """RayCluster deleted as soon as the job finishes (the plan bills no tail)."""
 CONSOLIDATE_AFTER = "30s"
 """Karpenter removes an empty node after this (a node idles at most 30 s after the job)."""
-BOOT_DISK_GB = 100
-BOOT_DISK_USD_PER_GB_MONTH = {"aws": 0.08, "gcp": 0.10}
-"""gp3 (AWS EBS pricing, us-east-1) and pd-balanced (GCP disk pricing, us-central1)."""
-HOURS_PER_MONTH = 730.0
 NO_DEADLINE_FACTOR = 1.5
 EFA_INTERFACES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32,
                   "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1.32xlarge": 8,
@@ -92,13 +89,25 @@ def deadlines(plan: Plan) -> dict[str, int]:
     return {"active": max(3600, math.ceil(hours * 3600)), "pre_running": CAPACITY_WAIT_SECONDS}
 
 
+def boot_disk_gb(plan: Plan, pool: Any) -> int:
+    """The boot disk written for a pool's nodes: the size the plan priced (schema 4), else the
+    default policy's."""
+    if pool.boot_disk_gb > 0:
+        return int(pool.boot_disk_gb)
+    from policies.model import default_policy
+
+    return default_policy().boot_disk_gb
+
+
 def boot_disk_note(plan: Plan) -> str:
-    rate = BOOT_DISK_USD_PER_GB_MONTH.get(plan.provider, 0.10)
-    node_hours = sum(a.nodes * a.hours for p in plan.pools for a in p.allocations)
-    usd = node_hours * BOOT_DISK_GB * rate / HOURS_PER_MONTH
-    share = usd / max(float(plan.total_cost_usd), 1e-9) * 100.0
-    return (f"boot disks: {BOOT_DISK_GB} GB per node, {node_hours:.0f} node-hours ≈ "
-            f"${usd:.2f} ({share:.2f} % of the plan's ${plan.total_cost_usd}; not in its total)")
+    if plan.schema_version >= 4 and all(p.boot_disk_gb > 0 for p in plan.pools):
+        sizes = sorted({p.boot_disk_gb for p in plan.pools})
+        tiers = sorted({p.disk_tier for p in plan.pools if p.disk_tier}) or ["no block tier"]
+        return (f"boot disks: {'/'.join(map(str, sizes))} GB per node on {', '.join(tiers)}, "
+                f"priced in the plan (${plan.disk_cost_usd} of its ${plan.total_cost_usd})")
+    size = boot_disk_gb(plan, plan.pools[0])
+    return (f"boot disks: {size} GB per node (the default policy's); this plan (schema "
+            f"{plan.schema_version}) does not price them: re-plan to include them in its total")
 
 
 def ray_resource(pool: str) -> str:

@@ -116,7 +116,7 @@ def estimate_markdown(report: dict[str, Any]) -> str:
 def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
     """One row per pool (its offers summarised) and a total line."""
     header = ["pool", "phases", "capacity", "instances", "GPU", "nodes", "$/h", "held h",
-              "busy h", "cost $", "idle $"]
+              "busy h", "cost $", "idle $", "disks $"]
     rows: list[list[str]] = []
     for pool in plan.pools:
         prec = {ph.name: ph.precision for ph in plan.phases if ph.pool == pool.name
@@ -131,20 +131,20 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
             " + ".join(f"{k} {n}" for k, n in kinds.items()), where,
             f"{pool.gpu} x {pool.gpus_per_node}", str(pool.nodes), f"{pool.usd_per_hour:,.4g}",
             f"{pool.held_hours:,.2f}", f"{pool.busy_hours:,.2f}", pool.cost_usd,
-            pool.idle_cost_usd,
+            pool.idle_cost_usd, pool.disk_cost_usd,
         ])
     if plan.storage:
         tiers = sorted({i.tier for i in plan.storage})
         rows.append(["storage", f"{len(plan.storage)} data classes", "", ", ".join(tiers), "",
-                     "", "", "", "", plan.storage_cost_usd, ""])
+                     "", "", "", "", plan.storage_cost_usd, "", ""])
     if plan.network:
         flows = sorted({f"{i.flow} {i.path}" for i in plan.network})
         rows.append(["network", f"{len(plan.network)} flows", "", ", ".join(flows), "", "", "",
-                     "", "", plan.network_cost_usd, ""])
+                     "", "", plan.network_cost_usd, "", ""])
     where = f"{plan.provider} {plan.region}" + (f" ({plan.zone})" if plan.zone else "")
     rows.append(["total", "", "", where, "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
-                 plan.total_cost_usd, plan.idle_cost_usd])
+                 plan.total_cost_usd, plan.idle_cost_usd, plan.disk_cost_usd])
     return header, rows
 
 
@@ -156,9 +156,14 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
-        f"${plan.idle_cost_usd}) + storage ${plan.storage_cost_usd} + network "
-        f"${plan.network_cost_usd}; budget "
+        f"${plan.idle_cost_usd}) + disks ${plan.disk_cost_usd} + storage "
+        f"${plan.storage_cost_usd} + network ${plan.network_cost_usd}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
+        "disks: " + ("; ".join(
+            f"{p.name} {p.nodes} x {p.boot_disk_gb} GB on {p.disk_tier or 'no block tier'} "
+            f"(${p.disk_usd_per_gb_month:g}/GB-month, ${p.disk_usd_per_hour:.4f}/h x "
+            f"{p.held_hours:,.2f} h = ${p.disk_cost_usd})" for p in plan.pools
+            if p.boot_disk_gb) or "not priced (plan schema < 4)"),
         "storage: " + ("; ".join(
             f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed"
             + (f" + retrieval {i.retrieval_gb:,.1f} GB x ${i.retrieval_usd_per_gb:g}/GB = "

@@ -51,6 +51,7 @@ def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
                   "delta_usd": d_total, "delta_percent": _pct(new.total_cost_usd,
                                                               base.total_cost_usd)},
         "compute_delta_usd": money_delta(new.compute_cost_usd, base.compute_cost_usd),
+        "disks_delta_usd": money_delta(new.disk_cost_usd, base.disk_cost_usd),
         "storage_delta_usd": money_delta(new.storage_cost_usd, base.storage_cost_usd),
         "network_delta_usd": money_delta(new.network_cost_usd, base.network_cost_usd),
         "zone": {"baseline": base.zone, "scenario": new.zone},
