@@ -30,6 +30,8 @@ from optimizer.render.deploy import (
     boot_disk_note,
     deadlines,
     efa_count,
+    gpudirect_note,
+    placement_notes,
     ray_resource,
     restart_budget,
     site_zone,
@@ -204,8 +206,9 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
         "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
-            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; roles stay on "
-             "their pools once the framework asks its placement groups for them (docs/"
-             "render.md, 'Ray custom resources')"] if len(pinned) > 1 else [])],
+            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; veRL 0.9.1 and "
+             "OpenRLHF 0.11.2 do not ask for them, so roles are held to their pools by shape "
+             "only (docs/render.md, 'Ray custom resources')"] if len(pinned) > 1 else []),
+            *placement_notes(plan), *gpudirect_note(plan)],
         "abort_days": ABORT_MULTIPART_DAYS,
     }

@@ -116,7 +116,7 @@ def estimate_markdown(report: dict[str, Any]) -> str:
 def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
     """One row per pool (its offers summarised) and a total line."""
     header = ["pool", "phases", "capacity", "instances", "GPU", "nodes", "$/h", "held h",
-              "busy h", "cost $", "idle $", "disks $"]
+              "busy h", "cost $", "idle $"]
     rows: list[list[str]] = []
     for pool in plan.pools:
         prec = {ph.name: ph.precision for ph in plan.phases if ph.pool == pool.name
@@ -131,20 +131,27 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
             " + ".join(f"{k} {n}" for k, n in kinds.items()), where,
             f"{pool.gpu} x {pool.gpus_per_node}", str(pool.nodes), f"{pool.usd_per_hour:,.4g}",
             f"{pool.held_hours:,.2f}", f"{pool.busy_hours:,.2f}", pool.cost_usd,
-            pool.idle_cost_usd, pool.disk_cost_usd,
+            pool.idle_cost_usd,
         ])
+    disked = [p for p in plan.pools if p.boot_disk_gb]
+    if disked:
+        tiers = sorted({p.disk_tier or "no block tier" for p in disked})
+        sizes = "/".join(str(g) for g in sorted({p.boot_disk_gb for p in disked}))
+        rows.append(["disks", f"{len(disked)} pools", "",
+                     f"{sum(p.nodes for p in disked)} x {sizes} GB {', '.join(tiers)}", "", "",
+                     "", "", "", plan.disk_cost_usd, ""])
     if plan.storage:
         tiers = sorted({i.tier for i in plan.storage})
         rows.append(["storage", f"{len(plan.storage)} data classes", "", ", ".join(tiers), "",
-                     "", "", "", "", plan.storage_cost_usd, "", ""])
+                     "", "", "", "", plan.storage_cost_usd, ""])
     if plan.network:
         flows = sorted({f"{i.flow} {i.path}" for i in plan.network})
         rows.append(["network", f"{len(plan.network)} flows", "", ", ".join(flows), "", "", "",
-                     "", "", plan.network_cost_usd, "", ""])
+                     "", "", plan.network_cost_usd, ""])
     where = f"{plan.provider} {plan.region}" + (f" ({plan.zone})" if plan.zone else "")
     rows.append(["total", "", "", where, "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
-                 plan.total_cost_usd, plan.idle_cost_usd, plan.disk_cost_usd])
+                 plan.total_cost_usd, plan.idle_cost_usd])
     return header, rows
 
 
