@@ -375,8 +375,8 @@ ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "pol
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
 policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
 policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
-error, and its disks are priced for the other count; a pool's busy hours set its idle cost (totals) and a phase moved to an unknown pool
-leaves its pool's busy hours short (hold)."""
+error, and its disks are priced for the other count; a pool's busy hours set its idle cost
+(totals) and a phase moved to an unknown pool leaves its pool's busy hours short (hold)."""
 
 
 def _check(tmp_path: Path, data: Plan_, *extra: str) -> tuple[int, str]:

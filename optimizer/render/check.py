@@ -133,7 +133,7 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
                       "karpenter.sh/nodepool": d["metadata"]["name"]}
             cls = classes.get(spec["nodeClassRef"]["name"], {})
             limits = d["spec"].get("limits", {})
-            ebs = next((m.get("ebs", {}) for m in cls.get("spec", {}).get(
+            ebs: dict[str, Any] = next((m.get("ebs", {}) for m in cls.get("spec", {}).get(
                 "blockDeviceMappings", []) if m.get("deviceName") == "/dev/xvda"), {})
             pools.append({"where": f"NodePool {d['metadata']['name']}", "labels": labels,
                           "plugin": "aws.amazon.com/neuron" if "aws.amazon.com/neuron" in limits
@@ -314,8 +314,9 @@ def _check_taints(files: dict[str, str], out: list[str]) -> None:
 def _check_disks(plan: Plan, files: dict[str, str], out: list[str]) -> None:
     want = {k8s_label(p.name): (boot_disk_gb(plan, p), VOLUME_TYPE.get(p.disk_tier, ""))
             for p in plan.pools}
-    got = [(p["where"], p["labels"].get("ptplan.io/pool", ""), p["disk_gb"], p["disk_type"],
-            None) for p in _node_pools(files)]
+    got: list[tuple[str, str, int, str, str | None]] = [
+        (p["where"], p["labels"].get("ptplan.io/pool", ""), p["disk_gb"], p["disk_type"], None)
+        for p in _node_pools(files)]
     for rel, text in files.items():
         if rel.startswith("skypilot/"):
             got += [(f"{rel} task {t['name']}",
