@@ -16,7 +16,6 @@ exactness argument: :mod:`optimizer.planner.frontier`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -62,6 +61,8 @@ class Group:
     """Remote nodes among the first j spot nodes (cumulative)."""
     all_remote: bool = False
     """Cross-region entries (split plans): every node is remote."""
+    disk: float = 0.0
+    """Boot-disk $/h of one node (in the cumulative prices)."""
 
 
 def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
@@ -117,11 +118,8 @@ class PoolFrontier:
             precisions=tuple(precisions), rates=tuple(rates_used),
             overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
             remote_nodes=remote, egress_path=path,
-            disk_usd_per_hour=(i + j) * self.disk_rate(g),
+            disk_usd_per_hour=(i + j) * g.disk,
         )
-
-    disk_rate: Callable[[Group], float] = lambda g: 0.0
-    """Boot-disk $/h per node of a group (set by :func:`pool_frontier`)."""
 
     def _egress(self, k: int, g: Group, sites: list[Site], site: int | None,
                 network: NetworkModel | None) -> tuple[Site, float, int, str]:
@@ -254,7 +252,7 @@ class _Enumerator:
         gid = len(self.groups)
         self.groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates,
                                  nonspot, local, cached.grid.e_nodes, cached.grid.omega,
-                                 cached.grid.picks, rem, all_remote))
+                                 cached.grid.picks, rem, all_remote, self.disk(provider, region)))
         return _Entries(gid, b, c, ii, jj, level)
 
 
@@ -412,7 +410,5 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
         return _empty(pool), enum.evaluated
     arrays = cols.arrays()
     sel = _per_site_pareto(arrays)
-    out = PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
-        "t", "c", "gid", "i", "j", "region", "e", "remote", "place")))
-    out.disk_rate = lambda g: enum.disk(g.provider, g.region)
-    return out, enum.evaluated
+    return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
+        "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), enum.evaluated
