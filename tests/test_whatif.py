@@ -202,6 +202,36 @@ def test_storage_rule_changes_storage_cost(serial_runner: Runner) -> None:
     assert sc["effects"][0]["kind"] == "storage"
 
 
+def test_block_tier_rule_reprices_the_boot_disks() -> None:
+    """A what-if on the block tier (``storage.tier=ebs_gp3``) reprices every node's boot disk:
+    the scenario's disk cost scales with the rate, the other storage does not move, and the
+    changes table gets a ``boot disks`` row."""
+    from dataclasses import replace
+
+    from optimizer.whatif.rows import change_rows
+    from providers.embedded import embedded_catalog
+
+    tiers = tuple(replace(t, provider="lab") for t in embedded_catalog().storage_tiers
+                  if t.provider == "aws")
+    cat = replace(small_catalog(), storage_tiers=tiers)
+    s = Setup(small_spec(), cat, default_policy(), timings=False)
+    with Runner(s, workers=1) as r:
+        rep = run_scenarios(s, [Scenario("disks x5", (parse_rule("storage.tier=ebs_gp3 *= 5"),))],
+                            r)
+    base, sc = rep["baseline"], rep["scenarios"][0]
+    assert float(base["disk_cost_usd"]) > 0
+    assert all(p["disk_tier"] == "ebs_gp3" for p in base["pools"])
+    assert sc["changes"]["storage_delta_usd"] == "0.00"
+    disks = sc["changes"]["disks"]
+    assert disks["delta_usd"] == sc["changes"]["disks_delta_usd"]
+    plan_s = sc["plan"]
+    want = sum(p["nodes"] * 200 * 0.4 / 730.0 for p in plan_s["pools"]) * plan_s["makespan_hours"]
+    assert float(disks["scenario_usd"]) == pytest.approx(want, abs=0.005 * len(plan_s["pools"]))
+    assert all(p["disk_usd_per_gb_month"] == pytest.approx(0.4) for p in plan_s["pools"])
+    _, rows = change_rows(sc["changes"])
+    assert any(row[0] == "boot disks" and "$0.4/GB-month" in row[2] for row in rows), rows
+
+
 def test_results_do_not_depend_on_workers() -> None:
     """Process pool (spawn, 2 workers) vs in-process: same plans, same order, same bytes."""
     s = setup()
