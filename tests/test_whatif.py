@@ -35,6 +35,7 @@ from optimizer.whatif.runner import Runner, Setup
 from optimizer.whatif.scenarios import Scenario, run_scenarios
 from optimizer.whatif.sweep import linspace, sweep, sweep_report
 from policies.model import default_policy
+from providers.base import StorageTier
 
 cli = CliRunner()
 SPEC_DATA: dict[str, Any] = {
@@ -143,6 +144,31 @@ def test_sweep_inference_matches_every_point(serial_runner: Runner) -> None:
         assert a["summary"] == b["summary"] and a["switch"] == b["switch"]
         assert abs(float(a["total_cost_usd"]) - float(b["total_cost_usd"])) <= 0.01
         assert a["matched_quantity"] == pytest.approx(b["matched_quantity"])
+
+
+def test_sweep_of_the_disk_rate_infers_what_it_solves() -> None:
+    """A sweep of the block tier's rate: the points it infers (a known plan repriced, its
+    disks included) equal the points solved one by one, totals to the cent, and the matched
+    quantity is the disks' GB-months."""
+    from dataclasses import replace
+
+    tier = StorageTier("lab", "*", "nvme_block", 1.0, 0, 0.0, "block", "test", "U")
+    cat = replace(small_catalog(), storage_tiers=(tier,))
+    s = Setup(small_spec(), cat, default_policy(), timings=False)
+    sel, op = parse_partial("storage.tier=nvme_block *=")
+    values = linspace(0.0, 40.0, 9)
+    with Runner(s, workers=1) as r:
+        b1, p1 = sweep(s, sel, op, values, r)
+        b2, p2 = sweep(s, sel, op, values, r, every_point=True)
+    r1, r2 = sweep_report(s, sel, op, b1, p1), sweep_report(s, sel, op, b2, p2)
+    assert r1["points_solved"] < len(values)
+    for a, b in zip(r1["points"], r2["points"], strict=True):
+        assert a["summary"] == b["summary"]
+        assert abs(float(a["total_cost_usd"]) - float(b["total_cost_usd"])) <= 0.01
+        assert a["matched_quantity"] == pytest.approx(b["matched_quantity"])
+    top = p2[-1].outcome.plan
+    assert r2["points"][-1]["matched_quantity"] == pytest.approx(
+        sum(p.nodes * 200 * p.held_hours / 730.0 for p in top.pools))
 
 
 def test_break_even_brackets_a_real_switch(serial_runner: Runner) -> None:
