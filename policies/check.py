@@ -47,6 +47,11 @@ def check_plan(plan: Any, policy: Policy) -> list[str]:
         if pool.nodes and spot > policy.max_spot_share * pool.nodes + 1e-9:
             v.append(f"max_spot_share: pool {pool.name} has {spot} of {pool.nodes} nodes on spot "
                      f"({spot / pool.nodes:.0%}); the policy allows {policy.max_spot_share:.0%}")
+    if getattr(plan, "schema_version", 0) >= 4:
+        for pool in plan.pools:
+            if pool.boot_disk_gb != policy.boot_disk_gb:
+                v.append(f"boot_disk_gb: pool {pool.name} is priced with {pool.boot_disk_gb} GB "
+                         f"boot disks; the policy asks {policy.boot_disk_gb} GB")
     regions = {(a.provider, a.region) for p in plan.pools for a in p.allocations}
     if not policy.split_regions and len(regions) > 1:
         v.append(f"split_regions: the pools span {len(regions)} regions; the policy keeps a plan "

@@ -90,6 +90,13 @@ class Policy(StrictModel):
     """Whether generation with fp8 or int8 weights may also keep its KV cache in fp8 (vLLM
     ``kv_cache_dtype=fp8``). Off by default: the frameworks keep the KV cache at the model's
     16-bit dtype unless it is asked for, and fp8 KV changes the sampled log-probabilities."""
+    boot_disk_gb: int = Field(default=200, ge=10, le=16384, strict=True)
+    """Boot disk of every node (GB, billed as provisioned GiB): the image (veRL's base image
+    with CUDA, torch and vLLM: tens of GB unpacked, beside its compressed layers) and the model
+    cache (the examples' largest pool loads a 32B teacher, 64 GB in bf16, and an 8B student).
+    The plan prices it at the catalog's block-storage rate for every held node-hour, and
+    ``render`` writes this size (Karpenter ``volumeSize``, GKE ``disk_size_gb``, SkyPilot
+    ``disk_size``). Up to 16,384 GB (the EBS gp3 maximum)."""
     storage: StorageLifecycle = StorageLifecycle()
     budget: BudgetThresholds = BudgetThresholds()
 

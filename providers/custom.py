@@ -77,7 +77,7 @@ class CustomStorage(_Strict):
     usd_per_gb_month: float = Field(ge=0, le=1e9, strict=True)
     min_days: float = Field(default=0, ge=0, le=1e9, strict=True)
     retrieval_usd_per_gb: float = Field(default=0, ge=0, le=1e9, strict=True)
-    access: Literal["ms", "minutes", "hours"] = "ms"
+    access: Literal["ms", "minutes", "hours", "block"] = "ms"
 
 
 class CustomEgress(_Strict):

@@ -261,12 +261,18 @@ STORAGE: tuple[tuple[str, str, float, float, float, str, str], ...] = (
     ("aws", "s3_glacier_instant", 0.004, 90, 0.03, "ms", "V"),
     ("aws", "s3_glacier_flexible", 0.0036, 90, 0.01, "hours", "V"),
     ("aws", "s3_glacier_deep_archive", 0.00099, 180, 0.02, "hours", "S"),
-    ("aws", "ebs_gp3", 0.08, 0, 0.0, "ms", "V"),
+    ("aws", "ebs_gp3", 0.08, 0, 0.0, "block", "V"),
     ("gcp", "gcs_standard", 0.020, 0, 0.0, "ms", "S"),
     ("gcp", "gcs_nearline", 0.010, 30, 0.01, "ms", "S"),
     ("gcp", "gcs_coldline", 0.004, 90, 0.02, "ms", "S"),
     ("gcp", "gcs_archive", 0.0012, 365, 0.05, "ms", "S"),
+    ("gcp", "pd_balanced", 0.10, 0, 0.0, "block", "S"),
 )
+"""Object tiers (access ``ms``/``hours``) price the plan's data classes; ``block`` tiers are
+volumes attached to nodes (boot disks, :mod:`optimizer.costs.disks`) and never hold a data
+class. EBS gp3 $0.08/GB-month (https://aws.amazon.com/ebs/pricing/, us-east-1); GCP
+pd-balanced $0.10/GB-month (https://cloud.google.com/compute/disks-image-pricing,
+us-central1; both bill the provisioned GiB, per second)."""
 EGRESS: tuple[tuple[str, str, float, str], ...] = (
     ("aws", "same_zone", 0.0, "V"),
     ("aws", "cross_zone", 0.02, "S"),  # 0.01 each direction

@@ -142,8 +142,16 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     tried); pools other than rollout use region-level offers and that zone's; the rollout pool
     may use any zone, and each of its nodes outside the trainer's zone pays
     steps × weight GB × the catalog's ``cross_zone`` rate (the model of
-    :mod:`optimizer.costs.network`, restated here; storage and fixed flows are not included)."""
+    :mod:`optimizer.costs.network`, restated here; storage and fixed flows are not included).
+    Every node carries a boot disk of the default policy's size, billed for the run at the
+    provider's cheapest block-storage tier (README "Plan JSON": GB × $/GB-month ÷ 730 per
+    node-hour)."""
     demand = build_demand(spec)
+    disk_gb = default_policy().boot_disk_gb
+    block: dict[str, float] = {}
+    for t in catalog.storage_tiers:
+        if t.access == "block":
+            block[t.provider] = min(block.get(t.provider, math.inf), t.usd_per_gb_month)
     rates_by = {(e.provider, e.path): e.usd_per_gb for e in catalog.egress}
     eff = spec.efficiency
     cap = spec.placement.max_nodes_per_pool
@@ -181,7 +189,8 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                                 gpn < spec.placement.multi_node_training_min_gpus_per_node:
                             continue
                         price = sum(c * o.usd_per_hour for c, o in zip(counts, group,
-                                                                        strict=True))
+                                                                        strict=True)) \
+                            + n * disk_gb * block.get(region[0], 0.0) / 730.0
                         if pool.stateful:
                             lam = sum(c * (o.interruptions_per_hour or 0.0)
                                       for c, o in zip(counts, group, strict=True)

@@ -203,7 +203,7 @@ def test_plan_json_is_byte_identical_across_runs(
 def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     p = grpo_plan
     assert set(p) >= TOP_KEYS, TOP_KEYS - set(p)
-    assert p["schema_version"] == 3
+    assert p["schema_version"] == 4
     assert p["calibration"] == []  # the example measures nothing: the model is uncalibrated
     assert p["spec_name"] == "grpo-7b-math"
     assert p["status"] == "optimal"
@@ -212,8 +212,17 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     assert _money(p["budget_usd"]) == Decimal("25000.00")
     total = _money(p["total_cost_usd"])
     # the printed parts add up to the printed total, to the cent (compute takes the rounding)
-    assert _money(p["compute_cost_usd"]) + _money(p["storage_cost_usd"]) + \
-        _money(p["network_cost_usd"]) == total
+    assert _money(p["compute_cost_usd"]) + _money(p["disk_cost_usd"]) + \
+        _money(p["storage_cost_usd"]) + _money(p["network_cost_usd"]) == total
+    # schema 4: each pool's boot disks, nodes x GB x $/GB-month / 730 for the run
+    disks = Decimal(0)
+    for pool in p["pools"]:
+        assert pool["boot_disk_gb"] == 200 and pool["disk_tier"] == "pd_balanced"
+        rate = pool["nodes"] * 200 * 0.10 / 730.0
+        assert pool["disk_usd_per_hour"] == pytest.approx(rate, abs=1e-9)
+        assert _money(pool["disk_cost_usd"]) == _money(f"{rate * p['makespan_hours']:.2f}")
+        disks += _money(pool["disk_cost_usd"])
+    assert abs(disks - _money(p["disk_cost_usd"])) <= Decimal("0.005") * len(p["pools"])
     # each item and the total are rounded to cents separately: half a cent each at most
     items = sum(_money(i["cost_usd"]) for i in p["storage"])
     assert abs(items - _money(p["storage_cost_usd"])) <= Decimal("0.005") * (len(p["storage"]) + 1)
@@ -261,11 +270,13 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
 
 def test_plan_total_is_sum_of_pool_costs(grpo_plan: dict[str, Any]) -> None:
     pools = sum(_money(pool["cost_usd"]) for pool in grpo_plan["pools"])
-    # each pool rounded to the cent; compute is the balance of three rounded figures
-    slack = Decimal("0.005") * len(grpo_plan["pools"]) + Decimal("0.0151")
+    # each pool rounded to the cent; compute is the balance of four rounded figures
+    slack = Decimal("0.005") * len(grpo_plan["pools"]) + Decimal("0.0201")
     assert abs(pools - _money(grpo_plan["compute_cost_usd"])) <= slack
-    total = pools + _money(grpo_plan["storage_cost_usd"])
-    assert abs(total - _money(grpo_plan["total_cost_usd"])) <= Decimal("0.01")
+    disks = sum(_money(pool["disk_cost_usd"]) for pool in grpo_plan["pools"])
+    total = pools + disks + _money(grpo_plan["storage_cost_usd"])
+    assert abs(total - _money(grpo_plan["total_cost_usd"])) <= Decimal("0.005") * (
+        2 * len(grpo_plan["pools"]) + 2)
     for pool in grpo_plan["pools"]:
         allocs = sum(_money(a["cost_usd"]) for a in pool["allocations"])
         assert abs(allocs - _money(pool["cost_usd"])) <= Decimal("0.01") * len(pool["allocations"])
@@ -387,7 +398,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(grpo_plan)) == []
@@ -445,10 +456,19 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
         ph.pop("parallel_layout", None)
     assert _ok(_invoke("check", _write_json(tmp_path / "v2-ok.json", v2))).stdout \
         .startswith("ok:")
+    v3 = copy.deepcopy(grpo_plan)
+    v3["schema_version"] = 3  # written before boot disks were priced: no disk figures
+    v3["total_cost_usd"] = f"{float(v3['total_cost_usd']) - float(v3.pop('disk_cost_usd')):.2f}"
+    for pool in v3["pools"]:
+        for key in ("boot_disk_gb", "disk_tier", "disk_usd_per_gb_month", "disk_usd_per_hour",
+                    "disk_cost_usd"):
+            pool.pop(key)
+    assert _ok(_invoke("check", _write_json(tmp_path / "v3-ok.json", v3))).stdout \
+        .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 4
-    _assert_error(_invoke("check", _write_json(tmp_path / "v4.json", newer)), 2, "v4.json",
-                  "schema 4", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 5
+    _assert_error(_invoke("check", _write_json(tmp_path / "v5.json", newer)), 2, "v5.json",
+                  "schema 5", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",
@@ -533,8 +553,11 @@ def test_plan_markdown_is_a_markdown_table(
     assert all(r.endswith("|") and r.count("|") - 1 == columns for r in rows)
     storage_rows = 1 if grpo_plan["storage"] else 0
     network_rows = 1 if grpo_plan["network"] else 0
-    # pools, storage, network, total
-    assert len(rows) == len(grpo_plan["pools"]) + storage_rows + network_rows + 1
+    # pools, disks, storage, network, total
+    assert len(rows) == len(grpo_plan["pools"]) + 1 + storage_rows + network_rows + 1
+    disks = rows[len(grpo_plan["pools"])]
+    assert disks.startswith("| disks |") and grpo_plan["disk_cost_usd"] in disks \
+        and "pd_balanced" in disks
     if storage_rows:
         row = rows[-2 - network_rows]
         assert row.startswith("| storage |") and grpo_plan["storage_cost_usd"] in row
@@ -820,8 +843,9 @@ def test_plan_examples(spec: str, name: str, tmp_path: Path) -> None:
     assert p["spec_name"] == name and p["status"] == "optimal"
     assert p["makespan_hours"] <= p["deadline_hours"]
     assert _money(p["total_cost_usd"]) <= _money(p["budget_usd"])
-    pools = sum(_money(pool["cost_usd"]) for pool in p["pools"])
+    pools = sum(_money(pool["cost_usd"]) + _money(pool["disk_cost_usd"]) for pool in p["pools"])
     total = pools + _money(p["storage_cost_usd"])
-    assert abs(total - _money(p["total_cost_usd"])) <= Decimal("0.005") * (len(p["pools"]) + 2)
+    assert abs(total - _money(p["total_cost_usd"])) <= Decimal("0.005") * (
+        2 * len(p["pools"]) + 2)
     result = _ok(_invoke("check", str(out), "--spec", spec))
     assert result.stdout.startswith("ok: ")

@@ -14,7 +14,15 @@ Upstream behaviour modelled here (cited where the test relies on it):
 * Kueue RayJob pod sets (head, submitter, one per worker group): kubernetes-sigs/kueue
   ``pkg/controller/jobs/rayjob/rayjob_controller.go`` (``submitterJobPodSetName``).
 * NVIDIA device plugin default tolerations: NVIDIA/k8s-device-plugin
-  ``deployments/helm/nvidia-device-plugin/values.yaml``.
+  ``deployments/helm/nvidia-device-plugin/values.yaml``; the Neuron device plugin:
+  aws-neuron/aws-neuron-sdk ``src/k8/k8s-neuron-device-plugin.yml`` (``CriticalAddonsOnly``
+  Exists, ``aws.amazon.com/neuron`` Exists NoSchedule); GKE's managed device plugin:
+  GoogleCloudPlatform/container-engine-accelerators ``cmd/nvidia_gpu/device-plugin.yaml``
+  (``operator: Exists`` for NoSchedule and NoExecute: every such taint).
+* veRL 0.9.1 placement groups: ``verl/single_controller/ray/base.py`` (``RayResourcePool``,
+  ``ResourcePoolManager.create_resource_pool``); OpenRLHF 0.11.2: ``openrlhf/trainer/ray/
+  launcher.py``, ``vllm_engine.py``, ``openrlhf/cli/train_ppo_ray.py`` (read from the pinned
+  wheels under ``.frameworks``, never imported).
 """
 
 from __future__ import annotations
@@ -226,6 +234,140 @@ def test_device_plugin_tolerates_every_gpu_taint() -> None:
     assert any(v.startswith("taints:") and "ptplan.io/spot" in v for v in bad)
 
 
+def test_neuron_and_gke_device_plugins_tolerate_their_taints() -> None:
+    """Review against upstream: a Trainium pool is served by the Neuron device plugin, which
+    tolerates ``aws.amazon.com/neuron`` but not ``nvidia.com/gpu``; a GKE pool by GKE's managed
+    plugin, which tolerates every NoSchedule/NoExecute taint (GKE's own ``nvidia.com/gpu=present``
+    included), so an extra GKE taint does not hide GPUs (the pods rule still requires the
+    workers to tolerate it)."""
+    assert check_render(plan_of("opd-aws"), files_of("opd-aws")) == []
+    bad = _mutated("opd-aws", "karpenter/nodepools.yaml",
+                   'taints: [{"effect": "NoSchedule", "key": "aws.amazon.com/neuron"}]',
+                   'taints: [{"effect": "NoSchedule", "key": "nvidia.com/gpu"}]')
+    assert any(v.startswith("taints:") and "aws.amazon.com/neuron device plugin" in v
+               for v in bad), bad
+    rel = "terraform-gcp/node_pools.tf"
+    extra = _mutated("grpo-gcp", rel, "    gvnic {",
+                     '    taint {\n      key    = "ptplan.io/spot"\n      value  = "true"\n'
+                     '      effect = "NO_SCHEDULE"\n    }\n\n    gvnic {')
+    assert not any(v.startswith("taints:") for v in extra), extra
+    assert any(v.startswith("pools:") for v in extra), extra  # workers do not tolerate it
+    from optimizer.render.check import DEVICE_PLUGIN_TOLERATIONS
+
+    gke = DEVICE_PLUGIN_TOLERATIONS["gke"]
+    assert tolerates(gke, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+    assert tolerates(gke, {"key": "ptplan.io/spot", "value": "true", "effect": "NoExecute"})
+    neuron = DEVICE_PLUGIN_TOLERATIONS["aws.amazon.com/neuron"]
+    assert not tolerates(neuron, {"key": "nvidia.com/gpu", "effect": "NoSchedule"})
+
+
+def test_boot_disks_are_priced_and_rendered_as_planned() -> None:
+    """Defect: 500/100 GB boot disks were rendered but not priced. Every pool's disks are in the
+    plan (nodes x GB x $/GB-month / 730 for the held hours, in the total) and every target writes
+    that size on the priced volume type; ``--check`` catches a different size or type."""
+    for name in FIXTURES:
+        plan = plan_of(name)
+        assert plan.schema_version == 4
+        disks = 0.0
+        for pool in plan.pools:
+            assert pool.boot_disk_gb == 200
+            assert pool.disk_tier == ("ebs_gp3" if plan.provider == "aws" else "pd_balanced")
+            assert pool.disk_usd_per_hour == pytest.approx(
+                pool.nodes * 200 * pool.disk_usd_per_gb_month / 730.0)
+            disks += float(pool.disk_cost_usd)
+        assert float(plan.disk_cost_usd) == pytest.approx(disks, abs=0.005 * len(plan.pools))
+        files = files_of(name)
+        for rel, text in files.items():
+            if rel == "karpenter/nodepools.yaml":
+                for d in _docs(text):
+                    if d["kind"] == "EC2NodeClass":
+                        ebs = d["spec"]["blockDeviceMappings"][0]["ebs"]
+                        assert (ebs["volumeSize"], ebs["volumeType"]) == ("200Gi", "gp3")
+            elif rel.endswith("node_pools.tf"):
+                assert text.count("disk_size_gb    = 200") == text.count("node_config {")
+            elif rel.startswith("skypilot/"):
+                for t in _docs(text)[1:]:
+                    assert (t["resources"]["disk_size"], t["resources"]["disk_tier"]) == \
+                        (200, "medium")
+    small = _mutated("grpo-aws", "karpenter/nodepools.yaml", '"volumeSize": "200Gi"',
+                     '"volumeSize": "100Gi"')
+    assert any(v.startswith("disks:") and "100 GB" in v for v in small), small
+    io2 = _mutated("grpo-aws", "karpenter/nodepools.yaml", '"volumeType": "gp3"',
+                   '"volumeType": "io2"')
+    assert any(v.startswith("disks:") and "io2" in v for v in io2), io2
+    ssd = _mutated("grpo-gcp", "terraform-gcp/node_pools.tf", '"pd-balanced"', '"pd-ssd"')
+    assert any(v.startswith("disks:") and "pd-ssd" in v for v in ssd), ssd
+    sky = _mutated("sft-gcp", "skypilot/sft-8b-chat.yaml", "disk_size: 200", "disk_size: 500")
+    assert any(v.startswith("disks:") and "500 GB" in v for v in sky), sky
+    # a plan made before disks were priced: rendered at the default size, with a note
+    old = plan_of("sft-gcp").model_copy(update={"schema_version": 3})
+    ctx = build_context(old, facts_for(old))
+    assert {g["boot_disk_gb"] for g in ctx["groups"]} == {200}
+    assert any("does not price them" in n for n in ctx["deploy_notes"])
+
+
+def test_roles_are_pinned_by_shape_only_and_the_render_says_where_not() -> None:
+    """veRL 0.9.1 builds every Ray resource pool without the one extra bundle key it supports
+    (``RayResourcePool(accelerator_type=...)``, read from the wheel's source), and OpenRLHF
+    0.11.2 asks for ``{"GPU": 1, "CPU": 1}`` bundles: neither requests ``ptplan_pool_*``, and
+    no option reaches them. The render says, per plan, which pools' placement groups also fit
+    another pool's nodes, and when a trainer could start on spot nodes."""
+    import ast
+
+    from test_launch_frameworks import package_dir
+
+    base = (package_dir("verl") / "single_controller" / "ray" / "base.py").read_text(
+        encoding="utf-8")
+    tree = ast.parse(base)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    init = next(f for f in classes["RayResourcePool"].body
+                if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    assert "accelerator_type" in [a.arg for a in init.args.args]
+    assert "bundle[self.accelerator_type] = 1e-4" in base
+    create = next(f for f in classes["ResourcePoolManager"].body
+                  if isinstance(f, ast.FunctionDef) and f.name == "create_resource_pool")
+    calls = [c for c in ast.walk(create) if isinstance(c, ast.Call)
+             and getattr(c.func, "id", "") == "RayResourcePool"]
+    assert calls and all("accelerator_type" not in {k.arg for k in c.keywords} for c in calls)
+    orl = package_dir("openrlhf")
+    for rel in ("trainer/ray/launcher.py", "trainer/ray/vllm_engine.py",
+                "cli/train_ppo_ray.py"):
+        assert '{"GPU": 1, "CPU": 1}' in (orl / rel).read_text(encoding="utf-8"), rel
+    from optimizer.render.deploy import placement_notes
+
+    aws = placement_notes(plan_of("grpo-aws"))  # update p6-b200 x8 beside p4d x8 spot pools
+    assert any(n.startswith("ray placement: pool update's") and "may start on spot nodes of "
+               "rollout, scoring" in n for n in aws), aws
+    trn = placement_notes(plan_of("opd-aws"))  # Trainium pools: Ray neuron_cores, not GPUs
+    assert not any("pool update's" in n for n in trn), trn
+    notes = build_context(plan_of("grpo-aws"), facts_for(plan_of("grpo-aws")))["deploy_notes"]
+    assert any("do not ask for them" in n for n in notes)
+
+
+def test_gke_multi_node_a3_trainers_name_gpudirect() -> None:
+    """A multi-node GKE trainer on A3 High/Mega is priced at the GPUs' scale-out bandwidth,
+    which needs GPUDirect-TCPX(O) multi-networking: not rendered, so a note says so (a single
+    node trains over NVLink and needs none)."""
+    import copy
+
+    from optimizer.render.deploy import gpudirect_note
+
+    plan = plan_of("grpo-gcp")
+    assert gpudirect_note(plan) == []
+    d = plan.model_dump(mode="json")
+    for it, name in (("a3-highgpu-8g", "GPUDirect-TCPX"), ("a3-megagpu-8g", "GPUDirect-TCPXO")):
+        two = copy.deepcopy(d)
+        upd = next(p for p in two["pools"] if p["name"] == "update")
+        upd["nodes"] = 2
+        upd["allocations"][0].update(nodes=2, instance_type=it)
+        notes = gpudirect_note(Plan.model_validate(two))
+        assert len(notes) == 1 and name in notes[0] and "gVNIC only" in notes[0], notes
+    one = copy.deepcopy(d)
+    next(p for p in one["pools"] if p["name"] == "update")["allocations"][0][
+        "instance_type"] = "a3-highgpu-8g"
+    assert gpudirect_note(Plan.model_validate(one)) == []
+
+
 def test_every_pool_in_its_planned_zone() -> None:
     """Defect: update pools were not pinned to the plan's zone (weight sync priced same-zone).
     Every node pool names one zone: the allocation's, or the plan's for region-level rows."""
@@ -254,7 +396,7 @@ def test_one_node_class_per_pool_with_its_cost_tags() -> None:
         cls = classes[np["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
         assert cls["spec"]["tags"]["ptplan-pool"] == \
             np["spec"]["template"]["metadata"]["labels"]["ptplan.io/pool"]
-        assert cls["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == "100Gi"
+        assert cls["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] == "200Gi"
     shared = _mutated("opd-aws-mixed", "karpenter/nodepools.yaml", '"ptplan-pool": "scoring"',
                       '"ptplan-pool": "all"')
     assert any(v.startswith("tags:") and "'all'" in v for v in shared)

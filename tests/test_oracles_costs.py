@@ -92,11 +92,12 @@ def test_small_plan_compute_by_hand(small: Plan) -> None:
 
 def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
     """Each allocation's $/h is the catalog offer's price (looked up by place, type and
-    capacity), each pool holds its nodes for the whole run, compute = Σ pools."""
+    capacity), each pool holds its nodes for the whole run, compute = Σ pools, and each pool's
+    boot disks cost nodes x GB x the block tier's $/GB-month / 730 for the run."""
     p = grpo
     prices = {(o.provider, o.region, o.zone, o.instance_type, o.capacity_type): o.usd_per_hour
               for o in embedded_catalog().offers}
-    total = 0.0
+    total = disks = 0.0
     for pool in p.pools:
         hourly = 0.0
         for a in pool.allocations:
@@ -106,10 +107,19 @@ def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
             assert a.hours == p.makespan_hours
         assert pool.cost_usd == cents(hourly * p.makespan_hours)
         total += hourly * p.makespan_hours
-    # compute is printed as the rounded total less the rounded storage and network (so the
-    # parts add up): within 1.5 cents of the exact Σ pools, and exactly the balance
-    assert abs(float(p.compute_cost_usd) - total) <= 0.0151
-    assert p.compute_cost_usd == str(Decimal(p.total_cost_usd) - Decimal(p.storage_cost_usd)
+        # its boot disks: 200 GB (default policy) x the catalog's block tier (pd-balanced
+        # $0.10/GB-month for this GCP plan) / 730 h, for every held hour
+        block = min(t.usd_per_gb_month for t in embedded_catalog().storage_tiers
+                    if t.provider == pool.provider and t.access == "block")
+        assert block == 0.10 and pool.disk_tier == "pd_balanced"
+        assert pool.disk_cost_usd == cents(pool.nodes * 200 * block / 730.0 * p.makespan_hours)
+        disks += float(pool.disk_cost_usd)
+    assert abs(float(p.disk_cost_usd) - disks) <= 0.005 * len(p.pools)
+    # compute is printed as the rounded total less the rounded disks, storage and network (so
+    # the parts add up): within 2 cents of the exact Σ pools, and exactly the balance
+    assert abs(float(p.compute_cost_usd) - total) <= 0.0201
+    assert p.compute_cost_usd == str(Decimal(p.total_cost_usd) - Decimal(p.disk_cost_usd)
+                                     - Decimal(p.storage_cost_usd)
                                      - Decimal(p.network_cost_usd))
 
 

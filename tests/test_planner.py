@@ -71,6 +71,35 @@ def test_random_instances_match_brute_force(h100_od, h100_spot, l4_od, l4_spot, 
     assert_matches_brute_force(spec, catalog, objective)
 
 
+def test_boot_disks_are_optimised_and_match_brute_force():
+    """Boot disks are a per-node price: an expensive block tier moves the plan to fewer nodes,
+    and the planner still finds the brute force's optimum (which prices every node's disk)."""
+    from providers.base import StorageTier
+
+    spec = small_spec(sla={"deadline_hours": 40.0})
+    base = small_catalog()
+    # half-size H100 nodes at 49 % of the full node's price: without disks a pool of them is a
+    # little cheaper per GPU; with a dear disk on every node, fewer, larger nodes win
+    half = tuple(offer(o.region, "h100x4", "H100", 4, o.capacity_type, o.usd_per_hour * 0.49,
+                       o.max_nodes, o.interruptions_per_hour, o.zone)
+                 for o in base.offers if o.instance_type == "h100x8")
+    base = replace(base, offers=base.offers + half)
+    free = assert_matches_brute_force(spec, base)
+    tier = StorageTier("lab", "*", "nvme_block", 40.0, 0, 0.0, "block", "test", "U")
+    dear = assert_matches_brute_force(spec, replace(base, storage_tiers=(tier,)))
+    assert free is not None and dear is not None
+    assert float(free.disk_cost_usd) == 0.0 and free.warnings[-1].startswith(
+        "catalog test has no block-storage tier for lab")
+    per_node = 200 * 40.0 / 730.0
+    for pool in dear.pools:
+        assert pool.disk_tier == "nvme_block" and pool.boot_disk_gb == 200
+        assert pool.disk_usd_per_hour == pytest.approx(pool.nodes * per_node)
+    assert sum(p.nodes for p in dear.pools) < sum(p.nodes for p in free.pools)
+    assert float(dear.total_cost_usd) == pytest.approx(
+        sum(float(x) for x in (dear.compute_cost_usd, dear.disk_cost_usd,
+                               dear.storage_cost_usd, dear.network_cost_usd)), abs=1e-9)
+
+
 def test_budget_constraint_and_time_objective_match_brute_force():
     spec = small_spec(sla={"deadline_hours": None}, budget={"max_usd": 80.0})
     catalog = small_catalog()

@@ -75,7 +75,8 @@ def test_rl_example_archives_cold_and_restores_fast():
     items = {i.data_class: i for i in p.storage}
     assert items["hot_checkpoints"].tier.endswith("standard")
     assert items["archived_checkpoints"].tier in ("gcs_archive", "s3_glacier_deep_archive")
-    total = float(p.compute_cost_usd) + float(p.storage_cost_usd) + float(p.network_cost_usd)
+    total = float(p.compute_cost_usd) + float(p.disk_cost_usd) + float(p.storage_cost_usd) + \
+        float(p.network_cost_usd)
     assert float(p.total_cost_usd) == pytest.approx(total, abs=0.011)
     assert verify_plan(p) == []
 

@@ -282,6 +282,38 @@ def b_storage_min_barely(p: Plan_) -> None:
     item["min_days"] = item["gb_months"] * 730.0 / (item["gb"] * 24.0) * 1.0005
 
 
+def b_disks_rate(p: Plan_) -> None:
+    """A pool's disk $/h is not nodes × GB × $/GB-month ÷ 730 (its cost follows the wrong rate)."""
+    pool = _pool(p, "scoring")
+    pool["disk_usd_per_hour"] *= 2
+    _set_disk_cost(p, pool, pool["disk_usd_per_hour"] * p["makespan_hours"])
+
+
+def b_disks_cost(p: Plan_) -> None:
+    """A pool's disks billed for less than its held hours (the totals follow)."""
+    _set_disk_cost(p, _pool(p, "update"), _pool(p, "update")["disk_usd_per_hour"]
+                   * p["makespan_hours"] / 2)
+
+
+def b_disks_total(p: Plan_) -> None:
+    """The plan's disk total is not the pools' sum (the total follows it)."""
+    p["disk_cost_usd"] = f"{float(p['disk_cost_usd']) + 1:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
+
+
+def b_disks_tier(p: Plan_) -> None:
+    """Disks priced at a rate without naming the tier it comes from."""
+    _pool(p, "rollout")["disk_tier"] = ""
+
+
+def _set_disk_cost(p: Plan_, pool: dict[str, Any], usd: float) -> None:
+    """Move one pool's disk cost and carry it into the plan's disk total and total."""
+    delta = round(usd, 2) - float(pool["disk_cost_usd"])
+    pool["disk_cost_usd"] = f"{round(usd, 2):.2f}"
+    p["disk_cost_usd"] = f"{float(p['disk_cost_usd']) + delta:.2f}"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + delta:.2f}"
+
+
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
     # case: (plan, break, family printed, rule function)
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
@@ -328,18 +360,23 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
     "storage_cents": (GRPO, b_storage_cents, "storage", rules_costs.check_storage),
     "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
+    "disks_rate": (GRPO, b_disks_rate, "disks", rules_costs.check_disks),
+    "disks_cost": (OPD, b_disks_cost, "disks", rules_costs.check_disks),
+    "disks_total": (SFT, b_disks_total, "totals", rules_costs.check_disks),
+    "disks_tier": (GRPO, b_disks_tier, "disks", rules_costs.check_disks),
 }
 ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
                "alloc_region": {"pool_accounting", "policy"},
                "pool_region": {"pool_accounting", "policy"},
-               "multinode": {"capacity", "pool_accounting"},
+               "multinode": {"capacity", "pool_accounting", "disks"},
+               "pool_nodes": {"pool_accounting", "disks"},
                "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"},
                "storage_cents": {"storage", "totals"}}
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
 policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
 policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
-error; a pool's busy hours set its idle cost (totals) and a phase moved to an unknown pool
-leaves its pool's busy hours short (hold)."""
+error, and its disks are priced for the other count; a pool's busy hours set its idle cost
+(totals) and a phase moved to an unknown pool leaves its pool's busy hours short (hold)."""
 
 
 def _check(tmp_path: Path, data: Plan_, *extra: str) -> tuple[int, str]:
@@ -397,6 +434,21 @@ def test_policy_option_fires(tmp_path: Path) -> None:
     code, out = _check(tmp_path, _load(GRPO), "--policy", str(pol))
     assert code == 1, out
     assert "violation: policy strict: max_spot_share" in out
+
+
+def test_boot_disk_policy_fires(tmp_path: Path) -> None:
+    """``check --policy``: a policy asking other boot disks than the plan priced names
+    ``boot_disk_gb``; a plan whose pool lost its disk size fails ``disks`` too."""
+    pol = tmp_path / "disks.yaml"
+    pol.write_text("name: disks\nextends: default\nboot_disk_gb: 500\n", encoding="utf-8")
+    code, out = _check(tmp_path, _load(GRPO), "--policy", str(pol))
+    assert code == 1, out
+    assert "violation: policy disks: boot_disk_gb: pool rollout is priced with 200 GB" in out
+    bad = _load(SFT)
+    _pool(bad, "all")["boot_disk_gb"] = 0
+    code, out = _check(tmp_path, bad)
+    assert code == 1, out
+    assert "violation: disks: pool all has no boot disk size" in out
 
 
 def test_no_pools_is_named(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from optimizer.whatif.runner import Runner, Setup
 from optimizer.whatif.scenarios import Scenario, run_scenarios
 from optimizer.whatif.sweep import linspace, sweep, sweep_report
 from policies.model import default_policy
+from providers.base import StorageTier
 
 cli = CliRunner()
 SPEC_DATA: dict[str, Any] = {
@@ -145,6 +146,31 @@ def test_sweep_inference_matches_every_point(serial_runner: Runner) -> None:
         assert a["matched_quantity"] == pytest.approx(b["matched_quantity"])
 
 
+def test_sweep_of_the_disk_rate_infers_what_it_solves() -> None:
+    """A sweep of the block tier's rate: the points it infers (a known plan repriced, its
+    disks included) equal the points solved one by one, totals to the cent, and the matched
+    quantity is the disks' GB-months."""
+    from dataclasses import replace
+
+    tier = StorageTier("lab", "*", "nvme_block", 1.0, 0, 0.0, "block", "test", "U")
+    cat = replace(small_catalog(), storage_tiers=(tier,))
+    s = Setup(small_spec(), cat, default_policy(), timings=False)
+    sel, op = parse_partial("storage.tier=nvme_block *=")
+    values = linspace(0.0, 40.0, 9)
+    with Runner(s, workers=1) as r:
+        b1, p1 = sweep(s, sel, op, values, r)
+        b2, p2 = sweep(s, sel, op, values, r, every_point=True)
+    r1, r2 = sweep_report(s, sel, op, b1, p1), sweep_report(s, sel, op, b2, p2)
+    assert r1["points_solved"] < len(values)
+    for a, b in zip(r1["points"], r2["points"], strict=True):
+        assert a["summary"] == b["summary"]
+        assert abs(float(a["total_cost_usd"]) - float(b["total_cost_usd"])) <= 0.01
+        assert a["matched_quantity"] == pytest.approx(b["matched_quantity"])
+    top = p2[-1].outcome.plan
+    assert r2["points"][-1]["matched_quantity"] == pytest.approx(
+        sum(p.nodes * 200 * p.held_hours / 730.0 for p in top.pools))
+
+
 def test_break_even_brackets_a_real_switch(serial_runner: Runner) -> None:
     s = setup()
     sel = parse_selector("capacity_type=spot")
@@ -200,6 +226,36 @@ def test_storage_rule_changes_storage_cost(serial_runner: Runner) -> None:
     assert float(base["storage_cost_usd"]) > 0
     assert float(sc["changes"]["storage_delta_usd"]) > 0
     assert sc["effects"][0]["kind"] == "storage"
+
+
+def test_block_tier_rule_reprices_the_boot_disks() -> None:
+    """A what-if on the block tier (``storage.tier=ebs_gp3``) reprices every node's boot disk:
+    the scenario's disk cost scales with the rate, the other storage does not move, and the
+    changes table gets a ``boot disks`` row."""
+    from dataclasses import replace
+
+    from optimizer.whatif.rows import change_rows
+    from providers.embedded import embedded_catalog
+
+    tiers = tuple(replace(t, provider="lab") for t in embedded_catalog().storage_tiers
+                  if t.provider == "aws")
+    cat = replace(small_catalog(), storage_tiers=tiers)
+    s = Setup(small_spec(), cat, default_policy(), timings=False)
+    with Runner(s, workers=1) as r:
+        rep = run_scenarios(s, [Scenario("disks x5", (parse_rule("storage.tier=ebs_gp3 *= 5"),))],
+                            r)
+    base, sc = rep["baseline"], rep["scenarios"][0]
+    assert float(base["disk_cost_usd"]) > 0
+    assert all(p["disk_tier"] == "ebs_gp3" for p in base["pools"])
+    assert sc["changes"]["storage_delta_usd"] == "0.00"
+    disks = sc["changes"]["disks"]
+    assert disks["delta_usd"] == sc["changes"]["disks_delta_usd"]
+    plan_s = sc["plan"]
+    want = sum(p["nodes"] * 200 * 0.4 / 730.0 for p in plan_s["pools"]) * plan_s["makespan_hours"]
+    assert float(disks["scenario_usd"]) == pytest.approx(want, abs=0.005 * len(plan_s["pools"]))
+    assert all(p["disk_usd_per_gb_month"] == pytest.approx(0.4) for p in plan_s["pools"])
+    _, rows = change_rows(sc["changes"])
+    assert any(row[0] == "boot disks" and "$0.4/GB-month" in row[2] for row in rows), rows
 
 
 def test_results_do_not_depend_on_workers() -> None:

@@ -1,8 +1,9 @@
-"""Verifier rules on the run and its cost: ``makespan``, ``storage``, ``network``, ``totals``,
-``deadline`` and ``budget`` (see :mod:`optimizer.plan.verify`)."""
+"""Verifier rules on the run and its cost: ``makespan``, ``disks``, ``storage``, ``network``,
+``totals``, ``deadline`` and ``budget`` (see :mod:`optimizer.plan.verify`)."""
 
 from __future__ import annotations
 
+from optimizer.costs.disks import disk_usd_per_hour
 from optimizer.costs.network import path_between
 from optimizer.plan.rules_base import REL, close, money
 from optimizer.plan.rules_pools import pool_price
@@ -21,6 +22,33 @@ def check_makespan(plan: Plan) -> list[str]:
         return [f"makespan: run {held} h != {want:.6f} h from pool busy times "
                 f"({plan.pipeline_mode})"]
     return []
+
+
+def check_disks(plan: Plan) -> list[str]:
+    """Schema 4: every pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per hour, for its
+    held hours; every pool has a disk size (the plan's policy says which, :mod:`policies.check`);
+    the plan's disk cost is the sum of the pools'."""
+    if plan.schema_version < 4:
+        return []
+    v: list[str] = []
+    total = 0.0
+    for pool in plan.pools:
+        if pool.boot_disk_gb <= 0:
+            v.append(f"disks: pool {pool.name} has no boot disk size")
+        rate = disk_usd_per_hour(pool.nodes, pool.boot_disk_gb, pool.disk_usd_per_gb_month)
+        if not close(pool.disk_usd_per_hour, rate, abs_=1e-9):
+            v.append(f"disks: pool {pool.name} disks ${pool.disk_usd_per_hour:.6f}/h != nodes x "
+                     f"GB x $/GB-month / 730 = {rate:.6f}")
+        want = pool.disk_usd_per_hour * plan.makespan_hours
+        if not close(money(pool.disk_cost_usd), want, abs_=0.006):
+            v.append(f"disks: pool {pool.name} disks {pool.disk_cost_usd} != $/h x held hours "
+                     f"= {want:.2f}")
+        if pool.disk_usd_per_gb_month > 0 and not pool.disk_tier:
+            v.append(f"disks: pool {pool.name} prices its disks without naming a tier")
+        total += money(pool.disk_cost_usd)
+    if not close(money(plan.disk_cost_usd), total, abs_=0.006 * (len(plan.pools) + 1)):
+        v.append(f"totals: disks {plan.disk_cost_usd} != {total:.2f} from the pools")
+    return v
 
 
 def check_storage(plan: Plan) -> list[str]:
@@ -90,7 +118,7 @@ def _weight_sync_reach(plan: Plan, sync_nodes: dict[str, int]) -> list[str]:
 
 
 def check_totals(plan: Plan) -> list[str]:
-    """Compute = Σ pools; storage = Σ its items; total = compute + storage + network;
+    """Compute = Σ pools; storage = Σ its items; total = compute + disks + storage + network;
     idle = Σ idle; phase costs + idle = compute."""
     v: list[str] = []
     held = plan.makespan_hours
@@ -102,18 +130,21 @@ def check_totals(plan: Plan) -> list[str]:
         price = pool_price(pool)
         compute += price * held
         idle += price * max(0.0, held - pool.busy_hours)
-    # compute takes the rounding of the parts (they add up to the printed total): 1.5 cents
-    if not close(money(plan.compute_cost_usd), compute, abs_=0.0151):
+    # compute takes the rounding of the parts (they add up to the printed total): 2 cents
+    if not close(money(plan.compute_cost_usd), compute, abs_=0.0201):
         v.append(f"totals: compute {plan.compute_cost_usd} != {compute:.2f}")
     storage = 0.0
     for item in plan.storage:
         storage += money(item.cost_usd)
     if not close(money(plan.storage_cost_usd), storage, abs_=0.006 * (len(plan.storage) + 1)):
         v.append(f"totals: storage {plan.storage_cost_usd} != {storage:.2f} from its items")
-    total = money(plan.compute_cost_usd) + money(plan.storage_cost_usd) + \
-        money(plan.network_cost_usd)
-    if not close(money(plan.total_cost_usd), total, abs_=0.0151):  # four roundings
-        v.append(f"totals: total {plan.total_cost_usd} != compute + storage + network "
+    total = money(plan.compute_cost_usd) + money(plan.disk_cost_usd) + \
+        money(plan.storage_cost_usd) + money(plan.network_cost_usd)
+    # the parts add up to the cent (compute is the balance); plans before schema 4 were
+    # written with four separate roundings
+    if not close(money(plan.total_cost_usd), total,
+                 abs_=0.0051 if plan.schema_version >= 4 else 0.0151):
+        v.append(f"totals: total {plan.total_cost_usd} != compute + disks + storage + network "
                  f"{total:.2f}")
     if not close(money(plan.idle_cost_usd), idle, abs_=0.01):
         v.append(f"totals: idle {plan.idle_cost_usd} != {idle:.2f}")

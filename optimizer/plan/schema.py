@@ -10,7 +10,12 @@ Schema history (see README "Plan JSON"):
 * 1 = first release;
 * 2 = ``capacity_type``, ``status``, network ``path`` and ``flow`` are closed vocabularies
   (:mod:`optimizer.core.kinds`; the same strings as before), and ``lifecycle`` is required:
-  ``ptplan render`` reads the checkpoint cadence and data lifecycle from it.
+  ``ptplan render`` reads the checkpoint cadence and data lifecycle from it;
+* 3 = phases record their parallel layout and engine, ``calibration``;
+* 4 = boot disks are priced: per pool ``boot_disk_gb``, ``disk_tier``,
+  ``disk_usd_per_gb_month``, ``disk_usd_per_hour`` and ``disk_cost_usd``, and the plan's
+  ``disk_cost_usd``; total = compute + disks + storage + network (compute stays the instances
+  alone, and phase costs + idle still add up to it). Older plans read as disks unpriced ($0).
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -36,11 +41,12 @@ from pydantic import (
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema plans are written with; plans of schema 1 to this one are read. 3: phases record
 their parallel layout (training) and engine (generation); ``calibration`` lists the measured
 cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
-size (generation drains, so it is not one number per node shape)."""
+size (generation drains, so it is not one number per node shape). 4: boot disks are priced
+(per pool and in the total)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
 __all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
@@ -153,10 +159,20 @@ class PoolPlan(StrictModel):
     busy_hours: float
     idle_hours: float
     usd_per_hour: float
+    """The instances' $/h (Σ allocations); the boot disks are apart (``disk_usd_per_hour``)."""
     cost_usd: Money
     idle_cost_usd: Money
     gang_overhead_fraction: float
     allocations: list[Allocation]
+    boot_disk_gb: int = 0
+    """Schema 4: the boot disk of each node (the policy's ``boot_disk_gb``; 0 in older plans)."""
+    disk_tier: str = ""
+    """The catalog's block-storage tier the disks are priced at (empty: no block tier, $0)."""
+    disk_usd_per_gb_month: float = 0.0
+    disk_usd_per_hour: float = 0.0
+    """nodes × boot_disk_gb × disk_usd_per_gb_month ÷ 730."""
+    disk_cost_usd: Money = "0.00"
+    """disk_usd_per_hour × held_hours: the disks are billed while the nodes are held."""
 
 
 class StorageItem(StrictModel):
@@ -256,6 +272,8 @@ class Plan(StrictModel):
     compute_cost_usd: Money
     storage_cost_usd: Money = "0.00"
     network_cost_usd: Money = "0.00"
+    disk_cost_usd: Money = "0.00"
+    """Schema 4: the nodes' boot disks (Σ pools' ``disk_cost_usd``)."""
     idle_cost_usd: Money
     makespan_hours: Hours
     deadline_hours: float | None

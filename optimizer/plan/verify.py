@@ -19,14 +19,17 @@ Nothing here calls the optimiser or reads the catalog. From the plan's own figur
   where allowed.
 * ``policy ...``: every rule of the policy the plan was made under (:mod:`policies.check`).
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
-* ``totals``: compute = Σ pools; total = compute + storage + network; idle = Σ idle; phase
-  costs + idle = compute.
+* ``disks`` (schema 4): each pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per held
+  hour; the plan's disk cost is the pools' sum.
+* ``totals``: compute = Σ pools; total = compute + disks + storage + network; idle = Σ idle;
+  phase costs + idle = compute.
 * ``deadline``, ``budget``.
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
 :mod:`optimizer.plan.rules_phases` (coverage, latency floors, memory),
-:mod:`optimizer.plan.rules_costs` (makespan, storage, network, totals, deadline and budget).
+:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, totals, deadline and
+budget).
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
@@ -40,6 +43,7 @@ from collections.abc import Callable
 from optimizer.plan.rules_base import close as _close
 from optimizer.plan.rules_costs import (
     check_deadline_budget,
+    check_disks,
     check_makespan,
     check_network,
     check_storage,
@@ -63,7 +67,8 @@ def check_policy(plan: Plan) -> list[str]:
 
 RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
-    check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_storage,
+    check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_disks,
+    check_storage,
     check_network, check_totals, check_deadline_budget, check_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""

@@ -116,7 +116,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
             "deadline_hours": hours(d), "total_cost_usd": p.total_cost_usd,
             "makespan_hours": p.makespan_hours, "pipeline_mode": p.pipeline_mode,
             "layout": p.layout, "provider": p.provider, "region": p.region, "zone": p.zone,
-            "network_cost_usd": p.network_cost_usd,
+            "network_cost_usd": p.network_cost_usd, "disk_cost_usd": p.disk_cost_usd,
             "pools": [f"{pool.name}: {pool.nodes} x {pool.gpu} x {pool.gpus_per_node} "
                       f"({'+'.join(sorted({a.capacity_type for a in pool.allocations}))})"
                       for pool in p.pools],

@@ -89,18 +89,36 @@ def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> L
     return min(solved, key=key)
 
 
-def _pool_plan(ctx: Context, pool: PoolSpec, opt: PoolOption, held: float) -> PoolPlan:
-    """A pool held for the whole run: its nodes, busy and idle time and cost."""
+def compute_rate(opt: PoolOption) -> float:
+    """The instances' $/h of an option (its price less its boot disks)."""
+    return sum(o.usd_per_hour * n for o, n in opt.fill)
+
+
+def _disk_fields(lay: Layout, opt: PoolOption, held: float) -> dict[str, Any]:
+    """The pool's boot disks: size, tier, rate and cost over the held time."""
+    tier = lay.disks.tier(opt.provider, opt.region) if lay.disks is not None else None
+    gb = lay.disks.gb if lay.disks is not None else lay.policy.boot_disk_gb
+    return dict(boot_disk_gb=gb, disk_tier=tier.tier if tier else "",
+                disk_usd_per_gb_month=tier.usd_per_gb_month if tier else 0.0,
+                disk_usd_per_hour=round(opt.disk_usd_per_hour, 9),
+                disk_cost_usd=usd(opt.disk_usd_per_hour * held))
+
+
+def _pool_plan(ctx: Context, lay: Layout, pool: PoolSpec, opt: PoolOption, held: float
+               ) -> PoolPlan:
+    """A pool held for the whole run: its nodes, busy and idle time and cost (instances), and
+    its boot disks."""
     idle = max(0.0, held - opt.busy_hours)
+    rate = compute_rate(opt)
     return PoolPlan(
         name=pool.name, phases=list(pool.phases) + [p for p, _ in pool.stall_parts],
         provider=opt.provider, region=opt.region, gpu=opt.gpu,
         gpus_per_node=opt.gpus_per_node, nodes=opt.nodes, spot_ok=pool.spot_ok,
         held_hours=hours(held), busy_hours=hours(opt.busy_hours), idle_hours=hours(idle),
-        usd_per_hour=round(opt.usd_per_hour, 6), cost_usd=usd(opt.usd_per_hour * held),
-        idle_cost_usd=usd(opt.usd_per_hour * idle),
+        usd_per_hour=round(rate, 6), cost_usd=usd(rate * held),
+        idle_cost_usd=usd(rate * idle),
         gang_overhead_fraction=round(opt.overhead_fraction, 9) if pool.stateful else 0.0,
-        allocations=_allocations(ctx, pool, opt, held),
+        allocations=_allocations(ctx, pool, opt, held), **_disk_fields(lay, opt, held),
     )
 
 
@@ -146,7 +164,7 @@ def _work_phase(ctx: Context, lay: Layout, pool: PoolSpec, opt: PoolOption, phas
         replica_gpus=r.replica_gpus, nodes_per_replica=npr, busy_hours=hours(busy),
         latency_floor_hours=hours(r.floor_hours),
         gpu_hours=hours(busy * opt.nodes * opt.gpus_per_node),
-        cost_usd=usd(busy * opt.usd_per_hour), calibrated=r.calibrated,
+        cost_usd=usd(busy * compute_rate(opt)), calibrated=r.calibrated,
         models=roles, fallback=fallback,
         parallel_layout=ParallelLayout.model_validate(layout) if layout is not None else None,
         allocations=_allocations(ctx, pool, opt, busy),
@@ -180,7 +198,7 @@ def _stall_phase(ctx: Context, pool: PoolSpec, opt: PoolOption, name: str, stall
         tokens_per_node_hour=None, usable_node_fraction=1.0, replica_gpus=0,
         nodes_per_replica=0, busy_hours=hours(stall), latency_floor_hours=hours(stall),
         gpu_hours=hours(stall * opt.nodes * opt.gpus_per_node),
-        cost_usd=usd(stall * opt.usd_per_hour), calibrated=False,
+        cost_usd=usd(stall * compute_rate(opt)), calibrated=False,
         allocations=_allocations(ctx, pool, opt, stall),
     )
 
@@ -195,28 +213,41 @@ class _Costs:
     storage: float
     network_items: list[NetworkItem]
     network: float
+    disks: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.compute + self.storage + self.network
+        return self.compute + self.disks + self.storage + self.network
 
 
 def compute_share(costs: _Costs) -> str:
-    """The printed compute cost: the rounded total less the rounded storage and network, so that
-    the printed parts add up to the printed total to the cent (compute, the largest part, takes
-    the rounding: at most 1.5 cents from its exact figure)."""
-    parts = Decimal(usd(costs.storage)) + Decimal(usd(costs.network))
+    """The printed compute cost: the rounded total less the rounded disks, storage and network,
+    so that the printed parts add up to the printed total to the cent (compute, the largest
+    part, takes the rounding: at most 2 cents from its exact figure)."""
+    parts = Decimal(usd(costs.disks)) + Decimal(usd(costs.storage)) + Decimal(usd(costs.network))
     return str(Decimal(usd(costs.total)) - parts)
 
 
 def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Costs:
     pools = winner.cands.layout.pools
-    compute = sum(chosen[p.name].usd_per_hour * held for p in pools)
-    idle = sum(chosen[p.name].usd_per_hour * max(0.0, held - chosen[p.name].busy_hours)
+    compute = sum(compute_rate(chosen[p.name]) * held for p in pools)
+    idle = sum(compute_rate(chosen[p.name]) * max(0.0, held - chosen[p.name].busy_hours)
                for p in pools)
+    disks = sum(chosen[p.name].disk_usd_per_hour * held for p in pools)
     stored, storage_total = storage_items(winner, chosen, held)
     sent, network_total = network_items(winner, chosen)
-    return _Costs(compute, idle, stored, storage_total, sent, network_total)
+    return _Costs(compute, idle, stored, storage_total, sent, network_total, disks)
+
+
+def _unpriced_disks(lay: Layout, chosen: dict[str, PoolOption]) -> list[str]:
+    """Providers whose boot disks the catalog has no block-storage rate for (priced at $0)."""
+    if lay.disks is None:
+        return []
+    missing = sorted({o.provider for o in chosen.values()
+                      if lay.disks.tier(o.provider, o.region) is None})
+    return [f"catalog {lay.disks.catalog.name} has no block-storage tier for "
+            f"{', '.join(missing)}: boot disks ({lay.disks.gb} GB per node) are priced at $0; "
+            "add a storage tier with access: block"] if missing else []
 
 
 def _unpriced_warning(ctx: Context, winner: LayoutRun, items: list[NetworkItem]) -> list[str]:
@@ -322,9 +353,9 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
     lay = winner.cands.layout
     chosen = winner.solution.chosen
     held = run_hours(lay.mode, chosen, lay.fill_fraction)
-    pools = [_pool_plan(ctx, pool, chosen[pool.name], held) for pool in lay.pools]
+    pools = [_pool_plan(ctx, lay, pool, chosen[pool.name], held) for pool in lay.pools]
     phases = _phase_plans(ctx, lay, chosen)
-    warnings = _warnings(ctx, chosen)
+    warnings = _warnings(ctx, chosen) + _unpriced_disks(lay, chosen)
     costs = _costs(winner, chosen, held)
     warnings += _unpriced_warning(ctx, winner, costs.network_items)
     optimality = _optimality(runs, winner, objective, costs, held)
@@ -335,6 +366,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         status=Status(optimality.status), objective=objective,
         total_cost_usd=usd(costs.total), compute_cost_usd=compute_share(costs),
         storage_cost_usd=usd(costs.storage), storage=costs.storage_items,
+        disk_cost_usd=usd(costs.disks),
         network_cost_usd=usd(costs.network), network=costs.network_items,
         weight_sync_gb_per_node_step=(winner.cands.network.weight_gb
                                       if winner.cands.network is not None else 0.0),

@@ -31,11 +31,13 @@ class BusyGrid(NamedTuple):
     """Spot overhead fraction at each (i, j)."""
 
 
-def cheapest_first(offers: list[Offer], weights: list[float], room: int) -> list[Offer]:
-    """One entry per node, cheapest first (by price per effective node-hour, then key), each
-    offer up to its cap, at most ``room`` nodes."""
+def cheapest_first(offers: list[Offer], weights: list[float], room: int, extra: float = 0.0
+                   ) -> list[Offer]:
+    """One entry per node, cheapest first (by price, plus ``extra`` $/h per node (its boot
+    disk), per effective node-hour, then key), each offer up to its cap, at most ``room``
+    nodes."""
     order = sorted(range(len(offers)), key=lambda i: (
-        offers[i].usd_per_hour / max(weights[i], 1e-9), offers[i].key))
+        (offers[i].usd_per_hour + extra) / max(weights[i], 1e-9), offers[i].key))
     seq: list[Offer] = []
     for i in order:
         take = min(offers[i].max_nodes or room, room - len(seq))

@@ -23,7 +23,7 @@ node counts per offer). Its ``busy_hours`` (time to do its phases' work) and ``u
                                                                   gang, Young's interval)
     t_phase = max(node_hours(phase, GPU, precision, nodes/node) / E, latency floor)
     busy = Σ t_phase + stalls
-    usd_per_hour = Σ n_o·price_o
+    usd_per_hour = Σ n_o·(price_o + boot disk $/h)
 
 with ω_o = λ_o·(lost work + restart) for stateless workers (DESIGN §3, shared notes §6), C the
 checkpoint cost and R the restart time. The precision of each phase is the fastest allowed one
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from optimizer.core.errors import InputError
 from optimizer.core.hardware import gpus
+from optimizer.costs.disks import DiskModel
 from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate
 from policies.model import Policy, default_policy
@@ -73,6 +74,9 @@ class Layout:
     fill_fraction: float = 0.0
     """async: one step of pipeline fill = rollout busy time / steps."""
     policy: Policy = field(default_factory=default_policy, compare=False, hash=False)
+    disks: DiskModel | None = field(default=None, compare=False, hash=False)
+    """Boot-disk $/node-hour per region (:mod:`optimizer.costs.disks`): added to every node's
+    price where pool options accumulate it (:mod:`optimizer.planner.pool_frontier`)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,9 @@ class PoolOption:
     remote_nodes: int = 0
     """Nodes outside the site's zone (cross-zone) or region (split plans)."""
     egress_path: str = "same_zone"
+    disk_usd_per_hour: float = 0.0
+    """The nodes' boot disks, included in :attr:`usd_per_hour` (the instances' $/h is the
+    rest: Σ n_o·price_o)."""
 
     @property
     def key(self) -> str:

@@ -21,10 +21,11 @@ constraint and what would make the plan feasible.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
+from optimizer.costs.disks import DiskModel
 from optimizer.costs.network import network_model
 from optimizer.costs.storage import StorageModel, data_classes, weights_gb
 from optimizer.demand.cells import phase_cell
@@ -95,8 +96,9 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
     network = network_model(
         demand, catalog, int(archived.groups[0].count) if archived else 0, weights_gb(demand),
         next((c.gb for c in classes if c.name == "dataset"), 0.0))
-    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache,
-                             network=network, split=policy.split_regions)
+    disks = DiskModel(catalog, policy.boot_disk_gb)
+    runs = [build_candidates(demand, replace(lay, disks=disks), filt.offers, cap, cache,
+                             grid_cache=grid_cache, network=network, split=policy.split_regions)
             for lay in layouts(demand, policy)]
     for c in runs:
         c.storage = storage

@@ -36,7 +36,7 @@ def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[Pool
             if fill is None:
                 continue
             new_fill = tuple(keep + fill)
-            price = sum(o.usd_per_hour * n for o, n in new_fill)
+            price = sum(o.usd_per_hour * n for o, n in new_fill) + option.disk_usd_per_hour
             out.append(replace(option, fill=new_fill, usd_per_hour=price))
     return out
 

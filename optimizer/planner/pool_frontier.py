@@ -61,6 +61,8 @@ class Group:
     """Remote nodes among the first j spot nodes (cumulative)."""
     all_remote: bool = False
     """Cross-region entries (split plans): every node is remote."""
+    disk: float = 0.0
+    """Boot-disk $/h of one node (in the cumulative prices)."""
 
 
 def _fill(seq: list[Offer], k: int) -> list[tuple[Offer, int]]:
@@ -116,6 +118,7 @@ class PoolFrontier:
             precisions=tuple(precisions), rates=tuple(rates_used),
             overhead_fraction=float(g.omega[i, j]), site=home, egress_usd=egress,
             remote_nodes=remote, egress_path=path,
+            disk_usd_per_hour=(i + j) * g.disk,
         )
 
     def _egress(self, k: int, g: Group, sites: list[Site], site: int | None,
@@ -158,6 +161,7 @@ class Enumerator:
                         eff.restart_minutes,
                         demand.spec.placement.multi_node_training_min_gpus_per_node)
         self.table = gpus()
+        self.disk = layout.disks.per_node_hour if layout.disks else lambda p, r: 0.0
         self.groups: list[Group] = []
         self.evaluated = 0
         self._rates: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
@@ -196,15 +200,18 @@ class Enumerator:
         key = tuple(map(id, nonspot))
         if key not in self._nonspot:
             seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
-            self._nonspot[key] = seq, cumulative(o.usd_per_hour for o in seq)
+            self._nonspot[key] = seq, cumulative(o.usd_per_hour + self.disk(o.provider, o.region)
+                                                 for o in seq)
         return self._nonspot[key]
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
                       ) -> tuple[list[Offer], np.ndarray]:
         """Spot nodes, local ones first, each class cheapest first, and the cumulative number
         of remote nodes among the first 0, 1, ... of them."""
-        local_seq = cheapest_first(local, self.weights(local), self.cap)
-        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq))
+        disk = self.disk(local[0].provider, local[0].region) if local else 0.0
+        local_seq = cheapest_first(local, self.weights(local), self.cap, disk)
+        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq),
+                                     self.disk(remote[0].provider, remote[0].region))
                       if remote else [])
         rem = np.concatenate((np.zeros(len(local_seq) + 1, dtype=int),
                               np.arange(1, len(remote_seq) + 1)))
@@ -230,7 +237,8 @@ class Enumerator:
         """Index into ``slots`` of the group of this arrangement: filled from the cache, or
         left None with the evaluated group queued in ``misses`` for :func:`prefilter`; None
         when no node count is valid."""
-        key = (self.context, shape, arrangement)
+        # the boot disk's $/h is in every node's price (a what-if may change it alone)
+        key = (self.context, shape, arrangement, self.disk(shape[0], shape[1]))
         hit = self.prefiltered.get(key, _MISSING)
         if hit is None:
             return None
@@ -258,7 +266,7 @@ class Enumerator:
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
         sp_seq, rem = self.spot_sequence(local, remote)
-        sp_cost = cumulative(o.usd_per_hour for o in sp_seq)
+        sp_cost = cumulative(o.usd_per_hour + self.disk(provider, region) for o in sp_seq)
         sp_eff = cumulative(self.weights(sp_seq))
         sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
         cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
@@ -268,7 +276,8 @@ class Enumerator:
         gid = len(self.groups)
         self.groups.append(Group(provider, region, gpu_name, gpn, ns_seq, sp_seq, rates,
                                  nonspot, local, cached.grid.e_nodes, cached.grid.omega,
-                                 cached.grid.picks, rem, all_remote))
+                                 cached.grid.picks, rem, all_remote,
+                                 self.disk(provider, region)))
         return RawGroup(gid, cached, ns_cost, sp_cost, rem, all_remote)
 
 

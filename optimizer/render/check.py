@@ -17,11 +17,22 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
   ``nodeLabels`` agree with its ``nodeSelector`` and that still has quota (kueue
   ``pkg/scheduler/flavorassigner``); a requested resource no group covers is inadmissible.
   Quotas must equal what the job uses: a quota that admits more is a violation.
-* **taints** — every taint of a GPU node pool is tolerated by the device plugin's default
-  tolerations (NVIDIA k8s-device-plugin Helm chart ``values.yaml``: ``CriticalAddonsOnly``
-  Exists, ``nvidia.com/gpu`` Exists NoSchedule; the Neuron device plugin manifest:
-  ``aws.amazon.com/neuron`` Exists NoSchedule); GKE adds ``nvidia.com/gpu=present:NoSchedule``
-  to GPU pools itself. Toleration semantics: ``k8s.io/api/core/v1`` ``Toleration.ToleratesTaint``.
+* **taints** — every taint of a GPU node pool is tolerated by the device plugin that runs on
+  it, with its upstream tolerations: on EKS the NVIDIA device plugin (NVIDIA k8s-device-plugin
+  Helm chart ``deployments/helm/nvidia-device-plugin/values.yaml``: ``CriticalAddonsOnly``
+  Exists, ``nvidia.com/gpu`` Exists NoSchedule) or, on Trainium/Inferentia pools (those whose
+  limits name ``aws.amazon.com/neuron``), the Neuron device plugin (aws-neuron-sdk
+  ``src/k8/k8s-neuron-device-plugin.yml``: ``CriticalAddonsOnly`` Exists,
+  ``aws.amazon.com/neuron`` Exists NoSchedule); on GKE, GKE's own managed device plugin
+  (GoogleCloudPlatform/container-engine-accelerators ``cmd/nvidia_gpu/device-plugin.yaml``:
+  every NoSchedule and NoExecute taint tolerated, ``operator: Exists`` without a key), on nodes
+  that carry the ``nvidia.com/gpu=present:NoSchedule`` taint GKE adds to GPU pools itself.
+  Toleration semantics: ``k8s.io/api/core/v1`` ``Toleration.ToleratesTaint``.
+* **disks** — every node pool and SkyPilot task writes the boot disk the plan priced: its
+  pool's ``boot_disk_gb`` on the volume type of its block tier (``ebs_gp3`` → Karpenter
+  ``volumeType: gp3``; ``pd_balanced`` → GKE ``disk_type = "pd-balanced"``; SkyPilot
+  ``disk_tier: medium``, which SkyPilot maps to gp3 on AWS and pd-balanced on GCP:
+  ``sky/clouds/aws.py`` ``_get_disk_type``, ``sky/clouds/gcp.py`` ``tier2name``).
 * **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
   ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
   AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
@@ -40,7 +51,7 @@ from typing import Any
 import yaml
 
 from optimizer.plan.schema import Plan
-from optimizer.render.deploy import site_zone
+from optimizer.render.deploy import boot_disk_gb, site_zone
 from optimizer.render.names import k8s_label
 
 COST_KEYS = ("ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
@@ -51,7 +62,13 @@ DEVICE_PLUGIN_TOLERATIONS = {
     "aws.amazon.com/neuron": [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                               {"key": "aws.amazon.com/neuron", "operator": "Exists",
                                "effect": "NoSchedule"}],
+    "gke": [{"operator": "Exists", "effect": "NoExecute"},
+            {"operator": "Exists", "effect": "NoSchedule"}],
 }
+"""Tolerations of the device plugin on each kind of node (module doc, rule ``taints``)."""
+VOLUME_TYPE = {"ebs_gp3": "gp3", "pd_balanced": "pd-balanced"}
+"""The volume type a plan's block tier is written as (Karpenter, GKE)."""
+SKY_DISK_TIER = "medium"
 GKE_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 KUBERAY_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
 LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
@@ -115,7 +132,14 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
             labels = {**d["spec"]["template"]["metadata"].get("labels", {}), **one,
                       "karpenter.sh/nodepool": d["metadata"]["name"]}
             cls = classes.get(spec["nodeClassRef"]["name"], {})
+            limits = d["spec"].get("limits", {})
+            ebs: dict[str, Any] = next((m.get("ebs", {}) for m in cls.get("spec", {}).get(
+                "blockDeviceMappings", []) if m.get("deviceName") == "/dev/xvda"), {})
             pools.append({"where": f"NodePool {d['metadata']['name']}", "labels": labels,
+                          "plugin": "aws.amazon.com/neuron" if "aws.amazon.com/neuron" in limits
+                          else "nvidia.com/gpu",
+                          "disk_gb": int(_qty(ebs.get("volumeSize", "0")) / 1024**3),
+                          "disk_type": ebs.get("volumeType", ""),
                           "instance_type": one.get("node.kubernetes.io/instance-type", "*"),
                           "zone": one.get("topology.k8s.aws/zone-id", ""),
                           "capacity": one.get("karpenter.sh/capacity-type", "*"),
@@ -142,7 +166,9 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
                        "effect": {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
                                   "PREFER_NO_SCHEDULE": "PreferNoSchedule"}[t["effect"]]}
                       for t in cfg.get("taint", [])] + [GKE_GPU_TAINT]
-            pools.append({"where": f"{path} {name}", "labels": labels,
+            pools.append({"where": f"{path} {name}", "labels": labels, "plugin": "gke",
+                          "disk_gb": int(cfg.get("disk_size_gb", 0)),
+                          "disk_type": cfg.get("disk_type", ""),
                           "instance_type": cfg["machine_type"],
                           "zone": zones[0] if len(zones) == 1 else "",
                           "capacity": "spot" if spot else "reserved"
@@ -279,12 +305,35 @@ def _check_admission(files: dict[str, str], out: list[str]) -> None:
 
 def _check_taints(files: dict[str, str], out: list[str]) -> None:
     for p in _node_pools(files):
-        res = "aws.amazon.com/neuron" if any(t.get("key") == "aws.amazon.com/neuron"
-                                            for t in p["taints"]) else "nvidia.com/gpu"
         for t in p["taints"]:
-            if not tolerates(DEVICE_PLUGIN_TOLERATIONS[res], t):
-                out.append(f"taints: {p['where']} taint {t} is not tolerated by the {res} "
-                           "device plugin (its nodes never report GPUs)")
+            if not tolerates(DEVICE_PLUGIN_TOLERATIONS[p["plugin"]], t):
+                out.append(f"taints: {p['where']} taint {t} is not tolerated by the "
+                           f"{p['plugin']} device plugin (its nodes never report GPUs)")
+
+
+def _check_disks(plan: Plan, files: dict[str, str], out: list[str]) -> None:
+    want = {k8s_label(p.name): (boot_disk_gb(plan, p), VOLUME_TYPE.get(p.disk_tier, ""))
+            for p in plan.pools}
+    got: list[tuple[str, str, int, str, str | None]] = [
+        (p["where"], p["labels"].get("ptplan.io/pool", ""), p["disk_gb"], p["disk_type"], None)
+        for p in _node_pools(files)]
+    for rel, text in files.items():
+        if rel.startswith("skypilot/"):
+            got += [(f"{rel} task {t['name']}",
+                     k8s_label(str(t.get("envs", {}).get("PTPLAN_POOL", ""))),
+                     int(t["resources"].get("disk_size", 0)),
+                     str(t["resources"].get("disk_tier", "")), SKY_DISK_TIER)
+                    for t in _docs(text)[1:]]
+    for where, pool, gb, kind, fixed in got:
+        if pool not in want:
+            continue  # the pools rule reports it
+        size, volume = want[pool]
+        if gb != size:
+            out.append(f"disks: {where} writes {gb} GB boot disks, the plan priced {size} GB")
+        expected = fixed or volume
+        if expected and kind != expected:
+            out.append(f"disks: {where} writes boot disk type {kind or 'unset'}, the plan "
+                       f"priced {expected} ({volume or 'no block tier'})")
 
 
 def _check_tags(plan: Plan, files: dict[str, str], out: list[str]) -> None:
@@ -370,6 +419,7 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     _check_pools(plan, files, out)
     _check_admission(files, out)
     _check_taints(files, out)
+    _check_disks(plan, files, out)
     _check_tags(plan, files, out)
     _check_paths(files, out)
     return out

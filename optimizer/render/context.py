@@ -24,12 +24,14 @@ from typing import Any
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render.deploy import (
-    BOOT_DISK_GB,
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
+    boot_disk_gb,
     boot_disk_note,
     deadlines,
     efa_count,
+    gpudirect_note,
+    placement_notes,
     ray_resource,
     restart_budget,
     site_zone,
@@ -122,6 +124,7 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
                 "labels": _label_sets(plan, pool.name, phase, label),
                 "node_labels": node_labels, "node_selector": dict(node_labels), "efa": efa,
                 "ray_resource": ray_resource(pool.name),
+                "boot_disk_gb": boot_disk_gb(plan, pool),
                 "taints": [{"key": res, "effect": "NoSchedule"}],
                 "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
                 "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
@@ -201,11 +204,11 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "site_zone": site,
         "job": {"backoff_limit": backoff, "expected_interruptions": round(interruptions, 3),
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
-                "boot_disk_gb": BOOT_DISK_GB,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
         "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
-            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; roles stay on "
-             "their pools once the framework asks its placement groups for them (docs/"
-             "render.md, 'Ray custom resources')"] if len(pinned) > 1 else [])],
+            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; veRL 0.9.1 and "
+             "OpenRLHF 0.11.2 do not ask for them, so roles are held to their pools by shape "
+             "only (docs/render.md, 'Ray custom resources')"] if len(pinned) > 1 else []),
+            *placement_notes(plan), *gpudirect_note(plan)],
         "abort_days": ABORT_MULTIPART_DAYS,
     }

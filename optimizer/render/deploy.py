@@ -19,9 +19,24 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
 * **Teardown.** The plan bills nodes for the makespan only: the RayCluster is deleted as soon
   as the job ends (``ttlSecondsAfterFinished: 0``), Karpenter removes empty nodes after
   :data:`CONSOLIDATE_AFTER` and GKE pools scale to zero.
-* **Boot disks** are sized to :data:`BOOT_DISK_GB` (the image and a model cache; scratch goes to
-  instance-store NVMe where the type has it) and their cost over the run is shown as a note
-  (the plan does not price them; below 0.4 % of the examples' totals).
+* **Boot disks** are the size the plan priced them at (its pools' ``boot_disk_gb``, the
+  policy's; scratch goes to instance-store NVMe where the type has it), on the volume type of
+  the catalog's block tier (gp3, pd-balanced; SkyPilot ``disk_tier: medium`` is the same pair).
+  A plan of schema < 4 did not price them: they get the default policy's size and a note.
+* **Ray placement.** Worker groups advertise ``ptplan_pool_<pool>``, but veRL 0.9.1 and
+  OpenRLHF 0.11.2 ask their placement groups for CPU and GPU only (veRL
+  ``verl/single_controller/ray/base.py``: ``ResourcePoolManager.create_resource_pool`` builds
+  every ``RayResourcePool`` without its ``accelerator_type``, the one extra bundle key it
+  knows; OpenRLHF ``openrlhf/trainer/ray/launcher.py`` and ``vllm_engine.py``: bundles
+  ``{"GPU": 1, "CPU": 1}``), and no option of either reaches them. A role is therefore held
+  to its pool only by shape: a STRICT_PACK group of G GPUs per node fits only nodes with G free
+  GPUs. :func:`placement_notes` says, per plan, which pools' groups also fit another pool's
+  nodes (and whether a trainer could start on spot nodes).
+* **GPUDirect on GKE.** A multi-node trainer on A3 (``a3-highgpu-8g``: GPUDirect-TCPX;
+  ``a3-megagpu-8g``: GPUDirect-TCPXO) is priced at the GPUs' scale-out bandwidth, which on GKE
+  needs the multi-network set-up (extra VPCs and subnets, ``additional_node_network_configs``,
+  GKE ``Network`` objects, the NCCL plugin installer and the RxDM sidecar): not rendered,
+  named in a note (:func:`gpudirect_note`) and in docs/render.md.
 """
 
 from __future__ import annotations
@@ -30,7 +45,7 @@ import math
 from typing import Any
 
 from optimizer.plan.schema import Plan
-from optimizer.render.names import dns_name
+from optimizer.render.names import dns_name, gpu_resource
 
 CAPACITY_WAIT_SECONDS = 3600
 """How long a RayJob may wait for its nodes before the attempt fails (preRunningDeadline)."""
@@ -38,10 +53,6 @@ RAYJOB_TTL_SECONDS = 0
 """RayCluster deleted as soon as the job finishes (the plan bills no tail)."""
 CONSOLIDATE_AFTER = "30s"
 """Karpenter removes an empty node after this (a node idles at most 30 s after the job)."""
-BOOT_DISK_GB = 100
-BOOT_DISK_USD_PER_GB_MONTH = {"aws": 0.08, "gcp": 0.10}
-"""gp3 (AWS EBS pricing, us-east-1) and pd-balanced (GCP disk pricing, us-central1)."""
-HOURS_PER_MONTH = 730.0
 NO_DEADLINE_FACTOR = 1.5
 EFA_INTERFACES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e.48xlarge": 32,
                   "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "trn1.32xlarge": 8,
@@ -92,13 +103,25 @@ def deadlines(plan: Plan) -> dict[str, int]:
     return {"active": max(3600, math.ceil(hours * 3600)), "pre_running": CAPACITY_WAIT_SECONDS}
 
 
+def boot_disk_gb(plan: Plan, pool: Any) -> int:
+    """The boot disk written for a pool's nodes: the size the plan priced (schema 4), else the
+    default policy's."""
+    if pool.boot_disk_gb > 0:
+        return int(pool.boot_disk_gb)
+    from policies.model import default_policy
+
+    return default_policy().boot_disk_gb
+
+
 def boot_disk_note(plan: Plan) -> str:
-    rate = BOOT_DISK_USD_PER_GB_MONTH.get(plan.provider, 0.10)
-    node_hours = sum(a.nodes * a.hours for p in plan.pools for a in p.allocations)
-    usd = node_hours * BOOT_DISK_GB * rate / HOURS_PER_MONTH
-    share = usd / max(float(plan.total_cost_usd), 1e-9) * 100.0
-    return (f"boot disks: {BOOT_DISK_GB} GB per node, {node_hours:.0f} node-hours ≈ "
-            f"${usd:.2f} ({share:.2f} % of the plan's ${plan.total_cost_usd}; not in its total)")
+    if plan.schema_version >= 4 and all(p.boot_disk_gb > 0 for p in plan.pools):
+        sizes = sorted({p.boot_disk_gb for p in plan.pools})
+        tiers = sorted({p.disk_tier for p in plan.pools if p.disk_tier}) or ["no block tier"]
+        return (f"boot disks: {'/'.join(map(str, sizes))} GB per node on {', '.join(tiers)}, "
+                f"priced in the plan (${plan.disk_cost_usd} of its ${plan.total_cost_usd})")
+    size = boot_disk_gb(plan, plan.pools[0])
+    return (f"boot disks: {size} GB per node (the default policy's); this plan (schema "
+            f"{plan.schema_version}) does not price them: re-plan to include them in its total")
 
 
 def ray_resource(pool: str) -> str:
@@ -111,3 +134,47 @@ def efa_count(plan: Plan, pool: Any, instance_type: str) -> int:
     if plan.provider != "aws" or "update" not in pool.phases or pool.nodes < 2:
         return 0
     return EFA_INTERFACES.get(instance_type, 0)
+
+
+GPUDIRECT = {"a3-highgpu-8g": ("GPUDirect-TCPX", 4), "a3-megagpu-8g": ("GPUDirect-TCPXO", 8)}
+"""GKE machine types whose scale-out bandwidth needs GPUDirect, and the GPU NICs it adds
+(Google Cloud, "Maximize GPU network bandwidth in Standard mode clusters": A3 High 4 NICs
+with TCPX, A3 Mega 8 NICs with TCPXO)."""
+
+
+def gpudirect_note(plan: Plan) -> list[str]:
+    """A multi-node GKE trainer on A3: the bandwidth it was priced at needs GPUDirect."""
+    out = []
+    for pool in plan.pools:
+        if plan.provider != "gcp" or "update" not in pool.phases or pool.nodes < 2:
+            continue
+        for it in sorted({a.instance_type for a in pool.allocations}):
+            if it in GPUDIRECT:
+                name, nics = GPUDIRECT[it]
+                out.append(f"gpudirect: pool {pool.name} trains across {pool.nodes} {it} nodes, "
+                           f"priced at the GPUs' scale-out bandwidth, which on GKE needs {name} "
+                           f"({nics} extra GPU NICs per node, multi-networking); the GKE node "
+                           "pools are rendered with gVNIC only: set up GPUDirect on the cluster "
+                           "(docs/render.md, 'GPUDirect on GKE') or expect a slower update")
+    return out
+
+
+def placement_notes(plan: Plan) -> list[str]:
+    """Pools whose Ray placement groups (G GPUs per node, STRICT_PACK) also fit another pool's
+    nodes: the frameworks do not ask for the pools' custom resources (module doc)."""
+    out = []
+    for p in plan.pools:
+        others = [q for q in plan.pools if q is not p and q.gpus_per_node >= p.gpus_per_node
+                  and gpu_resource(q.gpu) == gpu_resource(p.gpu)]  # Ray: GPU vs neuron_cores
+        if not others:
+            continue
+        spot = [q.name for q in others
+                if any(a.capacity_type == "spot" and a.nodes for a in q.allocations)]
+        risk = (f"; the trainer may start on spot nodes of {', '.join(spot)} (policy: update "
+                "off spot)") if "update" in p.phases and spot and not p.spot_ok else ""
+        names = ", ".join(q.name for q in others)
+        out.append(f"ray placement: pool {p.name}'s placement groups ({p.gpus_per_node} "
+                   f"accelerators per node) also fit the nodes of {names}: "
+                   "veRL and OpenRLHF ask Ray for GPUs, not for the pools' resources "
+                   f"(docs/render.md, 'Ray custom resources'){risk}")
+    return out

@@ -133,6 +133,13 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
             f"{pool.held_hours:,.2f}", f"{pool.busy_hours:,.2f}", pool.cost_usd,
             pool.idle_cost_usd,
         ])
+    disked = [p for p in plan.pools if p.boot_disk_gb]
+    if disked:
+        tiers = sorted({p.disk_tier or "no block tier" for p in disked})
+        sizes = "/".join(str(g) for g in sorted({p.boot_disk_gb for p in disked}))
+        rows.append(["disks", f"{len(disked)} pools", "",
+                     f"{sum(p.nodes for p in disked)} x {sizes} GB {', '.join(tiers)}", "", "",
+                     "", "", "", plan.disk_cost_usd, ""])
     if plan.storage:
         tiers = sorted({i.tier for i in plan.storage})
         rows.append(["storage", f"{len(plan.storage)} data classes", "", ", ".join(tiers), "",
@@ -156,9 +163,14 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
-        f"${plan.idle_cost_usd}) + storage ${plan.storage_cost_usd} + network "
-        f"${plan.network_cost_usd}; budget "
+        f"${plan.idle_cost_usd}) + disks ${plan.disk_cost_usd} + storage "
+        f"${plan.storage_cost_usd} + network ${plan.network_cost_usd}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
+        "disks: " + ("; ".join(
+            f"{p.name} {p.nodes} x {p.boot_disk_gb} GB on {p.disk_tier or 'no block tier'} "
+            f"(${p.disk_usd_per_gb_month:g}/GB-month, ${p.disk_usd_per_hour:.4f}/h x "
+            f"{p.held_hours:,.2f} h = ${p.disk_cost_usd})" for p in plan.pools
+            if p.boot_disk_gb) or "not priced (plan schema < 4)"),
         "storage: " + ("; ".join(
             f"{i.data_class} {i.gb:,.1f} GB on {i.tier} ({i.gb_months:,.1f} GB-months billed"
             + (f" + retrieval {i.retrieval_gb:,.1f} GB x ${i.retrieval_usd_per_gb:g}/GB = "

@@ -113,10 +113,11 @@ def scenario_notes(rules: Sequence[PriceRule]) -> list[str]:
 
 def exact_total_usd(p: Plan) -> float:
     """A plan's total before rounding to cents: Σ nodes × hours × $/h over the pools'
-    allocations + Σ (GB-months × $/GB-month + retrieval GB × fee) over storage + Σ GB × $/GB
-    over the network items."""
+    allocations + Σ boot disks ($/h × held hours) + Σ (GB-months × $/GB-month + retrieval GB ×
+    fee) over storage + Σ GB × $/GB over the network items."""
     compute = sum(a.nodes * a.hours * a.usd_per_hour for pool in p.pools
                   for a in pool.allocations)
+    compute += sum(pool.disk_usd_per_hour * pool.held_hours for pool in p.pools)
     storage = sum(i.gb_months * i.usd_per_gb_month + i.retrieval_gb * i.retrieval_usd_per_gb
                   for i in p.storage)
     network = sum(i.gb * i.usd_per_gb for i in p.network)
@@ -191,7 +192,26 @@ def _storage_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:
             items.append((i.data_class, i.tier, 0))
             qty += i.gb_months
             spend += i.gb_months * i.usd_per_gb_month
+    for pool, gb_months in disk_use(p, selector, catalog):
+        items.append((f"disks:{pool.name}", pool.disk_tier, pool.nodes))
+        qty += gb_months
+        spend += gb_months * pool.disk_usd_per_gb_month
     return Use(tuple(sorted(items)), qty, spend)
+
+
+def disk_use(p: Plan, selector: Selector, catalog: Catalog) -> list[tuple[Any, float]]:
+    """Pools whose boot disks sit on a block tier ``selector`` matches, with their billed
+    GB-months (nodes × GB × held hours ÷ 730)."""
+    from optimizer.costs.disks import block_tier
+    from optimizer.costs.storage import HOURS_PER_MONTH
+
+    out = []
+    for pool in p.pools:
+        t = block_tier(catalog, pool.provider, pool.region) if pool.disk_tier else None
+        if t is not None and t.tier == pool.disk_tier and selector.matches(t):
+            out.append((pool, pool.nodes * pool.boot_disk_gb * pool.held_hours
+                        / HOURS_PER_MONTH))
+    return out
 
 
 def _egress_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:

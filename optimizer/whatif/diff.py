@@ -38,6 +38,8 @@ def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
     for m in moves:
         lines.append(f"{m['allocation']}: {m['baseline_nodes']} -> {m['scenario_nodes']} nodes")
     storage = _storage_rows(base, new, lines)
+    if base.disk_cost_usd != new.disk_cost_usd:
+        lines.append(f"boot disks ${base.disk_cost_usd} -> ${new.disk_cost_usd}")
     if base.network_cost_usd != new.network_cost_usd or base.zone != new.zone:
         lines.append(f"network ${base.network_cost_usd} -> ${new.network_cost_usd} (trainer "
                      f"zone {base.zone or base.region} -> {new.zone or new.region})")
@@ -51,6 +53,10 @@ def diff_plans(base: Plan, new: Plan) -> dict[str, Any]:
                   "delta_usd": d_total, "delta_percent": _pct(new.total_cost_usd,
                                                               base.total_cost_usd)},
         "compute_delta_usd": money_delta(new.compute_cost_usd, base.compute_cost_usd),
+        "disks_delta_usd": money_delta(new.disk_cost_usd, base.disk_cost_usd),
+        "disks": {"baseline": _disks(base), "scenario": _disks(new),
+                  "baseline_usd": base.disk_cost_usd, "scenario_usd": new.disk_cost_usd,
+                  "delta_usd": money_delta(new.disk_cost_usd, base.disk_cost_usd)},
         "storage_delta_usd": money_delta(new.storage_cost_usd, base.storage_cost_usd),
         "network_delta_usd": money_delta(new.network_cost_usd, base.network_cost_usd),
         "zone": {"baseline": base.zone, "scenario": new.zone},
@@ -110,6 +116,13 @@ def _phase_rows(base: Plan, new: Plan, lines: list[str]) -> list[Row]:
         if a2 and b2 and a2.precision != b2.precision:
             lines.append(f"phase {name}: precision {a2.precision} -> {b2.precision}")
     return phases
+
+
+def _disks(p: Plan) -> str:
+    """The plan's boot disks in one line: nodes x GB on tier at $/GB-month."""
+    parts = sorted({f"{p_.boot_disk_gb} GB on {p_.disk_tier or 'no block tier'} at "
+                    f"${p_.disk_usd_per_gb_month:g}/GB-month" for p_ in p.pools})
+    return f"{sum(x.nodes for x in p.pools)} x " + "; ".join(parts)
 
 
 def _storage_rows(base: Plan, new: Plan, lines: list[str]) -> list[Row]:

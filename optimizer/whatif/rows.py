@@ -72,6 +72,10 @@ def change_rows(changes: dict[str, Any]) -> Rows:
                      ph(r["scenario_pool"], r["scenario_precision"], r["scenario_busy_hours"]),
                      r["baseline_cost_usd"] or "-", r["scenario_cost_usd"] or "-",
                      _signed(r["delta_usd"])])
+    disks = changes.get("disks")
+    if disks and disks["delta_usd"] != "0.00":
+        rows.append(["boot disks", disks["baseline"], disks["scenario"], disks["baseline_usd"],
+                     disks["scenario_usd"], _signed(disks["delta_usd"])])
     for r in changes["storage"]:
         if r["baseline_tier"] != r["scenario_tier"] or r["delta_usd"] != "0.00":
             rows.append([f"storage {r['data_class']}", r["baseline_tier"] or "-",

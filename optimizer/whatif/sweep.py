@@ -22,6 +22,7 @@ from optimizer.whatif.analysis import (
     METHOD_NOTE,
     Use,
     allocation_key,
+    disk_use,
     egress_rate_of,
     exact_total_usd,
     money_delta,
@@ -148,6 +149,7 @@ def _repriced_offers(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float,
 
 
 def _repriced_storage(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float, Use]:
+    from optimizer.costs.disks import block_tier
     from optimizer.costs.storage import tiers_for
 
     total = exact_total_usd(p)
@@ -161,6 +163,14 @@ def _repriced_storage(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float
             items.append((i.data_class, i.tier, 0))
             qty += i.gb_months
             spend += i.gb_months * price
+    for pool, gb_months in disk_use(p, rule.selector, catalog):  # boot disks on block tiers
+        t = block_tier(catalog, pool.provider, pool.region)
+        assert t is not None
+        price = rule.new_price(t.usd_per_gb_month)
+        total += gb_months * (price - pool.disk_usd_per_gb_month)
+        items.append((f"disks:{pool.name}", pool.disk_tier, pool.nodes))
+        qty += gb_months
+        spend += gb_months * price
     return total, Use(tuple(sorted(items)), qty, spend)
 
 

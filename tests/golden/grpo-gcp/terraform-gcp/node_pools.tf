@@ -1,7 +1,7 @@
 # One GKE node pool per group (plan pool, capacity type, zone, machine type) in the plan's zone.
 # Pools scale from zero up to the plan's nodes while the job's pods wait and back to zero when the job ends.
 
-# pool rollout (rollout, eval, weight_sync): 2 x a3-highgpu-1g spot in us-west4-a
+# pool rollout (rollout, eval, weight_sync): 1 x a3-highgpu-2g spot in us-west4-a
 resource "google_container_node_pool" "r_rollout_spot" {
   name     = "rollout-spot"
   cluster  = var.cluster
@@ -10,21 +10,21 @@ resource "google_container_node_pool" "r_rollout_spot" {
 
   autoscaling {
     total_min_node_count = 0
-    total_max_node_count = 2
+    total_max_node_count = 1
     location_policy      = "ANY"
   }
 
   node_config {
-    machine_type    = "a3-highgpu-1g"
+    machine_type    = "a3-highgpu-2g"
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-rollout-spot", "ptplan.io/pool" = "rollout" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "grpo-7b-math" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
       type  = "nvidia-h100-80gb"
-      count = 1
+      count = 2
       gpu_driver_installation_config {
         gpu_driver_version = "LATEST"
       }
@@ -54,7 +54,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-scoring-spot-g2-standard-4", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "grpo-7b-math" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -71,7 +71,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
   }
 }
 
-# pool scoring (scoring): 3 x g2-standard-8 spot in us-west4-a
+# pool scoring (scoring): 4 x g2-standard-8 spot in us-west4-a
 resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
   name     = "scoring-spot-g2-standard-8"
   cluster  = var.cluster
@@ -80,7 +80,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
 
   autoscaling {
     total_min_node_count = 0
-    total_max_node_count = 3
+    total_max_node_count = 4
     location_policy      = "ANY"
   }
 
@@ -89,7 +89,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-scoring-spot-g2-standard-8", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "grpo-7b-math" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -124,7 +124,7 @@ resource "google_container_node_pool" "r_update_on_demand" {
     spot            = false
     labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "grpo-7b-math-update-on-demand", "ptplan.io/pool" = "update" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "rl", "ptplan-phase" = "update-checkpoint", "ptplan-pool" = "update", "ptplan-project" = "grpo-7b-math" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {

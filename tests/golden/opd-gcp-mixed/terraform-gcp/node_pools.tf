@@ -19,7 +19,7 @@ resource "google_container_node_pool" "r_rollout_on_demand" {
     spot            = false
     labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-rollout-on-demand", "ptplan.io/pool" = "rollout" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -54,7 +54,7 @@ resource "google_container_node_pool" "r_rollout_spot" {
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-rollout-spot", "ptplan.io/pool" = "rollout" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -71,7 +71,7 @@ resource "google_container_node_pool" "r_rollout_spot" {
   }
 }
 
-# pool scoring (scoring): 10 x g2-standard-4 on-demand in us-central1-a
+# pool scoring (scoring): 12 x g2-standard-4 on-demand in us-central1-a
 resource "google_container_node_pool" "r_scoring_on_demand" {
   name     = "scoring-on-demand"
   cluster  = var.cluster
@@ -80,7 +80,7 @@ resource "google_container_node_pool" "r_scoring_on_demand" {
 
   autoscaling {
     total_min_node_count = 0
-    total_max_node_count = 10
+    total_max_node_count = 12
     location_policy      = "BALANCED"
   }
 
@@ -89,7 +89,7 @@ resource "google_container_node_pool" "r_scoring_on_demand" {
     spot            = false
     labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-scoring-on-demand", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -124,7 +124,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-4", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -141,7 +141,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
   }
 }
 
-# pool scoring (scoring): 2 x g2-standard-8 spot in us-central1-a
+# pool scoring (scoring): 4 x g2-standard-8 spot in us-central1-a
 resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
   name     = "scoring-spot-g2-standard-8"
   cluster  = var.cluster
@@ -150,7 +150,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
 
   autoscaling {
     total_min_node_count = 0
-    total_max_node_count = 2
+    total_max_node_count = 4
     location_policy      = "ANY"
   }
 
@@ -159,7 +159,7 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
     spot            = true
     labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-8", "ptplan.io/pool" = "scoring" }
     resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
@@ -194,7 +194,7 @@ resource "google_container_node_pool" "r_update_on_demand" {
     spot            = false
     labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-update-on-demand", "ptplan.io/pool" = "update" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "update-checkpoint", "ptplan-pool" = "update", "ptplan-project" = "opd-8b-from-32b" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {

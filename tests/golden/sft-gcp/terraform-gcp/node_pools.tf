@@ -19,7 +19,7 @@ resource "google_container_node_pool" "r_all_on_demand" {
     spot            = false
     labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "sft-8b-chat-all-on-demand", "ptplan.io/pool" = "all" }
     resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "sft", "ptplan-phase" = "update-eval-checkpoint", "ptplan-pool" = "all", "ptplan-project" = "sft-8b-chat" }
-    disk_size_gb    = 100
+    disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
     guest_accelerator {
