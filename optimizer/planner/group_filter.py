@@ -93,13 +93,18 @@ def prefilter(raws: list[RawGroup]) -> list[Entries]:
         run = np.minimum.accumulate(beat, axis=1)
         prev = np.concatenate((np.full((len(members), 1), np.inf), run[:, :-1]), axis=1)
         keep = ~(prev < cost - PREFILTER_MARGIN)
+        # survivors in the order a Pareto filter returns them: (t, c, level), grid position
+        # among equals; the grid's order by t is that order unless two counts tie on t
+        ties = bool((np.diff(grid.busy[grid.order]) == 0).any())
         for row, n in enumerate(members):
             raw = raws[n]
-            pos = np.sort(grid.order[keep[row]])
+            pos = np.sort(grid.order[keep[row]]) if ties else grid.order[keep[row]]
             i, j = grid.i[pos], grid.j[pos]
             t, c, level = grid.busy[pos], raw.ns_cost[i] + raw.sp_cost[j], levels(raw, j, i)
-            by = np.lexsort((level, c, t))  # the order a Pareto filter returns its survivors in
-            out[n] = Entries(raw.gid, t[by], c[by], i[by], j[by], level[by])
+            if ties:
+                by = np.lexsort((level, c, t))
+                t, c, i, j, level = t[by], c[by], i[by], j[by], level[by]
+            out[n] = Entries(raw.gid, t, c, i, j, level)
     return out  # type: ignore[return-value]
 
 

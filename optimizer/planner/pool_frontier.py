@@ -200,8 +200,8 @@ class Enumerator:
         key = tuple(map(id, nonspot))
         if key not in self._nonspot:
             seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
-            self._nonspot[key] = seq, cumulative(o.usd_per_hour + self.disk(o.provider, o.region)
-                                                 for o in seq)
+            disk = self.disk(seq[0].provider, seq[0].region) if seq else 0.0  # one region
+            self._nonspot[key] = seq, cumulative(o.usd_per_hour + disk for o in seq)
         return self._nonspot[key]
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
@@ -266,7 +266,8 @@ class Enumerator:
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
         sp_seq, rem = self.spot_sequence(local, remote)
-        sp_cost = cumulative(o.usd_per_hour + self.disk(provider, region) for o in sp_seq)
+        disk = self.disk(provider, region)
+        sp_cost = cumulative(o.usd_per_hour + disk for o in sp_seq)
         sp_eff = cumulative(self.weights(sp_seq))
         sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
         cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
@@ -422,6 +423,13 @@ def empty_frontier(pool: PoolSpec) -> PoolFrontier:
     return PoolFrontier(pool, [], empty, empty, ints, ints, ints, ints, empty, ints, ints)
 
 
+REGIONS_PER_CHUNK = 8
+"""Regions whose options are built and filtered together: the filters of a site see only its
+own region's options, so the frontier is built chunk by chunk, each chunk filtered before
+the next is built. Memory is then bounded by a chunk, not the catalog; groups sharing a grid
+are still priced together within a chunk."""
+
+
 def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
                   cap: int, sites: list[Site],
                   grid_cache: dict | None = None, network: NetworkModel | None = None,
@@ -430,17 +438,30 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     the number of grid points evaluated (see the module's docstring).
 
     ``grid_cache`` keeps the busy-time grids (which do not depend on prices) across calls,
-    e.g. across the price scenarios of a what-if sweep."""
+    e.g. across the price scenarios of a what-if sweep. Built :data:`REGIONS_PER_CHUNK`
+    regions at a time; the columns are in the order of one build (site-bound entries in
+    (region, shape, site) order, then cross-region entries)."""
     shapes = by_shape(pool, offers)
     enum = Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache)
-    cols = Columns()
-    site_entries(enum, shapes, sites, network, cols)
-    if split and pool.remote_ok:
-        _cross_region_entries(enum, shapes, sorted({s[:2] for s in sites}), cols)
-    if not enum.groups or not cols.sizes:
+    places = sorted({s[:2] for s in sites})
+    regions = sorted({sh[:2] for sh in shapes})
+    kept: dict[str, list[dict[str, np.ndarray]]] = {"site": [], "cross": []}
+    for start in range(0, len(regions), REGIONS_PER_CHUNK):
+        chunk = set(regions[start:start + REGIONS_PER_CHUNK])
+        part = {sh: g for sh, g in shapes.items() if sh[:2] in chunk}
+        for kind in ("site", "cross"):
+            cols = Columns()
+            if kind == "site":
+                site_entries(enum, part, sites, network, cols)
+            elif split and pool.remote_ok:
+                _cross_region_entries(enum, part, places, cols)
+            if cols.sizes:
+                arrays = cols.arrays()
+                sel = per_site_pareto(arrays)
+                kept[kind].append({k: v[sel] for k, v in arrays.items()})
+    parts = kept["site"] + kept["cross"]
+    if not enum.groups or not parts:
         return empty_frontier(pool), enum.evaluated
-    arrays = cols.arrays()
-    sel = per_site_pareto(arrays)
-    return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
+    arrays = {k: np.concatenate([a[k] for a in parts]) for k in COLUMNS}
+    return PoolFrontier(pool, enum.groups, *(arrays[k] for k in (
         "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), enum.evaluated
-
