@@ -66,7 +66,7 @@ def prefilter(raws: list[RawGroup]) -> list[Entries]:
 
     Such a beaten option is dominated in (busy time, $/h, remote nodes) and would be dropped
     by the site's Pareto filter anyway
-    (:func:`optimizer.planner.pool_frontier.per_site_pareto`), so dropping it first leaves
+    (:func:`optimizer.planner.site_filter.per_site_pareto`), so dropping it first leaves
     the frontier unchanged (``tests/test_planner.py`` compares with no prefilter at all). The
     groups that share a busy-time grid (the same shape and class sizes in other regions and
     zones) share its order by busy time, so they are filtered together, one row each: the

@@ -10,16 +10,14 @@ from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.planner.candidates import Layout, PoolSpec
 from optimizer.planner.pool_frontier import (
-    COLUMNS,
-    Columns,
     Enumerator,
     PoolFrontier,
     Site,
     by_shape,
     empty_frontier,
-    per_site_pareto,
     site_entries,
 )
+from optimizer.planner.site_filter import COLUMNS, Columns, per_site_pareto
 from providers.base import Offer
 
 

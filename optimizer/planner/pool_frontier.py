@@ -27,14 +27,14 @@ from optimizer.demand.rates import PhaseRate, phase_rates
 from optimizer.planner.busy_grid import busy_grid, cheapest_first, cumulative
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
 from optimizer.planner.group_filter import CachedGrid, Entries, RawGroup, prefilter, select
-from optimizer.planner.pareto import egress_dominated, pareto_mask3
+from optimizer.planner.pareto import pareto_mask3
+from optimizer.planner.site_filter import COLUMNS, Columns, per_site_pareto
 from providers.base import Offer
 
 Shape = tuple[str, str, str, int]
 """(provider, region, GPU, GPUs per node): the offers one group draws from."""
 Site = tuple[str, str, str]
 
-COLUMNS = ("t", "c", "gid", "i", "j", "region", "remote", "e", "place", "rank", "pos")
 
 
 @dataclass
@@ -282,38 +282,6 @@ class Enumerator:
         return RawGroup(gid, cached, ns_cost, sp_cost, rem, all_remote)
 
 
-class Columns:
-    """The frontier's arrays, built up group by group (per-group scalars repeated once, at
-    the end)."""
-
-    _ARRAYS = ("t", "c", "i", "j", "remote", "e")
-    _SCALARS = ("gid", "region", "place", "rank")
-
-    def __init__(self) -> None:
-        self.parts: dict[str, list] = {k: [] for k in COLUMNS}
-        self.sizes: list[int] = []
-
-    def add(self, got: Entries, region: int, e: np.ndarray, place: int, rank: int = 0
-            ) -> None:
-        """``rank``: the shape's position among the pool's shapes (the columns' order is
-        shape, then site, then position in the group; see
-        :func:`optimizer.planner.merged_frontier.merged_frontier`)."""
-        for k, v in (("t", got.t), ("c", got.c), ("i", got.i), ("j", got.j),
-                     ("remote", got.level), ("e", e), ("gid", got.gid), ("region", region),
-                     ("place", place), ("rank", rank)):
-            self.parts[k].append(v)
-        self.sizes.append(len(got.t))
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        out = {k: np.concatenate(self.parts[k]) for k in self._ARRAYS}
-        for k in self._SCALARS:
-            out[k] = np.repeat(np.asarray(self.parts[k], dtype=int), self.sizes)
-        sizes = np.asarray(self.sizes, dtype=int)
-        starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
-        out["pos"] = np.arange(int(sizes.sum())) - starts
-        return out
-
-
 def by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
     """The pool's offers (capacity types it allows) by shape."""
     out: dict[Shape, list[Offer]] = defaultdict(list)
@@ -396,25 +364,6 @@ def _cross_region_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]],
     for (shape, _), got in zip(raws, prefilter([r for _, r in raws]), strict=True):
         got = select(got, pareto_mask3(got.t, got.c, got.level))
         cols.add(got, -1, np.zeros(len(got.t)), place_index[shape[:2]])
-
-
-def per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """Indices kept by a Pareto filter in (t, c, remote) within each site and each place;
-    at a site where options pay egress, then by
-    :func:`optimizer.planner.pareto.egress_dominated` as well."""
-    kept: list[np.ndarray] = []
-    for key in ("region", "place"):
-        by_site = np.argsort(arrays[key], kind="stable")  # each site's indices, ascending
-        sites, starts = np.unique(arrays[key][by_site], return_index=True)
-        for r, idx in zip(sites, np.split(by_site, starts[1:]), strict=True):
-            if r < 0:
-                continue
-            idx = idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx], arrays["remote"][idx])]
-            if key == "region" and len(idx) > 1 and float(arrays["e"][idx].max()) > 0:
-                idx = idx[~egress_dominated(arrays["t"][idx], arrays["c"][idx],
-                                             arrays["e"][idx])]
-            kept.append(idx)
-    return np.sort(np.concatenate(kept))
 
 
 def empty_frontier(pool: PoolSpec) -> PoolFrontier:
