@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -136,12 +137,6 @@ class PoolFrontier:
 
 
 _MISSING = object()
-_PREFILTERED = "prefiltered groups"
-"""Key, in the grid cache, of the groups already evaluated and prefiltered, by what they are
-made of (the pool's context, the shape and the identities of its offers): the capacity split
-search rebuilds a pool's frontier with one offer's cap changed (a new offer object), and every
-other group is reused. Each entry keeps its offers alive, so that an identity is never reused
-by another offer while the cache lives."""
 _PINNED = "offers of groups with no valid count"
 _RATES = "rates"
 
@@ -151,11 +146,19 @@ class Enumerator:
     non-spot sequences, busy-time grids) and counts the grid points evaluated."""
 
     def __init__(self, demand: Demand, layout: Layout, pool: PoolSpec, cap: int,
-                 grid_cache: dict) -> None:
+                 grid_cache: dict, group_cache: dict | None = None) -> None:
+        """``group_cache``: the groups already evaluated and prefiltered, by what they are
+        made of (the pool's context, the shape, the identities of its offers, the disk rate):
+        the capacity split search rebuilds a pool's frontier with one offer's cap changed (a
+        new offer object) and reuses every other group. Each entry keeps its offers alive,
+        so that an identity is never reused by another offer while the cache lives. Only the
+        split search passes one: elsewhere (a plan, a what-if session) the groups' offers are
+        new objects at every call and the cache would only grow."""
         self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
         self.grid_cache = grid_cache
-        self.prefiltered: dict = grid_cache.setdefault(_PREFILTERED, {})
-        self.pinned: list = grid_cache.setdefault(_PINNED, [])
+        self.prefiltered = group_cache
+        self.pinned: list = group_cache.setdefault(_PINNED, []) if group_cache is not None \
+            else []
         eff = demand.spec.efficiency
         self.context = (pool, layout.tail, layout.mode, cap, eff.checkpoint_minutes,
                         eff.restart_minutes,
@@ -239,7 +242,7 @@ class Enumerator:
         when no node count is valid."""
         # the boot disk's $/h is in every node's price (a what-if may change it alone)
         key = (self.context, shape, arrangement, self.disk(shape[0], shape[1]))
-        hit = self.prefiltered.get(key, _MISSING)
+        hit: Any = _MISSING if self.prefiltered is None else self.prefiltered.get(key, _MISSING)
         if hit is None:
             return None
         if hit is not _MISSING:
@@ -251,8 +254,9 @@ class Enumerator:
             return len(slots) - 1
         raw = self.add_group(shape, rates, *parts)
         if raw is None:
-            self.prefiltered[key] = None
-            self.pinned.append(parts)
+            if self.prefiltered is not None:
+                self.prefiltered[key] = None
+                self.pinned.append(parts)
             return None
         slots.append(None)
         misses.append((len(slots) - 1, key, raw, parts))
@@ -307,8 +311,8 @@ def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list
                   ranks: dict[Shape, int] | None = None) -> None:
     """Site-bound entries: every shape at every site of its region (sites whose zones hold
     the same offers share a group), prefiltered (:func:`prefilter`), in (region, shape, site)
-    order. A group made of the same offers (by value) as one evaluated before for the same
-    pool is taken from the cache (:data:`_PREFILTERED`)."""
+    order. A group made of the same offers as one evaluated before for the same pool is taken
+    from the enumerator's group cache (the split search's; see :class:`Enumerator`)."""
     zones: dict[tuple[str, str], list[int]] = defaultdict(list)
     for n, site in enumerate(sites):
         zones[site[:2]].append(n)
@@ -332,7 +336,8 @@ def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list
     for (n, key, raw, parts), got in zip(misses, prefilter([m[2] for m in misses]),
                                          strict=True):
         g = enum.groups[got.gid]
-        enum.prefiltered[key] = (g, got, len(raw.grid.i), parts)
+        if enum.prefiltered is not None:
+            enum.prefiltered[key] = (g, got, len(raw.grid.i), parts)
         slots[n] = (g, got)
     per_node: dict[str, float] = {}
     for shape, s, n in placed:
