@@ -146,6 +146,7 @@ def scaling(scales: list[int], repeat: int, specs: list[str], chart: str | None)
                   f"({rows[0]['offers']}–{rows[-1]['offers']} offers)")
     if chart:
         import matplotlib
+        import matplotlib.ticker
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -157,6 +158,7 @@ def scaling(scales: list[int], repeat: int, specs: list[str], chart: str | None)
                     label=f"{name} (offers^{exponent(rows):.2f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("offers in the catalog")
         ax.set_ylabel("plan seconds (best of runs)")
         ax.set_title("ptplan plan time against catalog size")

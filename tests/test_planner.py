@@ -299,6 +299,31 @@ def test_prefilters_leave_every_frontier_unchanged(example, monkeypatch):
     assert repr(pruned) == repr(full)
 
 
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_frontiers_built_in_region_chunks_equal_one_build(chunk, monkeypatch):
+    """Pool frontiers are built a few regions at a time (``REGIONS_PER_CHUNK``), each chunk
+    filtered before the next: the frontiers of the RL example on the whole catalog, with the
+    split-regions policy (cross-region rollout entries too), must equal one build of all
+    regions at once, columns and order."""
+    import optimizer.planner.pool_frontier as pool_frontier
+    from optimizer.planner.engine import prepare
+    from policies.model import default_policy
+
+    spec = load_spec("examples/grpo-7b.yaml")
+    catalog = embedded_catalog()
+    policy = default_policy().model_copy(update={"split_regions": True})
+
+    def frontiers():
+        ctx = prepare(spec, catalog, policy)
+        return [(name, _frontier_columns(f))
+                for run in ctx.runs for name, f in sorted(run.frontiers.items())]
+
+    monkeypatch.setattr(pool_frontier, "REGIONS_PER_CHUNK", chunk)
+    chunked = frontiers()
+    monkeypatch.setattr(pool_frontier, "REGIONS_PER_CHUNK", 10**6)
+    assert repr(chunked) == repr(frontiers())
+
+
 def test_merged_frontier_equals_a_full_rebuild():
     """The capacity split search gives pools shares of contested offers and rebuilds only the
     shapes holding them (``merged_frontier``, with a cache of the other shapes' frontier shared
