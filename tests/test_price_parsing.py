@@ -214,3 +214,109 @@ def test_gcp_sku_outside_compute_is_not_used() -> None:
     assert classify(sku) is None
     sku["category"]["resource_family"] = "Compute"
     assert classify(sku) == ("gpu", "H100", "OnDemand")
+
+
+# ---- AWS: the whole record of an item ----------------------------------------------------------
+
+SOURCE = "AWS Price List API (pricing.get_products AmazonEC2)"
+
+
+def _rate(rates: list[Any], years: int, klass: str, option: str) -> Any:
+    return next(r for r in rates if (r.term_years, r.offering_class, r.purchase_option)
+                == (years, klass, option))
+
+
+def test_p5_offer_record_in_full() -> None:
+    offer, rates, _, _ = _parse(_p5())
+    assert (offer.provider, offer.region, offer.zone, offer.instance_type, offer.capacity_type,
+            offer.as_of, offer.source) == ("aws", "us-east-1", "", "p5.48xlarge", "on_demand",
+                                           "2026-12-01T00:00:00Z", SOURCE)
+    assert len(rates) == 12
+
+
+def test_p5_reserved_rates_by_hand() -> None:
+    """3-year standard Partial Upfront: $331,961.08 upfront + $12.6317/h; the term is 3 × 8,760 h,
+    so 331,961.08 / 26,280 = 12.63170015 $/h of fee: effective 25.263400 $/h (to the
+    micro-dollar). 1-year standard All Upfront: $313,397.76 / 8,760 h = 35.776 $/h, nothing
+    recurring."""
+    _, rates, _, _ = _parse(_p5())
+    r = _rate(rates, 3, "standard", "Partial Upfront")
+    assert (r.provider, r.region, r.instance_type, r.source, r.assumption, r.as_of) == (
+        "aws", "us-east-1", "p5.48xlarge", SOURCE + " terms.Reserved", False,
+        "2026-12-01T00:00:00Z")
+    assert (r.usd_per_hour, r.upfront_usd, r.recurring_usd_per_hour) == (25.2634, 331961.08,
+                                                                         12.6317)
+    a = _rate(rates, 1, "standard", "All Upfront")
+    assert (a.usd_per_hour, a.upfront_usd, a.recurring_usd_per_hour) == (35.776, 313397.76, 0.0)
+
+
+def test_recurring_hourly_is_kept_to_the_micro_dollar() -> None:
+    item = _p5()
+    term = next(t for t in item["terms"]["Reserved"].values()
+                if t["termAttributes"]["PurchaseOption"] == "No Upfront"
+                and t["termAttributes"]["LeaseContractLength"] == "1yr"
+                and t["termAttributes"]["OfferingClass"] == "standard")
+    next(iter(term["priceDimensions"].values()))["pricePerUnit"]["USD"] = "37.56481234"
+    _, rates, _, _ = _parse(item)
+    r = _rate(rates, 1, "standard", "No Upfront")
+    assert (r.usd_per_hour, r.recurring_usd_per_hour) == (37.564812, 37.564812)
+
+
+def test_reserved_term_priced_zero_is_excluded_and_the_rest_kept() -> None:
+    item = _p5()
+    term = next(t for t in item["terms"]["Reserved"].values()
+                if t["termAttributes"]["PurchaseOption"] == "No Upfront"
+                and t["termAttributes"]["LeaseContractLength"] == "1yr"
+                and t["termAttributes"]["OfferingClass"] == "standard")
+    next(iter(term["priceDimensions"].values()))["pricePerUnit"]["USD"] = "0.0000000000"
+    _, rates, _, excl = _parse(item)
+    assert len(rates) == 11
+    assert excl == ["aws p5.48xlarge us-east-1: reserved 1y standard No Upfront priced 0"]
+
+
+def _on_demand_dims(item: dict[str, Any]) -> dict[str, Any]:
+    return next(iter(item["terms"]["OnDemand"].values()))["priceDimensions"]
+
+
+def test_on_demand_price_zero_is_not_offered_and_a_small_one_is() -> None:
+    item = _p5()
+    next(iter(_on_demand_dims(item).values()))["pricePerUnit"]["USD"] = "0.0000000000"
+    offer, _, _, excl = _parse(item)
+    assert offer is None
+    assert excl == ["aws p5.48xlarge us-east-1: on-demand price 0.0 (not offered)"]
+    next(iter(_on_demand_dims(item).values()))["pricePerUnit"]["USD"] = "0.5"
+    offer, _, _, excl = _parse(item)
+    assert offer is not None and offer.usd_per_hour == 0.5 and excl == []
+
+
+def test_on_demand_hourly_rate_after_another_unit() -> None:
+    """A non-hourly dimension listed first does not hide the hourly one."""
+    item = _p5()
+    dims = _on_demand_dims(item)
+    dims.clear()
+    dims["fee"] = {"unit": "Quantity", "pricePerUnit": {"USD": "100.00"}}
+    dims["hourly"] = {"unit": "Hrs", "pricePerUnit": {"USD": "55.04"}}
+    offer, _, _, _ = _parse(item)
+    assert offer is not None and offer.usd_per_hour == 55.04
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ([1], "malformed AWS price item (sku ?): item is not an object; the cache is unchanged"),
+    ({"product": "x"},
+     "malformed AWS price item (sku ?): product is not an object; the cache is unchanged"),
+    ({"product": {"attributes": {"instanceType": "p5.48xlarge"}}},
+     "malformed AWS price item (sku ?): missing product.attributes.regionCode; the cache is "
+     "unchanged"),
+])
+def test_malformed_item_without_a_sku(raw: Any, message: str) -> None:
+    with pytest.raises(ProviderError) as exc:
+        parse_price_item(json.dumps(raw), "x", [])
+    assert str(exc.value) == message
+
+
+def test_malformed_item_names_its_sku() -> None:
+    item = _p5(regionCode=None)
+    with pytest.raises(ProviderError) as exc:
+        _parse(item)
+    assert str(exc.value) == ("malformed AWS price item (sku 8XJ2QD3M4B6TZQNF): missing "
+                              "product.attributes.regionCode; the cache is unchanged")
