@@ -472,3 +472,27 @@ def test_phase_costs_within_half_a_cent_per_phase(p: Plan_) -> None:
 def test_gang_formula_constants() -> None:
     """The hand figure of ``test_gang_spot_fraction_by_hand``: √(2 × 3/60 × 0.1) = 0.1."""
     assert math.sqrt(2 * 3 / 60 * 0.1) == pytest.approx(0.1)
+
+
+def test_cross_zone_count_in_the_message(p: Plan_) -> None:
+    """Both rollout nodes outside the trainer's zone, one billed cross-zone and one same-zone."""
+    _pool(p, "rollout")["allocations"][0]["zone"] = "us-west4-b"
+    w = _net(p, "weight_sync")
+    w.update(nodes=1, gb=4560.0)
+    cross = copy.deepcopy(w)
+    cross["dst"]["zone"] = "us-west4-b"
+    cross["path"] = "cross_zone"
+    p["network"].append(cross)
+    assert run(check_network, p) == [
+        "network: 1 rollout node(s) billed cross-zone, 2 are outside the trainer's zone "
+        "us-west4-a"]
+
+
+def test_a_single_node_pool_over_a_zero_cap(p: Plan_) -> None:
+    """A (tampered) pool cap of 0: every pool with a node is over it, the 1-node update pool
+    too."""
+    p["max_nodes_per_pool"] = 0
+    assert run(check_capacity, p) == [
+        "capacity: pool rollout has 2 nodes, the pool cap is 0",
+        "capacity: pool scoring has 12 nodes, the pool cap is 0",
+        "capacity: pool update has 1 nodes, the pool cap is 0"]
