@@ -1,0 +1,82 @@
+"""Demand by hand for shapes the examples do not have: oversampled generation, two samples per
+prompt (prefix caching), SFT eval prompts, and the decode batch a replica sustains. Expected
+values are worked out from the spec and the formulas of ``docs/demand-model.md``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from conftest import EXAMPLES
+
+from optimizer.core.hardware import gpus
+from optimizer.demand import inference as inf
+from optimizer.demand.decode import Conditions, decode_engine
+from optimizer.demand.lengths import fixed
+from optimizer.demand.model import build_demand
+from optimizer.spec.project import load_spec
+
+
+def _spec(tmp_path, example: str, old: str, new: str):
+    text = (EXAMPLES / f"{example}.yaml").read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / f"{example}.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return load_spec(str(path))
+
+
+def _tokens(demand, phase: str, kind: str, role: str = "policy") -> float:
+    return sum(p.tokens for p in demand.parts if (p.phase, p.kind, p.role) == (phase, kind, role))
+
+
+def test_oversampled_generation_by_hand(tmp_path) -> None:
+    """GRPO with ``oversample_factor: 1.5``: 1.5 × the sequences are generated (and prefilled:
+    one full 512-token prefill per prompt plus 7 × 16 tokens for its other samples), the
+    trained and scored ones stay 300 × 256 × 8."""
+    spec = _spec(tmp_path, "grpo-7b", "  samples_per_prompt: 8\n",
+                 "  samples_per_prompt: 8\n  oversample_factor: 1.5\n")
+    d = build_demand(spec)
+    assert _tokens(d, "rollout", "decode") == pytest.approx(300 * 256 * 8 * 1.5 * 2048)
+    assert _tokens(d, "rollout", "prefill") == pytest.approx(300 * 256 * 1.5 * (512 + 7 * 16))
+    dec = next(p for p in d.parts if (p.phase, p.kind) == ("rollout", "decode"))
+    assert dec.run_sequences == pytest.approx(256 * 8 * 1.5)
+    assert _tokens(d, "update", "train") == 300 * 256 * 8 * (512 + 2048)
+    assert _tokens(d, "scoring", "forward", "reference") == 300 * 256 * 8 * (512 + 2048)
+
+
+def test_two_samples_share_a_prefix(tmp_path) -> None:
+    """2 samples per prompt: 512 + (512 mod 16 + 16) = 528 prefill tokens per prompt."""
+    spec = _spec(tmp_path, "grpo-7b", "  samples_per_prompt: 8\n  prompt_tokens",
+                 "  samples_per_prompt: 2\n  prompt_tokens")
+    d = build_demand(spec)
+    assert _tokens(d, "rollout", "prefill") == pytest.approx(300 * 256 * 528)
+
+
+def test_sft_eval_prompts_default_to_512() -> None:
+    """examples/sft-8b.yaml's eval gives no prompt length: 4 runs × 1,000 prompts × 512."""
+    d = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
+    assert _tokens(d, "eval", "prefill") == 4 * 1000 * 512
+
+
+@pytest.fixture(scope="module")
+def engine():
+    spec = load_spec(str(EXAMPLES / "grpo-7b.yaml"))
+    part = next(p for p in build_demand(spec).parts if (p.phase, p.kind) == ("rollout", "decode"))
+    eng = decode_engine(part, gpus()["H100"], "fp8", spec, 0, Conditions(8))
+    assert not isinstance(eng, str) and eng.batch_cap == 256
+    return eng
+
+
+@pytest.mark.parametrize(("capacity", "batch", "admitted"), [
+    # fixed 2,048-token responses after 512-token prompts: a sequence peaks at 2,560 tokens
+    (100_000.0, 39, 100_000 / 512),     # 100,000 / 2,560 = 39.06; prompts admit 195.3
+    (500_000.0, 195, 256.0),            # 195.3 by KV; admission capped at max_num_seqs
+    (1_000_000.0, 256, 256.0),          # 390.6 by KV: capped at 256
+    (0.0, 0, 0.0),                      # no room for KV: nothing runs
+])
+def test_effective_batch_by_hand(engine, capacity: float, batch: int, admitted: float) -> None:
+    eng = dataclasses.replace(engine, kv_capacity_tokens=capacity)
+    ro = inf.Rollout(2048.0, 512.0, fixed(2048))
+    got = inf.effective_batch(eng, ro)
+    assert got[0] == batch
+    assert got[1] == pytest.approx(admitted, rel=1e-12)
