@@ -80,3 +80,67 @@ def test_effective_batch_by_hand(engine, capacity: float, batch: int, admitted: 
     got = inf.effective_batch(eng, ro)
     assert got[0] == batch
     assert got[1] == pytest.approx(admitted, rel=1e-12)
+
+
+PPO_EDITS = [
+    ("algorithm: grpo\n", "algorithm: ppo\n"),
+    ("reference_model: true\n", "reference_model: true\nreward_model:\n  params_b: 1.5\n"
+     "  layers: 28\n  hidden_size: 1536\n  heads: 12\n  kv_heads: 2\n  head_dim: 128\n"),
+    ("  samples_per_prompt: 8\n  prompt_tokens",
+     "  samples_per_prompt: 8\n  oversample_factor: 1.5\n  update_epochs: 2\n  prompt_tokens"),
+]
+
+
+def _ppo(tmp_path, extra: tuple[str, str] | None = None):
+    text = (EXAMPLES / "grpo-7b.yaml").read_text(encoding="utf-8")
+    for old, new in PPO_EDITS + ([extra] if extra else []):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path = tmp_path / "ppo.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_spec(str(path))
+
+
+def test_ppo_parts_by_hand(tmp_path) -> None:
+    """PPO on the GRPO example's data with a 1.5 B reward model, the critic of the policy's
+    shape, oversampling 1.5 and 2 update epochs. Trained sequences T = 300 × 256 × 8 =
+    614,400, generated G = 1.5 T; a sequence is 512 + 2,048 = 2,560 tokens, the longest
+    512 + 8,192 = 8,704. Eval: 300 / 25 = 12 runs × 500 prompts × 4 samples."""
+    d = build_demand(_ppo(tmp_path))
+    T, G, seq, longest = 300 * 256 * 8, 300 * 256 * 8 * 1.5, 2560, 8704
+    got = {(p.phase, p.name): (p.role, p.kind, p.tokens, p.seq_tokens, p.max_seq_tokens)
+           for p in d.parts}
+    assert got == {
+        ("rollout", "prefill"): ("policy", "prefill", 300 * 384 * (512 + 7 * 16), 512, 0),
+        ("rollout", "decode"): ("policy", "decode", G * 2048, longest, 0),
+        ("scoring", "reference"): ("reference", "forward", T * seq, seq, longest),
+        ("scoring", "reward"): ("reward", "forward", G * seq, seq, longest),
+        ("update", "old_logprob"): ("policy", "forward", T * seq, seq, longest),
+        ("update", "actor"): ("policy", "train", 2 * T * seq, seq, longest),
+        ("update", "critic_values"): ("critic", "forward", T * seq, seq, longest),
+        ("update", "critic"): ("critic", "train", 2 * T * seq, seq, longest),
+        ("eval", "prefill"): ("policy", "prefill", 12 * 2000 * 512, 512, 0),
+        ("eval", "decode"): ("policy", "decode", 12 * 2000 * 2048, 2560, 0),
+    }
+    reward = next(p for p in d.parts if p.name == "reward")
+    assert reward.model.params_b == 1.5
+    actor = next(p for p in d.parts if p.name == "actor")
+    assert actor.lora_rank is None
+    ev = next(p for p in d.parts if (p.phase, p.name) == ("eval", "decode"))
+    assert (ev.context_tokens, ev.run_sequences, ev.runs, ev.prompt_tokens) == (
+        512 + 1024, 2000, 12, 512)
+    assert ev.lengths is not None and ev.lengths.mean == 2048
+
+
+def test_eval_every_300_of_300_steps_runs_once(tmp_path) -> None:
+    d = build_demand(_ppo(tmp_path, ("  every_steps: 25\n  prompts: 500", "  every_steps: 300\n"
+                                                                       "  prompts: 500")))
+    assert d.eval_runs == 1
+    assert _tokens(d, "eval", "decode") == 2000 * 2048
+
+
+def test_eval_less_often_than_the_run_has_steps(tmp_path) -> None:
+    d = build_demand(_ppo(tmp_path, ("  every_steps: 25\n  prompts: 500", "  every_steps: 400\n"
+                                                                       "  prompts: 500")))
+    assert not [p for p in d.parts if p.phase == "eval"]
+    assert "eval.every_steps 400 exceeds the 300 steps: no eval runs" in d.notes
