@@ -144,3 +144,34 @@ def test_eval_less_often_than_the_run_has_steps(tmp_path) -> None:
                                                                        "  prompts: 500")))
     assert not [p for p in d.parts if p.phase == "eval"]
     assert "eval.every_steps 400 exceeds the 300 steps: no eval runs" in d.notes
+
+
+def test_histogram_lengths_are_clipped_to_one_and_the_cap() -> None:
+    """Bins at 0, 1,000 and 9,000 tokens (shares 1 : 2 : 1) under a 4,096.5 cap: lengths 1,
+    1,000 and 4,096.5, weights ¼, ½, ¼, cap rounded up to 4,097; mean (1 + 2,000 + 4,096.5) / 4."""
+    from optimizer.demand.lengths import from_histogram
+
+    d = from_histogram([(0.0, 1.0), (1000.0, 2.0), (9000.0, 1.0)], 4096.5)
+    assert d.lengths.tolist() == [1.0, 1000.0, 4096.5]
+    assert d.weights.tolist() == [0.25, 0.5, 0.25]
+    assert d.cap == 4097 and d.shape == "histogram"
+    assert d.mean == pytest.approx((1 + 2000 + 4096.5) / 4)
+
+
+def test_quantile_lengths_are_clipped_to_one_and_the_cap() -> None:
+    """A quantile function from 0 at u = 0 to 10,000 at u = 1, capped at 4,096: no length below
+    1 or above 4,096; the median point (u = 0.5 ± half a step) sits near 5,000 → 4,096."""
+    from optimizer.demand.lengths import from_quantiles
+
+    d = from_quantiles([(0.0, 0.0), (1.0, 10000.0)], 4096.0)
+    assert d.lengths.min() >= 1.0 and d.lengths.max() == 4096.0
+    assert d.cap == 4096 and d.shape == "quantiles"
+    assert d.lengths[0] == pytest.approx(max(1.0, 10000.0 * 0.5 / len(d.lengths)))
+
+
+def test_short_quantile_lengths_are_at_least_one_token() -> None:
+    """0 to 10 tokens over u: the lowest points (10 × 0.5 / K < 1) are raised to 1 token."""
+    from optimizer.demand.lengths import from_quantiles
+
+    d = from_quantiles([(0.0, 0.0), (1.0, 10.0)], 4096.0)
+    assert d.lengths.min() == 1.0 and d.lengths.max() < 10.0
