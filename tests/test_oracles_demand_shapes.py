@@ -175,3 +175,21 @@ def test_short_quantile_lengths_are_at_least_one_token() -> None:
 
     d = from_quantiles([(0.0, 0.0), (1.0, 10.0)], 4096.0)
     assert d.lengths.min() == 1.0 and d.lengths.max() < 10.0
+
+
+def test_opd_teacher_scores_every_trained_sequence() -> None:
+    """examples/opd-8b-from-32b.yaml: the 32.8 B teacher scores 150 × 256 × 4 sequences of
+    1,024 + 4,096 tokens; the longest is 1,024 + 16,384."""
+    d = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
+    t = next(p for p in d.parts if (p.phase, p.name) == ("scoring", "teacher"))
+    assert (t.role, t.kind, t.tokens, t.seq_tokens, t.max_seq_tokens) == (
+        "teacher", "forward", 150 * 256 * 4 * 5120, 5120, 1024 + 16384)
+    assert t.model.params_b == 32.8
+
+
+def test_no_eval_block_no_eval_runs() -> None:
+    from planner_fixtures import small_spec
+
+    spec = small_spec()
+    assert spec.eval is None
+    assert build_demand(spec).eval_runs == 0

@@ -75,3 +75,19 @@ def test_fixed_replica_across_nodes(grpo) -> None:
     assert not isinstance(eng, str)
     assert (eng.gpus, eng.spans_nodes) == (16, True)
     assert eng.kv_capacity_tokens == pytest.approx((16 * 72e9 - 15.2e9) / 57_344, rel=1e-12)
+
+
+def test_replica_of_64_gpus_is_the_largest(grpo) -> None:
+    """64 GPUs (vLLM TP64) is allowed; 128 is refused with the weights' size in GB."""
+    spec, part = grpo
+    h100 = gpus()["H100"]
+    eng = decode_engine(part, h100, "bf16", spec, 64, Conditions(8))
+    assert not isinstance(eng, str) and eng.gpus == 64
+    assert decode_engine(part, h100, "bf16", spec, 128, Conditions(8)) == (
+        "weights (15 GB) and a KV cache need more than 64 GPUs per inference replica")
+
+
+def test_a_replica_filling_one_node_does_not_span_nodes(grpo) -> None:
+    spec, part = grpo
+    eng = decode_engine(part, gpus()["H100"], "bf16", spec, 8, Conditions(8))
+    assert not isinstance(eng, str) and (eng.gpus, eng.spans_nodes) == (8, False)
