@@ -193,3 +193,34 @@ def test_no_eval_block_no_eval_runs() -> None:
     spec = small_spec()
     assert spec.eval is None
     assert build_demand(spec).eval_runs == 0
+
+
+def test_run_on_cluster_names_bad_inputs() -> None:
+    """``run_on_cluster`` (``ptplan estimate --cluster``): an unknown mode, sync or async
+    without per-pool GPUs for rollout and update, and an unknown GPU are one-line input
+    errors."""
+    from optimizer.core.errors import InputError
+    from optimizer.demand.cluster import run_on_cluster
+
+    spec = load_spec(str(EXAMPLES / "grpo-7b.yaml"))
+    with pytest.raises(InputError) as exc:
+        run_on_cluster(spec, "H100", 16, 8, "pipelined")
+    assert str(exc.value) == "mode 'pipelined': use colocated, sync or async"
+    for mode in ("sync", "async"):
+        for pools in (None, {"rollout": 8}, {"update": 8}):
+            with pytest.raises(InputError) as exc:
+                run_on_cluster(spec, "H100", 16, 8, mode, pools)
+            assert str(exc.value) == ("pools: sync and async runs need GPUs per pool for "
+                                      "rollout and update (scoring defaults to the update pool)")
+    with pytest.raises(InputError) as exc:
+        run_on_cluster(spec, "NoSuchGPU", 16, 8, "colocated")
+    assert str(exc.value).startswith("gpu: unknown GPU 'NoSuchGPU'")
+
+
+def test_run_on_cluster_async_and_sync_both_run() -> None:
+    spec = load_spec(str(EXAMPLES / "grpo-7b.yaml"))
+    from optimizer.demand.cluster import run_on_cluster
+
+    for mode in ("sync", "async"):
+        r = run_on_cluster(spec, "H100", 16, 8, mode, {"rollout": 8, "update": 8})
+        assert r.step_seconds > 0, mode
