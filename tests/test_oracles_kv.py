@@ -91,3 +91,34 @@ def test_a_replica_filling_one_node_does_not_span_nodes(grpo) -> None:
     spec, part = grpo
     eng = decode_engine(part, gpus()["H100"], "bf16", spec, 8, Conditions(8))
     assert not isinstance(eng, str) and (eng.gpus, eng.spans_nodes) == (8, False)
+
+
+def test_async_decode_step_by_hand(grpo) -> None:
+    """One async step on one fp8 H100 replica, fixed 2,048-token responses after 512-token
+    prompts: a sequence in flight holds on average 512 + 2,048² / (2 × 2,048) = 1,536 tokens of
+    context. At or above the batch cap B a step costs n × 2,048 × t(B, 1,536) / B seconds; below
+    it, at a tabulated load n, 2,048 × t(n, 1,536) (t: one decode iteration); never less than the
+    longest response alone."""
+    import numpy as np
+
+    from optimizer.demand import inference as inf
+    from optimizer.demand.lengths import fixed
+
+    spec, part = grpo
+    eng = decode_engine(part, gpus()["H100"], "fp8", spec, 0, Conditions(8))
+    assert not isinstance(eng, str)
+    ro = inf.Rollout(2048.0, 512.0, fixed(2048))
+    B = 64
+    model = inf.async_model(eng, ro, B)
+    t_b = float(eng.iteration_seconds(B, 1536.0))
+    assert model.per_sequence_saturated == pytest.approx(2048 * t_b / B, rel=1e-12)
+    floor = inf.single_stream_seconds(eng, ro)
+    for n in (B, 3 * B):
+        assert float(model.seconds(n)) == pytest.approx(max(n * 2048 * t_b / B, floor),
+                                                        rel=1e-12)
+    grid = inf.load_grid(B)
+    n = float(next(g for g in grid if 1 < g < B))
+    want = max(2048 * float(eng.iteration_seconds(n, 1536.0)), floor)
+    assert float(model.seconds(n)) == pytest.approx(want, rel=1e-12)
+    assert float(inf.async_seconds(eng, ro, B, n)) == pytest.approx(want, rel=1e-12)
+    assert np.all(model.seconds(np.array([0.0, 0.5])) == model.seconds(1.0))
