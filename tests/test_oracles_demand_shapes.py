@@ -224,3 +224,21 @@ def test_run_on_cluster_async_and_sync_both_run() -> None:
     for mode in ("sync", "async"):
         r = run_on_cluster(spec, "H100", 16, 8, mode, {"rollout": 8, "update": 8})
         assert r.step_seconds > 0, mode
+
+
+def test_ppo_checkpoint_holds_the_critic_too(tmp_path) -> None:
+    """Policy and critic (same 7.6 B shape), bf16 weights + optimizer state: (7.6 + 7.6) ×
+    (2 + 16 − 4) = 212.8 GB per checkpoint."""
+    from optimizer.demand.model import checkpoint_gb
+
+    assert checkpoint_gb(_ppo(tmp_path)) == pytest.approx(212.8, rel=1e-12)
+
+
+def test_checkpoint_without_extra_optimizer_bytes(tmp_path) -> None:
+    """``adam_bytes_per_param: 4`` leaves no optimizer state beyond the weights' 4 bytes: an SFT
+    checkpoint is the bf16 weights alone, 8.03 × 2 GB."""
+    from optimizer.demand.model import checkpoint_gb
+
+    spec = _spec(tmp_path, "sft-8b", "\neval:\n", "\nefficiency:\n  adam_bytes_per_param: 4\n"
+                 "eval:\n")
+    assert checkpoint_gb(spec) == pytest.approx(8.03 * 2, rel=1e-12)

@@ -107,7 +107,7 @@ def test_memory_per_gpu_equals_the_reference(eff_name: str, precision: str) -> N
             ref_memory(job, eff, lay, precision), rel=1e-12), lay
 
 
-USABLE = [20e9, 40e9, 72e9, 130e9]
+USABLE = [12e9, 20e9, 40e9, 72e9, 130e9]
 SHAPES = list(itertools.product((1, 2, 4), (1, 2), (1, 2), (1, 3), (False, True)))
 
 
