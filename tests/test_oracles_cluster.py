@@ -53,6 +53,9 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
     ("sync", {"rollout": 8, "update": 8}, {"rollout": 8, "scoring": 8, "update": 8}),
     ("async", {"rollout": 8, "scoring": 4, "update": 4}, {"rollout": 8, "scoring": 4,
                                                           "update": 4}),
+    # generation the longer side: 1 rollout GPU against 8 + 7 for scoring and update
+    ("async", {"rollout": 1, "scoring": 7, "update": 8}, {"rollout": 1, "scoring": 7,
+                                                          "update": 8}),
 ])
 def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
     r = run_on_cluster(spec, "H100", 16, 8, mode, pools)
@@ -63,6 +66,8 @@ def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
     assert r.step_seconds == pytest.approx(step, rel=1e-12)
     assert r.checkpoint_seconds == pytest.approx(638.4, rel=1e-12)
     assert (r.gpus, r.steps, r.notes) == (16, 300, [])
+    if pool_gpus["rollout"] == 1:  # the case is there to make generation the longer side
+        assert secs["rollout"] + secs["eval"] + ws > secs["scoring"] + secs["update"]
     assert r.gpu_hours == pytest.approx((step * 300 + 638.4) * 16 / 3600, rel=1e-12)
 
 
