@@ -242,3 +242,22 @@ def test_checkpoint_without_extra_optimizer_bytes(tmp_path) -> None:
     spec = _spec(tmp_path, "sft-8b", "\neval:\n", "\nefficiency:\n  adam_bytes_per_param: 4\n"
                  "eval:\n")
     assert checkpoint_gb(spec) == pytest.approx(8.03 * 2, rel=1e-12)
+
+
+def test_lora_adapter_sizes_by_hand(tmp_path) -> None:
+    """GRPO with a rank-16 LoRA: the adapter has ≈ 20 · r · h · L = 20 × 16 × 3,584 × 28 =
+    32,112,640 parameters; a checkpoint holds them at 2 + (16 − 4) = 14 bytes each (bf16 weights
+    and optimizer state), 0.44957696 GB, of which the weights are 2 bytes: 0.06422528 GB; the
+    actor trains at rank 16."""
+    from optimizer.costs.storage import weights_gb
+
+    spec = _spec(tmp_path, "grpo-7b", "  finetune: full\n", "  finetune: lora\n  lora_rank: 16\n")
+    d = build_demand(spec)
+    params = 20 * 16 * 3584 * 28
+    assert params == 32_112_640
+    assert d.checkpoint_gb == pytest.approx(params * 14 / 1e9, rel=1e-12)
+    assert weights_gb(d) == pytest.approx(params * 2 / 1e9, rel=1e-12)
+    actor = next(p for p in d.parts if p.name == "actor")
+    assert actor.lora_rank == 16
+    full = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    assert weights_gb(full) == pytest.approx(7.6 * 2, rel=1e-12)
