@@ -95,3 +95,18 @@ def test_a_phase_with_no_allowed_precision_is_named(spec) -> None:
     with pytest.raises(InputError) as exc:
         run_on_cluster(spec, "T4", 8, 4, "colocated", policy=policy)
     assert str(exc.value) == "rollout does not fit 8 x T4 (nodes of 4)"
+
+
+def test_async_without_eval() -> None:
+    """A spec with no eval block: generation is the rollout alone (no eval term, not even 0 s
+    of one); with 1 rollout GPU against 8 + 7 it is the longer side."""
+    from planner_fixtures import small_spec
+
+    spec = small_spec()
+    r = run_on_cluster(spec, "H100", 16, 8, "async", {"rollout": 1, "scoring": 7, "update": 8})
+    assert "eval" not in r.phases
+    gen = r.phases["rollout"] + r.weight_sync_seconds
+    assert r.weight_sync_seconds == pytest.approx(1.54 * 2 / 10, rel=1e-12)
+    rest = sum(v for k, v in r.phases.items() if k != "rollout")
+    assert gen > rest
+    assert r.step_seconds == pytest.approx(gen, rel=1e-12)
