@@ -1,0 +1,112 @@
+"""``run_on_cluster`` (``ptplan estimate --cluster``): per-step seconds on a cluster you have,
+composed from the demand model's phase rates by the layout rules of ``docs/architecture.md``,
+restated here: each phase on its pool at its fastest allowed precision (busy hours × 3,600 /
+steps); sync and colocated steps are the sum of their phases (+ the weight sync for sync:
+15.2 GB at 10 GB/s = 1.52 s for the GRPO example); an async step is the longer of generation
+(+ weight sync) and scoring + update; checkpoint stalls are 12 × 106.4 GB / 2 GB/s = 638.4 s
+for the run. The test shares only ``phase_rates`` with the code under test."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EXAMPLES
+
+from optimizer.core.errors import InputError
+from optimizer.core.hardware import gpus
+from optimizer.demand.cluster import run_on_cluster
+from optimizer.demand.model import build_demand
+from optimizer.demand.rates import phase_rates
+from optimizer.spec.project import load_spec
+from policies.model import default_policy
+
+POOL = {"rollout": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update"}
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(str(EXAMPLES / "grpo-7b.yaml"))
+
+
+def _expected(spec, mode: str, pool_gpus: dict[str, int]):
+    demand = build_demand(spec)
+    h100 = gpus()["H100"]
+    secs, prec, lay = {}, {}, {}
+    for phase in ("rollout", "eval", "scoring", "update"):
+        g = pool_gpus[POOL[phase]]
+        gpn = min(8, g)
+        rates = phase_rates(demand, phase, h100, gpn, mode != "async", default_policy(),
+                            colocated=mode == "colocated")
+        best = min(rates, key=lambda r: (r.busy(g / gpn), r.precision))
+        secs[phase] = best.busy(g / gpn) * 3600.0 / 300
+        prec[phase] = best.precision
+        lay[phase] = best.layout_for(g / gpn)
+    ws = 0.0 if mode == "colocated" else 15.2 / 10.0
+    if mode == "async":
+        step = max(secs["rollout"] + secs["eval"] + ws, secs["scoring"] + secs["update"])
+    else:
+        step = sum(secs.values()) + ws
+    return secs, prec, lay, ws, step
+
+
+@pytest.mark.parametrize(("mode", "pools", "pool_gpus"), [
+    ("colocated", None, {"rollout": 16, "scoring": 16, "update": 16}),
+    ("sync", {"rollout": 8, "update": 8}, {"rollout": 8, "scoring": 8, "update": 8}),
+    ("async", {"rollout": 8, "scoring": 4, "update": 4}, {"rollout": 8, "scoring": 4,
+                                                          "update": 4}),
+    # generation the longer side: 1 rollout GPU against 8 + 7 for scoring and update
+    ("async", {"rollout": 1, "scoring": 7, "update": 8}, {"rollout": 1, "scoring": 7,
+                                                          "update": 8}),
+])
+def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
+    r = run_on_cluster(spec, "H100", 16, 8, mode, pools)
+    secs, prec, lay, ws, step = _expected(spec, mode, pool_gpus)
+    assert r.phases == pytest.approx(secs, rel=1e-12)
+    assert (r.precision, r.layout) == (prec, lay)
+    assert r.weight_sync_seconds == pytest.approx(ws, rel=1e-12)
+    assert r.step_seconds == pytest.approx(step, rel=1e-12)
+    assert r.checkpoint_seconds == pytest.approx(638.4, rel=1e-12)
+    assert (r.gpus, r.steps, r.notes) == (16, 300, [])
+    if pool_gpus["rollout"] == 1:  # the case is there to make generation the longer side
+        assert secs["rollout"] + secs["eval"] + ws > secs["scoring"] + secs["update"]
+    assert r.gpu_hours == pytest.approx((step * 300 + 638.4) * 16 / 3600, rel=1e-12)
+
+
+def test_pools_larger_than_the_cluster_are_noted(spec) -> None:
+    r = run_on_cluster(spec, "H100", 16, 8, "sync", {"rollout": 16, "update": 8})
+    assert r.notes == ["pools hold 24 GPUs, more than the 16 given"]
+    # one pool's GPUs reused for two (scoring defaults to update) is not over the cluster
+    r = run_on_cluster(spec, "H100", 16, 8, "sync", {"rollout": 8, "scoring": 8, "update": 8})
+    assert r.notes == []
+
+
+def test_sft_has_no_weight_sync() -> None:
+    sft = load_spec(str(EXAMPLES / "sft-8b.yaml"))
+    r = run_on_cluster(sft, "H100", 8, 8, "colocated")
+    assert r.weight_sync_seconds == 0.0
+    assert r.step_seconds == pytest.approx(sum(r.phases.values()), rel=1e-12)
+
+
+def test_a_phase_with_no_allowed_precision_is_named(spec) -> None:
+    """A policy allowing only fp8 generation, on T4s (no fp8): no rate for rollout."""
+    from policies.model import Policy
+
+    policy = Policy.model_validate({"name": "fp8-only",
+                                    "phases": {"rollout": {"precisions": ["fp8"]}}})
+    with pytest.raises(InputError) as exc:
+        run_on_cluster(spec, "T4", 8, 4, "colocated", policy=policy)
+    assert str(exc.value) == "rollout does not fit 8 x T4 (nodes of 4)"
+
+
+def test_async_without_eval() -> None:
+    """A spec with no eval block: generation is the rollout alone (no eval term, not even 0 s
+    of one); with 1 rollout GPU against 8 + 7 it is the longer side."""
+    from planner_fixtures import small_spec
+
+    spec = small_spec()
+    r = run_on_cluster(spec, "H100", 16, 8, "async", {"rollout": 1, "scoring": 7, "update": 8})
+    assert "eval" not in r.phases
+    gen = r.phases["rollout"] + r.weight_sync_seconds
+    assert r.weight_sync_seconds == pytest.approx(1.54 * 2 / 10, rel=1e-12)
+    rest = sum(v for k, v in r.phases.items() if k != "rollout")
+    assert gen > rest
+    assert r.step_seconds == pytest.approx(gen, rel=1e-12)
