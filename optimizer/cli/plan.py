@@ -101,12 +101,12 @@ def check(
     and the policy it was made under (or --policy)."""
 
     def go() -> None:
-        from optimizer.core.yamlio import read_mapping, validate
+        from optimizer.core.yamlio import quoted, read_mapping, validate
         from optimizer.plan.schema import Plan
         from optimizer.plan.verify import verify_against_spec, verify_plan
         from optimizer.spec.project import load_spec
 
-        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {plan_file}")
+        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
         problems = verify_plan(p)
         if spec is not None:
             problems += verify_against_spec(p, load_spec(str(spec)))
