@@ -53,6 +53,13 @@ from optimizer.plan.rules_pools import (
     check_spot_overheads,
     check_zones,
 )
+from optimizer.plan.rules_record import (
+    check_allocations,
+    check_record_phases,
+    check_record_plan,
+    check_record_policy,
+    check_record_pools,
+)
 from optimizer.plan.schema import Plan
 
 
@@ -64,7 +71,8 @@ def check_policy(plan: Plan) -> list[str]:
 RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
     check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_storage,
-    check_network, check_totals, check_deadline_budget, check_policy,
+    check_network, check_totals, check_deadline_budget, check_policy, check_allocations,
+    check_record_pools, check_record_phases, check_record_plan, check_record_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""
 
@@ -112,6 +120,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         policy = None
         v.append("spec_match: the plan's policy record is not a valid policy; demand "
                  "recomputed under the default policy")
+    from optimizer.plan.rules_spec import check_spec_record
+
+    v += check_spec_record(plan, spec, demand, policy)
     pools = {p.name: p for p in plan.pools}
     tail = plan.pipeline_mode != "async"
     for ph in plan.phases:
@@ -143,6 +154,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         if r.node_hours <= 0:
             v.append(f"spec_match: phase {ph.name} has no work in the spec")
             continue
+        if r.replica_gpus != ph.replica_gpus:
+            v.append(f"spec_match: phase {ph.name} replica of {ph.replica_gpus} GPUs != model "
+                     f"{r.replica_gpus}")
         if not _close(r.floor_hours, ph.latency_floor_hours):
             v.append(f"spec_match: phase {ph.name} latency floor {ph.latency_floor_hours:.6g} h "
                      f"!= model {r.floor_hours:.6g} h")
