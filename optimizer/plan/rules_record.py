@@ -205,11 +205,11 @@ def check_record_policy(plan: Plan) -> list[str]:
     budget = money(plan.budget_usd) if plan.budget_usd is not None else None
     for name, share, got in (("warn", policy.budget.warn_at, plan.budget_warn_usd),
                              ("stop", policy.budget.stop_at, plan.budget_stop_usd)):
-        want = None if budget is None else budget * share
-        if (want is None) != (got is None) or (
-                want is not None and got is not None and not close(money(got), want,
-                                                                   abs_=0.0101)):
-            shown = "none" if want is None else usd(want)
+        limit = None if budget is None else budget * share
+        if (limit is None) != (got is None) or (
+                limit is not None and got is not None and not close(money(got), limit,
+                                                                    abs_=0.0101)):
+            shown = "none" if limit is None else usd(limit)
             v.append(f"budget: budget_{name}_usd {got} != budget x {name} threshold "
                      f"({share:g}) = {shown}")
     return v

@@ -296,9 +296,9 @@ class Plan(StrictModel):
     method: Literal["sft", "rl", "opd"] = Field(json_schema_extra=SPEC)
     algorithm: str | None = Field(json_schema_extra=SPEC)
     status: Status
-    objective: Literal["cost", "time"] = Field(json_schema_extra=_kind(
-        "informational", description="what the user asked to optimise; the plan's figures "
-        "do not depend on it"))
+    objective: str = Field(pattern="^(cost|time)$", json_schema_extra=_kind(
+        "informational", enum=["cost", "time"], description="what the user asked to "
+        "optimise; the plan's figures do not depend on it"))
     total_cost_usd: Money
     compute_cost_usd: Money
     storage_cost_usd: Money = "0.00"
