@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import reprlib
 import unicodedata
 from pathlib import Path
@@ -132,6 +133,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return node
 
 
+_DEEP_FLOW = re.compile(r"(?:[\[{][^\[\]{}\n]*){%d}" % (MAX_DEPTH + 1))
+"""More than MAX_DEPTH flow openers with no closer between them: refused before PyYAML scans
+them (its scanner's look-ahead is quadratic in the depth of flow collections)."""
+
+
 class _AliasBomb(ValueError):
     """A document refused for its shape (alias expansion, nesting), not its syntax."""
 
@@ -195,6 +201,9 @@ def parse_mapping(text: str, what: str, origin: str = "<text>") -> dict[str, Any
         if origin.endswith(".json"):
             data = json.loads(text)
         else:  # a SafeLoader subclass: no arbitrary objects
+            if _DEEP_FLOW.search(text):
+                raise _AliasBomb(f"mappings and lists nest deeper than {MAX_DEPTH} levels; "
+                                 "flatten the document")
             data = yaml.load(text, Loader=_UniqueKeyLoader)
     except _AliasBomb as exc:
         raise InputError(f"{what}: {name}: {exc}") from None
