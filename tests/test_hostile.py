@@ -266,3 +266,29 @@ def test_read_only_database_error_is_named(cache_file: Path) -> None:
         with cache_module._connect(cache_file, write=True) as con:
             raise sqlite3.OperationalError("attempt to write a readonly database")
         del con
+
+
+# --- custom catalogs ---------------------------------------------------------------------
+
+_OFFER = ("{provider: lab, region: local, instance_type: h100x8, gpu: H100, gpus_per_node: 8, "
+          "on_demand_usd_per_hour: 20.0, spot_usd_per_hour: 8.0")
+
+
+@pytest.mark.parametrize("extra, field, text", [
+    ("spot_interruptions_per_hour: .inf", "offers[0].spot_interruptions_per_hour = inf",
+     "numbers must be finite"),
+    ("spot_interruptions_per_hour: -0.1", "offers[0].spot_interruptions_per_hour = -0.1",
+     "greater than or equal to 0"),
+    ("max_nodes: -1", "offers[0].max_nodes = -1", "greater than 0"),
+    ("max_nodes: 0", "offers[0].max_nodes = 0", "greater than 0"),
+    ("spot_max_nodes: 0", "offers[0].spot_max_nodes = 0", "greater than 0"),
+    ("capacity_type: preemptible", "offers[0].capacity_type", "unknown key"),
+])
+def test_custom_catalog_hazards_and_caps(tmp_path: Path, extra: str, field: str,
+                                         text: str) -> None:
+    """An infinite hazard, a negative cap and an unknown capacity type were accepted silently
+    (issue #21)."""
+    path = tmp_path / "lab.yaml"
+    path.write_text(f"as_of: 2026-11-01\noffers:\n  - {_OFFER}, {extra}}}\n", encoding="utf-8")
+    line = _error_line(_cli("prices", "show", "--catalog", str(path)))
+    assert field in line and text in line

@@ -124,9 +124,9 @@ def check(
         if problems:
             for line in problems:
                 typer.echo(f"violation: {line}")
-            typer.echo(f"{len(problems)} violation(s) in {plan_file}", err=True)
+            typer.echo(f"{len(problems)} violation(s) in {quoted(plan_file)}", err=True)
             raise typer.Exit(1)
-        typer.echo(f"ok: {plan_file} is consistent ({len(p.pools)} pools, {len(p.phases)} "
+        typer.echo(f"ok: {quoted(plan_file)} is consistent ({len(p.pools)} pools, {len(p.phases)} "
                    f"phases, total ${p.total_cost_usd})")
 
     _run(go)

@@ -133,7 +133,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return node
 
 
-_DEEP_FLOW = re.compile(r"(?:[\[{][^\[\]{}\n]*){%d}" % (MAX_DEPTH + 1))
+_DEEP_FLOW = re.compile(r"(?:[\[{][^\[\]{}\n]*){" + str(MAX_DEPTH + 1) + "}")
 """More than MAX_DEPTH flow openers with no closer between them: refused before PyYAML scans
 them (its scanner's look-ahead is quadratic in the depth of flow collections)."""
 

@@ -2,7 +2,8 @@
 per-phase demand of :func:`optimizer.plan.verify.verify_against_spec`: the job (method,
 algorithm, steps, budget, placement limits, spot model), the lifecycle the storage was priced
 with (spec where set, else the plan's policy), the storage data classes (GB, retrieval, billed
-GB-months at the plan's run time on each item's tier) and the network flows (which exist and
+GB-months at the plan's run time on each item's tier; a class is absent when the catalog has
+no tier for it) and the network flows (which exist and
 how many GB each moves). Everything is recomputed with the demand and cost models under the
 policy the plan records; nothing reads the catalog or calls the planner.
 """
@@ -44,7 +45,7 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
     if spec.pipeline not in ("auto", plan.pipeline_mode):
         v.append(f"spec_match: pipeline {plan.pipeline_mode} but the spec asks {spec.pipeline}")
     rollout = any(p.name == "rollout" for p in plan.pools)
-    want_w = demand.weight_sync_gb_per_step if rollout and spec.method != "sft" else 0.0
+    want_w = demand.weight_sync_gb_per_step if spec.method != "sft" else 0.0
     if not close(plan.weight_sync_gb_per_node_step, want_w):
         v.append(f"spec_match: weight_sync_gb_per_node_step {plan.weight_sync_gb_per_node_step}"
                  f" != {want_w:.6g} (the policy's weights in bf16)")
@@ -61,9 +62,10 @@ def _storage(plan: Plan, demand: Any, policy: Any) -> list[str]:
     classes = {c.name: c for c in data_classes(demand, policy)}
     items = {s.data_class: s for s in plan.storage}
     v: list[str] = []
-    if sorted(classes) != sorted(items):
-        v.append(f"spec_match: storage lists {sorted(items)}, the spec's data classes are "
-                 f"{sorted(classes)}")
+    unknown = sorted(set(items) - set(classes))
+    if unknown:  # a class the catalog has no eligible tier for is left out, not invented
+        v.append(f"spec_match: storage lists {unknown}, not data classes of the spec "
+                 f"({', '.join(sorted(classes))})")
     for name, item in items.items():
         c = classes.get(name)
         if c is None:
