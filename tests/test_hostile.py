@@ -292,3 +292,18 @@ def test_custom_catalog_hazards_and_caps(tmp_path: Path, extra: str, field: str,
     path.write_text(f"as_of: 2026-11-01\noffers:\n  - {_OFFER}, {extra}}}\n", encoding="utf-8")
     line = _error_line(_cli("prices", "show", "--catalog", str(path)))
     assert field in line and text in line
+
+
+def test_error_with_a_newline_stays_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import typer
+
+    from optimizer.cli.common import _run
+
+    def fail() -> None:
+        raise InputError("value 'two\nlines' is bad; fix it")
+
+    with pytest.raises(typer.Exit) as info:
+        _run(fail)
+    assert info.value.exit_code == 2
+    err = capsys.readouterr().err
+    assert err == "error: value 'two\\nlines' is bad; fix it\n"

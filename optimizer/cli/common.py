@@ -183,7 +183,9 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except PlannerError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        # one line whatever the message quotes (a value with a newline stays escaped)
+        message = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        typer.echo(f"error: {message}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except (OverflowError, ArithmeticError) as exc:
         typer.echo(f"error: numbers out of range ({exc}); check the magnitudes in the spec "
