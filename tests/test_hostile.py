@@ -81,7 +81,7 @@ def test_oversized_file_is_refused_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.yaml"
     path.write_text("name: x\n" + "# padding\n" * (MAX_FILE_BYTES // 10 + 1), encoding="utf-8")
     start = time.perf_counter()
-    with pytest.raises(InputError, match="larger than 4 MiB"):
+    with pytest.raises(InputError, match="larger than 2 MiB"):
         read_mapping(path, "spec")
     assert time.perf_counter() - start < 0.5
 
