@@ -307,3 +307,14 @@ def test_error_with_a_newline_stays_one_line(capsys: pytest.CaptureFixture[str])
     assert info.value.exit_code == 2
     err = capsys.readouterr().err
     assert err == "error: value 'two\\nlines' is bad; fix it\n"
+
+
+def test_zero_gpus_per_node_with_spec_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """``check --spec`` divided by zero on a pool of 0 GPUs per node (found by the tamper
+    suite); the schema now refuses it when the plan is read."""
+    plan = json.loads((ROOT / "tests/golden/cli/plan-sft-8b.json").read_text())
+    plan["pools"][0]["gpus_per_node"] = 0
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    line = _error_line(_cli("check", str(path), "--spec", str(EXAMPLES / "sft-8b.yaml")))
+    assert "pools[0].gpus_per_node = 0" in line and "greater than or equal to 1" in line
