@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
 runner = CliRunner()
 
-FUZZ_EXAMPLES = 200
+FUZZ_EXAMPLES = 300
 """Examples per target in CI (the ``deep`` profile raises it)."""
 FUZZ = settings(max_examples=max(FUZZ_EXAMPLES, settings.default.max_examples), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

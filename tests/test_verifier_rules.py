@@ -23,7 +23,15 @@ import pytest
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
-from optimizer.plan import rules_costs, rules_phases, rules_pools, rules_record, rules_spec, verify
+from optimizer.plan import (
+    rules_catalog,
+    rules_costs,
+    rules_phases,
+    rules_pools,
+    rules_record,
+    rules_spec,
+    verify,
+)
 from optimizer.plan.schema import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -363,6 +371,18 @@ def b_budget_stop(p: Plan_) -> None:
     p["budget_stop_usd"] = f"{float(p['budget_stop_usd']) * 2:.2f}"
 
 
+def b_catalog_price(p: Plan_) -> None:
+    """A storage price that is not the catalog's, on an item too small for its cost to move."""
+    _item(p["storage"], "data_class", "dataset")["usd_per_gb_month"] *= 1.5
+
+
+def check_catalog(plan: Plan) -> list[str]:
+    """``catalog_match`` against the packaged (embedded) catalog the examples are made on."""
+    made_on = rules_catalog.packaged_catalog(plan)
+    assert made_on is not None
+    return rules_catalog.check_against_catalog(plan, made_on)
+
+
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
     # case: (plan, break, family printed, rule function)
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
@@ -427,6 +447,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "spot_ok": (GRPO, b_spot_ok, "policy", rules_record.check_record_policy),
     "split": (GRPO, b_split, "policy", rules_record.check_record_policy),
     "budget_stop": (OPD, b_budget_stop, "budget", rules_record.check_record_policy),
+    "catalog_price": (GRPO, b_catalog_price, "catalog_match", check_catalog),
 }
 ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
                "alloc_region": {"pool_accounting", "policy"},
@@ -484,6 +505,8 @@ def test_rule_fires_through_check(case: str, tmp_path: Path) -> None:
     brk(bad)
     if family != "allocations":
         _mirror(bad)
+    if family != "catalog_match":  # a break of a catalog fact is also a catalog_match one
+        bad["catalog"]["notes"] = [*bad["catalog"]["notes"], "test: edited catalog"]
     code, out = _check(tmp_path, bad)
     assert code == 1, out
     lines = [x for x in out.splitlines() if x.startswith("violation: ")]
@@ -534,7 +557,8 @@ def _families_in_source() -> set[str]:
     """Rule family names the verifier's sources print: the word before ``: `` at the start of a
     string literal (``policy {line}`` for the policy family)."""
     found: set[str] = set()
-    for mod in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec, verify):
+    for mod in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec, rules_catalog,
+                verify):
         src = inspect.getsource(mod)
         found |= set(re.findall(r'f?"([a-z_]+): ', src))
         found |= set(re.findall(r'f"(policy) \{', src))
