@@ -1,6 +1,6 @@
 """Independent re-check of a plan, from the plan alone (and optionally its spec).
 
-Nothing here calls the optimiser or reads the catalog. From the plan's own figures it recomputes:
+Nothing here calls the optimiser or reads a catalog. From the plan's own figures it recomputes:
 
 * ``pool_accounting``: a pool's nodes, $/h and cost are the sums over its allocations; every
   allocation is of the pool's shape, provider and region; pools are in the plan's region
@@ -22,6 +22,11 @@ Nothing here calls the optimiser or reads the catalog. From the plan's own figur
 * ``totals``: compute = Σ pools; total = compute + storage + network; idle = Σ idle; phase
   costs + idle = compute.
 * ``deadline``, ``budget``.
+* ``allocations``, ``status``, ``calibration`` and further branches of the families above:
+  what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
+  their pool's, held hours, idle cost, gang overhead, recorded rates, stall phases, fill,
+  status, calibrated flags, flows, and spot_ok, split_regions and budget thresholds against the
+  policy record).
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
@@ -30,7 +35,10 @@ One function per rule family, as the MILP has one ``add_*`` per constraint famil
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
-demand model and compares them with the plan's.
+demand model and compares them with the plan's, and what the plan records of its spec
+(:mod:`optimizer.plan.rules_spec`). ``ptplan check`` also compares a plan made on the embedded
+catalog with that catalog (``catalog_match``, :mod:`optimizer.plan.rules_catalog`); the
+schema's ``x-check`` says which fields each of these re-derives.
 """
 
 from __future__ import annotations
