@@ -20,7 +20,14 @@ from pydantic import Field, model_validator
 
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import CapacityType
-from optimizer.core.yamlio import StrictModel, parse_mapping, read_mapping, validate
+from optimizer.core.yamlio import (
+    StrictModel,
+    parse_mapping,
+    quoted,
+    read_mapping,
+    shown,
+    validate,
+)
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 PhaseName = Literal["rollout", "scoring", "update", "eval"]
@@ -149,24 +156,34 @@ def _resolve(data: dict[str, Any], origin: str, base_dir: Path, chain: tuple[str
     parent_ref = data.get("extends")
     if parent_ref is None:
         return data
+    where = quoted(origin)
     if not isinstance(parent_ref, str) or not parent_ref.strip():
-        raise InputError(f"policy {origin}: extends = {parent_ref!r}; use 'default' or the path "
-                         "of another policy file")
+        raise InputError(f"policy {where}: extends = {shown(parent_ref)}; use 'default' or the "
+                         "path of another policy file")
+    if any(not c.isprintable() for c in parent_ref):
+        raise InputError(f"policy {where}: extends = {shown(parent_ref)} contains control "
+                         "characters; use 'default' or the path of another policy file")
     if len(chain) >= MAX_EXTENDS:
-        raise InputError(f"policy {origin}: extends chain longer than {MAX_EXTENDS} "
-                         f"({' -> '.join(chain)}); shorten it")
+        raise InputError(f"policy {where}: extends chain longer than {MAX_EXTENDS} "
+                         f"({' -> '.join(quoted(c) for c in chain)}); shorten it")
     if parent_ref == "default":
         key, parent = "default", parse_mapping(_default_text(), "policy",
                                                "policies/default.yaml")
         parent_dir = base_dir
     else:
-        path = (base_dir / parent_ref).resolve()
+        try:
+            path = (base_dir / parent_ref).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loops, odd names
+            raise InputError(f"policy {where}: extends = {shown(parent_ref)} cannot be resolved "
+                             f"({type(exc).__name__}); use 'default' or the path of another "
+                             "policy file") from None
         key = str(path)
-        parent = read_mapping(path, f"policy {origin}: extends")
+        parent = read_mapping(path, f"policy {where}: extends")
         parent_dir = path.parent
     if key in chain:
-        raise InputError(f"policy {origin}: extends {parent_ref!r} forms a cycle "
-                         f"({' -> '.join((*chain, key))}); remove one extends")
+        raise InputError(f"policy {where}: extends {parent_ref!r} forms a cycle "
+                         f"({' -> '.join(quoted(c) for c in (*chain, key))}); remove one "
+                         "extends")
     parent = _resolve(parent, parent_ref, parent_dir, (*chain, key))
     merged = _merge({k: v for k, v in parent.items() if k != "extends"}, data)
     return merged
@@ -175,7 +192,7 @@ def _resolve(data: dict[str, Any], origin: str, base_dir: Path, chain: tuple[str
 def parse_policy(text: str, origin: str = "policy", base_dir: Path | None = None) -> Policy:
     data = parse_mapping(text, "policy", origin)
     data = _resolve(data, origin, base_dir or Path.cwd(), (origin,))
-    return validate(Policy, data, f"policy {origin}")
+    return validate(Policy, data, f"policy {quoted(origin)}")
 
 
 def load_policy(path: str | None) -> Policy:
@@ -184,7 +201,7 @@ def load_policy(path: str | None) -> Policy:
         return default_policy()
     data = read_mapping(path, "policy")
     data = _resolve(data, path, Path(path).resolve().parent, (str(Path(path).resolve()),))
-    return validate(Policy, data, f"policy {path}")
+    return validate(Policy, data, f"policy {quoted(path)}")
 
 
 @cache

@@ -36,11 +36,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from optimizer.core.errors import InputError, ProviderError
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.cache_rows import OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
@@ -136,8 +138,24 @@ def _insert(table: str, columns: tuple[str, ...]) -> str:
             f"VALUES ({', '.join(':' + c for c in columns)})")
 
 
+def _refresh_fix(provider: str | None = None) -> str:
+    return f"`ptplan prices refresh --provider {provider or 'aws|gcp'}`"
+
+
 @contextmanager
 def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
+    shown = repr(str(path))
+    if path.is_dir():
+        raise InputError(f"price cache {shown} is a directory; pass the cache file (for "
+                         f"example {str(path / CACHE_FILE)!r}) with --cache or "
+                         f"${ENV_VAR}")
+    if write and path.exists() and not os.access(path, os.W_OK):
+        raise ProviderError(f"price cache {shown} is read-only; make it writable (chmod u+w) "
+                            f"or refresh into another file with --cache; {UNCHANGED}")
+    if write and not path.exists() and path.parent.is_dir() \
+            and not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ProviderError(f"price cache directory {str(path.parent)!r} is read-only; "
+                            f"choose a writable --cache path or ${ENV_VAR}; {UNCHANGED}")
     if write:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +174,13 @@ def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
     con.row_factory = sqlite3.Row
     try:
         yield con
+    except sqlite3.OperationalError as exc:
+        if write and "readonly" in str(exc).replace("-", "").replace(" ", ""):
+            raise ProviderError(f"price cache {shown} is read-only ({exc}); make it and its "
+                                "directory writable or refresh into another file with "
+                                f"--cache; {UNCHANGED}") from None
+        raise InputError(f"price cache {shown} is unreadable or not a ptplan price cache "
+                         f"({exc}); remove it or choose another --cache path") from None
     except sqlite3.DatabaseError as exc:
         raise InputError(f"price cache {str(path)!r} is unreadable or not a ptplan price cache "
                          f"({exc}); remove it or choose another --cache path") from None
@@ -175,9 +200,22 @@ def _check_schema(con: sqlite3.Connection, path: Path) -> None:
                          f"this ptplan reads {SCHEMA_VERSION!r}; refresh into a new --cache path")
 
 
+def _validate_pull(pull: Pull) -> None:
+    """Every row of a pull through its model before anything is written."""
+    problems = [check_row(OfferRow, "offers", {c: getattr(o, c) for c in OFFER_COLUMNS})
+                for o in pull.offers]
+    problems += [check_row(RateRow, "reserved_rates", {c: getattr(r, c) for c in RATE_COLUMNS})
+                 for r in pull.reserved_rates]
+    problem = next((p for p in problems if p), None)
+    if problem:
+        raise ProviderError(f"the {pull.provider} prices could not be stored ({problem}); "
+                            f"{UNCHANGED}")
+
+
 def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
     """Write a complete pull atomically (one transaction); returns the cache path."""
     target = resolve_cache_path(path)
+    _validate_pull(pull)
     with _connect(target, write=True) as con:
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -246,10 +284,24 @@ def pulls(path: str | os.PathLike[str] | None = None) -> list[PullInfo]:
                            "ORDER BY provider, as_of, region").fetchall()
     merged: dict[tuple[str, str, str, str], list[str]] = {}
     for row in rows:
+        _checked(PullRow, "pulls", row, target)
         key = (row["provider"], row["as_of"], row["source"], row["notes"])
         merged.setdefault(key, []).append(row["region"])
     return [PullInfo(p, tuple(regions), a, s, tuple(json.loads(n)))
             for (p, a, s, n), regions in merged.items()]
+
+
+def _checked(model: type, table: str, row: sqlite3.Row, path: Path) -> dict[str, Any]:
+    """The row as a dict once its model accepts it; otherwise a one-line error naming the
+    table, the row's key and the refresh that rewrites it (exit 3)."""
+    data = {k: row[k] for k in row.keys()}  # noqa: SIM118 (a Row iterates over values)
+    problem = check_row(model, table, data)
+    if problem:
+        provider = data.get("provider")
+        named = provider if provider in ("aws", "gcp") else None
+        raise ProviderError(f"price cache {str(path)!r}: {problem}; rewrite it with "
+                            f"{_refresh_fix(named)}, or remove the file")
+    return data
 
 
 def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
@@ -257,14 +309,14 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
     target = resolve_cache_path(path)
     with _connect(target, write=False) as con:
         _check_schema(con, target)
-        offers = [Offer(**{c: row[c] for c in OFFER_COLUMNS}) for row in con.execute(
+        offers = [Offer(**_checked(OfferRow, "offers", row, target)) for row in con.execute(
             f"SELECT {', '.join(OFFER_COLUMNS)} FROM offers "
             "ORDER BY provider, region, zone, instance_type, capacity_type")]
-        rates = [ReservedRate(**{c: row[c] for c in RATE_COLUMNS} | {
+        rates = [ReservedRate(**_checked(RateRow, "reserved_rates", row, target) | {
                      "assumption": bool(row["assumption"])}) for row in con.execute(
             f"SELECT {', '.join(RATE_COLUMNS)} FROM reserved_rates ORDER BY provider, region, "
             "instance_type, term_years, offering_class, purchase_option")]
-        exclusions = [row["reason"] for row in con.execute(
+        exclusions = [str(row["reason"]) for row in con.execute(
             "SELECT reason FROM exclusions ORDER BY provider, region, reason")]
     infos = pulls(target)
     if not offers or not infos:

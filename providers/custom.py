@@ -33,7 +33,7 @@ from pydantic import (
 )
 
 from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import StrictModel, read_mapping, validate
+from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 
 _Strict = StrictModel
@@ -109,7 +109,7 @@ class CustomCatalog(_Strict):
 
 def load_custom_catalog(path: str) -> Catalog:
     data = read_mapping(path, "catalog")
-    spec = validate(CustomCatalog, data, f"catalog {path}")
+    spec = validate(CustomCatalog, data, f"catalog {quoted(path)}")
     name = spec.name or Path(path).stem
     as_of = spec.as_of.isoformat()
     source = f"custom catalog {Path(path).name}"

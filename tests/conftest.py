@@ -16,6 +16,10 @@ from hypothesis import settings
 # reproduction blob either way.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("dev", print_blob=True)
+# the deep fuzz run (benchmarks/fuzz_deep.py: pytest tests/test_fuzz.py
+# --hypothesis-profile=deep): 2,500 examples per fuzz target, derandomized like CI
+settings.register_profile("deep", max_examples=2500, derandomize=True, print_blob=True,
+                          deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -469,7 +469,7 @@ def test_bad_custom_catalog(tmp_path: Path, mutate: Any, expected: tuple[str, ..
         load_custom_catalog(path)
     message = str(info.value)
     assert_one_line(message)
-    assert message.startswith(f"catalog {path}: ")
+    assert message.startswith(f"catalog {str(path)!r}: ")  # file names are quoted
     for text in expected:
         assert text in message, f"{text!r} not in {message!r}"
 

@@ -411,7 +411,7 @@ def test_not_utf8(tmp_path: Any) -> None:
 
 def test_directory_instead_of_file(tmp_path: Any) -> None:
     message = _load_error(tmp_path)
-    assert "cannot read" in message
+    assert "is a directory; pass a file" in message and repr(str(tmp_path)) in message
 
 
 def test_json_spec_file(tmp_path: Any) -> None:

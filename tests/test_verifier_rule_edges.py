@@ -221,11 +221,13 @@ def test_reserved_is_a_capacity_type(p: Plan_) -> None:
 
 
 def test_region_level_offer_over_its_cap_names_the_region(p: Plan_) -> None:
-    _pool(p, "update")["allocations"][0]["max_nodes"] = 0
+    """(A cap of 0 is refused by the schema since #21: caps are at least 1.)"""
+    alloc = _pool(p, "update")["allocations"][0]
+    alloc["nodes"], alloc["max_nodes"] = 2, 1
     assert run(check_capacity, p) == [
-        "capacity: 1 a3-edgegpu-8g-nolssd on_demand in us-west4 exceeds the offer's cap 0",
-        "capacity: pools together hold 1 a3-edgegpu-8g-nolssd on_demand in us-west4, the "
-        "offer's cap is 0"]
+        "capacity: 2 a3-edgegpu-8g-nolssd on_demand in us-west4 exceeds the offer's cap 1",
+        "capacity: pools together hold 2 a3-edgegpu-8g-nolssd on_demand in us-west4, the "
+        "offer's cap is 1"]
 
 
 def test_shared_cap_message_names_the_zone(p: Plan_) -> None:
@@ -492,11 +494,9 @@ def test_cross_zone_count_in_the_message(p: Plan_) -> None:
         "us-west4-a"]
 
 
-def test_a_single_node_pool_over_a_zero_cap(p: Plan_) -> None:
-    """A (tampered) pool cap of 0: every pool with a node is over it, the 1-node update pool
-    too."""
-    p["max_nodes_per_pool"] = 0
-    assert run(check_capacity, p) == [
-        "capacity: pool rollout has 2 nodes, the pool cap is 0",
-        "capacity: pool scoring has 12 nodes, the pool cap is 0",
-        "capacity: pool update has 1 nodes, the pool cap is 0"]
+def test_a_pool_at_the_cap_is_not_over_it(p: Plan_) -> None:
+    """A (tampered) pool cap of 2: the 12-node scoring pool is over it; the 2-node rollout
+    pool, exactly at it, and the 1-node update pool are not (a cap of 0, which tested a 1-node
+    pool over it, is refused by the schema since #21)."""
+    p["max_nodes_per_pool"] = 2
+    assert run(check_capacity, p) == ["capacity: pool scoring has 12 nodes, the pool cap is 2"]

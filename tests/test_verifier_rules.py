@@ -23,7 +23,15 @@ import pytest
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
-from optimizer.plan import rules_costs, rules_phases, rules_pools, verify
+from optimizer.plan import (
+    rules_catalog,
+    rules_costs,
+    rules_phases,
+    rules_pools,
+    rules_record,
+    rules_spec,
+    verify,
+)
 from optimizer.plan.schema import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +90,13 @@ def b_latency_floor(p: Plan_) -> None:
 
 def b_spot_stateless(p: Plan_) -> None:
     """A spot rollout node with no interruption overhead (coverage still holds: more work)."""
-    _pool(p, "rollout")["allocations"][0]["effective_fraction"] = 1.0
+    pool = _pool(p, "rollout")
+    pool["allocations"][0]["effective_fraction"] = 1.0
+    effective = sum(a["nodes"] * a["effective_fraction"] for a in pool["allocations"])
+    for ph in p["phases"]:  # the recorded rates follow the effective nodes
+        if ph["pool"] == "rollout" and ph["tokens_per_node_hour"]:
+            ph["tokens_per_node_hour"] = ph["tokens"] / (
+                ph["busy_hours"] * effective * ph["usable_node_fraction"])
 
 
 def b_spot_gang(p: Plan_) -> None:
@@ -211,7 +225,7 @@ def b_unknown_pool(p: Plan_) -> None:
 
 def b_usable(p: Plan_) -> None:
     """A usable-node fraction that is not the whole replicas (coverage still holds)."""
-    _phase(p, "update")["usable_node_fraction"] = 2.0
+    _phase(p, "update")["usable_node_fraction"] = 0.5
 
 
 def b_multinode(p: Plan_) -> None:
@@ -312,6 +326,91 @@ def _set_disk_cost(p: Plan_, pool: dict[str, Any], usd: float) -> None:
     pool["disk_cost_usd"] = f"{round(usd, 2):.2f}"
     p["disk_cost_usd"] = f"{float(p['disk_cost_usd']) + delta:.2f}"
     p["total_cost_usd"] = f"{float(p['total_cost_usd']) + delta:.2f}"
+# ---- rules on what the plan records (issue #21) ------------------------------------------------
+
+def b_phase_alloc(p: Plan_) -> None:
+    """A phase's allocation is not its pool's (a different capacity type)."""
+    _phase(p, "scoring")["allocations"][0]["capacity_type"] = "on_demand"
+
+
+def b_phase_alloc_hours(p: Plan_) -> None:
+    a = _phase(p, "eval")["allocations"][0]
+    a["hours"] *= 2
+    a["cost_usd"] = f"{a['nodes'] * a['usd_per_hour'] * a['hours']:.2f}"
+
+
+def b_gpu_hours(p: Plan_) -> None:
+    _phase(p, "update")["gpu_hours"] *= 2
+
+
+def b_pool_phases(p: Plan_) -> None:
+    _pool(p, "rollout")["phases"].remove("eval")
+
+
+def b_held(p: Plan_) -> None:
+    _pool(p, "scoring")["held_hours"] += 1.0
+
+
+def b_idle_cost(p: Plan_) -> None:
+    pool = _pool(p, "update")
+    pool["idle_cost_usd"] = f"{float(pool['idle_cost_usd']) * 2:.2f}"
+
+
+def b_gang_fraction(p: Plan_) -> None:
+    _pool(p, "update")["gang_overhead_fraction"] = 0.01
+
+
+def b_rate(p: Plan_) -> None:
+    _phase(p, "rollout")["tokens_per_node_hour"] *= 1.5
+
+
+def b_stall(p: Plan_) -> None:
+    _phase(p, "checkpoint")["replica_gpus"] = 8
+
+
+def b_npr(p: Plan_) -> None:
+    _phase(p, "scoring")["nodes_per_replica"] = 2
+
+
+def b_fill(p: Plan_) -> None:
+    p["fill_fraction"] = 0.5  # a colocated plan has no fill
+
+
+def b_status(p: Plan_) -> None:
+    p["status"] = "time_limit"
+
+
+def b_calibrated(p: Plan_) -> None:
+    _phase(p, "rollout")["calibrated"] = True
+
+
+def b_flow(p: Plan_) -> None:
+    _item(p["network"], "flow", "experience")["flow"] = "dataset_staging"
+
+
+def b_spot_ok(p: Plan_) -> None:
+    p["policy"]["phases"]["scoring"]["capacity_types"] = ["on_demand"]
+    p["policy"]["max_spot_share"] = 1.0
+
+
+def b_split(p: Plan_) -> None:
+    p["split_regions"] = True
+
+
+def b_budget_stop(p: Plan_) -> None:
+    p["budget_stop_usd"] = f"{float(p['budget_stop_usd']) * 2:.2f}"
+
+
+def b_catalog_price(p: Plan_) -> None:
+    """A storage price that is not the catalog's, on an item too small for its cost to move."""
+    _item(p["storage"], "data_class", "dataset")["usd_per_gb_month"] *= 1.5
+
+
+def check_catalog(plan: Plan) -> list[str]:
+    """``catalog_match`` against the packaged (embedded) catalog the examples are made on."""
+    made_on = rules_catalog.packaged_catalog(plan)
+    assert made_on is not None
+    return rules_catalog.check_against_catalog(plan, made_on)
 
 
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
@@ -364,19 +463,58 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "disks_cost": (OPD, b_disks_cost, "disks", rules_costs.check_disks),
     "disks_total": (SFT, b_disks_total, "totals", rules_costs.check_disks),
     "disks_tier": (GRPO, b_disks_tier, "disks", rules_costs.check_disks),
+    "phase_alloc": (GRPO, b_phase_alloc, "allocations", rules_record.check_allocations),
+    "phase_alloc_hours": (GRPO, b_phase_alloc_hours, "allocations",
+                          rules_record.check_allocations),
+    "gpu_hours": (GRPO, b_gpu_hours, "allocations", rules_record.check_allocations),
+    "pool_phases": (GRPO, b_pool_phases, "allocations", rules_record.check_allocations),
+    "held": (GRPO, b_held, "hold", rules_record.check_record_pools),
+    "idle_cost": (GRPO, b_idle_cost, "totals", rules_record.check_record_pools),
+    "gang_fraction": (GRPO, b_gang_fraction, "spot_overhead", rules_record.check_record_pools),
+    "rate": (GRPO, b_rate, "coverage", rules_record.check_record_phases),
+    "stall": (GRPO, b_stall, "coverage", rules_record.check_record_phases),
+    "npr": (GRPO, b_npr, "memory", rules_record.check_record_phases),
+    "fill": (SFT, b_fill, "makespan", rules_record.check_record_plan),
+    "status": (GRPO, b_status, "status", rules_record.check_record_plan),
+    "calibrated": (GRPO, b_calibrated, "calibration", rules_record.check_record_plan),
+    "flow": (GRPO, b_flow, "network", rules_record.check_record_plan),
+    "spot_ok": (GRPO, b_spot_ok, "policy", rules_record.check_record_policy),
+    "split": (GRPO, b_split, "policy", rules_record.check_record_policy),
+    "budget_stop": (OPD, b_budget_stop, "budget", rules_record.check_record_policy),
+    "catalog_price": (GRPO, b_catalog_price, "catalog_match", check_catalog),
 }
 ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "policy"},
                "alloc_region": {"pool_accounting", "policy"},
                "pool_region": {"pool_accounting", "policy"},
                "multinode": {"capacity", "pool_accounting", "disks"},
                "pool_nodes": {"pool_accounting", "disks"},
-               "pool_busy": {"hold", "totals"}, "unknown_pool": {"coverage", "hold"},
-               "storage_cents": {"storage", "totals"}}
+               "pool_busy": {"hold", "totals"},
+               "unknown_pool": {"coverage", "hold", "allocations"},
+               "totals_phases": {"totals", "allocations"}, "usable": {"memory", "coverage"},
+               "storage_cents": {"storage", "totals"},
+               "capacity_spot": {"capacity", "policy"}, "spot_ok": {"policy", "capacity"},
+               "gpu_hours": {"allocations"}, "pool_phases": {"allocations"},
+               "held": {"hold"}, "flow": {"network", "spec_match"}}
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
 policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
-policy's ``split_regions``; a two-node pool with one allocated node is also an accounting
-error, and its disks are priced for the other count; a pool's busy hours set its idle cost
-(totals) and a phase moved to an unknown pool leaves its pool's busy hours short (hold)."""
+policy's ``split_regions``; a phase's cost is a part of compute and the sum of its
+allocations; the usable fraction is a factor of the recorded rate (coverage); a two-node
+pool with one allocated node is also an accounting error, and its disks are priced for the
+other count; a pool's busy hours set its idle cost (totals) and a phase moved to an unknown
+pool leaves its pool's busy hours short (hold). A pool's ``spot_ok`` is both a capacity rule
+(spot only where allowed) and a record of the policy."""
+
+
+def _mirror(p: Plan_) -> None:
+    """Phase allocations copy their pool's (``allocations`` rule): a break of a pool allocation
+    is carried into the copies, so that each case breaks one invariant."""
+    pools = {x["name"]: x for x in p["pools"]}
+    for ph in p["phases"]:
+        pool = pools.get(ph["pool"])
+        if pool is None or len(pool["allocations"]) != len(ph["allocations"]):
+            continue
+        for a, src in zip(ph["allocations"], pool["allocations"], strict=True):
+            a.update({k: src[k] for k in rules_record.MIRRORED})
 
 
 def _check(tmp_path: Path, data: Plan_, *extra: str) -> tuple[int, str]:
@@ -400,6 +538,10 @@ def test_rule_fires_through_check(case: str, tmp_path: Path) -> None:
     assert rule(Plan.model_validate(good)) == [], "the rule holds on the unbroken plan"
     bad = copy.deepcopy(good)
     brk(bad)
+    if family != "allocations":
+        _mirror(bad)
+    if family != "catalog_match":  # a break of a catalog fact is also a catalog_match one
+        bad["catalog"]["notes"] = [*bad["catalog"]["notes"], "test: edited catalog"]
     code, out = _check(tmp_path, bad)
     assert code == 1, out
     lines = [x for x in out.splitlines() if x.startswith("violation: ")]
@@ -465,7 +607,8 @@ def _families_in_source() -> set[str]:
     """Rule family names the verifier's sources print: the word before ``: `` at the start of a
     string literal (``policy {line}`` for the policy family)."""
     found: set[str] = set()
-    for mod in (rules_pools, rules_phases, rules_costs, verify):
+    for mod in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec, rules_catalog,
+                verify):
         src = inspect.getsource(mod)
         found |= set(re.findall(r'f?"([a-z_]+): ', src))
         found |= set(re.findall(r'f"(policy) \{', src))

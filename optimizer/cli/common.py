@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer._click import exceptions as click_errors  # Typer >= 0.24 vendors Click
+from typer.core import Abort, TyperGroup
 
 from optimizer.core.errors import InputError, PlannerError, suggest
 
@@ -25,8 +26,31 @@ _CHOICE = re.compile(r"'(?P<value>.*)' is not one of (?P<choices>'.*')\.?$")
 
 
 class _OneLineErrors(TyperGroup):
-    """Reports a bad option value (an unknown ``--target``, ``--solver``, ``--format`` ...) as
-    one line on stderr, exit 2, instead of Click's usage box."""
+    """Reports a bad option value (an unknown ``--target``, ``--solver``, ``--format`` ...) and
+    every other usage error (a missing argument, an unknown option or command) as one line on
+    stderr, exit 2, instead of Click's framed usage box."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("standalone_mode", True) is False:
+            return super().main(*args, **kwargs)
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click_errors.NoArgsIsHelpError as exc:  # bare `ptplan` / `ptplan schema`: help
+            typer.echo(exc.ctx.get_help() if exc.ctx is not None else "", err=True)
+            sys.exit(2)
+        except click_errors.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "ptplan"
+            message = " ".join(exc.format_message().split()).rstrip(".")
+            typer.echo(f"error: {command}: {message}; see `{command} --help`", err=True)
+            sys.exit(2)
+        except click_errors.ClickException as exc:
+            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+            sys.exit(exc.exit_code)
+        except Abort:
+            typer.echo("error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: Any) -> Any:  # click's Context (vendored by Typer >= 0.24)
         try:
@@ -159,7 +183,9 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except PlannerError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        # one line whatever the message quotes (a value with a newline stays escaped)
+        message = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        typer.echo(f"error: {message}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except (OverflowError, ArithmeticError) as exc:
         typer.echo(f"error: numbers out of range ({exc}); check the magnitudes in the spec "

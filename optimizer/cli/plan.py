@@ -98,16 +98,21 @@ def check(
                                 "violations are named by rule."),
 ) -> None:
     """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget,
-    and the policy it was made under (or --policy)."""
+    and the policy it was made under (or --policy); its prices against the embedded catalog
+    when it was made on it."""
 
     def go() -> None:
-        from optimizer.core.yamlio import read_mapping, validate
+        from optimizer.core.yamlio import quoted, read_mapping, validate
+        from optimizer.plan.rules_catalog import check_against_catalog, packaged_catalog
         from optimizer.plan.schema import Plan
         from optimizer.plan.verify import verify_against_spec, verify_plan
         from optimizer.spec.project import load_spec
 
-        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {plan_file}")
+        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
         problems = verify_plan(p)
+        made_on = packaged_catalog(p)
+        if made_on is not None:
+            problems += check_against_catalog(p, made_on)
         if spec is not None:
             problems += verify_against_spec(p, load_spec(str(spec)))
         if policy is not None:
@@ -119,9 +124,9 @@ def check(
         if problems:
             for line in problems:
                 typer.echo(f"violation: {line}")
-            typer.echo(f"{len(problems)} violation(s) in {plan_file}", err=True)
+            typer.echo(f"{len(problems)} violation(s) in {quoted(plan_file)}", err=True)
             raise typer.Exit(1)
-        typer.echo(f"ok: {plan_file} is consistent ({len(p.pools)} pools, {len(p.phases)} "
+        typer.echo(f"ok: {quoted(plan_file)} is consistent ({len(p.pools)} pools, {len(p.phases)} "
                    f"phases, total ${p.total_cost_usd})")
 
     _run(go)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -53,6 +53,28 @@ __all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "Netwo
            "ParallelLayout", "Plan", "Status"]
 
 
+CHECK_KINDS = ("derived", "spec", "catalog", "informational")
+"""How ``ptplan check`` treats a field (``x-check`` in the JSON Schema; absent: inherited from
+the enclosing object, ``derived`` at the top): ``derived`` fields are re-derived from the rest
+of the plan and compared; ``spec`` fields only from the spec (``check --spec``); ``catalog``
+fields (prices, minimum durations, fees) from the catalog the plan names, when ``check`` has it
+(the embedded snapshot; :mod:`optimizer.plan.rules_catalog`);
+``informational`` fields (text, timings, versions, solver statistics, the planner's notes) are
+not checked. The tamper suite (``tests/test_tamper.py``) holds the schema to this: a
+tampered ``derived`` field fails ``check``, a ``spec`` field fails ``check --spec``."""
+
+
+def check_kind(node: dict[str, Any]) -> str | None:
+    """The ``x-check`` of a JSON Schema node, if it declares one."""
+    kind = node.get("x-check")
+    return kind if isinstance(kind, str) else None
+
+
+def _kind(kind: str, **extra: Any) -> dict[str, Any]:
+    assert kind in CHECK_KINDS
+    return {"x-check": kind, **extra}
+
+
 def usd(x: float) -> str:
     """Money as a decimal string with cents."""
     return str(Decimal(repr(float(x))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
@@ -63,9 +85,15 @@ def hours(x: float) -> float:
     return float(x)
 
 
-Money = Annotated[str, StringConstraints(pattern=r"^-?[0-9]+\.[0-9]{2}$")]
-"""USD with cents, as a decimal string ("1234.50")."""
+Money = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]{2}$")]
+"""USD with cents, as a decimal string ("1234.50"); never negative in a plan."""
 Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+INFO = _kind("informational")
+SPEC = _kind("spec")
 
 
 class SpotModel(StrictModel):
@@ -80,33 +108,39 @@ class Allocation(StrictModel):
     zone: str
     instance_type: str
     gpu: str
-    gpus_per_node: int
+    gpus_per_node: Positive
     capacity_type: CapacityType
-    nodes: int
-    hours: float
-    usd_per_hour: float
+    nodes: Positive
+    hours: Hours
+    usd_per_hour: NonNegative
     cost_usd: Money
-    max_nodes: int | None
-    interruptions_per_hour: float | None
-    effective_fraction: float
+    max_nodes: Positive | None = Field(json_schema_extra=_kind(
+        "informational", description="the offer's cap in the catalog the plan was made on: "
+        "check holds nodes to it but cannot know the catalog's figure"))
+    interruptions_per_hour: NonNegative | None
+    effective_fraction: Annotated[float, Field(gt=0, le=1)]
     """Share of a node's time doing useful work after spot overhead (1 off spot)."""
-    note: str
+    note: str = Field(json_schema_extra=INFO)
 
 
 class ParallelLayout(StrictModel):
     """How a phase runs on its pool: training (tp, cp, pp, dp, ZeRO stage, optimizer offload)
     or generation (engine tensor parallel and replicas)."""
 
-    tp: int
-    cp: int = 1
-    pp: int = 1
-    dp: int = 1
-    zero_stage: int | None = None
+    model_config = ConfigDict(json_schema_extra=SPEC)
+
+    tp: Positive
+    cp: Positive = 1
+    pp: Positive = 1
+    dp: Positive = 1
+    zero_stage: Annotated[int, Field(ge=0, le=3)] | None = None
     optimizer_offload: bool = False
 
 
 class CalibrationRecord(StrictModel):
     """A measured cell that rescaled the demand model (``calibration`` in the spec)."""
+
+    model_config = ConfigDict(json_schema_extra=SPEC)
 
     phase: str
     gpu: str
@@ -123,23 +157,23 @@ class PhasePlan(StrictModel):
     name: str
     pool: str
     precision: str | None
-    tokens: float
-    tokens_per_node_hour: float | None
+    tokens: NonNegative
+    tokens_per_node_hour: Annotated[float, Field(gt=0)] | None
     """Throughput per effective node at the planned pool size (drain and floors included):
     tokens ÷ (busy hours × effective nodes × usable fraction)."""
-    usable_node_fraction: float
+    usable_node_fraction: Fraction
     """Whole replicas only: ⌊N / nodes_per_replica⌋ × nodes_per_replica / N."""
-    replica_gpus: int
-    nodes_per_replica: int
-    busy_hours: float
-    latency_floor_hours: float
+    replica_gpus: Count = Field(json_schema_extra=SPEC)
+    nodes_per_replica: Count
+    busy_hours: Hours
+    latency_floor_hours: Hours = Field(json_schema_extra=SPEC)
     """Least busy time at any node count (each step's sequential work); busy ≥ floor."""
-    gpu_hours: float
+    gpu_hours: Hours
     cost_usd: Money
     calibrated: bool
-    models: list[str] = []
+    models: list[str] = Field(default=[], json_schema_extra=INFO)
     """Model roles whose work the phase runs (policy, reference, reward, teacher, critic)."""
-    fallback: dict[str, float] = {}
+    fallback: dict[str, Fraction] = {}
     """Share of a role's work run at bf16 or better (policy high_precision_fallback)."""
     parallel_layout: ParallelLayout | None = None
     """Schema 3: training layout or generation engine the phase was priced with."""
@@ -152,24 +186,24 @@ class PoolPlan(StrictModel):
     provider: str
     region: str
     gpu: str
-    gpus_per_node: int
-    nodes: int
+    gpus_per_node: Positive
+    nodes: Count
     spot_ok: bool
-    held_hours: float
-    busy_hours: float
-    idle_hours: float
-    usd_per_hour: float
+    held_hours: Hours
+    busy_hours: Hours
+    idle_hours: Hours
+    usd_per_hour: NonNegative
     """The instances' $/h (Σ allocations); the boot disks are apart (``disk_usd_per_hour``)."""
     cost_usd: Money
     idle_cost_usd: Money
-    gang_overhead_fraction: float
+    gang_overhead_fraction: Annotated[float, Field(ge=0, lt=1)]
     allocations: list[Allocation]
-    boot_disk_gb: int = 0
+    boot_disk_gb: Annotated[int, Field(ge=0)] = 0
     """Schema 4: the boot disk of each node (the policy's ``boot_disk_gb``; 0 in older plans)."""
     disk_tier: str = ""
     """The catalog's block-storage tier the disks are priced at (empty: no block tier, $0)."""
-    disk_usd_per_gb_month: float = 0.0
-    disk_usd_per_hour: float = 0.0
+    disk_usd_per_gb_month: NonNegative = 0.0
+    disk_usd_per_hour: NonNegative = 0.0
     """nodes × boot_disk_gb × disk_usd_per_gb_month ÷ 730."""
     disk_cost_usd: Money = "0.00"
     """disk_usd_per_hour × held_hours: the disks are billed while the nodes are held."""
@@ -182,13 +216,13 @@ class StorageItem(StrictModel):
     tier: str
     access: str
     """Access latency the class needs: ``ms`` (restores) or ``hours`` (archives, logs)."""
-    gb: float
-    gb_months: float
+    gb: NonNegative = Field(json_schema_extra=SPEC)
+    gb_months: NonNegative = Field(json_schema_extra=SPEC)
     """Billed GB-months: each object's lifetime, or the tier's minimum duration if longer."""
-    usd_per_gb_month: float
-    min_days: float
-    retrieval_gb: float
-    retrieval_usd_per_gb: float
+    usd_per_gb_month: NonNegative = Field(json_schema_extra=_kind("catalog"))
+    min_days: NonNegative = Field(json_schema_extra=_kind("catalog"))
+    retrieval_gb: NonNegative = Field(json_schema_extra=SPEC)
+    retrieval_usd_per_gb: NonNegative = Field(json_schema_extra=_kind("catalog"))
     cost_usd: Money
 
 
@@ -196,12 +230,14 @@ class Lifecycle(StrictModel):
     """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
     otherwise the policy); deployment configs (``ptplan render``) enforce these."""
 
-    every_steps: int
-    keep_hot: int
-    archive_every: int
-    retention_days: int
-    rollout_log_days: int
-    metrics_days: int
+    model_config = ConfigDict(json_schema_extra=SPEC)
+
+    every_steps: Positive
+    keep_hot: Positive
+    archive_every: Positive
+    retention_days: Positive
+    rollout_log_days: Positive
+    metrics_days: Positive
 
 
 class Place(StrictModel):
@@ -212,19 +248,23 @@ class Place(StrictModel):
 
 
 class NetworkItem(StrictModel):
-    flow: Flow
+    flow: Flow = Field(json_schema_extra=SPEC)
     src: Place
     dst: Place
     path: NetworkPath
-    nodes: int | None = None
+    nodes: Positive | None = None
     """Weight sync: the rollout nodes on this path (each receives one copy per step)."""
-    gb: float
-    usd_per_gb: float
+    gb: NonNegative = Field(json_schema_extra=SPEC)
+    usd_per_gb: NonNegative
     cost_usd: Money
-    note: str = ""
+    note: str = Field(default="", json_schema_extra=INFO)
 
 
 class SolverInfo(StrictModel):
+    """Solver statistics and timings: informational (``status`` must equal the plan's)."""
+
+    model_config = ConfigDict(json_schema_extra=INFO)
+
     name: str
     status: Status
     gap: float
@@ -248,6 +288,11 @@ class LayoutResult(StrictModel):
 
 
 class Explain(StrictModel):
+    """Why the plan is what it is (text, and the best plan of every other layout):
+    informational."""
+
+    model_config = ConfigDict(json_schema_extra=INFO)
+
     summary: list[str]
     binding: list[str]
     marginal: list[str]
@@ -260,14 +305,16 @@ class Plan(StrictModel):
         "then": {"required": ["lifecycle"]},
     })
 
-    schema_version: int = Field(default=SCHEMA_VERSION,
-                                json_schema_extra={"enum": list(range(1, SCHEMA_VERSION + 1))})
-    spec_name: str
-    spec_digest: str
-    method: str
-    algorithm: str | None
+    schema_version: int = Field(default=SCHEMA_VERSION, json_schema_extra={
+        "enum": list(range(1, SCHEMA_VERSION + 1)), **INFO})
+    spec_name: str = Field(json_schema_extra=SPEC)
+    spec_digest: str = Field(json_schema_extra=SPEC)
+    method: Literal["sft", "rl", "opd"] = Field(json_schema_extra=SPEC)
+    algorithm: str | None = Field(json_schema_extra=SPEC)
     status: Status
-    objective: str
+    objective: str = Field(pattern="^(cost|time)$", json_schema_extra=_kind(
+        "informational", enum=["cost", "time"], description="what the user asked to "
+        "optimise; the plan's figures do not depend on it"))
     total_cost_usd: Money
     compute_cost_usd: Money
     storage_cost_usd: Money = "0.00"
@@ -276,9 +323,9 @@ class Plan(StrictModel):
     """Schema 4: the nodes' boot disks (Σ pools' ``disk_cost_usd``)."""
     idle_cost_usd: Money
     makespan_hours: Hours
-    deadline_hours: float | None
-    budget_usd: Money | None
-    pipeline_mode: str
+    deadline_hours: Annotated[float, Field(gt=0)] | None = Field(json_schema_extra=SPEC)
+    budget_usd: Money | None = Field(json_schema_extra=SPEC)
+    pipeline_mode: Literal["colocated", "sync", "async"]
     layout: str
     provider: str
     region: str
@@ -287,27 +334,30 @@ class Plan(StrictModel):
     placed here; rollout nodes elsewhere pay egress (``network``). Empty when no pool holds a
     zoned (spot) node: region-level nodes can then sit in any one zone."""
     split_regions: bool = False
-    steps: int
-    fill_fraction: float
-    max_nodes_per_pool: int
-    multi_node_training_min_gpus_per_node: int
-    spot_model: SpotModel
+    steps: Positive = Field(json_schema_extra=SPEC)
+    fill_fraction: Fraction
+    max_nodes_per_pool: Positive = Field(json_schema_extra=SPEC)
+    multi_node_training_min_gpus_per_node: Positive = Field(json_schema_extra=SPEC)
+    spot_model: SpotModel = Field(json_schema_extra=SPEC)
     pools: list[PoolPlan]
     phases: list[PhasePlan]
     storage: list[StorageItem] = []
     lifecycle: Lifecycle | None = None
     """Required from schema 2 on; absent only in plans of schema 1 written before it."""
     network: list[NetworkItem] = []
-    weight_sync_gb_per_node_step: float = 0.0
+    weight_sync_gb_per_node_step: NonNegative = Field(default=0.0, json_schema_extra=SPEC)
     solver: SolverInfo
-    policy: dict[str, Any]
+    policy: dict[str, Any] = Field(json_schema_extra=_kind(
+        "informational", description="the rules the plan was made under, as recorded: check "
+        "holds the plan to them (and --policy to the team's file) but cannot know whether "
+        "the record was edited"))
     """The policy the plan was made under (``ptplan check`` re-checks it)."""
     budget_warn_usd: Money | None = None
     budget_stop_usd: Money | None = None
-    warnings: list[str]
-    defaults_applied: list[str]
-    catalog: dict[str, Any]
-    catalog_as_of: str
+    warnings: list[str] = Field(json_schema_extra=INFO)
+    defaults_applied: list[str] = Field(json_schema_extra=INFO)
+    catalog: dict[str, Any] = Field(json_schema_extra=INFO)
+    catalog_as_of: str = Field(json_schema_extra=INFO)
     calibration: list[CalibrationRecord] = []
     """Schema 3: measured cells that bound the model, and the precisions they rescaled."""
     explain: Explain

@@ -1,6 +1,6 @@
 """Independent re-check of a plan, from the plan alone (and optionally its spec).
 
-Nothing here calls the optimiser or reads the catalog. From the plan's own figures it recomputes:
+Nothing here calls the optimiser or reads a catalog. From the plan's own figures it recomputes:
 
 * ``pool_accounting``: a pool's nodes, $/h and cost are the sums over its allocations; every
   allocation is of the pool's shape, provider and region; pools are in the plan's region
@@ -24,6 +24,11 @@ Nothing here calls the optimiser or reads the catalog. From the plan's own figur
 * ``totals``: compute = Σ pools; total = compute + disks + storage + network; idle = Σ idle;
   phase costs + idle = compute.
 * ``deadline``, ``budget``.
+* ``allocations``, ``status``, ``calibration`` and further branches of the families above:
+  what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
+  their pool's, held hours, idle cost, gang overhead, recorded rates, stall phases, fill,
+  status, calibrated flags, flows, and spot_ok, split_regions and budget thresholds against the
+  policy record).
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
@@ -33,7 +38,10 @@ budget).
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
-demand model and compares them with the plan's.
+demand model and compares them with the plan's, and what the plan records of its spec
+(:mod:`optimizer.plan.rules_spec`). ``ptplan check`` also compares a plan made on the embedded
+catalog with that catalog (``catalog_match``, :mod:`optimizer.plan.rules_catalog`); the
+schema's ``x-check`` says which fields each of these re-derives.
 """
 
 from __future__ import annotations
@@ -57,6 +65,13 @@ from optimizer.plan.rules_pools import (
     check_spot_overheads,
     check_zones,
 )
+from optimizer.plan.rules_record import (
+    check_allocations,
+    check_record_phases,
+    check_record_plan,
+    check_record_policy,
+    check_record_pools,
+)
 from optimizer.plan.schema import Plan
 
 
@@ -69,7 +84,8 @@ RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
     check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_disks,
     check_storage,
-    check_network, check_totals, check_deadline_budget, check_policy,
+    check_network, check_totals, check_deadline_budget, check_policy, check_allocations,
+    check_record_pools, check_record_phases, check_record_plan, check_record_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""
 
@@ -117,6 +133,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         policy = None
         v.append("spec_match: the plan's policy record is not a valid policy; demand "
                  "recomputed under the default policy")
+    from optimizer.plan.rules_spec import check_spec_record
+
+    v += check_spec_record(plan, spec, demand, policy)
     pools = {p.name: p for p in plan.pools}
     tail = plan.pipeline_mode != "async"
     for ph in plan.phases:
@@ -148,6 +167,9 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         if r.node_hours <= 0:
             v.append(f"spec_match: phase {ph.name} has no work in the spec")
             continue
+        if r.replica_gpus != ph.replica_gpus:
+            v.append(f"spec_match: phase {ph.name} replica of {ph.replica_gpus} GPUs != model "
+                     f"{r.replica_gpus}")
         if not _close(r.floor_hours, ph.latency_floor_hours):
             v.append(f"spec_match: phase {ph.name} latency floor {ph.latency_floor_hours:.6g} h "
                      f"!= model {r.floor_hours:.6g} h")

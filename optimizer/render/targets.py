@@ -33,9 +33,9 @@ TARGETS: tuple[str, ...] = tuple(t.value for t in Target if t is not Target.all)
 
 
 def load_plan(path: str | Path) -> Plan:
-    from optimizer.core.yamlio import read_mapping, validate
+    from optimizer.core.yamlio import quoted, read_mapping, validate
 
-    return validate(Plan, read_mapping(str(path), "plan"), f"plan {path}")
+    return validate(Plan, read_mapping(str(path), "plan"), f"plan {quoted(path)}")
 
 
 class NotApplicable(Exception):

@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from optimizer.core.errors import suggest
-from optimizer.core.yamlio import StrictModel, read_mapping, validate
+from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
 
 Name = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:/+-]+$")]
 Week = Annotated[int, Field(ge=0, le=5200, strict=True)]
@@ -162,7 +162,7 @@ class Portfolio(_Strict):
 
 def load_portfolio(path: str) -> Portfolio:
     """Load and validate a portfolio file; raises :class:`~optimizer.core.errors.InputError`."""
-    return validate(Portfolio, read_mapping(path, "portfolio"), f"portfolio {path}")
+    return validate(Portfolio, read_mapping(path, "portfolio"), f"portfolio {quoted(path)}")
 
 
 def portfolio_dir(path: str) -> Path:

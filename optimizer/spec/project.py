@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import read_mapping, validate
+from optimizer.core.yamlio import quoted, read_mapping, validate
 from optimizer.spec.efficiency import Efficiency
 from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
 from optimizer.spec.types import (
@@ -421,4 +421,4 @@ def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
 
 def load_spec(path: str) -> ProjectSpec:
     """Load and validate a spec file; raises :class:`~optimizer.core.errors.InputError` (exit 2)."""
-    return parse_spec(read_mapping(path, "spec"), f"spec {path}")
+    return parse_spec(read_mapping(path, "spec"), f"spec {quoted(path)}")
