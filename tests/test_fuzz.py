@@ -214,16 +214,20 @@ _sql_value = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(),
 def test_fuzz_cache_rows(workdir: Path, good_cache: Path, data: st.DataObject) -> None:
     path = workdir / "fuzzed.sqlite"
     shutil.copy(good_cache, path)
+    edits = []  # drawn before the file is opened: a draw that ends the example (Hypothesis
+    for _ in range(data.draw(st.integers(1, 3))):  # stops it by raising) then leaves no open
+        table = data.draw(st.sampled_from(sorted(_COLUMNS)))  # write transaction locking the
+        column = data.draw(st.sampled_from(_COLUMNS[table]))  # next example's file (each
+        edits.append((table, column, data.draw(_sql_value)))  # ptplan read waited 30 s)
     con = sqlite3.connect(path)
-    con.execute("PRAGMA ignore_check_constraints = ON")  # as another tool might write it
-    for _ in range(data.draw(st.integers(1, 3))):
-        table = data.draw(st.sampled_from(sorted(_COLUMNS)))
-        column = data.draw(st.sampled_from(_COLUMNS[table]))
-        value = data.draw(_sql_value)
-        with contextlib.suppress(sqlite3.DatabaseError):  # NOT NULL, UNIQUE: SQLite refused
-            con.execute(f"UPDATE {table} SET {column} = ?", (value,))
-    con.commit()
-    con.close()
+    try:
+        con.execute("PRAGMA ignore_check_constraints = ON")  # as another tool might write it
+        for table, column, value in edits:
+            with contextlib.suppress(sqlite3.DatabaseError):  # NOT NULL, UNIQUE: refused
+                con.execute(f"UPDATE {table} SET {column} = ?", (value,))
+        con.commit()
+    finally:
+        con.close()
     _cli_ok(["prices", "show", "--catalog", str(path), "--format", "json"])
 
 
