@@ -198,15 +198,14 @@ def test_a_phase_the_spec_lacks_does_not_hide_the_others() -> None:
 # ---- edge figures ------------------------------------------------------------------------------
 
 def test_zero_busy_hours_is_a_busy_mismatch_not_a_crash() -> None:
-    """A work phase recorded with no busy time and no throughput: the busy hours differ from the
-    model; the throughput (tokens / busy / nodes) is taken as 0 and so matches the recorded 0."""
+    """A work phase recorded with no busy time: the busy hours differ from the model, and the
+    check does not divide by them (a crash before). (A throughput of 0 next to it, as this
+    test first had it, is refused by the schema since #21: work phases run at a rate > 0.)"""
     plan, spec = _example("sft-8b")
     bad = copy.deepcopy(plan)
-    ph = _phase(bad, "update")
-    ph["busy_hours"] = 0.0
-    ph["tokens_per_node_hour"] = 0.0
+    _phase(bad, "update")["busy_hours"] = 0.0
     got = _match(bad, spec)
-    assert [x.split(" ")[3] for x in got] == ["busy"], got
+    assert got and "busy" in [x.split(" ")[3] for x in got], got
 
 
 def test_missing_layout_is_a_layout_mismatch() -> None:
