@@ -35,6 +35,11 @@ class _Row(BaseModel):
         return value
 
 
+def _real(value: Any) -> Any:
+    """A REAL column's value as a float: SQLite returns one holding a whole number as an int."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class OfferRow(_Row):
     """A row of ``offers`` (:class:`providers.base.Offer`)."""
 
@@ -57,8 +62,7 @@ class OfferRow(_Row):
     @field_validator("vcpus", "memory_gib", "interruptions_per_hour", mode="before")
     @classmethod
     def _int_is_a_number(cls, value: Any) -> Any:
-        # SQLite returns a REAL column holding a whole number as an int
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return _real(value)
 
     @model_validator(mode="after")
     def _free_only_when_said(self) -> OfferRow:
@@ -86,7 +90,7 @@ class RateRow(_Row):
     @field_validator("usd_per_hour", "upfront_usd", "recurring_usd_per_hour", mode="before")
     @classmethod
     def _int_is_a_number(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return _real(value)
 
     @field_validator("assumption", mode="before")
     @classmethod

@@ -167,23 +167,18 @@ class Enumerator:
         self.disk = layout.disks.per_node_hour if layout.disks else lambda p, r: 0.0
         self.groups: list[Group] = []
         self.evaluated = 0
-        self._rates: dict[tuple[str, int], list[list[PhaseRate]] | None] = {}
         self._weight: dict[int, float] = {}
         self._nonspot: dict[tuple, tuple[list[Offer], np.ndarray]] = {}
 
     def rates(self, gpu_name: str, gpn: int) -> list[list[PhaseRate]] | None:
         """Per phase of the pool, its rates on this shape (None if a phase cannot run)."""
-        key = (gpu_name, gpn)
-        if key not in self._rates:
-            shared = (_RATES, self.context, gpu_name, gpn)  # the grid cache's lifetime: one
-            if shared not in self.grid_cache:               # spec and policy (see grid())
-                rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn,
-                                     self.layout.tail, self.layout.policy,
-                                     colocated=self.layout.mode == "colocated")
-                         for ph in self.pool.phases]
-                self.grid_cache[shared] = rates if all(rates) else None
-            self._rates[key] = self.grid_cache[shared]
-        return self._rates[key]
+        key = (_RATES, self.context, gpu_name, gpn)  # the grid cache's lifetime: one spec
+        if key not in self.grid_cache:                # and policy (see grid())
+            rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
+                                 self.layout.policy, colocated=self.layout.mode == "colocated")
+                     for ph in self.pool.phases]
+            self.grid_cache[key] = rates if all(rates) else None
+        return self.grid_cache[key]
 
     def weights(self, spot: list[Offer]) -> list[float]:
         """Effective nodes per spot node: 1 in a gang (its overhead is the gang's), else
