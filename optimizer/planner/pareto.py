@@ -80,36 +80,6 @@ def _across_levels(t: np.ndarray, c: np.ndarray, lv: np.ndarray, cand: np.ndarra
     return order[cs < prev2[np.arange(n), ls] - 1e-12]
 
 
-class Staircase:
-    """Options already kept at one site with no remote node, as a 2-D staircase (busy
-    hours ascending, $/h descending). A new option that one of them beats strictly on price
-    and at least ties on time is dominated (it has at least as many remote nodes), so it
-    cannot enter the site's frontier; dropping it before its group is sorted leaves the
-    frontier unchanged: whatever it would have removed, the option that beats it removes too."""
-
-    def __init__(self) -> None:
-        self.t = np.zeros(0)
-        self.c = np.zeros(0)
-
-    def undominated(self, t: np.ndarray, c: np.ndarray) -> np.ndarray:
-        """Indices of the points (t, c) that no staircase point strictly beats."""
-        if len(self.t) == 0:
-            return np.arange(len(t))
-        k = np.searchsorted(self.t, t, side="right") - 1
-        beaten = (k >= 0) & (self.c[np.maximum(k, 0)] < c - 1e-12)
-        return np.nonzero(~beaten)[0]
-
-    def add(self, t: np.ndarray, c: np.ndarray, level: np.ndarray) -> None:
-        """Add the points with no remote node."""
-        zero = level == 0
-        if not zero.any():
-            return
-        tt = np.concatenate((self.t, t[zero]))
-        cc = np.concatenate((self.c, c[zero]))
-        keep = pareto_mask(tt, cc)
-        self.t, self.c = tt[keep], cc[keep]
-
-
 def egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Options of one site that another option beats in every plan.
 
