@@ -36,16 +36,9 @@ from optimizer.plan.schema import (
     usd,
 )
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from optimizer.planner.engine import Context, LayoutRun
+from optimizer.planner.engine import Context, LayoutRun, run_hours, solution_key
 from optimizer.planner.plan_items import network_items, plan_site, storage_items
 from optimizer.spec.project import applied_defaults
-
-
-def run_hours(mode: str, chosen: dict[str, PoolOption], fill_fraction: float) -> float:
-    if mode == "async":
-        fill = fill_fraction * chosen["rollout"].busy_hours if "rollout" in chosen else 0.0
-        return max(o.busy_hours for o in chosen.values()) + fill
-    return sum(o.busy_hours for o in chosen.values())
 
 
 def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float
@@ -72,21 +65,9 @@ def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: flo
 
 
 def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> LayoutRun:
-    """The solved layout with the best (objective, other figure), first layout on ties. The
-    cost is the whole plan's: compute, egress, and storage and fixed network flows at the run
-    time and site (the MILP, solved at the search's site, minimises only the first two)."""
-
-    def key(r: LayoutRun) -> tuple[float, float, int]:
-        assert r.solution is not None and r.best is not None
-        run = run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
-        cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values()) + sum(
-            o.egress_usd for o in r.solution.chosen.values()) + float(
-            r.cands.extra_cost(r.best.region, run))
-        first = cost if objective == "cost" else run
-        second = run if objective == "cost" else cost
-        return (round(first, 9), round(second, 9), runs.index(r))
-
-    return min(solved, key=key)
+    """The solved layout with the best (objective, other figure), first layout on ties
+    (:func:`optimizer.planner.engine.solution_key`)."""
+    return min(solved, key=lambda r: solution_key(r, objective, runs.index(r)))
 
 
 def compute_rate(opt: PoolOption) -> float:

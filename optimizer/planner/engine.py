@@ -36,7 +36,7 @@ from optimizer.planner.capacity import resolve
 from optimizer.planner.fills import fill_variants
 from optimizer.planner.frontier import Candidates, build_candidates
 from optimizer.planner.milp import OptionSet, Solution, solve
-from optimizer.planner.search import Best, best, prune_for_milp, rank
+from optimizer.planner.search import Best, best, prune_for_milp, rank, regions_by_bound
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy, default_policy
 from providers.base import Catalog
@@ -108,14 +108,24 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
 def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None,
                       objective: str) -> tuple[Candidates, Best] | None:
     found = []
-    for i, c in enumerate(ctx.runs):
-        b = best(c, deadline, budget, objective)
+    limit = math.inf  # a later layout is searched only for plans at least as good
+    for i in sorted(range(len(ctx.runs)), key=lambda i: (_first_bound(ctx.runs[i], objective), i)):
+        c = ctx.runs[i]
+        b = best(c, deadline, budget, objective, limit=limit)
         if b is not None:
             found.append((rank(b, objective), i, c, b))
+            limit = min(limit, rank(b, objective)[0])
     if not found:
         return None
     found.sort(key=lambda x: (x[0], x[1]))
     return found[0][2], found[0][3]
+
+
+def _first_bound(c: Candidates, objective: str) -> float:
+    """The least region bound of a layout (visiting the most promising layout first gives
+    the others a tighter limit; the result does not depend on the order)."""
+    regions = regions_by_bound(c, objective)
+    return regions[0][0] if regions else math.inf
 
 
 def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRun],
@@ -137,8 +147,20 @@ def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRu
     if not feasible:
         raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
     caps = ctx.caps
-    for r in feasible:
+    contested = any(r.shared_capacity for r in feasible)
+    order = sorted(feasible, key=lambda r: (rank(r.best, objective), runs.index(r)))  # type: ignore[arg-type]
+    leader: tuple[float, float, int] | None = None
+    for r in order:
+        # the exact search's optimum of a layout bounds its MILP from below: a layout whose
+        # optimum is worse than a solved layout's plan cannot win (with contested caps the
+        # search only bounds, and every layout is solved)
+        if leader is not None and not contested and \
+                rank(r.best, objective)[0] > leader[0] * (1 + 1e-6) + 1e-6:  # type: ignore[arg-type]
+            break
         solve_layout(r, deadline, budget, objective, solver, caps)
+        if r.solution and r.solution.chosen:
+            key = solution_key(r, objective, runs.index(r))
+            leader = key if leader is None else min(leader, key)
     solved = [r for r in feasible if r.solution and r.solution.chosen]
     if not solved:
         if any(r.shared_capacity for r in feasible):
@@ -151,6 +173,29 @@ def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRu
         raise InfeasibleError(f"the MILP solver returned no solution ({statuses}); "
                               "retry with --solver cbc or report a bug")
     return runs, solved
+
+
+def run_hours(mode: str, chosen: dict[str, PoolOption], fill_fraction: float) -> float:
+    """A plan's run time from its pools' busy hours: their sum (sync, colocated) or the
+    slowest pool plus the rollout's fill (async)."""
+    if mode == "async":
+        fill = fill_fraction * chosen["rollout"].busy_hours if "rollout" in chosen else 0.0
+        return max(o.busy_hours for o in chosen.values()) + fill
+    return sum(o.busy_hours for o in chosen.values())
+
+
+def solution_key(r: LayoutRun, objective: str, index: int) -> tuple[float, float, int]:
+    """How a solved layout ranks: (objective, other figure, layout index). The cost is the
+    whole plan's: compute, egress, and storage and fixed network flows at the run time and
+    site (the MILP, solved at the search's site, minimises only the first two)."""
+    assert r.solution is not None and r.best is not None
+    run = run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
+    cost = run * sum(o.usd_per_hour for o in r.solution.chosen.values()) + sum(
+        o.egress_usd for o in r.solution.chosen.values()) + float(
+        r.cands.extra_cost(r.best.region, run))
+    first = cost if objective == "cost" else run
+    second = run if objective == "cost" else cost
+    return (round(first, 9), round(second, 9), index)
 
 
 def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,

@@ -238,7 +238,7 @@ def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) ->
     return max(busy, t_lb * sum(min_c.values())) + egress + extra
 
 
-def _regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
+def regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
     """Regions with options in every pool, by lower bound (cached: candidates are immutable
     once built)."""
     cached = c.memo.get(("regions_by_bound", objective))
@@ -267,7 +267,7 @@ def best(c: Candidates, deadline: float | None, budget: float | None, objective:
     """
     found: list[tuple[tuple[float, float, int], Best]] = []
     incumbent = limit
-    for bound, region, arrs in _regions_by_bound(c, objective):
+    for bound, region, arrs in regions_by_bound(c, objective):
         if only_region is not None and region != only_region:
             continue
         if bound > incumbent * (1 + 1e-9) + 1e-9:
@@ -332,7 +332,7 @@ def option_bounds(c: Candidates, deadline: float | None, budget: float | None, o
     """
     lay = c.layout
     out = {n: np.full(len(f.t), np.inf) for n, f in c.frontiers.items()}
-    for bound, region, arrs in _regions_by_bound(c, objective):
+    for bound, region, arrs in regions_by_bound(c, objective):
         if bound > limit * (1 + 1e-6) + 1e-7:
             break
         names = list(arrs)
