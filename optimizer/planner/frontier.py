@@ -30,7 +30,7 @@ from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.planner.candidates import Layout
 from optimizer.planner.merged_frontier import merged_frontier
-from optimizer.planner.pool_frontier import PoolFrontier, pool_frontier
+from optimizer.planner.pool_frontier import SEQUENCES, PoolFrontier, pool_frontier
 from providers.base import Offer
 
 
@@ -82,10 +82,11 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
                         cache, ("base", key[0]), grid_cache, network)
                 else:
                     cache[key] = pool_frontier(demand, layout, pool, pool_offers[pool.name],
-                                               cap, sites, grid_cache, network, split)
+                                               cap, sites, grid_cache, network, split,
+                                               cache.setdefault(SEQUENCES, {}))
         elif key not in cache:
             cache[key] = pool_frontier(demand, layout, pool, offers, cap, sites, grid_cache,
-                                       network, split)
+                                       network, split, cache.setdefault(SEQUENCES, {}))
         frontiers[pool.name], n = cache[key]
         considered += n
     kept = sum(len(f.t) for f in frontiers.values())

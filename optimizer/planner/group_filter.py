@@ -98,10 +98,10 @@ def prefilter(raws: list[RawGroup]) -> list[Entries]:
         ties = bool((np.diff(grid.busy[grid.order]) == 0).any())
         for row, n in enumerate(members):
             raw = raws[n]
-            pos = np.sort(grid.order[keep[row]]) if ties else grid.order[keep[row]]
+            pos = grid.order[keep[row]]  # by busy time, grid position among equals
             i, j = grid.i[pos], grid.j[pos]
             t, c, level = grid.busy[pos], raw.ns_cost[i] + raw.sp_cost[j], levels(raw, j, i)
-            if ties:
+            if ties and bool((t[1:] == t[:-1]).any()):  # survivors that tie: by (c, level)
                 by = np.lexsort((level, c, t))
                 t, c, i, j, level = t[by], c[by], i[by], j[by], level[by]
             out[n] = Entries(raw.gid, t, c, i, j, level)

@@ -10,6 +10,7 @@ from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.planner.candidates import Layout, PoolSpec
 from optimizer.planner.pool_frontier import (
+    SEQUENCES,
     Enumerator,
     PoolFrontier,
     Site,
@@ -40,11 +41,12 @@ def merged_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list
     moved = {sh for sh, group in shapes.items() if any(o.key in changed for o in group)}
     cache = {} if grid_cache is None else grid_cache
     groups_cache = base_cache.setdefault(("groups", base_key), {})
+    sequences = base_cache.setdefault(SEQUENCES, {})
     # the other shapes hold no changed offer now; they may have lost one (a share of 0), so
     # the changed keys are part of what the cached frontier of the other shapes is
     key = (base_key, changed, frozenset(moved))
     if key not in base_cache:
-        enum = Enumerator(demand, layout, pool, cap, cache, groups_cache)
+        enum = Enumerator(demand, layout, pool, cap, cache, groups_cache, sequences)
         cols = Columns()
         site_entries(enum, {sh: g for sh, g in shapes.items() if sh not in moved}, sites,
                       network, cols, ranks)
@@ -54,7 +56,7 @@ def merged_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list
             arrays = {k: v[sel] for k, v in arrays.items()}
         base_cache[key] = (list(enum.groups), arrays, enum.evaluated)
     groups, base, evaluated = base_cache[key]
-    enum = Enumerator(demand, layout, pool, cap, cache, groups_cache)
+    enum = Enumerator(demand, layout, pool, cap, cache, groups_cache, sequences)
     enum.groups = list(groups)
     cols = Columns()
     site_entries(enum, {sh: g for sh, g in shapes.items() if sh in moved}, sites, network,

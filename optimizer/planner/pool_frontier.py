@@ -136,6 +136,8 @@ class PoolFrontier:
         return sites[site], nodes * per_node + fixed, nodes, path
 
 
+SEQUENCES = ("node sequences",)
+"""The key of the node-sequence cache (``Enumerator(sequences=...)``) in a frontier cache."""
 _MISSING = object()
 _PINNED = "offers of groups with no valid count"
 _RATES = "rates"
@@ -146,14 +148,18 @@ class Enumerator:
     non-spot sequences, busy-time grids) and counts the grid points evaluated."""
 
     def __init__(self, demand: Demand, layout: Layout, pool: PoolSpec, cap: int,
-                 grid_cache: dict, group_cache: dict | None = None) -> None:
+                 grid_cache: dict, group_cache: dict | None = None,
+                 sequences: dict | None = None) -> None:
         """``group_cache``: the groups already evaluated and prefiltered, by what they are
         made of (the pool's context, the shape, the identities of its offers, the disk rate):
         the capacity split search rebuilds a pool's frontier with one offer's cap changed (a
         new offer object) and reuses every other group. Each entry keeps its offers alive,
         so that an identity is never reused by another offer while the cache lives. Only the
         split search passes one: elsewhere (a plan, a what-if session) the groups' offers are
-        new objects at every call and the cache would only grow."""
+        new objects at every call and the cache would only grow. ``sequences``: node
+        sequences and their cumulative prices by the identities of their offers, shared by
+        the pools of one :func:`optimizer.planner.frontier.build_candidates` (the sync and
+        async rollout pools arrange the same offers); each entry pins its offers too."""
         self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
         self.grid_cache = grid_cache
         self.prefiltered = group_cache
@@ -168,7 +174,8 @@ class Enumerator:
         self.groups: list[Group] = []
         self.evaluated = 0
         self._weight: dict[int, float] = {}
-        self._nonspot: dict[tuple, tuple[list[Offer], np.ndarray]] = {}
+        self.sequences = {} if sequences is None else sequences
+        self.weight_key = (pool.stateful, eff.lost_work_minutes, eff.restart_minutes)
 
     def rates(self, gpu_name: str, gpn: int) -> list[list[PhaseRate]] | None:
         """Per phase of the pool, its rates on this shape (None if a phase cannot run)."""
@@ -195,12 +202,32 @@ class Enumerator:
 
     def nonspot_sequence(self, nonspot: list[Offer]) -> tuple[list[Offer], np.ndarray]:
         """Non-spot nodes cheapest first and the cumulative $/h of taking 0, 1, ... of them."""
-        key = tuple(map(id, nonspot))
-        if key not in self._nonspot:
+        key = ("nonspot", self.cap, self.disk(nonspot[0].provider, nonspot[0].region)
+               if nonspot else 0.0, tuple(map(id, nonspot)))  # one region
+        hit = self.sequences.get(key)
+        if hit is None:
             seq = cheapest_first(nonspot, [1.0] * len(nonspot), self.cap)
-            disk = self.disk(seq[0].provider, seq[0].region) if seq else 0.0  # one region
-            self._nonspot[key] = seq, cumulative(o.usd_per_hour + disk for o in seq)
-        return self._nonspot[key]
+            disk = key[2]
+            hit = self.sequences[key] = (seq, cumulative(o.usd_per_hour + disk for o in seq),
+                                         nonspot)  # the list pins its offers' identities
+        return hit[0], hit[1]
+
+    def spot_arrays(self, local: list[Offer], remote: list[Offer], disk: float) -> tuple:
+        """:meth:`spot_sequence` of a shape's spot offers with its cumulative $/h (boot
+        ``disk`` included), effective nodes and interruption rates, and their signature in
+        the busy-time grid's key (shared through ``sequences``)."""
+        key = ("spot", self.weight_key, self.cap, disk, tuple(map(id, local)),
+               tuple(map(id, remote)))
+        hit = self.sequences.get(key)
+        if hit is None:
+            sp_seq, rem = self.spot_sequence(local, remote)
+            sp_eff = cumulative(self.weights(sp_seq))
+            sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
+            sig = (sp_eff.round(12).tobytes(),
+                   sp_lam.round(15).tobytes() if self.pool.stateful else b"")
+            hit = self.sequences[key] = (sp_seq, rem, cumulative(
+                o.usd_per_hour + disk for o in sp_seq), sp_eff, sp_lam, sig, local, remote)
+        return hit
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
                       ) -> tuple[list[Offer], np.ndarray]:
@@ -216,10 +243,10 @@ class Enumerator:
         return local_seq + remote_seq, rem
 
     def grid(self, gpu_name: str, gpn: int, rates: list[list[PhaseRate]], n_nonspot: int,
-             sp_eff: np.ndarray, sp_lam: np.ndarray) -> CachedGrid:
-        """The busy-time grid of a shape (cached: it does not depend on prices)."""
-        key = (self.context, gpu_name, gpn, n_nonspot, sp_eff.round(12).tobytes(),
-               sp_lam.round(15).tobytes() if self.pool.stateful else b"")
+             sp_eff: np.ndarray, sp_lam: np.ndarray, sig: tuple[bytes, bytes]) -> CachedGrid:
+        """The busy-time grid of a shape (cached: it does not depend on prices); ``sig``
+        identifies ``sp_eff`` and (gangs) ``sp_lam`` (:meth:`spot_arrays`)."""
+        key = (self.context, gpu_name, gpn, n_nonspot, *sig)
         if key not in self.grid_cache:
             grid = busy_grid(self.demand, self.pool, rates, gpn, self.cap, n_nonspot, sp_eff,
                              sp_lam)
@@ -264,12 +291,9 @@ class Enumerator:
         no count is valid); :func:`prefilter` and the site's Pareto filter keep its options."""
         provider, region, gpu_name, gpn = shape
         ns_seq, ns_cost = self.nonspot_sequence(nonspot)
-        sp_seq, rem = self.spot_sequence(local, remote)
         disk = self.disk(provider, region)
-        sp_cost = cumulative(o.usd_per_hour + disk for o in sp_seq)
-        sp_eff = cumulative(self.weights(sp_seq))
-        sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
-        cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam)
+        sp_seq, rem, sp_cost, sp_eff, sp_lam, sig, _, _ = self.spot_arrays(local, remote, disk)
+        cached = self.grid(gpu_name, gpn, rates, len(ns_cost), sp_eff, sp_lam, sig)
         self.evaluated += len(cached.i)
         if len(cached.i) == 0:
             return None
@@ -382,7 +406,8 @@ are still priced together within a chunk."""
 def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[Offer],
                   cap: int, sites: list[Site],
                   grid_cache: dict | None = None, network: NetworkModel | None = None,
-                  split: bool = False) -> tuple[PoolFrontier, int]:
+                  split: bool = False, sequences: dict | None = None
+                  ) -> tuple[PoolFrontier, int]:
     """Pareto options of one pool per site (the trainer's provider, region and zone); also
     the number of grid points evaluated (see the module's docstring).
 
@@ -391,7 +416,8 @@ def pool_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list[O
     regions at a time; the columns are in the order of one build (site-bound entries in
     (region, shape, site) order, then cross-region entries)."""
     shapes = by_shape(pool, offers)
-    enum = Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache)
+    enum = Enumerator(demand, layout, pool, cap, {} if grid_cache is None else grid_cache,
+                      sequences=sequences)
     places = sorted({s[:2] for s in sites})
     regions = sorted({sh[:2] for sh in shapes})
     kept: dict[str, list[dict[str, np.ndarray]]] = {"site": [], "cross": []}
