@@ -25,6 +25,7 @@ frontiers, used (1) to prune options whose lower bound exceeds it before the MIL
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -222,17 +223,29 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
 
 
 def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) -> float:
-    """A lower bound on any plan at one site: cost ≥ max(Σ_k min t·c, T_min·Σ_k min c)
-    + Σ_k min e + storage(T_min) + fixed network."""
+    """A lower bound on any plan at one site, with m_k = min t·c of pool k at the site:
+    compute ≥ max(Σ_k m_k, T_min·Σ_k min c), and more where the layout allows —
+
+    * sync / colocated (T = Σ t_k): T·C = (Σ t_k)(Σ c_k) ≥ (Σ_k √(t_k c_k))² ≥ (Σ_k √m_k)²
+      (Cauchy–Schwarz), far above Σ m_k when the pools cost alike;
+    * async (T = max t_k + φ·t_rollout ≥ t_k, and ≥ (1 + φ)·t_rollout): c_k·T ≥ m_k and
+      c_rollout·T ≥ (1 + φ)·m_rollout;
+
+    plus Σ_k min e + storage(T_min) + fixed network."""
     min_t = {n: float(a[0].min()) for n, a in arrs.items()}
     min_c = {n: float(a[1].min()) for n, a in arrs.items()}
-    if c.layout.mode == "async" and "rollout" in arrs:
+    is_async = c.layout.mode == "async" and "rollout" in arrs
+    if is_async:
         t_lb = max(min_t.values()) + c.layout.fill_fraction * min_t["rollout"]
     else:
         t_lb = sum(min_t.values())
     if objective == "time":
         return t_lb
-    busy = sum(float((a[0] * a[1]).min()) for a in arrs.values())
+    m = {n: float((a[0] * a[1]).min()) for n, a in arrs.items()}
+    if is_async:
+        busy = sum(m.values()) + c.layout.fill_fraction * m["rollout"]
+    else:
+        busy = max(sum(m.values()), sum(math.sqrt(v) for v in m.values()) ** 2)
     egress = sum(float(a[3].min()) for a in arrs.values())
     extra = float(c.extra_cost(region, t_lb)) if region >= 0 else 0.0
     return max(busy, t_lb * sum(min_c.values())) + egress + extra
