@@ -49,10 +49,13 @@ def per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
     :func:`optimizer.planner.pareto.egress_dominated` as well."""
     kept: list[np.ndarray] = []
     for key in ("region", "place"):
-        by_site = np.argsort(arrays[key], kind="stable")  # each site's indices, ascending
-        sites, starts = np.unique(arrays[key][by_site], return_index=True)
-        for r, idx in zip(sites, np.split(by_site, starts[1:]), strict=True):
-            if r < 0:
+        col = arrays[key]
+        if len(col) == 0 or int(col.max()) < 0:
+            continue  # no entry of this kind
+        by_site = np.argsort(col, kind="stable")  # each site's indices, ascending
+        starts = np.flatnonzero(np.diff(col[by_site])) + 1
+        for idx in np.split(by_site, starts):
+            if col[idx[0]] < 0:
                 continue
             idx = idx[pareto_mask3(arrays["t"][idx], arrays["c"][idx], arrays["remote"][idx])]
             if key == "region" and len(idx) > 1 and float(arrays["e"][idx].max()) > 0:
