@@ -43,7 +43,7 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     check_solver(solver)
     start = time.perf_counter()
     ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
-    runs, solved = solve_runs(ctx, objective, solver)
+    runs, solved = solve_runs(ctx, objective, solver, every_layout=explain)
     p = build_plan(ctx, runs, solved, objective, solver, start, timings)
     p = p.model_copy(update={"defaults_applied": defaults_applied(
         spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))})

@@ -44,9 +44,16 @@ def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
 
 
 def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
-            deadline: float | None, budget: float | None, objective: str) -> Resolved | None:
-    """The best plan of layout ``c.layout`` that respects shared caps, or None."""
-    relaxed = best(c, deadline, budget, objective)
+            deadline: float | None, budget: float | None, objective: str,
+            relaxed: Best | None = None, limit: tuple[float, float] | None = None
+            ) -> Resolved | None:
+    """The best plan of layout ``c.layout`` that respects shared caps, or None.
+
+    ``relaxed``: the layout's relaxed best, when the caller has it. ``limit``: a rank
+    (see :func:`optimizer.planner.search.rank`) that a plan found elsewhere has; regions and
+    splits whose relaxed best is not below it are skipped, so that None may also mean "no
+    plan below ``limit``"."""
+    relaxed = relaxed if relaxed is not None else best(c, deadline, budget, objective)
     if relaxed is None:
         return None
     if not _contested(c, relaxed):
@@ -56,13 +63,16 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
     for region, rb in _regional_bests(c, deadline, budget, objective):
         if incumbent is not None and rank(rb, objective) >= rank(incumbent.best, objective):
             break  # relaxed bound of the remaining regions cannot beat the incumbent
+        if limit is not None and rank(rb, objective) >= limit:
+            break  # nor the plan the caller has
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
         else:
             # split plans: the rollout pool may use other regions, so every offer stays
             region_offers = offers if _split(c) else [
                 o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
-            bound = [rank(incumbent.best, objective)] if incumbent is not None else []
+            bound = [rank(incumbent.best, objective)] if incumbent is not None else \
+                ([limit] if limit is not None else [])
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0,
                                       c.memo.setdefault(("split", region), _Memo(region)), bound)

@@ -128,21 +128,41 @@ def _first_bound(c: Candidates, objective: str) -> float:
     return regions[0][0] if regions else math.inf
 
 
-def solve_runs(ctx: Context, objective: str, solver: str) -> tuple[list[LayoutRun],
-                                                                  list[LayoutRun]]:
-    """Every layout of ``ctx`` solved exactly: (all runs, those with a solution). Raises
-    :class:`InfeasibleError` naming what binds when no layout has a plan."""
+def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = True
+               ) -> tuple[list[LayoutRun], list[LayoutRun]]:
+    """The layouts of ``ctx`` solved exactly: (all runs, those with a solution). Raises
+    :class:`InfeasibleError` naming what binds when no layout has a plan.
+
+    With ``every_layout`` False (a plan without its explanation, whose alternatives list
+    every layout's own optimum) a layout whose relaxed optimum (pools sharing capped offers
+    freely: a lower bound) is worse than a plan already found for another layout is not
+    resolved (its ``best`` stays None: it cannot win), and the cap-split search of the
+    others is pruned by that plan from the start. Layouts are resolved in the order of their
+    relaxed optimum; ties are kept, so the winner is the same."""
     spec = ctx.spec
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
-    runs: list[LayoutRun] = []
-    for c in ctx.runs:
-        resolved = resolve(c, ctx.offers, ctx.demand, spec.placement.max_nodes_per_pool,
-                           deadline, budget, objective)
-        if resolved is None:
-            runs.append(LayoutRun(c, None))
-        else:
-            runs.append(LayoutRun(resolved.cands, resolved.best,
-                                  shared_capacity=not resolved.exact))
+    cap = spec.placement.max_nodes_per_pool
+    relaxed = [best(c, deadline, budget, objective) for c in ctx.runs]
+    order = sorted((i for i, b in enumerate(relaxed) if b is not None),
+                   key=lambda i: (rank(relaxed[i], objective), i))  # type: ignore[arg-type]
+    runs = [LayoutRun(c, None) for c in ctx.runs]
+    plan_rank: tuple[float, float] | None = None  # the best plan resolved so far
+    for i in order:
+        c, rb = ctx.runs[i], relaxed[i]
+        assert rb is not None
+        limit = None
+        if not every_layout and plan_rank is not None:
+            # ranks at or below the plan found are kept (ties go to the first layout)
+            limit = (plan_rank[0] * (1 + 1e-9) + 1e-9, math.inf)
+            if rank(rb, objective) >= limit:
+                continue  # its lower bound is worse than a plan we have: it cannot win
+        resolved = resolve(c, ctx.offers, ctx.demand, cap, deadline, budget, objective,
+                           relaxed=rb, limit=limit)
+        if resolved is not None:
+            runs[i] = LayoutRun(resolved.cands, resolved.best,
+                                shared_capacity=not resolved.exact)
+            r_rank = rank(resolved.best, objective)
+            plan_rank = r_rank if plan_rank is None else min(plan_rank, r_rank)
     feasible = [r for r in runs if r.best is not None]
     if not feasible:
         raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
