@@ -168,9 +168,10 @@ def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = T
         raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
     caps = ctx.caps
     contested = any(r.shared_capacity for r in feasible)
-    order = sorted(feasible, key=lambda r: (rank(r.best, objective), runs.index(r)))  # type: ignore[arg-type]
+    by_rank = sorted(feasible, key=lambda r: (rank(r.best, objective),  # type: ignore[arg-type]
+                                              runs.index(r)))
     leader: tuple[float, float, int] | None = None
-    for r in order:
+    for r in by_rank:
         # the exact search's optimum of a layout bounds its MILP from below: a layout whose
         # optimum is worse than a solved layout's plan cannot win (with contested caps the
         # search only bounds, and every layout is solved)
