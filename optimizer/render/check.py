@@ -36,6 +36,8 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
 * **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
   ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
   AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
+* **roles** — each framework role asks Ray for its planned pool's resource, offered by that
+  pool's nodes only, one unit per GPU (:mod:`optimizer.render.check_roles`).
 * **paths** — every ``/checkpoints/…`` path the launch writes maps, through the mount (KubeRay
   ``subPath``, SkyPilot ``file_mounts`` ``source``), to a bucket key under a lifecycle rule.
 """
@@ -365,10 +367,11 @@ def _entry_words(entrypoint: str) -> list[str]:
     """The words the training process receives (bash → list2cmdline → sh, modelled with
     POSIX shlex; tests/test_render.py runs the real shells)."""
     words = shlex.split(subprocess.list2cmdline(shlex.split(entrypoint)))
-    if words[:1] == ["echo"] and len(words) == 5 and words[2:] == ["base64", "-d"]:
+    if len(words) == 3 and words[0] == "echo" and words[1].endswith("|base64") \
+            and words[2] == "-d|sh":  # transport.ray_entrypoint's base64 form
         import base64
 
-        return shlex.split(base64.b64decode(words[1]).decode())[1:]
+        return shlex.split(base64.b64decode(words[1][:-len("|base64")]).decode())[1:]
     return words
 
 
@@ -422,4 +425,7 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     _check_disks(plan, files, out)
     _check_tags(plan, files, out)
     _check_paths(files, out)
+    from optimizer.render.check_roles import check_roles
+
+    check_roles(plan, files, _entry_words, out)
     return out

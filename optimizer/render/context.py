@@ -31,7 +31,6 @@ from optimizer.render.deploy import (
     deadlines,
     efa_count,
     gpudirect_note,
-    placement_notes,
     ray_resource,
     restart_budget,
     site_zone,
@@ -177,7 +176,6 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                         "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
                         "labels": _label_sets(plan, "all", "all", label)})
     backoff, interruptions = restart_budget(plan)
-    pinned = {g["ray_resource"] for g in groups}
     project_labels = _label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"))
     return {
@@ -205,10 +203,6 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "job": {"backoff_limit": backoff, "expected_interruptions": round(interruptions, 3),
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
-        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
-            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; veRL 0.9.1 and "
-             "OpenRLHF 0.11.2 do not ask for them, so roles are held to their pools by shape "
-             "only (docs/render.md, 'Ray custom resources')"] if len(pinned) > 1 else []),
-            *placement_notes(plan), *gpudirect_note(plan)],
+        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *gpudirect_note(plan)],
         "abort_days": ABORT_MULTIPART_DAYS,
     }
