@@ -362,30 +362,6 @@ def test_render_check_catches_roles_off_their_pools(name: str, rel: str, old: st
     assert any(v.startswith("roles:") and expect in v for v in out), out
 
 
-def test_gke_multi_node_a3_trainers_name_gpudirect() -> None:
-    """A multi-node GKE trainer on A3 High/Mega is priced at the GPUs' scale-out bandwidth,
-    which needs GPUDirect-TCPX(O) multi-networking: not rendered, so a note says so (a single
-    node trains over NVLink and needs none)."""
-    import copy
-
-    from optimizer.render.deploy import gpudirect_note
-
-    plan = plan_of("grpo-gcp")
-    assert gpudirect_note(plan) == []
-    d = plan.model_dump(mode="json")
-    for it, name in (("a3-highgpu-8g", "GPUDirect-TCPX"), ("a3-megagpu-8g", "GPUDirect-TCPXO")):
-        two = copy.deepcopy(d)
-        upd = next(p for p in two["pools"] if p["name"] == "update")
-        upd["nodes"] = 2
-        upd["allocations"][0].update(nodes=2, instance_type=it)
-        notes = gpudirect_note(Plan.model_validate(two))
-        assert len(notes) == 1 and name in notes[0] and "gVNIC only" in notes[0], notes
-    one = copy.deepcopy(d)
-    next(p for p in one["pools"] if p["name"] == "update")["allocations"][0][
-        "instance_type"] = "a3-highgpu-8g"
-    assert gpudirect_note(Plan.model_validate(one)) == []
-
-
 def test_every_pool_in_its_planned_zone() -> None:
     """Defect: update pools were not pinned to the plan's zone (weight sync priced same-zone).
     Every node pool names one zone: the allocation's, or the plan's for region-level rows."""

@@ -27,11 +27,8 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
   Ray launch runs through :mod:`optimizer.render.pinning`'s launcher, which makes every GPU
   bundle of a role ask for one unit of its planned pool's resource: a role can only be placed
   on its own pool's nodes (``render --check`` rule ``roles``).
-* **GPUDirect on GKE.** A multi-node trainer on A3 (``a3-highgpu-8g``: GPUDirect-TCPX;
-  ``a3-megagpu-8g``: GPUDirect-TCPXO) is priced at the GPUs' scale-out bandwidth, which on GKE
-  needs the multi-network set-up (extra VPCs and subnets, ``additional_node_network_configs``,
-  GKE ``Network`` objects, the NCCL plugin installer and the RxDM sidecar): not rendered,
-  named in a note (:func:`gpudirect_note`) and in docs/render.md.
+* **GPUDirect on GKE.** A multi-node trainer on A3 High / Mega gets GPUDirect-TCPX / TCPXO
+  (:mod:`optimizer.render.gpudirect`).
 """
 
 from __future__ import annotations
@@ -129,26 +126,3 @@ def efa_count(plan: Plan, pool: Any, instance_type: str) -> int:
     if plan.provider != "aws" or "update" not in pool.phases or pool.nodes < 2:
         return 0
     return EFA_INTERFACES.get(instance_type, 0)
-
-
-GPUDIRECT = {"a3-highgpu-8g": ("GPUDirect-TCPX", 4), "a3-megagpu-8g": ("GPUDirect-TCPXO", 8)}
-"""GKE machine types whose scale-out bandwidth needs GPUDirect, and the GPU NICs it adds
-(Google Cloud, "Maximize GPU network bandwidth in Standard mode clusters": A3 High 4 NICs
-with TCPX, A3 Mega 8 NICs with TCPXO)."""
-
-
-def gpudirect_note(plan: Plan) -> list[str]:
-    """A multi-node GKE trainer on A3: the bandwidth it was priced at needs GPUDirect."""
-    out = []
-    for pool in plan.pools:
-        if plan.provider != "gcp" or "update" not in pool.phases or pool.nodes < 2:
-            continue
-        for it in sorted({a.instance_type for a in pool.allocations}):
-            if it in GPUDIRECT:
-                name, nics = GPUDIRECT[it]
-                out.append(f"gpudirect: pool {pool.name} trains across {pool.nodes} {it} nodes, "
-                           f"priced at the GPUs' scale-out bandwidth, which on GKE needs {name} "
-                           f"({nics} extra GPU NICs per node, multi-networking); the GKE node "
-                           "pools are rendered with gVNIC only: set up GPUDirect on the cluster "
-                           "(docs/render.md, 'GPUDirect on GKE') or expect a slower update")
-    return out
