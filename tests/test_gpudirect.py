@@ -193,3 +193,22 @@ def test_render_check_catches_missing_gpudirect(machine: str, rel: str, old: str
                                                 expect: str) -> None:
     out = _mutate(machine, rel, old, new)
     assert any(expect in v for v in out), out
+
+
+def test_skypilot_loads_the_a3_trainer_task_with_network_tier_best() -> None:
+    """SkyPilot 0.14.1 itself loads the A3 High job group, and the trainer's resources carry
+    the ``best`` network tier (``sky/resources.py``: ``NetworkTier``) that its GCP provisioner
+    turns into GPUDirect-TCPX (``sky/clouds/gcp.py``, ``sky/provision/gcp/config.py``)."""
+    import sky
+    from sky.utils import dag_utils
+    from sky.utils.resources_utils import NetworkTier
+
+    text = a3_files("a3-highgpu-8g", "skypilot")["skypilot/grpo-7b-math.yaml"]
+    env = [("MODEL_PATH", "/m"), ("TRAIN_FILES", "/t"), ("VAL_FILES", "/v"),
+           ("REWARD_FN", "/r.py")]
+    assert dag_utils.load_job_group_from_yaml_str(text, env_overrides=env).is_job_group()
+    tasks = {t["name"]: t for t in [d for d in yaml.safe_load_all(text) if d][1:]}
+    task = sky.Task.from_yaml_config(copy.deepcopy(tasks["update-on-demand"]),
+                                     env_overrides=env)
+    (res,) = task.resources
+    assert res.network_tier == NetworkTier.BEST and task.num_nodes == 2
