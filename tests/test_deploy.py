@@ -362,6 +362,25 @@ def test_render_check_catches_roles_off_their_pools(name: str, rel: str, old: st
     assert any(v.startswith("roles:") and expect in v for v in out), out
 
 
+def test_render_check_reads_openrlhf_launches() -> None:
+    """OpenRLHF's launch is ``sh -c '<script>'`` (its RayJob entrypoint travels base64): the
+    rule finds the roles word inside the script, in the RayJob, the launch file and the SkyPilot
+    primary task, and catches a reference group asking for the update pool."""
+    from optimizer.render.check_roles import _launches
+
+    plan = plan_of("grpo-aws")
+    files = render_plan(plan, "all", spec_of("grpo-aws"), framework="openrlhf==0.11")[0]
+    assert check_render(plan, files) == []
+    from optimizer.render.check import _entry_words
+
+    assert [w for w, _, _ in _launches(files, _entry_words)] == [
+        "RayJob entrypoint", "launch/openrlhf.sh", "skypilot/grpo-7b-math.yaml update-on-demand"]
+    files["launch/openrlhf.sh"] = files["launch/openrlhf.sh"].replace(
+        "reference=ptplan_pool_scoring", "reference=ptplan_pool_update")
+    assert any(v.startswith("roles: launch/openrlhf.sh: role reference asks for "
+                            "ptplan_pool_update") for v in check_render(plan, files))
+
+
 def test_every_pool_in_its_planned_zone() -> None:
     """Defect: update pools were not pinned to the plan's zone (weight sync priced same-zone).
     Every node pool names one zone: the allocation's, or the plan's for region-level rows."""

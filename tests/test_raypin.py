@@ -7,19 +7,22 @@ worker groups (``rayStartParams``: ``num-gpus`` and the ``resources`` JSON; GPUs
 counts, no GPU is needed). Upstream code followed:
 
 * veRL 0.9.1 ``verl/single_controller/ray/base.py``: ``RayResourcePool.get_placement_groups``
-  (bundles ``{"CPU": max_colocate_count, "GPU": 1}``, group name = ``name_prefix`` +
-  ``verl_group_…``) and ``ResourcePoolManager.create_resource_pool`` (``name_prefix`` = the
-  resource pool's name). Pools: ``verl/trainer/ppo/v1/trainer_base.py`` (``global_pool`` =
+  (lines 131-163: bundles ``{"CPU": max_colocate_count, "GPU": 1}``, group name =
+  ``name_prefix`` + ``verl_group_…``) and ``ResourcePoolManager.create_resource_pool`` (lines
+  195-216: ``name_prefix`` = the resource pool's name). Pools:
+  ``verl/trainer/ppo/v1/trainer_base.py`` lines 817-848 (``global_pool`` =
   ``[trainer.n_gpus_per_node] * trainer.nnodes``, ``reward_pool``, ``teacher_pool``) and
-  ``verl/workers/rollout/replica.py`` ``init_standalone`` (``rollout_pool_<rank>`` =
-  ``[gpus_per_replica_node] * nnodes``, world size tp × dp × pp; ``llm_server.py``:
-  replicas = rollout GPUs / replica world size). The module is loaded from the wheel's file;
+  ``verl/workers/rollout/replica.py`` lines 107-117 and 188-203 (``init_standalone``:
+  ``rollout_pool_<rank>`` = ``[gpus_per_replica_node] * nnodes``, world size tp × dp × pp);
+  ``verl/workers/rollout/llm_server.py`` line 460 (replicas = rollout GPUs / replica world
+  size). The module is loaded from the wheel's file;
   its imports that need torch/tensordict (``verl.protocol``, the worker decorators) are stubbed,
   ``ResourcePool`` is the wheel's own ``verl/single_controller/base/worker_group.py``.
-* OpenRLHF 0.11.2 ``openrlhf/trainer/ray/launcher.py`` ``RayActorGroup`` (``resources``,
-  ``num_resources_per_node``; bundles ``{"GPU": 1, "CPU": 1}`` + the resource) loaded from the
-  wheel with torch/deepspeed stubbed; ``openrlhf/trainer/ray/vllm_engine.py``
-  ``create_vllm_engines`` and ``openrlhf/cli/train_ppo_ray.py`` ``train`` read by AST.
+* OpenRLHF 0.11.2 ``openrlhf/trainer/ray/launcher.py`` ``RayActorGroup`` (lines 217-251:
+  ``resources``, ``num_resources_per_node``; bundles ``{"GPU": 1, "CPU": 1}`` + the resource)
+  loaded from the wheel with torch/deepspeed stubbed; ``openrlhf/trainer/ray/vllm_engine.py``
+  ``create_vllm_engines`` (lines 247-251) and ``openrlhf/cli/train_ppo_ray.py`` ``train``
+  (lines 47-50 and 114-117) read by AST.
 * Ray ``worker_process_setup_hook`` (``ray/_private/runtime_env/setup_hook.py``: a callable is
   pickled into GCS and run by every worker of the job).
 """
