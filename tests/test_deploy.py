@@ -306,12 +306,13 @@ def test_boot_disks_are_priced_and_rendered_as_planned() -> None:
     assert any("does not price them" in n for n in ctx["deploy_notes"])
 
 
-def test_roles_are_pinned_by_shape_only_and_the_render_says_where_not() -> None:
+def test_frameworks_ask_for_no_pool_resource_so_the_launch_pins_them() -> None:
     """veRL 0.9.1 builds every Ray resource pool without the one extra bundle key it supports
     (``RayResourcePool(accelerator_type=...)``, read from the wheel's source), and OpenRLHF
-    0.11.2 asks for ``{"GPU": 1, "CPU": 1}`` bundles: neither requests ``ptplan_pool_*``, and
-    no option reaches them. The render says, per plan, which pools' placement groups also fit
-    another pool's nodes, and when a trainer could start on spot nodes."""
+    0.11.2 asks for ``{"GPU": 1, "CPU": 1}`` bundles: neither requests ``ptplan_pool_*`` and no
+    option reaches them, so every Ray launch goes through ptplan's pinning launcher
+    (tests/test_raypin.py runs it against both frameworks' code on a Ray cluster), and the
+    launch's notes name each role's resource."""
     import ast
 
     from test_launch_frameworks import package_dir
@@ -333,39 +334,51 @@ def test_roles_are_pinned_by_shape_only_and_the_render_says_where_not() -> None:
     for rel in ("trainer/ray/launcher.py", "trainer/ray/vllm_engine.py",
                 "cli/train_ppo_ray.py"):
         assert '{"GPU": 1, "CPU": 1}' in (orl / rel).read_text(encoding="utf-8"), rel
-    from optimizer.render.deploy import placement_notes
-
-    aws = placement_notes(plan_of("grpo-aws"))  # update p6-b200 x8 beside p4d x8 spot pools
-    assert any(n.startswith("ray placement: pool update's") and "may start on spot nodes of "
-               "rollout, scoring" in n for n in aws), aws
-    trn = placement_notes(plan_of("opd-aws"))  # Trainium pools: Ray neuron_cores, not GPUs
-    assert not any("pool update's" in n for n in trn), trn
-    notes = build_context(plan_of("grpo-aws"), facts_for(plan_of("grpo-aws")))["deploy_notes"]
-    assert any("do not ask for them" in n for n in notes)
+    launch = build_context(plan_of("grpo-aws"), facts_for(plan_of("grpo-aws"),
+                                                            spec_of("grpo-aws")))["launch"]
+    assert any(n.startswith("ray pools:") and "rollout: ptplan_pool_rollout, trainer: "
+               "ptplan_pool_update" in n for n in launch["notes"]), launch["notes"]
+    assert launch["words"][0] == "python3" and launch["words"][1] == "-c"
 
 
-def test_gke_multi_node_a3_trainers_name_gpudirect() -> None:
-    """A multi-node GKE trainer on A3 High/Mega is priced at the GPUs' scale-out bandwidth,
-    which needs GPUDirect-TCPX(O) multi-networking: not rendered, so a note says so (a single
-    node trains over NVLink and needs none)."""
-    import copy
+@pytest.mark.parametrize(("name", "rel", "old", "new", "expect"), [
+    # the trainer asks for the rollout pool's resource
+    ("grpo-aws", "kuberay/rayjob.yaml", "rollout=ptplan_pool_rollout,trainer=ptplan_pool_update",
+     "rollout=ptplan_pool_rollout,trainer=ptplan_pool_rollout", "role trainer asks for "
+     "ptplan_pool_rollout, but the plan runs it on pool update"),
+    # a spot scoring group advertises the trainer's resource
+    ("grpo-aws", "kuberay/rayjob.yaml", '{\\"ptplan_pool_scoring\\": 8}',
+     '{\\"ptplan_pool_update\\": 8}', "offers ptplan_pool_update but runs pool 'scoring'"),
+    # one unit per node instead of one per GPU
+    ("grpo-gcp", "kuberay/rayjob.yaml", '{\\"ptplan_pool_update\\": 8}',
+     '{\\"ptplan_pool_update\\": 1}', "offers 1 ptplan_pool_update per node for 8 GPUs"),
+    # SkyPilot: the primary task's head advertises another pool's resource
+    ("grpo-gcp", "skypilot/grpo-7b-math.yaml", '{\\"ptplan_pool_rollout\\": 2}',
+     '{\\"ptplan_pool_other\\": 2}', "in skypilot/grpo-7b-math.yaml offers ptplan_pool_rollout"),
+])
+def test_render_check_catches_roles_off_their_pools(name: str, rel: str, old: str, new: str,
+                                                     expect: str) -> None:
+    out = _mutated(name, rel, old, new)
+    assert any(v.startswith("roles:") and expect in v for v in out), out
 
-    from optimizer.render.deploy import gpudirect_note
 
-    plan = plan_of("grpo-gcp")
-    assert gpudirect_note(plan) == []
-    d = plan.model_dump(mode="json")
-    for it, name in (("a3-highgpu-8g", "GPUDirect-TCPX"), ("a3-megagpu-8g", "GPUDirect-TCPXO")):
-        two = copy.deepcopy(d)
-        upd = next(p for p in two["pools"] if p["name"] == "update")
-        upd["nodes"] = 2
-        upd["allocations"][0].update(nodes=2, instance_type=it)
-        notes = gpudirect_note(Plan.model_validate(two))
-        assert len(notes) == 1 and name in notes[0] and "gVNIC only" in notes[0], notes
-    one = copy.deepcopy(d)
-    next(p for p in one["pools"] if p["name"] == "update")["allocations"][0][
-        "instance_type"] = "a3-highgpu-8g"
-    assert gpudirect_note(Plan.model_validate(one)) == []
+def test_render_check_reads_openrlhf_launches() -> None:
+    """OpenRLHF's launch is ``sh -c '<script>'`` (its RayJob entrypoint travels base64): the
+    rule finds the roles word inside the script, in the RayJob, the launch file and the SkyPilot
+    primary task, and catches a reference group asking for the update pool."""
+    from optimizer.render.check_roles import _launches
+
+    plan = plan_of("grpo-aws")
+    files = render_plan(plan, "all", spec_of("grpo-aws"), framework="openrlhf==0.11")[0]
+    assert check_render(plan, files) == []
+    from optimizer.render.check import _entry_words
+
+    assert [w for w, _, _ in _launches(files, _entry_words)] == [
+        "RayJob entrypoint", "launch/openrlhf.sh", "skypilot/grpo-7b-math.yaml update-on-demand"]
+    files["launch/openrlhf.sh"] = files["launch/openrlhf.sh"].replace(
+        "reference=ptplan_pool_scoring", "reference=ptplan_pool_update")
+    assert any(v.startswith("roles: launch/openrlhf.sh: role reference asks for "
+                            "ptplan_pool_update") for v in check_render(plan, files))
 
 
 def test_every_pool_in_its_planned_zone() -> None:

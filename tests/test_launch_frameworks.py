@@ -94,7 +94,7 @@ def compose_verl(words: list[str], config_name: str) -> Any:
     from hydra.core.global_hydra import GlobalHydra
 
     config_dir = package_dir("verl") / "trainer" / "config"
-    i = words.index("-m") + 2
+    i = next(k for k, w in enumerate(words) if w.startswith("verl.trainer.")) + 1
     overrides = [w for w in words[i:] if not w.startswith("--")]
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):

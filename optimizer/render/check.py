@@ -36,6 +36,10 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
 * **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
   ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
   AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
+* **roles** — each framework role asks Ray for its planned pool's resource, offered by that
+  pool's nodes only, one unit per GPU (:mod:`optimizer.render.check_roles`).
+* **gpudirect** — a multi-node GKE A3 trainer has its GPUDirect-TCPX(O) networks, interfaces,
+  daemon and NCCL settings; no other pool has them (:mod:`optimizer.render.check_gpudirect`).
 * **paths** — every ``/checkpoints/…`` path the launch writes maps, through the mount (KubeRay
   ``subPath``, SkyPilot ``file_mounts`` ``source``), to a bucket key under a lifecycle rule.
 """
@@ -48,9 +52,8 @@ import shlex
 import subprocess
 from typing import Any
 
-import yaml
-
 from optimizer.plan.schema import Plan
+from optimizer.render.check_io import _docs, _hcl, _rayjob, _resources
 from optimizer.render.deploy import boot_disk_gb, site_zone
 from optimizer.render.names import k8s_label
 
@@ -86,23 +89,6 @@ def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
         if t.get("operator", "Equal") == "Exists" or t.get("value", "") == taint.get("value", ""):
             return True
     return False
-
-
-def _docs(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
-
-
-def _hcl(text: str) -> dict[str, Any]:
-    import hcl2
-    from hcl2 import SerializationOptions
-
-    return dict(hcl2.loads(text, serialization_options=SerializationOptions(
-        strip_string_quotes=True, explicit_blocks=False)))
-
-
-def _resources(doc: dict[str, Any], kind: str) -> list[tuple[str, dict[str, Any]]]:
-    return [(name, body) for r in doc.get("resource", []) for k, b in r.items() if k == kind
-            for name, body in b.items()]
 
 
 def _cells(plan: Plan) -> dict[tuple[str, str, str, str], int]:
@@ -176,11 +162,6 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
                           "taints": taints, "nodes": int(auto["total_max_node_count"]),
                           "tags": cfg.get("resource_labels", {})})
     return pools
-
-
-def _rayjob(files: dict[str, str]) -> dict[str, Any] | None:
-    text = files.get("kuberay/rayjob.yaml")
-    return next((d for d in _docs(text) if d["kind"] == "RayJob"), None) if text else None
 
 
 def _pod_request(pod: dict[str, Any]) -> dict[str, str]:
@@ -365,10 +346,11 @@ def _entry_words(entrypoint: str) -> list[str]:
     """The words the training process receives (bash → list2cmdline → sh, modelled with
     POSIX shlex; tests/test_render.py runs the real shells)."""
     words = shlex.split(subprocess.list2cmdline(shlex.split(entrypoint)))
-    if words[:1] == ["echo"] and len(words) == 5 and words[2:] == ["base64", "-d"]:
+    if len(words) == 3 and words[0] == "echo" and words[1].endswith("|base64") \
+            and words[2] == "-d|sh":  # transport.ray_entrypoint's base64 form
         import base64
 
-        return shlex.split(base64.b64decode(words[1]).decode())[1:]
+        return shlex.split(base64.b64decode(words[1][:-len("|base64")]).decode())[1:]
     return words
 
 
@@ -422,4 +404,9 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     _check_disks(plan, files, out)
     _check_tags(plan, files, out)
     _check_paths(files, out)
+    from optimizer.render.check_gpudirect import check_gpudirect
+    from optimizer.render.check_roles import check_roles
+
+    check_roles(plan, files, _entry_words, out)
+    check_gpudirect(plan, files, out)
     return out

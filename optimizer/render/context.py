@@ -23,6 +23,7 @@ from typing import Any
 
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
+from optimizer.render import gpudirect
 from optimizer.render.deploy import (
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
@@ -30,8 +31,6 @@ from optimizer.render.deploy import (
     boot_disk_note,
     deadlines,
     efa_count,
-    gpudirect_note,
-    placement_notes,
     ray_resource,
     restart_budget,
     site_zone,
@@ -109,6 +108,7 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
                            "ptplan.io/capacity-type": label}
             efa = efa_count(plan, pool, it)
             res = gpu_resource(pool.gpu)
+            gd = gpudirect.stack(plan, pool, it)
             groups.append({
                 "name": name, "full_name": full, "tf": tf_name(name),
                 "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
@@ -128,6 +128,8 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
                 "taints": [{"key": res, "effect": "NoSchedule"}],
                 "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
                 "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
+                "gpudirect": gpudirect.pod(gd, gpudirect.networks(slug, gd.nics)) if gd else None,
+                "sky_network_tier": "best" if gd and it in gpudirect.SKY_TCPX_TYPES else None,
             })
     for g in groups:
         # KubeRay pastes rayStartParams into `ray start` run by bash; it writes custom
@@ -177,7 +179,6 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                         "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
                         "labels": _label_sets(plan, "all", "all", label)})
     backoff, interruptions = restart_budget(plan)
-    pinned = {g["ray_resource"] for g in groups}
     project_labels = _label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"))
     return {
@@ -205,10 +206,8 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "job": {"backoff_limit": backoff, "expected_interruptions": round(interruptions, 3),
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
-        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *(
-            [f"ray resources: worker groups carry {', '.join(sorted(pinned))}; veRL 0.9.1 and "
-             "OpenRLHF 0.11.2 do not ask for them, so roles are held to their pools by shape "
-             "only (docs/render.md, 'Ray custom resources')"] if len(pinned) > 1 else []),
-            *placement_notes(plan), *gpudirect_note(plan)],
+        "gpudirect_networks": gpudirect.networks(slug, max(
+            (g["gpudirect"]["nics"] for g in groups if g["gpudirect"]), default=0)),
+        "deploy_notes": [*deploy_notes, boot_disk_note(plan), *gpudirect.notes(plan, groups)],
         "abort_days": ABORT_MULTIPART_DAYS,
     }

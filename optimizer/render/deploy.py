@@ -23,20 +23,12 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
   policy's; scratch goes to instance-store NVMe where the type has it), on the volume type of
   the catalog's block tier (gp3, pd-balanced; SkyPilot ``disk_tier: medium`` is the same pair).
   A plan of schema < 4 did not price them: they get the default policy's size and a note.
-* **Ray placement.** Worker groups advertise ``ptplan_pool_<pool>``, but veRL 0.9.1 and
-  OpenRLHF 0.11.2 ask their placement groups for CPU and GPU only (veRL
-  ``verl/single_controller/ray/base.py``: ``ResourcePoolManager.create_resource_pool`` builds
-  every ``RayResourcePool`` without its ``accelerator_type``, the one extra bundle key it
-  knows; OpenRLHF ``openrlhf/trainer/ray/launcher.py`` and ``vllm_engine.py``: bundles
-  ``{"GPU": 1, "CPU": 1}``), and no option of either reaches them. A role is therefore held
-  to its pool only by shape: a STRICT_PACK group of G GPUs per node fits only nodes with G free
-  GPUs. :func:`placement_notes` says, per plan, which pools' groups also fit another pool's
-  nodes (and whether a trainer could start on spot nodes).
-* **GPUDirect on GKE.** A multi-node trainer on A3 (``a3-highgpu-8g``: GPUDirect-TCPX;
-  ``a3-megagpu-8g``: GPUDirect-TCPXO) is priced at the GPUs' scale-out bandwidth, which on GKE
-  needs the multi-network set-up (extra VPCs and subnets, ``additional_node_network_configs``,
-  GKE ``Network`` objects, the NCCL plugin installer and the RxDM sidecar): not rendered,
-  named in a note (:func:`gpudirect_note`) and in docs/render.md.
+* **Ray placement.** Worker groups advertise ``ptplan_pool_<pool>`` (one unit per GPU) and the
+  Ray launch runs through :mod:`optimizer.render.pinning`'s launcher, which makes every GPU
+  bundle of a role ask for one unit of its planned pool's resource: a role can only be placed
+  on its own pool's nodes (``render --check`` rule ``roles``).
+* **GPUDirect on GKE.** A multi-node trainer on A3 High / Mega gets GPUDirect-TCPX / TCPXO
+  (:mod:`optimizer.render.gpudirect`).
 """
 
 from __future__ import annotations
@@ -45,7 +37,7 @@ import math
 from typing import Any
 
 from optimizer.plan.schema import Plan
-from optimizer.render.names import dns_name, gpu_resource
+from optimizer.render.names import dns_name
 
 CAPACITY_WAIT_SECONDS = 3600
 """How long a RayJob may wait for its nodes before the attempt fails (preRunningDeadline)."""
@@ -134,47 +126,3 @@ def efa_count(plan: Plan, pool: Any, instance_type: str) -> int:
     if plan.provider != "aws" or "update" not in pool.phases or pool.nodes < 2:
         return 0
     return EFA_INTERFACES.get(instance_type, 0)
-
-
-GPUDIRECT = {"a3-highgpu-8g": ("GPUDirect-TCPX", 4), "a3-megagpu-8g": ("GPUDirect-TCPXO", 8)}
-"""GKE machine types whose scale-out bandwidth needs GPUDirect, and the GPU NICs it adds
-(Google Cloud, "Maximize GPU network bandwidth in Standard mode clusters": A3 High 4 NICs
-with TCPX, A3 Mega 8 NICs with TCPXO)."""
-
-
-def gpudirect_note(plan: Plan) -> list[str]:
-    """A multi-node GKE trainer on A3: the bandwidth it was priced at needs GPUDirect."""
-    out = []
-    for pool in plan.pools:
-        if plan.provider != "gcp" or "update" not in pool.phases or pool.nodes < 2:
-            continue
-        for it in sorted({a.instance_type for a in pool.allocations}):
-            if it in GPUDIRECT:
-                name, nics = GPUDIRECT[it]
-                out.append(f"gpudirect: pool {pool.name} trains across {pool.nodes} {it} nodes, "
-                           f"priced at the GPUs' scale-out bandwidth, which on GKE needs {name} "
-                           f"({nics} extra GPU NICs per node, multi-networking); the GKE node "
-                           "pools are rendered with gVNIC only: set up GPUDirect on the cluster "
-                           "(docs/render.md, 'GPUDirect on GKE') or expect a slower update")
-    return out
-
-
-def placement_notes(plan: Plan) -> list[str]:
-    """Pools whose Ray placement groups (G GPUs per node, STRICT_PACK) also fit another pool's
-    nodes: the frameworks do not ask for the pools' custom resources (module doc)."""
-    out = []
-    for p in plan.pools:
-        others = [q for q in plan.pools if q is not p and q.gpus_per_node >= p.gpus_per_node
-                  and gpu_resource(q.gpu) == gpu_resource(p.gpu)]  # Ray: GPU vs neuron_cores
-        if not others:
-            continue
-        spot = [q.name for q in others
-                if any(a.capacity_type == "spot" and a.nodes for a in q.allocations)]
-        risk = (f"; the trainer may start on spot nodes of {', '.join(spot)} (policy: update "
-                "off spot)") if "update" in p.phases and spot and not p.spot_ok else ""
-        names = ", ".join(q.name for q in others)
-        out.append(f"ray placement: pool {p.name}'s placement groups ({p.gpus_per_node} "
-                   f"accelerators per node) also fit the nodes of {names}: "
-                   "veRL and OpenRLHF ask Ray for GPUs, not for the pools' resources "
-                   f"(docs/render.md, 'Ray custom resources'){risk}")
-    return out

@@ -50,10 +50,18 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
                  "that install at each start")
     if facts.run is None:
         notes.append(NO_SPEC)
-        out.update(module=None, torchrun=False, settings=[], config_name=None,
+        out.update(module=None, torchrun=False, settings=[], config_name=None, ray_roles={},
                    words=["sh", "-c", f"echo {shlex.quote(NO_SPEC)} >&2; exit 2"])
     else:
         out.update(MODULES[fw.name].command(plan, facts, slug, notes))
+    if out.get("ray_roles"):
+        from optimizer.render.deploy import ray_resource
+
+        notes.append("ray pools: the launch runs through ptplan's pinning launcher (base64 of "
+                     "optimizer/render/frameworks/raypin.py), so each role's GPU bundles ask "
+                     "for its pool's resource: " + ", ".join(
+                         f"{r}: {ray_resource(p)}" for r, p in sorted(out["ray_roles"].items()))
+                     + " (docs/render.md, 'Ray custom resources')")
     # the launch file for the chosen framework; the other framework's slot stays empty
     out["verl"] = out["words"] if fw.name == "verl" else None
     out["openrlhf"] = out["words"] if fw.name == "openrlhf" else None

@@ -124,7 +124,10 @@ def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
     if launch["torchrun"] and sum(g["nodes"] for g in ctx["groups"]) > 1:
         raise NotApplicable("kuberay: multi-node SFT runs under torchrun, not Ray; use "
                             "--target skypilot (or the karpenter/kueue node pools)")
-    return {"kuberay/rayjob.yaml": render("kuberay/rayjob.yaml.j2", **ctx), **_launch_files(ctx)}
+    nets = ({"kuberay/gke-networks.yaml": render("kuberay/gke_networks.yaml.j2", **ctx)}
+            if ctx["gpudirect_networks"] else {})
+    return {"kuberay/rayjob.yaml": render("kuberay/rayjob.yaml.j2", **ctx), **nets,
+            **_launch_files(ctx)}
 
 
 def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from optimizer.render.frameworks import (
     scoring_models,
 )
 from optimizer.render.paths import launch_path
+from optimizer.render.pinning import launcher_words, roles
 
 FRAMEWORK = OPENRLHF_0_11
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm"}
@@ -142,11 +143,15 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
         fixed += [f"--critic.num_nodes={geo.upool.nodes}",
                   f"--critic.num_gpus_per_node={geo.upool.gpus_per_node}"]
         notes.append("PPO: OpenRLHF's critic is its own group, sized like the actor here")
-    script = "exec python3 -m openrlhf.cli.train_ppo_ray " + " ".join(
+    module = "openrlhf.cli.train_ppo_ray"  # through the pool-pinning launcher (pinning.py)
+    pools = roles(plan, "openrlhf")
+    boot = shlex.join(launcher_words(module, pools))
+    script = f"exec {boot} " + " ".join(
         f'{k} "${v}"' for k, v in ENV_FLAGS) + ' "$@"'
     flags = [w for s in rows if s.key not in dict(ENV_FLAGS) for w in flag(s)] + fixed
-    return {"module": "openrlhf.cli.train_ppo_ray", "torchrun": False, "settings": rows,
-            "words": ["sh", "-c", script, "openrlhf", *flags], "config_name": None}
+    return {"module": module, "torchrun": False, "settings": rows,
+            "words": ["sh", "-c", script, "openrlhf", *flags], "config_name": None,
+            "ray_roles": pools}
 
 
 def _layout(add: Any, update: Any, notes: list[str]) -> None:
@@ -167,5 +172,5 @@ def _layout(add: Any, update: Any, notes: list[str]) -> None:
 def argv(words: list[str], env: dict[str, str]) -> list[str]:
     """The argument vector ``train_ppo_ray`` receives from :func:`command`'s words, with
     ``env`` for the variables ``sh -c`` expands."""
-    inner = shlex.split(words[2])[4:-1]  # after `exec python3 -m MODULE`, before "$@"
+    inner = shlex.split(words[2])[7:-1]  # after `exec python3 -c BOOT SRC ROLES MODULE`
     return [env[w[1:]] if w.startswith("$") else w for w in inner] + words[4:]

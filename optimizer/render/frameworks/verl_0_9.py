@@ -29,6 +29,7 @@ from optimizer.render.frameworks import (
 )
 from optimizer.render.names import gpu_resource
 from optimizer.render.paths import launch_path
+from optimizer.render.pinning import launcher_words, roles
 
 FRAMEWORK = VERL_0_9
 ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
@@ -319,6 +320,7 @@ def sft_settings(plan: Any, facts: Any, slug: str,
 
 def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any]:
     """Launch dict: ``settings``, ``words`` (the whole command), ``module``, ``torchrun``."""
+    pools: dict[str, str] = {}
     if plan.method == "sft":
         settings, fixed, config = sft_settings(plan, facts, slug, notes)
         nproc = geometry(plan).upool.gpus_per_node
@@ -329,12 +331,14 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     else:
         settings, fixed, config = rl_settings(plan, facts, slug, notes)
         fixed += rl_extra(plan)
-        head = ["python3", "-m"]
         module = "verl.trainer.main_ppo"
+        # through the pool-pinning launcher (optimizer/render/pinning.py)
+        pools = roles(plan, "verl")
+        head = launcher_words(module, pools)[:-1]
         data = [f"data.train_files={ENV['train']}", f"data.val_files={ENV['val']}",
                 f"actor_rollout_ref.model.path={ENV['model']}"]
     flags = [] if config in ("ppo_trainer", "sft_trainer_engine") else [f"--config-name={config}"]
     words = [*head, module, *flags, *data, f"trainer.project_name={slug}",
              f"trainer.experiment_name={slug}", *[word(s) for s in settings], *fixed]
     return {"module": module, "torchrun": plan.method == "sft", "settings": settings,
-            "words": words, "config_name": config}
+            "words": words, "config_name": config, "ray_roles": pools}
