@@ -90,6 +90,8 @@ class RunModel:
     budget_usd: float | None
     correlated: float
     async_buffer: str = "one-step"
+    plan_pool_busy: dict[str, float] = field(default_factory=dict)
+    """Each pool's busy hours as planned (with the planner's expected overhead)."""
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -241,7 +243,8 @@ def build_model(plan: Plan, correlated: float = 0.0, shortage_hours: float = 0.0
         usd_per_hour=rate, plan_total_usd=float(plan.total_cost_usd),
         deadline_hours=plan.deadline_hours,
         budget_usd=float(plan.budget_usd) if plan.budget_usd is not None else None,
-        correlated=correlated, async_buffer=async_buffer, notes=tuple(notes))
+        correlated=correlated, async_buffer=async_buffer,
+        plan_pool_busy={p.name: p.busy_hours for p in plan.pools}, notes=tuple(notes))
 
 
 def scaled(model: RunModel, factor: float) -> RunModel:

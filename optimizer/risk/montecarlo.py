@@ -44,6 +44,9 @@ class ChunkResult:
     cost_usd: np.ndarray
     interruptions: np.ndarray
     fallback_usd: np.ndarray
+    pool_slip_hours: np.ndarray
+    """(trials, pools): each pool's own slip: the busy hours its interruptions added (a gang:
+    its rollbacks, restarts and Young's writes), before the pipeline absorbs any of it."""
 
 
 def _generator(seed: int, chunk: int, key: tuple[int, ...]) -> np.random.Generator:
@@ -234,6 +237,7 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
     fallback = np.zeros(trials)
     covered = True
     slips: list[tuple[np.ndarray, np.ndarray] | None] = []
+    own_slip = np.zeros((trials, len(model.pools)))
     offset = 0.0
     for i, pool in enumerate(model.pools):
         mine = own.get(i)
@@ -243,6 +247,7 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
         elif pool.stateful:
             extra, fails, prem, ok = _gang(model, pool, mine, active_zones)
             delay += extra
+            own_slip[:, i] = extra
             events += fails
             fallback += prem
             covered &= ok
@@ -251,6 +256,7 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
             total, n, prem, progress, slip, ok = _stateless(model, pool, mine, active_zones,
                                                             offset)
             covered &= ok
+            own_slip[:, i] = total
             events += n
             fallback += prem
             if model.mode == "async":
@@ -267,4 +273,4 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
             delay += _pipeline_delay(model, slips, trials)
     makespan = m0 + delay
     cost = model.base_cost_usd + model.usd_per_hour * delay + fallback
-    return ChunkResult(makespan, cost, events, fallback), covered
+    return ChunkResult(makespan, cost, events, fallback, own_slip), covered

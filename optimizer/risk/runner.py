@@ -57,7 +57,8 @@ def run_trials(model: RunModel, trials: int, seed: int, workers: int | None = No
             out.append(_one(job))
             tick(sum(len(r.makespan_hours) for r in out), trials)
     return ChunkResult(*(np.concatenate([getattr(r, f) for r in out]) for f in
-                         ("makespan_hours", "cost_usd", "interruptions", "fallback_usd")))
+                         ("makespan_hours", "cost_usd", "interruptions", "fallback_usd",
+                          "pool_slip_hours")))
 
 
 def _ray(jobs: list[tuple[RunModel, int, int, int]], address: str, workers: int | None,

@@ -85,14 +85,24 @@ def summarise(model: RunModel, res: ChunkResult, trials: int, seed: int) -> dict
             "simulated_mean_usd": round(float(c.mean()) - model.base_cost_usd, 2),
             "plan_within_ci": bool(abs(model.plan_overhead_hours - over_mean) <= over_half),
         },
-        "pools": [{"name": p.name, "nodes": p.nodes, "stateful": p.stateful,
-                   "base_busy_hours": round(p.base_busy_hours, 6),
-                   "interruptions_per_hour": round(p.independent_rate + sum(
-                       model.zone_rates[h.zone] for h in p.zone_hits), 9)}
-                  for p in model.pools],
+        "pools": [_pool_row(model, i, res) for i in range(len(model.pools))],
         "notes": list(model.notes),
     }
     return report
+
+
+def _pool_row(model: RunModel, i: int, res: ChunkResult) -> dict[str, Any]:
+    """A pool's busy time: base, the plan's (with its expected overhead) and simulated."""
+    p = model.pools[i]
+    mean, half = mean_ci(p.base_busy_hours + res.pool_slip_hours[:, i])
+    plan_busy = model.plan_pool_busy.get(p.name, p.base_busy_hours)
+    return {"name": p.name, "nodes": p.nodes, "stateful": p.stateful,
+            "interruptions_per_hour": round(p.independent_rate + sum(
+                model.zone_rates[h.zone] for h in p.zone_hits), 9),
+            "base_busy_hours": round(p.base_busy_hours, 6),
+            "plan_busy_hours": round(plan_busy, 6),
+            "simulated_busy_hours": round(mean, 6),
+            "simulated_busy_ci95": [round(mean - half, 6), round(mean + half, 6)]}
 
 
 def _fmt(d: dict[str, float], unit: str) -> list[str]:
