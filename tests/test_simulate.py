@@ -131,7 +131,7 @@ def test_zone_reclaim_keeps_the_mean_and_widens_the_tail() -> None:
         return (PoolModel("rollout", 8, 20.0, False, 1, 8 * 0.05 * (1 - share),
                           (ZoneHit(0, 8, premium),) if share else ()), (0.05 * share,))
 
-    p0, z0 = pool(0.0, None)
+    p0, _ = pool(0.0, None)
     ind = run_trials(run_model((p0,), zone_rates=()), 40_000, seed=9)
     p1, z1 = pool(1.0, None)
     cor = run_trials(run_model((p1,), zone_rates=z1, zone_names=("z",)), 40_000, seed=9)
@@ -282,7 +282,7 @@ def test_parse_quantile() -> None:
 
 
 def test_build_model_reads_the_plan(spot_examples: list) -> None:
-    name, p = spot_examples[0]
+    _, p = spot_examples[0]
     m = build_model(p, correlated=0.5)
     spot = [a for pool in p.pools for a in pool.allocations if a.capacity_type == "spot"]
     node_rate = sum(a.nodes * (a.interruptions_per_hour or 0) for a in spot)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from optimizer.cli.common import ProgressBar, _emit, _run, app, dumps, info
+
+if TYPE_CHECKING:
+    from optimizer.risk.montecarlo import ChunkResult
 
 
 class SimFormat(StrEnum):
@@ -64,12 +67,7 @@ def simulate(
         from optimizer.report.charts import chart_suffix
         from optimizer.risk.model import build_model
         from optimizer.risk.runner import check_counts, run_trials
-        from optimizer.risk.summary import (
-            simulate_chart,
-            simulate_csv,
-            simulate_table,
-            summarise,
-        )
+        from optimizer.risk.summary import simulate_csv, summarise
 
         check_counts(trials, workers)
         if chart is not None:
@@ -90,6 +88,41 @@ def simulate(
         _emit(text, output)
 
     _run(go)
+
+
+def simulate_table(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import _table
+    from optimizer.risk.summary import fmt_row, summary_lines
+
+    head = ["figure", "mean", "95% CI of mean", "P50", "P90", "P99", "max"]
+    rows = [["makespan h", *fmt_row(r["makespan_hours"], "h")],
+            ["cost", *fmt_row(r["cost_usd"], "$")]]
+    return _table(f"ptplan simulate: {r['spec_name']}", head, rows, summary_lines(r))
+
+
+def simulate_chart(r: dict[str, Any], res: ChunkResult, path: Any) -> None:
+    """Histogram of the makespan with P50/P90/P99, the plan's makespan and the deadline."""
+    from optimizer.report.charts import chart_suffix, pyplot, save
+    from optimizer.risk.summary import QUANTILES
+
+    chart_suffix(path)
+    x = res.makespan_hours
+    with pyplot("ptplan-simulate") as plt:
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        ax.hist(x, bins=60, color="#1f77b4", alpha=0.8, label="simulated runs")
+        marks = [(r["overhead"]["plan_makespan_hours"], "plan (expected)", "black", "-")]
+        marks += [(r["makespan_hours"][f"p{q}"], f"P{q}", "#ff7f0e", ":") for q in QUANTILES]
+        if r["deadline_hours"] is not None:
+            marks.append((r["deadline_hours"], "deadline", "#d62728", "--"))
+        for v, label, colour, style in marks:
+            ax.axvline(v, color=colour, linestyle=style, linewidth=1.2, label=label)
+        ax.set_xlabel("makespan (hours)")
+        ax.set_ylabel("trials")
+        ax.set_yscale("log")
+        ax.set_title(f"{r['spec_name']}: {r['trials']:,} simulated runs (seed {r['seed']})")
+        ax.legend(loc="best")
+        fig.tight_layout()
+        save(plt, fig, path)
 
 
 def _need_ray() -> None:

@@ -105,7 +105,7 @@ def _pool_row(model: RunModel, i: int, res: ChunkResult) -> dict[str, Any]:
             "simulated_busy_ci95": [round(mean - half, 6), round(mean + half, 6)]}
 
 
-def _fmt(d: dict[str, float], unit: str) -> list[str]:
+def fmt_row(d: dict[str, float], unit: str) -> list[str]:
     f = (lambda v: f"{v:,.3f}") if unit == "h" else (lambda v: f"${v:,.2f}")
     return [f(d["mean"]), f"{f(d['ci95_low'])}–{f(d['ci95_high'])}", f(d["p50"]), f(d["p90"]),
             f(d["p99"]), f(d["max"])]
@@ -133,15 +133,6 @@ def summary_lines(r: dict[str, Any]) -> list[str]:
     return lines + [f"note: {n}" for n in r["notes"]]
 
 
-def simulate_table(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
-
-    head = ["figure", "mean", "95% CI of mean", "P50", "P90", "P99", "max"]
-    rows = [["makespan h", *_fmt(r["makespan_hours"], "h")],
-            ["cost", *_fmt(r["cost_usd"], "$")]]
-    return _table(f"ptplan simulate: {r['spec_name']}", head, rows, summary_lines(r))
-
-
 def simulate_csv(res: ChunkResult) -> str:
     """One row per trial."""
     lines = ["trial,makespan_hours,cost_usd,interruptions,fallback_usd"]
@@ -149,27 +140,3 @@ def simulate_csv(res: ChunkResult) -> str:
                                          res.interruptions, res.fallback_usd, strict=True)):
         lines.append(f"{i},{m:.6f},{c:.2f},{int(n)},{f:.2f}")
     return "\n".join(lines) + "\n"
-
-
-def simulate_chart(r: dict[str, Any], res: ChunkResult, path: Any) -> None:
-    """Histogram of the makespan with P50/P90/P99, the plan's makespan and the deadline."""
-    from optimizer.report.charts import chart_suffix, pyplot, save
-
-    chart_suffix(path)
-    x = res.makespan_hours
-    with pyplot("ptplan-simulate") as plt:
-        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        ax.hist(x, bins=60, color="#1f77b4", alpha=0.8, label="simulated runs")
-        marks = [(r["overhead"]["plan_makespan_hours"], "plan (expected)", "black", "-")]
-        marks += [(r["makespan_hours"][f"p{q}"], f"P{q}", "#ff7f0e", ":") for q in QUANTILES]
-        if r["deadline_hours"] is not None:
-            marks.append((r["deadline_hours"], "deadline", "#d62728", "--"))
-        for v, label, colour, style in marks:
-            ax.axvline(v, color=colour, linestyle=style, linewidth=1.2, label=label)
-        ax.set_xlabel("makespan (hours)")
-        ax.set_ylabel("trials")
-        ax.set_yscale("log")
-        ax.set_title(f"{r['spec_name']}: {r['trials']:,} simulated runs (seed {r['seed']})")
-        ax.legend(loc="best")
-        fig.tight_layout()
-        save(plt, fig, path)

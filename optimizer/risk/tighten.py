@@ -172,8 +172,9 @@ def _statement(r: dict[str, Any]) -> str:
         d, b = ch["effective_deadline_hours"], ch["effective_budget_usd"]
         against = " and ".join(([f"deadline {d:.3f} h"] if d is not None else [])
                                + ([f"budget ${b:,.2f}"] if b is not None else []))
-        parts.append(f"the chosen plan (${ch['total_cost_usd']}, planned against {against}) has {q} makespan "
-                     f"{ch['q_makespan_hours']:.3f} h and {q} cost ${ch['q_cost_usd']:,.2f}: "
+        parts.append(f"the chosen plan (${ch['total_cost_usd']}, planned against {against}) "
+                     f"has {q} makespan {ch['q_makespan_hours']:.3f} h and {q} cost "
+                     f"${ch['q_cost_usd']:,.2f}: "
                      f"it meets {_targets(r, q)} for ${r['price_of_certainty_usd']:,.2f} more "
                      "(the price of certainty)")
     return "; ".join(parts) + f" ({r['trials']:,} trials, seed {r['seed']})"
