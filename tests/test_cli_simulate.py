@@ -189,7 +189,7 @@ def test_plan_risk_pays_for_certainty(tmp_path: Path) -> None:
     ok = invoke("check", str(out))
     assert ok.exit_code == 0, ok.output
     table = invoke("plan", spec, "--catalog", cat, "--risk", "p90", "--trials", "4000")
-    assert "the price of certainty" in table.stdout and "candidate:" in table.stdout
+    assert "the price of certainty" in table.stdout and "candidate planned against" in table.stdout
 
 
 def test_plan_risk_names_the_binding_constraint(tmp_path: Path) -> None:

@@ -138,9 +138,12 @@ def _need_ray() -> None:
 def risk_lines(report: dict[str, Any]) -> list[str]:
     """The footer ``plan --risk`` prints under the plan table."""
     out = [report["statement"]]
+    q = report["quantile"].upper()
     for c in report["candidates"]:
-        out.append(f"  candidate: deadline {c['effective_deadline_hours']} h, budget "
-                   f"{c['effective_budget_usd']}: ${c['total_cost_usd']}, makespan "
-                   f"{c['makespan_hours']:.3f} h, {report['quantile'].upper()} makespan "
-                   f"{c['q_makespan_hours']:.3f} h, cost ${c['q_cost_usd']:,.2f}")
+        d, b = c["effective_deadline_hours"], c["effective_budget_usd"]
+        against = ", ".join(([f"deadline {d:.3f} h"] if d is not None else [])
+                            + ([f"budget ${b:,.2f}"] if b is not None else []))
+        out.append(f"  candidate planned against {against}: ${c['total_cost_usd']}, makespan "
+                   f"{c['makespan_hours']:.3f} h; {q} makespan {c['q_makespan_hours']:.3f} h, "
+                   f"{q} cost ${c['q_cost_usd']:,.2f}")
     return out
