@@ -192,7 +192,7 @@ def test_plan_makespan_against_the_simulation(spot_examples: list) -> None:
     """The makespan under the planner's own async formula (max of pool totals + fill): the
     planner takes the max of *expected* pool times, the simulation the expected max, so the
     plan can only lie at or below the simulated CI (Jensen); docs/simulate.md §4 gives the
-    gaps (GRPO inside the CI, OPD 5.6e-5 h above it: its rollout pool's slip per interruption,
+    gaps (GRPO inside the CI, OPD 6.2e-5 h above it: its rollout pool's slip per interruption,
     (L+R)/4 = 0.0625 h, exceeds its 0.043 h of slack). The one-step pipeline adds more."""
     for name, p in spot_examples:
         res = run_trials(build_model(p, async_buffer="unbounded"), 40_000, seed=11)
