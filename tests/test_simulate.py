@@ -272,6 +272,21 @@ def test_workers_do_not_change_a_single_bit() -> None:
     assert other.makespan_hours.tobytes() != one.makespan_hours.tobytes()
 
 
+@pytest.mark.ray
+def test_ray_gives_the_same_bytes() -> None:
+    """Chunks as Ray tasks on a local instance (2 CPUs): the same result as in this process."""
+    ray = pytest.importorskip("ray")
+    model = _grpo_like("async")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = run_trials(model, 5_000, seed=42, ray_address="local")
+    finally:
+        ray.shutdown()
+    local = run_trials(model, 5_000, seed=42)
+    assert remote.makespan_hours.tobytes() == local.makespan_hours.tobytes()
+    assert remote.cost_usd.tobytes() == local.cost_usd.tobytes()
+
+
 def test_parse_quantile() -> None:
     assert parse_quantile("p90") == 0.9 and parse_quantile("P99.5") == pytest.approx(0.995)
     from optimizer.core.errors import InputError

@@ -71,7 +71,7 @@ def _ray(jobs: list[tuple[RunModel, int, int, int]], address: str, workers: int 
     started = False
     if not ray.is_initialized():
         try:
-            ray.init(address=None if address == "local" else address, include_dashboard=False,
+            ray.init(address=address, include_dashboard=False,
                      log_to_driver=False, logging_level=logging.ERROR)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise InputError(f"--ray: cannot connect to {address!r} ({exc}); give a running "
