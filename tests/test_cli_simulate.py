@@ -103,6 +103,8 @@ def test_chart_is_written(grpo_plan: str, tmp_path: Path) -> None:
     (["@PLAN", "--correlated", "-0.1"], "--correlated: -0.1"),
     (["@PLAN", "--shortage-hours", "-1"], "--shortage-hours"),
     (["@PLAN", "--workers", "0"], "--workers: 0"),
+    (["@PLAN", "--seed", "-1"], "--seed: -1"),
+    (["@PLAN", "--trials", "3000000"], "--trials: 3000000"),
     (["@PLAN", "--format", "xml"], "--format"),
     (["@PLAN", "--chart", "h.gif"], "--chart"),
 ])
@@ -217,5 +219,6 @@ def test_plan_risk_bad_options() -> None:
     assert "--correlated" in one_error(invoke("plan", spec, "--risk", "p90", "--correlated",
                                               "2"))
     assert "--trials" in one_error(invoke("plan", spec, "--risk", "p90", "--trials", "0"))
+    assert "--seed" in one_error(invoke("plan", spec, "--risk", "p90", "--seed", "-2"))
     assert "--objective" in one_error(invoke("plan", spec, "--risk", "p90", "--objective",
                                              "time"))

@@ -287,6 +287,15 @@ def test_ray_gives_the_same_bytes() -> None:
     assert remote.cost_usd.tobytes() == local.cost_usd.tobytes()
 
 
+def test_a_run_that_cannot_finish_is_one_error() -> None:
+    """A gang failing 40 times an hour with 3-minute checkpoints every 0.5 h of progress."""
+    from optimizer.core.errors import InputError
+
+    pool = PoolModel("all", 4, 50.0, True, 1, 40.0)
+    with pytest.raises(InputError, match="hardly finish"):
+        run_trials(run_model((pool,), mode="colocated", checkpoint_mode="lifecycle"), 10, 0)
+
+
 def test_parse_quantile() -> None:
     assert parse_quantile("p90") == 0.9 and parse_quantile("P99.5") == pytest.approx(0.995)
     from optimizer.core.errors import InputError

@@ -119,7 +119,7 @@ def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings:
     if objective != "cost":
         raise InputError("--risk: only with --objective cost (the cheapest plan meeting the "
                          "deadline at the quantile)")
-    check_counts(trials, None)
+    check_counts(trials, None, seed)
     if not 0.0 <= correlated <= 1.0:
         raise InputError(f"--correlated: {correlated} is not a share; use a number in [0, 1]")
     opt = RiskOptions(q, risk.strip().lower(), trials, seed, correlated)

@@ -69,7 +69,7 @@ def simulate(
         from optimizer.risk.runner import check_counts, run_trials
         from optimizer.risk.summary import simulate_csv, summarise
 
-        check_counts(trials, workers)
+        check_counts(trials, workers, seed)
         if chart is not None:
             chart_suffix(chart)
         if ray_address is not None:

@@ -32,10 +32,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optimizer.core.errors import InputError
 from optimizer.risk.model import PoolModel, RunModel
 
 CHUNK = 2000
 """Trials per chunk: each chunk has its own seed, whatever runs it."""
+MAX_EVENTS = 4096
+"""Events of one stream in one run beyond which the simulation stops: the run would hardly
+finish (a gang whose hazard × checkpoint interval is far above 1)."""
 
 
 @dataclass
@@ -72,7 +76,11 @@ class _Stream:
         self.uniform = _generator(self.seed, self.chunk, (*self.key, 1)).random((k, t)).T
 
     def grow(self) -> None:
-        self.columns *= 2
+        if self.columns >= MAX_EVENTS:
+            raise InputError(f"simulate: more than {MAX_EVENTS:,} interruptions of one stream "
+                             f"in a run ({self.rate:.4g} per hour): the run would hardly "
+                             "finish; check the plan's interruption rates and checkpoints")
+        self.columns = min(MAX_EVENTS, self.columns * 2)
         self._draw()
 
 

@@ -17,7 +17,9 @@ from optimizer.core.errors import InputError
 from optimizer.risk.model import RunModel
 from optimizer.risk.montecarlo import CHUNK, ChunkResult, simulate_chunk
 
-MAX_TRIALS = 10_000_000
+MAX_TRIALS = 2_000_000
+"""Results are kept per trial (makespan, cost, interruptions, fallback, per-pool slips)."""
+MAX_SEED = 2**64 - 1
 
 
 def chunks(trials: int) -> list[tuple[int, int]]:
@@ -29,7 +31,9 @@ def _one(args: tuple[RunModel, int, int, int]) -> ChunkResult:
     return simulate_chunk(*args)
 
 
-def check_counts(trials: int, workers: int | None) -> None:
+def check_counts(trials: int, workers: int | None, seed: int = 0) -> None:
+    if not 0 <= seed <= MAX_SEED:
+        raise InputError(f"--seed: {seed} is not a seed; use an integer from 0 to 2**64 − 1")
     if trials < 1 or trials > MAX_TRIALS:
         raise InputError(f"--trials: {trials} is not a trial count; use 1 to {MAX_TRIALS:,}")
     if workers is not None and workers < 1:
@@ -40,7 +44,7 @@ def run_trials(model: RunModel, trials: int, seed: int, workers: int | None = No
                ray_address: str | None = None,
                progress: Callable[[int, int], None] | None = None) -> ChunkResult:
     """All trials, joined in chunk order."""
-    check_counts(trials, workers)
+    check_counts(trials, workers, seed)
     jobs = [(model, seed, c, n) for c, n in chunks(trials)]
     tick = progress or (lambda done, total: None)
     out: list[ChunkResult] = []
