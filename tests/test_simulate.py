@@ -199,6 +199,9 @@ def test_plan_makespan_against_the_simulation(spot_examples: list) -> None:
         mean, half = mean_ci(res.makespan_hours)
         assert p.makespan_hours <= mean + half, name
         assert mean - p.makespan_hours < 1e-3 * p.makespan_hours, name
+        cost, cost_half = mean_ci(res.cost_usd)  # the total is rounded to cents
+        assert float(p.total_cost_usd) <= cost + cost_half + 0.005, name
+        assert cost - float(p.total_cost_usd) < 1e-3 * float(p.total_cost_usd), name
         one = run_trials(build_model(p), 40_000, seed=11)
         assert np.all(one.makespan_hours >= res.makespan_hours - 1e-9), name
         if name == "grpo-7b":
