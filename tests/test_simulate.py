@@ -124,6 +124,51 @@ def test_sync_barrier_adds_every_pool_and_async_absorbs_slack() -> None:
     assert one.makespan_hours.mean() > unb.makespan_hours.mean()
 
 
+def test_one_step_pipeline_overlaps_stages() -> None:
+    """Rollout of step s runs while the update of step s − 1 does: equal stages of 1 h over
+    10 steps end at 11 h (one step of fill), not 20 h; a slip of the bottleneck passes on
+    whole, a slip of a faster stage only beyond its slack in that step."""
+    from optimizer.risk.montecarlo import pipeline_finish
+
+    t = np.ones((2, 1, 10))
+    assert pipeline_finish(t)[0] == pytest.approx(11.0)
+    slow = np.stack([np.full((1, 10), 0.8), np.ones((1, 10))])
+    base = pipeline_finish(slow)[0]
+    assert base == pytest.approx(10.8)
+    late_update = slow.copy()
+    late_update[1, 0, 4] += 0.5
+    assert pipeline_finish(late_update)[0] - base == pytest.approx(0.5)
+    for slip, lost in ((0.5, 0.3), (0.15, 0.0)):
+        # rollout runs 0.2 h ahead of the update per step: a slip beyond that idles the
+        # bottleneck once, and the bottleneck never makes the time up
+        late_rollout = slow.copy()
+        late_rollout[0, 0, 2] += slip
+        assert pipeline_finish(late_rollout)[0] - base == pytest.approx(lost)
+
+
+def test_sync_pools_take_turns_under_a_zone_reclaim() -> None:
+    """Sync: a zone-wide reclaim finds exactly one of two pools busy (they take turns): it
+    costs one pool L + R and the other only its restart beyond its idle gap per step."""
+    pools = tuple(PoolModel(n, 1, 5.0, False, 1, 0.0, (ZoneHit(0, 1, None),))
+                  for n in ("rollout", "scoring"))
+    model = run_model(pools, zone_rates=(0.05,), zone_names=("z",))
+    res = run_trials(model, 20_000, seed=4)
+    one_event = res.interruptions == 2
+    assert one_event.sum() > 1000
+    gap = 5.0 / 100
+    assert np.allclose(res.makespan_hours[one_event] - 10.0, (L + R) + (R - gap))
+
+
+def test_zone_reclaim_stops_whole_replicas() -> None:
+    """3 of a pool's 8 nodes in the reclaimed zone, engines of 2 nodes: 2 replicas (4 nodes)
+    stop, so the pool slips 4·(L+R)/8."""
+    pool = PoolModel("rollout", 8, 20.0, False, 2, 0.0, (ZoneHit(0, 3, None),))
+    res = run_trials(run_model((pool,), zone_rates=(0.05,), zone_names=("z",)), 4000, seed=6)
+    one = res.interruptions == 1
+    assert one.sum() > 500
+    assert np.allclose(res.makespan_hours[one] - 20.0, 4 * (L + R) / 8)
+
+
 def test_zone_reclaim_keeps_the_mean_and_widens_the_tail() -> None:
     """A correlated share moves hazard from single nodes to zone-wide events of the same node
     rate: the mean loss stays, the tail grows; a shortage without fallback adds waiting."""

@@ -22,7 +22,8 @@ falls at progress P = E − D, and only events with P < M0 happen (the run is ov
 * **Pipeline**: sync and colocated runs wait at the barrier, so every pool's slip adds to the
   makespan; an async run pipelines the pools one step off-policy, so the slip of step s of
   pool i passes through the recursion F[0,s] = max(F[0,s−1], F[last,s−2]) + t[0,s],
-  F[i,s] = max(F[i,s−1], F[i−1,s]) + t[i,s], and a faster pool's slip is absorbed by its slack.
+  F[i,s] = max(F[i,s−1], F[i−1,s]) + t[i,s]: a faster pool's slip is absorbed only up to its
+  slack in that step; beyond it the bottleneck waits, and never makes the time up.
 """
 
 from __future__ import annotations
@@ -171,6 +172,22 @@ def _gang(model: RunModel, pool: PoolModel, own: _Stream | None, zones: dict[int
     return delay + writes * write, fails, fallback, covered
 
 
+def pipeline_finish(t: np.ndarray) -> np.ndarray:
+    """When the last stage finishes its last step, one step off-policy: ``t[i, trial, s]`` is
+    stage i's time for step s; rollout (stage 0) of step s needs the last stage's step s − 2,
+    and every later stage needs its predecessor's step s."""
+    stages, n, steps = t.shape
+    fin = [np.zeros(n) for _ in range(stages)]
+    last1 = np.zeros(n)
+    last2 = np.zeros(n)
+    for s in range(steps):
+        fin[0] = np.maximum(fin[0], last2) + t[0, :, s]
+        for i in range(1, stages):
+            fin[i] = np.maximum(fin[i], fin[i - 1]) + t[i, :, s]
+        last2, last1 = last1, fin[-1].copy()
+    return fin[-1]
+
+
 def _pipeline_delay(model: RunModel, slips: list[tuple[np.ndarray, np.ndarray] | None],
                     trials: int) -> np.ndarray:
     """Async: how much the per-step slips of every pool delay the end of the pipeline."""
@@ -192,21 +209,9 @@ def _pipeline_delay(model: RunModel, slips: list[tuple[np.ndarray, np.ndarray] |
     if hit.size == 0:
         return out
 
-    def run(t: np.ndarray) -> np.ndarray:
-        n = t.shape[1]
-        fin = [np.zeros(n) for _ in base]
-        last1 = np.zeros(n)
-        last2 = np.zeros(n)
-        for s in range(steps):
-            fin[0] = np.maximum(fin[0], last2) + t[0, :, s]
-            for i in range(1, len(base)):
-                fin[i] = np.maximum(fin[i], fin[i - 1]) + t[i, :, s]
-            last2, last1 = last1, fin[-1].copy()
-        return fin[-1]
-
     b = np.array(base)[:, None, None]
-    with_slip = run(b + d[:, hit, :])
-    without = run(np.broadcast_to(b, (len(base), 1, steps)))
+    with_slip = pipeline_finish(b + d[:, hit, :])
+    without = pipeline_finish(np.broadcast_to(b, (len(base), 1, steps)))
     out[hit] = with_slip - without[0]
     return out
 
