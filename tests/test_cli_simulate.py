@@ -150,7 +150,7 @@ def test_progress_bar_only_on_a_terminal(grpo_plan: str) -> None:
 # ----------------------------------------------------------------------------- plan --risk
 
 
-def _risky(tmp_path: Path, deadline: float) -> tuple[str, str]:
+def _risky(tmp_path: Path, deadline: float, budget: float | None = None) -> tuple[str, str]:
     """The small GRPO spec on a catalog whose spot nodes are interrupted 0.15 times an hour."""
     from planner_fixtures import small_catalog
 
@@ -167,8 +167,9 @@ def _risky(tmp_path: Path, deadline: float) -> tuple[str, str]:
     cat = tmp_path / "cat.yaml"
     cat.write_text(yaml.safe_dump({"as_of": "2026-11-01", "name": "risky", "offers": offers}))
     spec = tmp_path / "spec.yaml"
-    spec.write_text(yaml.safe_dump(small_spec(sla={"deadline_hours": deadline}).model_dump(
-        mode="json", exclude_none=True)))
+    extra = {"budget": {"max_usd": budget}} if budget is not None else {}
+    spec.write_text(yaml.safe_dump(small_spec(sla={"deadline_hours": deadline}, **extra)
+                                   .model_dump(mode="json", exclude_none=True)))
     return str(spec), str(cat)
 
 
@@ -199,6 +200,17 @@ def test_plan_risk_names_the_binding_constraint(tmp_path: Path) -> None:
     line = one_error(invoke("plan", spec, "--catalog", cat, "--risk", "p99.9", "--trials",
                             "2000"), 1)
     assert "deadline binds" in line
+
+
+def test_plan_risk_budget_binds(tmp_path: Path) -> None:
+    """The expected-value plan is already the cheapest: when its P90 cost is over the budget,
+    a tighter budget cannot help."""
+    spec, cat = _risky(tmp_path, 6.0, 70.0)
+    base = invoke("-q", "plan", spec, "--catalog", cat, "--format", "json")
+    assert base.exit_code == 0 and float(json.loads(base.stdout)["total_cost_usd"]) < 70.0
+    line = one_error(invoke("plan", spec, "--catalog", cat, "--risk", "p90", "--trials",
+                            "2000"), 1)
+    assert "budget binds" in line and "deadline binds" not in line
 
 
 def test_plan_risk_already_met_costs_nothing() -> None:
