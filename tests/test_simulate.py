@@ -63,8 +63,8 @@ def test_stateless_pool_expected_lost_work(nodes: int, lam: float, replica: int)
 def _daly(b0: float, tau: float, write: float, lam: float, restart: float) -> float:
     """Expected time of B0 hours of gang work checkpointed every τ (a write of C each, none
     after the last piece), failures at Λ losing the piece in progress, restart R during which
-    nothing fails: Σ over pieces of (1/Λ + R)(e^{Λ·piece} − 1) (Daly 2006, exact for Poisson
-    failures)."""
+    nothing fails: Σ over pieces of (1/Λ + R)(e^{Λ·piece} − 1) (Daly 2006's renewal argument,
+    without his failures during restarts; exact for Poisson failures)."""
     full = math.floor(b0 / tau)
     pieces = [tau + write] * full + [b0 - full * tau]
     return sum((1 / lam + restart) * math.expm1(lam * p) for p in pieces)
