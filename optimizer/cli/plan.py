@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -66,8 +67,17 @@ def plan(
                                  "output."),
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
+    risk: str = typer.Option(None, "--risk", help="pNN: the cheapest plan whose simulated "
+                             "NN-th percentile of makespan meets the deadline (and of cost, "
+                             "the budget)."),
+    trials: int = typer.Option(10_000, "--trials", help="With --risk: simulated runs per "
+                               "candidate."),
+    seed: int = typer.Option(0, "--seed", help="With --risk: the simulation's seed."),
+    correlated: float = typer.Option(0.0, "--correlated", help="With --risk: share of each "
+                                     "spot node's hazard from zone-wide reclaims (0 to 1)."),
 ) -> None:
-    """The cheapest cluster plan that meets the deadline and the budget."""
+    """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
+    the NN-th percentile of simulated runs)."""
 
     def go() -> None:
         from optimizer.planner.api import plan as make_plan
@@ -81,12 +91,46 @@ def plan(
         cat = load_catalog(catalog)
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
              f"policy {pol.name}...")
+        if risk is not None:
+            _risk_plan(s, cat, pol, objective.value, solver.value, timings, risk, trials, seed,
+                       correlated, fmt, output, explain)
+            return
         p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
                  lambda: plan_table(p, explain))
 
     _run(go)
+
+
+def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings: bool,
+               risk: str, trials: int, seed: int, correlated: float, fmt: Format,
+               output: Path | None, explain: bool) -> None:
+    """``plan --risk pNN`` (:mod:`optimizer.risk.tighten`)."""
+    from optimizer.cli.simulate import risk_lines
+    from optimizer.core.errors import InputError
+    from optimizer.planner.api import plan as make_plan
+    from optimizer.report.tables import plan_markdown, plan_table
+    from optimizer.risk.runner import check_counts
+    from optimizer.risk.summary import parse_quantile
+    from optimizer.risk.tighten import RiskOptions, risk_plan
+
+    q = parse_quantile(risk)
+    if objective != "cost":
+        raise InputError("--risk: only with --objective cost (the cheapest plan meeting the "
+                         "deadline at the quantile)")
+    check_counts(trials, None, seed)
+    if not 0.0 <= correlated <= 1.0:
+        raise InputError(f"--correlated: {correlated} is not a share; use a number in [0, 1]")
+    opt = RiskOptions(q, risk.strip().lower(), trials, seed, correlated)
+    with ProgressBar(f"plan --risk {opt.label}: candidates") as bar:
+        p, report = risk_plan(s, lambda spec: make_plan(
+            spec, cat, objective, solver, explain=True, timings=timings, policy=pol), opt, bar)
+    if fmt == Format.json:
+        info(report["statement"])
+    lines = "".join(line + "\n" for line in risk_lines(report))
+    _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain) + "\n" + lines,
+             lambda: plan_table(p, explain) + lines)
 
 
 @app.command()
