@@ -71,6 +71,64 @@ def test_random_instances_match_brute_force(h100_od, h100_spot, l4_od, l4_spot, 
     assert_matches_brute_force(spec, catalog, objective)
 
 
+def _figures(p: Plan) -> tuple:
+    return (p.total_cost_usd, p.makespan_hours, p.layout, p.provider, p.region, p.zone,
+            [(q.name, q.gpu, q.nodes, [(a.instance_type, a.capacity_type, a.nodes)
+                                       for a in q.allocations]) for q in p.pools])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    h100_spot=st.floats(2, 45), l4_spot=st.floats(0.05, 2.0),
+    deadline=st.sampled_from([0.5, 1.0, 2.0, 4.0, None]),
+    caps=st.sampled_from([(1, 1), (2, 1), (2, 2), (3, 1)]),
+    pipeline=st.sampled_from(["auto", "sync", "async"]),
+    objective=st.sampled_from(["cost", "time"]),
+)
+def test_plan_without_explanation_picks_the_same_plan(h100_spot, l4_spot, deadline, caps,
+                                                      pipeline, objective):
+    """Without its explanation a plan resolves only the layouts that can still win (a layout
+    whose relaxed optimum is worse than a plan found is skipped, and the cap splits of the
+    others are pruned by that plan): the plan is the one every layout's exact optimum gives,
+    ties included, on small catalogs whose pools contest capped spot offers."""
+    spec = small_spec(sla={"deadline_hours": deadline}, pipeline=pipeline,
+                      placement={"max_nodes_per_pool": 3})
+    catalog = small_catalog(h100_spot=h100_spot, l4_spot=l4_spot, caps=caps)
+    try:
+        full = plan(spec, catalog, objective, explain=True)
+    except InfeasibleError:
+        with pytest.raises(InfeasibleError):
+            plan(spec, catalog, objective, explain=False)
+        return
+    quick = plan(spec, catalog, objective, explain=False)
+    assert _figures(quick) == _figures(full)
+    assert quick.status == full.status
+
+
+def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
+    """The OPD example at a deadline where its sync layouts contest spot caps (2.9 h): the plan
+    without explanation equals the plan with it, and searches far fewer cap splits (the sync
+    layouts' splits are skipped: their relaxed optimum is above the async plan)."""
+    import optimizer.planner.capacity as capacity
+
+    calls = {"n": 0}
+    search = capacity._split_search
+
+    def counted(*args, **kwargs):
+        calls["n"] += 1
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(capacity, "_split_search", counted)
+    spec = load_spec("examples/opd-8b-from-32b.yaml")
+    spec = spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": 2.9})})
+    catalog = embedded_catalog()
+    quick = plan(spec, catalog, explain=False)
+    quick_calls, calls["n"] = calls["n"], 0
+    full = plan(spec, catalog)
+    assert _figures(quick) == _figures(full)
+    assert quick_calls * 10 < calls["n"]
+
+
 def test_boot_disks_are_optimised_and_match_brute_force():
     """Boot disks are a per-node price: an expensive block tier moves the plan to fewer nodes,
     and the planner still finds the brute force's optimum (which prices every node's disk)."""
