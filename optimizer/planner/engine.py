@@ -136,26 +136,35 @@ def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = T
     With ``every_layout`` False (a plan without its explanation, whose alternatives list
     every layout's own optimum) a layout whose relaxed optimum (pools sharing capped offers
     freely: a lower bound) is worse than a plan already found for another layout is not
-    resolved (its ``best`` stays None: it cannot win), and the cap-split search of the
-    others is pruned by that plan from the start. Layouts are resolved in the order of their
-    relaxed optimum; ties are kept, so the winner is the same."""
+    resolved (its ``best`` stays None: it cannot win): its relaxed search and the cap-split
+    search of the others are pruned by that plan from the start. Layouts are resolved in the
+    order of their relaxed optimum (with every layout) or of their least region bound; ties
+    are kept, so the winner is the same."""
     spec = ctx.spec
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     cap = spec.placement.max_nodes_per_pool
-    relaxed = [best(c, deadline, budget, objective) for c in ctx.runs]
-    order = sorted((i for i, b in enumerate(relaxed) if b is not None),
-                   key=lambda i: (rank(relaxed[i], objective), i))  # type: ignore[arg-type]
+    if every_layout:
+        relaxed: list[Best | None] = [best(c, deadline, budget, objective) for c in ctx.runs]
+        order = sorted((i for i, b in enumerate(relaxed) if b is not None),
+                       key=lambda i: (rank(relaxed[i], objective), i))  # type: ignore[arg-type]
+    else:  # the most promising layout first; the others are searched with a limit below
+        relaxed = [None] * len(ctx.runs)
+        order = sorted(range(len(ctx.runs)), key=lambda i: (_first_bound(ctx.runs[i],
+                                                                         objective), i))
     runs = [LayoutRun(c, None) for c in ctx.runs]
     plan_rank: tuple[float, float] | None = None  # the best plan resolved so far
     for i in order:
         c, rb = ctx.runs[i], relaxed[i]
-        assert rb is not None
         limit = None
-        if not every_layout and plan_rank is not None:
-            # ranks at or below the plan found are kept (ties go to the first layout)
-            limit = (plan_rank[0] * (1 + 1e-9) + 1e-9, math.inf)
-            if rank(rb, objective) >= limit:
-                continue  # its lower bound is worse than a plan we have: it cannot win
+        if not every_layout:
+            if plan_rank is not None:
+                # ranks at or below the plan found are kept (ties go to the first layout)
+                limit = (plan_rank[0] * (1 + 1e-9) + 1e-9, math.inf)
+            rb = best(c, deadline, budget, objective,
+                      limit=limit[0] if limit is not None else math.inf)
+            if rb is None or (limit is not None and rank(rb, objective) >= limit):
+                continue  # no plan below the one we have (its lower bound is worse)
+        assert rb is not None
         resolved = resolve(c, ctx.offers, ctx.demand, cap, deadline, budget, objective,
                            relaxed=rb, limit=limit)
         if resolved is not None:
