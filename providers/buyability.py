@@ -66,6 +66,7 @@ def rules() -> tuple[Rule, ...]:
     return tuple(out)
 
 
+@cache  # the rules are fixed data: a plan asks for every offer of the catalog
 def rule_for(provider: str, instance_type: str, region: str) -> Rule | None:
     """The first rule that covers (provider, instance type, region); None: nothing recorded
     (custom catalogs' own providers), which sells every option."""

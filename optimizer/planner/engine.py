@@ -69,8 +69,13 @@ class Context:
 
     @property
     def caps(self) -> dict[str, int | None]:
-        """Real caps by offer key (split searches hand pools shares of capped offers)."""
-        return {o.key: o.max_nodes for o in self.offers}
+        """Real caps by offer key (split searches hand pools shares of capped offers);
+        computed once per offer list (plan building asks for every allocation)."""
+        held = self.__dict__.get("_caps")
+        if held is None or held[0] is not self.offers:
+            held = (self.offers, {o.key: o.max_nodes for o in self.offers})
+            self.__dict__["_caps"] = held
+        return held[1]
 
 
 def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
