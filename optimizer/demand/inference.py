@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -126,8 +127,8 @@ def effective_batch(engine: Engine, ro: Rollout) -> tuple[int, float]:
     if cap <= 0:
         return 0, 0.0
     L = ro.lengths
-    j = np.linspace(0.0, float(L.cap), GRID)
-    peak_fresh = float(np.max(L.survival(np.maximum(j, 1.0)) * (ro.prompt_tokens + j)))
+    j, surv, _ = L.decode_grid(0.0, float(L.cap), GRID)
+    peak_fresh = float(np.max(surv * (ro.prompt_tokens + j)))
     sat_context = ro.prompt_tokens + L.mean_age
     by_kv = cap / max(peak_fresh, sat_context, 1.0)
     admitted = min(engine.batch_cap, cap / max(ro.prompt_tokens, 1.0))
@@ -147,10 +148,13 @@ def _drain_seconds(engine: Engine, start: np.ndarray | float, surv: np.ndarray, 
     return t[:, 0]
 
 
+@cache
 def load_grid(batch: int) -> np.ndarray:
     """Sequences per replica at which a drain is tabulated: N_GRID sizes, log-spaced from 1 to
-    the batch cap."""
-    return np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+    the batch cap (computed once per batch cap; read-only)."""
+    grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
+    grid.flags.writeable = False
+    return grid
 
 
 def _grid_step(grid: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -199,14 +203,12 @@ class StepModel:
 def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float) -> StepModel:
     L = ro.lengths
     end = max(ro.longest, 1.0)
-    j = np.linspace(1.0, end, GRID)
-    surv = L.survival(j)
+    j, surv, res = L.decode_grid(1.0, end, GRID)
     ctx = ro.prompt_tokens + j
     n_grid = load_grid(batch)
     drain = _drain_seconds(engine, n_grid, surv, j, ctx)
     age = L.mean_age
     sat_iter = float(engine.iteration_seconds(batch, ro.prompt_tokens + age))
-    res = L.residual_survival(j)
     res_ctx = np.minimum(ro.prompt_tokens + age + j, ro.prompt_tokens + L.cap)
     residual = float(_drain_seconds(engine, float(batch), res, j, res_ctx)[0])
     return StepModel(n_grid, drain, batch, sat_iter, residual, L.mean, age,
@@ -251,7 +253,7 @@ def async_seconds(engine: Engine, ro: Rollout, batch: int, n: np.ndarray | float
 def single_stream_seconds(engine: Engine, ro: Rollout) -> float:
     """The step's longest response generated alone (batch 1): no pool size goes faster."""
     end = max(ro.longest, 1.0)
-    j = np.linspace(1.0, end, GRID)
+    j = ro.lengths.decode_grid(1.0, end, GRID)[0]
     t = engine.iteration_seconds(1.0, ro.prompt_tokens + j)
     return float(np.trapezoid(t, j)) if len(j) > 1 else float(t[0])
 
