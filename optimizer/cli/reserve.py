@@ -195,10 +195,12 @@ def reserve(
             result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings,
                          progress=bar)
         rep = result.report
-        def html() -> str:
-            from optimizer.cli.report import html_page
+        def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
+            from optimizer.report.html import render_page
+            from optimizer.report.html_analysis import reserve_doc
 
-            return html_page("reserve", rep)
+            title, tables, footer = _sections(rep)
+            return render_page([reserve_doc(rep, title, tables, footer)])
 
         _emit_as(fmt, output, lambda: dumps(rep), lambda: reserve_markdown(rep),
                  lambda: reserve_table(rep), html)
