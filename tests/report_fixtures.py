@@ -60,3 +60,29 @@ def hostile_inputs(tmp: Path) -> list[Path]:
         f.write_text(json.dumps(data), encoding="utf-8")
         out.append(f)
     return out
+
+
+def edge_inputs(tmp: Path) -> list[Path]:
+    """Reports with their optional parts absent: a plan without deadline, budget, storage or
+    network; a what-if whose scenario has no feasible plan; a sweep with an infeasible point
+    and no switch."""
+    plan = load(CLI_GOLDEN / "plan-sft-8b.json")
+    plan.update(deadline_hours=None, budget_usd=None, budget_warn_usd=None,
+                budget_stop_usd=None, storage=[], network=[], warnings=[])
+    plan["storage_cost_usd"] = plan["network_cost_usd"] = "0.00"
+    what = load(CLI_GOLDEN / "whatif-grpo.json")
+    s = what["scenarios"][0]
+    s.update(plan=None, changes=None, delta_usd=None,
+             error="no offers: the rules left none (test input)")
+    sweep = load(DATA / "sweep-grpo.json")
+    last = sweep["points"][-1]
+    last.update(total_cost_usd=None, delta_usd=None, makespan_hours=None, summary=None,
+                status="infeasible", error="deadline 72 h: too slow (test input)",
+                matched_quantity=None, matched_spend_usd=None)
+    sweep["switches"] = [w for w in sweep["switches"] if w["between"][1] != last["value"]]
+    out = []
+    for name, data in (("plan", plan), ("whatif", what), ("sweep", sweep)):
+        f = tmp / f"edge-{name}.json"
+        f.write_text(json.dumps(data), encoding="utf-8")
+        out.append(f)
+    return out

@@ -1,7 +1,8 @@
 """The HTML reports in a real browser: Debian's Chromium driven by Playwright (never a browser
 downloaded by ``playwright install``; ``.ci/run`` installs ``chromium`` with apt-get).
 
-Each example report (tests/test_report_html.py's cases, and the hostile-name pages) loads from
+Each example report (tests/report_fixtures.py: every kind, the hostile-name pages and pages
+with their optional parts absent) loads from
 a file with zero console errors or warnings and zero network requests (every request other
 than ``file:`` / ``data:`` is recorded and aborted), every chart draws an SVG with marks, the
 totals the page shows are the JSON's, a screenshot of each chart is not blank, a tooltip shows
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_fixtures import CASES, HOSTILE, hostile_inputs, load
+from report_fixtures import CASES, HOSTILE, edge_inputs, hostile_inputs, load
 
 from optimizer.cli.report import pages
 
@@ -28,6 +29,8 @@ CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
                                         if Path("/usr/bin/chromium").exists() else None)
 
 HOSTILE_CASES = ("hostile-plan", "hostile-whatif", "hostile-reserve")
+EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep")
+"""Optional parts absent (tests/report_fixtures.py:edge_inputs)."""
 
 
 class Loaded:
@@ -54,7 +57,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, lis
     """name -> (the HTML page, its input JSON files)."""
     tmp = tmp_path_factory.mktemp("reports")
     inputs = dict(CASES)
-    for f in hostile_inputs(tmp):
+    for f in [*hostile_inputs(tmp), *edge_inputs(tmp)]:
         inputs[f.stem] = [f]
     out = {}
     for name, src in inputs.items():
@@ -94,7 +97,7 @@ def loaded(browser: Any, files: dict[str, tuple[Path, list[Path]]]) -> Iterator[
         x.page.close()
 
 
-ALL = sorted(CASES) + list(HOSTILE_CASES)
+ALL = sorted(CASES) + list(HOSTILE_CASES) + list(EDGE_CASES)
 
 
 @pytest.mark.parametrize("name", ALL)

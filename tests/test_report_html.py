@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from report_fixtures import CASES, CLI_GOLDEN, HOSTILE, ROOT, hostile_inputs, load
+from report_fixtures import CASES, CLI_GOLDEN, HOSTILE, ROOT, edge_inputs, hostile_inputs, load
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
@@ -232,3 +232,32 @@ def test_html_format_of_whatif_and_reserve_is_their_golden(name: str, args: list
     monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
     page = render([*args, "--format", "html"], tmp_path)
     assert strip_library(page) == (GOLDEN / f"{name}.html").read_text(encoding="utf-8")
+
+
+def test_optional_parts_absent(tmp_path: Path) -> None:
+    """No deadline, budget, storage or network; an infeasible scenario; an infeasible sweep
+    point: the page says so instead of failing."""
+    plan, what, sweep = edge_inputs(tmp_path)
+    page = render(["report", str(plan)], tmp_path, "plan.html")
+    assert '<dd data-field="budget_usd">-</dd>' in page
+    assert "not priced (no tiers in the catalog)" in page and "<li>no flows</li>" in page
+    assert "total cost against the budget thresholds" not in page
+    page = render(["report", str(what)], tmp_path, "whatif.html")
+    assert '<dd data-field="scenario-1">infeasible</dd>' in page
+    assert "no offers: the rules left none (test input)" in page
+    page = render(["report", str(sweep)], tmp_path, "sweep.html")
+    assert "deadline 72 h: too slow (test input)" in page
+
+
+def test_hostile_spec_name_through_the_planner(tmp_path: Path, monkeypatch: Any) -> None:
+    """A spec named with markup, planned for real: the page shows the name as text."""
+    monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
+    name = "'\"</script><script>window.__pwned=1</script><!-- {{ 7*7 }} <img src=x>"
+    text = (ROOT / "examples" / "sft-8b.yaml").read_text(encoding="utf-8")
+    spec = tmp_path / "hostile.yaml"
+    spec.write_text(re.sub(r"^name:.*$", "name: " + json.dumps(name), text, count=1,
+                           flags=re.M), encoding="utf-8")
+    page = render(["plan", str(spec), "--format", "html"], tmp_path)
+    assert f"<h1>ptplan plan: {esc(name)} (sft)</h1>" in page
+    assert len(re.findall(r"<script\b", page)) == 4
+    assert "<img" not in _body_text_outside_scripts(page)
