@@ -110,12 +110,12 @@ def pages(files: list[Path]) -> str:
 
 @app.command()
 def report(
-    files: list[Path] = typer.Argument(..., metavar="FILE.json...", help="JSON outputs of "
+    files: list[Path] = typer.Argument(..., metavar="FILE.json", help="JSON outputs of "
                                        "plan, pareto, whatif or reserve (--format json)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """One self-contained HTML report (offline, interactive charts) of ptplan JSON outputs.
 
-    Each file's kind (plan, pareto, whatif, sweep, break-even, reserve) is detected from its
-    content; a pareto frontier is marked with the plan of the same spec among the files."""
+    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve) is detected from
+    its content. A frontier is marked with the plan of the same spec among the files."""
     _run(lambda: _emit(pages(files), output))
