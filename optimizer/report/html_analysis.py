@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer.report.html import Chart, Doc, Section, Table
-from optimizer.report.html_plan import tip, usd, vl
+from optimizer.report.html_plan import colours, tip, usd, vl
 
 Rows = tuple[list[str], list[list[str]]]
 
@@ -57,7 +57,7 @@ def whatif_doc(report: dict[str, Any], rows: Rows, changes: list[tuple[str, Rows
                      "x": {"field": "usd", "type": "quantitative", "title": "total cost (USD)",
                            "axis": {"format": ",.0f"}},
                      "color": {"field": "part", "type": "nominal", "title": "part",
-                               "sort": [p for p, _ in _PARTS]},
+                               "scale": colours([p for p, _ in _PARTS])},
                      "order": {"field": "part", "sort": "ascending"},
                      "tooltip": [tip("plan", "plan"), tip("part", "part"),
                                  tip("usd", "USD", "quantitative", ",.2f")]}})

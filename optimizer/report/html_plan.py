@@ -40,6 +40,18 @@ def vl(title: str, values: list[dict[str, Any]], body: dict[str, Any],
     return spec
 
 
+PALETTE = {"spot": "#54a24b", "on_demand": "#4c78a8", "reserved": "#b279a2",
+           "compute": "#4c78a8", "disks": "#9d755d", "storage": "#f58518",
+           "network": "#72b7b2"}
+"""One colour per capacity type and cost part in every chart (spot green, on-demand blue)."""
+
+
+def colours(present: list[str]) -> dict[str, Any]:
+    """A colour scale giving each of ``present`` (in order) its :data:`PALETTE` colour."""
+    domain = list(dict.fromkeys(present))
+    return {"domain": domain, "range": [PALETTE.get(k, "#bab0ac") for k in domain]}
+
+
 def tip(field: str, title: str, kind: str = "nominal", fmt: str | None = None) -> dict[str, Any]:
     t: dict[str, Any] = {"field": field, "type": kind, "title": title}
     if fmt:
@@ -68,7 +80,8 @@ def _cost_chart(p: dict[str, Any]) -> Chart:
             "y": {"field": "item", "type": "nominal", "sort": None, "title": None},
             "x": {"field": "usd", "type": "quantitative", "title": "USD",
                   "axis": {"format": ",.2f"}},
-            "color": {"field": "part", "type": "nominal", "title": "capacity / item"},
+            "color": {"field": "part", "type": "nominal", "title": "capacity / item",
+                      "scale": colours([r["part"] for r in rows])},
             "tooltip": [tip("item", "item"), tip("part", "part"),
                         tip("usd", "USD", "quantitative", ",.2f")]}})
     table = Table("cost by pool and capacity type", ["item", "capacity / item", "cost $"],
