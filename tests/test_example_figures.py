@@ -9,7 +9,7 @@ Regenerate deliberately, after checking the change is intended (one command for 
 the suite; see docs/testing.md)::
 
     PTPLAN_UPDATE_GOLDEN=1 python -m pytest tests/test_example_figures.py \
-        tests/test_golden_cli.py tests/test_render.py
+        tests/test_golden_cli.py tests/test_render.py tests/test_report_html.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A refactor that changes any figure fails here. The files are the commands' own o
 ``--no-timings`` (``pareto`` records no timings); regenerate them deliberately, after checking
 that the change in numbers is intended, with the one command that regenerates every golden of
 the suite (docs/testing.md): ``PTPLAN_UPDATE_GOLDEN=1 python -m pytest
-tests/test_example_figures.py tests/test_golden_cli.py tests/test_render.py``.
+tests/test_example_figures.py tests/test_golden_cli.py tests/test_render.py
+tests/test_report_html.py`` (the HTML reports are made of these files).
 """
 
 from __future__ import annotations

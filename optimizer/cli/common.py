@@ -167,6 +167,16 @@ class Format(StrEnum):
     markdown = "markdown"
 
 
+class ReportFormat(StrEnum):
+    """``--format`` of the commands that also write a self-contained HTML report (``html``:
+    docs/report.md)."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
 class TableOrJson(StrEnum):
     """``--format`` of commands that have no markdown rendering."""
 
@@ -206,11 +216,14 @@ def _emit(text: str, output: Path | None) -> None:
     info(f"wrote {output}")
 
 
-def _emit_as(fmt: Format, output: Path | None, json_text: Callable[[], str],
-             markdown: Callable[[], str], table: Callable[[], str]) -> None:
+def _emit_as(fmt: Format | ReportFormat, output: Path | None, json_text: Callable[[], str],
+             markdown: Callable[[], str], table: Callable[[], str],
+             html: Callable[[], str] | None = None) -> None:
     """Write one report in the asked format (each rendering is only computed if asked)."""
-    render = {Format.json: json_text, Format.markdown: markdown, Format.table: table}[fmt]
-    _emit(render(), output)
+    render = {"json": json_text, "markdown": markdown, "table": table}
+    if html is not None:
+        render["html"] = html
+    _emit(render[str(fmt)](), output)
 
 
 def dumps(data: Any) -> str:

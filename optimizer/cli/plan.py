@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from optimizer.cli.common import (
     Format,
     Objective,
     ProgressBar,
+    ReportFormat,
     _emit_as,
     _run,
     app,
@@ -54,7 +56,8 @@ def estimate(
 def plan(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
     catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format",
+                                      help="html: a self-contained report (docs/report.md)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     objective: Objective = typer.Option(Objective.cost, "--objective",
                                         help="cost: cheapest within deadline and budget; "
@@ -80,6 +83,7 @@ def plan(
     the NN-th percentile of simulated runs)."""
 
     def go() -> None:
+        from optimizer.cli.report import html_page
         from optimizer.planner.api import plan as make_plan
         from optimizer.report.tables import plan_markdown, plan_table
         from optimizer.spec.project import load_spec
@@ -98,7 +102,8 @@ def plan(
         p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
-                 lambda: plan_table(p, explain))
+                 lambda: plan_table(p, explain),
+                 lambda: html_page("plan", json.loads(p.to_json())))
 
     _run(go)
 
@@ -181,7 +186,8 @@ def pareto(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
     catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
     points: int = typer.Option(10, "--points", help="Deadlines to solve (geometric grid)."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format",
+                                      help="html: a self-contained report (docs/report.md)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
@@ -196,11 +202,26 @@ def pareto(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
+        s = load_spec(str(spec))
+        cat = load_catalog(catalog)
+        pol = load_policy(str(policy) if policy else None)
         with ProgressBar("pareto: solving deadlines", points) as bar:
-            report = run(load_spec(str(spec)), load_catalog(catalog), points, solver.value,
-                         load_policy(str(policy) if policy else None), progress=bar)
+            report = run(s, cat, points, solver.value, pol, progress=bar)
+
+        def html() -> str:
+            from optimizer.cli.report import html_page
+            from optimizer.core.errors import InfeasibleError
+            from optimizer.planner.api import plan as make_plan
+
+            try:  # the plan `ptplan plan` makes of this spec, marked on the curve
+                chosen = json.loads(make_plan(s, cat, "cost", solver.value, explain=False,
+                                              timings=False, policy=pol).to_json())
+            except InfeasibleError:
+                chosen = None
+            return html_page("pareto", report, chosen)
+
         _emit_as(fmt, output, lambda: dumps(report), lambda: pareto_markdown(report),
-                 lambda: pareto_table(report))
+                 lambda: pareto_table(report), html)
 
     _run(go)
 

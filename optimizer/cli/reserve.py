@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, ProgressBar, _emit_as, _run, app, dumps, info
+from optimizer.cli.common import ProgressBar, ReportFormat, _emit_as, _run, app, dumps, info
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
 
@@ -161,7 +161,8 @@ def write_chart(r: dict[str, Any], path: Path) -> None:
 def reserve(
     portfolio: Path = typer.Argument(..., metavar="PORTFOLIO.yaml", help="Portfolio file."),
     catalog: str = typer.Option("embedded", "--catalog", help="embedded or a catalog YAML path."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format",
+                                     help="html: a self-contained report (docs/report.md)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     risk: str = typer.Option(None, "--risk", help="cvar:ALPHA[:WEIGHT], e.g. cvar:0.9: minimise "
                              "(1-WEIGHT) x expected cost + WEIGHT x CVaR_ALPHA (WEIGHT 0.5)."),
@@ -194,8 +195,15 @@ def reserve(
             result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings,
                          progress=bar)
         rep = result.report
+        def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
+            from optimizer.report.html import render_page
+            from optimizer.report.html_analysis import reserve_doc
+
+            title, tables, footer = _sections(rep)
+            return render_page([reserve_doc(rep, title, tables, footer)])
+
         _emit_as(fmt, output, lambda: dumps(rep), lambda: reserve_markdown(rep),
-                 lambda: reserve_table(rep))
+                 lambda: reserve_table(rep), html)
         if chart is not None:
             write_chart(rep, chart)
 

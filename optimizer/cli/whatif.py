@@ -11,7 +11,16 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, Objective, ProgressBar, _emit_as, _run, app, dumps, info
+from optimizer.cli.common import (
+    Objective,
+    ProgressBar,
+    ReportFormat,
+    _emit_as,
+    _run,
+    app,
+    dumps,
+    info,
+)
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
 from optimizer.whatif.rows import (
@@ -115,6 +124,12 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
     info(f"wrote {path}")
 
 
+def _html(kind: str, report: dict[str, Any]) -> str:
+    from optimizer.cli.report import html_page
+
+    return html_page(kind, report)
+
+
 # --------------------------------------------------------------------------- modes
 
 
@@ -139,19 +154,19 @@ def _mode_of(price: list[str] | None, scenario: list[str] | None, sweep_rule: st
     return modes
 
 
-def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: Format,
+def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: ReportFormat,
                     output: Path | None) -> None:
     """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
     from optimizer.whatif.scenarios import run_scenarios, scenarios_from
 
     report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
     _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
-             lambda: whatif_table(report))
+             lambda: whatif_table(report), lambda: _html("whatif", report))
 
 
 def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
                 stop: float | None, steps: int, every_point: bool, base_rules: tuple,
-                fmt: Format, output: Path | None, chart: Path | None) -> None:
+                fmt: ReportFormat, output: Path | None, chart: Path | None) -> None:
     """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
     from optimizer.whatif.pricerules import parse_partial
     from optimizer.whatif.sweep import linspace, run_sweep
@@ -164,11 +179,11 @@ def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
     if chart is not None:
         sweep_chart(report, chart)
     _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
-             lambda: sweep_table(report))
+             lambda: sweep_table(report), lambda: _html("sweep", report))
 
 
 def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None,
-                     stop: float | None, tolerance: float, base_rules: tuple, fmt: Format,
+                     stop: float | None, tolerance: float, base_rules: tuple, fmt: ReportFormat,
                      output: Path | None) -> None:
     """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
     from optimizer.whatif.breakeven import break_even
@@ -178,7 +193,7 @@ def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None
                         0.0 if start is None else start, 10.0 if stop is None else stop,
                         tolerance, base_rules)
     _emit_as(fmt, output, lambda: dumps(report), lambda: break_even_markdown(report),
-             lambda: break_even_table(report))
+             lambda: break_even_table(report), lambda: _html("break_even", report))
 
 
 # --------------------------------------------------------------------------- command
@@ -216,7 +231,8 @@ def whatif(
                                 "min(2, CPUs); 1 solves in this process)."),
     ray_address: str = typer.Option(None, "--ray", help="Run on a Ray cluster at ADDRESS "
                                     "(auto, ray://host:10001, or local); needs the ray extra."),
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format",
+                                     help="html: a self-contained report (docs/report.md)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     chart: Path = typer.Option(None, "--chart", help="With --sweep: cost vs value chart "
                                "(.png or .svg)."),

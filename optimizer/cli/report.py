@@ -1,0 +1,121 @@
+"""``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan``,
+``pareto``, ``whatif`` and ``reserve``: self-contained HTML reports (:mod:`optimizer.report.html`;
+docs/report.md).
+
+This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
+of the sibling packages (what-if rows, the reserve command's tables), which only the CLI layer
+may import together. ``report`` detects each file's kind from its JSON; a file of no known kind,
+or one that lacks what its kind needs, is one ``error:`` line, exit 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import _emit, _run, app
+from optimizer.core.errors import InputError
+
+KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve")
+
+
+def detect_kind(data: dict[str, Any]) -> str | None:
+    """The report kind of a ptplan JSON output, or None."""
+    kind = data.get("kind")
+    if kind in ("whatif", "sweep", "break_even"):
+        return str(kind)
+    if "portfolio" in data and "purchases" in data and "coverage" in data:
+        return "reserve"
+    if "points" in data and "fastest_hours" in data and "cheapest_usd" in data:
+        return "pareto"
+    if "pools" in data and "phases" in data and "spec_digest" in data:
+        return "plan"
+    return None
+
+
+def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> Any:
+    """The :class:`~optimizer.report.html.Doc` of one report of ``kind``."""
+    if kind == "plan":
+        from optimizer.report.html_plan import plan_doc
+
+        return plan_doc(data)
+    if kind == "pareto":
+        from optimizer.report.html_plan import pareto_doc
+
+        return pareto_doc(data, chosen)
+    if kind == "reserve":
+        from optimizer.cli.reserve import _sections
+        from optimizer.report.html_analysis import reserve_doc
+
+        title, tables, footer = _sections(data)
+        return reserve_doc(data, title, tables, footer)
+    from optimizer.report import html_analysis as h
+    from optimizer.whatif import rows as w
+
+    if kind == "whatif":
+        changes = [(s["name"], w.change_rows(s["changes"]), s["changes"]["statements"])
+                   for s in data["scenarios"] if s["changes"] is not None]
+        return h.whatif_doc(data, w.whatif_rows(data), changes, w.whatif_footer(data))
+    if kind == "sweep":
+        return h.sweep_doc(data, w.sweep_rows(data), w.sweep_footer(data))
+    if kind == "break_even":
+        return h.break_even_doc(data, w.break_even_rows(data), w.break_even_footer(data))
+    raise InputError(f"report: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def html_page(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> str:
+    """One report as a self-contained HTML page."""
+    from optimizer.report.html import render_page
+
+    return render_page([build_doc(kind, data, chosen)])
+
+
+def _load(path: Path) -> tuple[str, dict[str, Any]]:
+    from optimizer.core.yamlio import quoted, read_mapping, validate
+
+    data = read_mapping(str(path), "report")
+    kind = detect_kind(data)
+    if kind is None:
+        raise InputError(f"report: {quoted(path)} is not a ptplan plan, pareto, whatif, sweep, "
+                         "break-even or reserve JSON; pass the --format json output of one of "
+                         "those commands")
+    if kind == "plan":
+        from optimizer.plan.schema import Plan
+
+        validate(Plan, data, f"plan {quoted(path)}")
+    return kind, data
+
+
+def pages(files: list[Path]) -> str:
+    """The HTML page of ``files`` (in order); a pareto frontier is marked with the plan of the
+    same spec among the files, if any."""
+    from optimizer.core.yamlio import quoted
+    from optimizer.report.html import render_page
+
+    loaded = [(f, *_load(f)) for f in files]
+    plans = {d["spec_name"]: d for _, k, d in loaded if k == "plan"}
+    docs = []
+    for f, kind, data in loaded:
+        chosen = plans.get(data.get("spec_name", "")) if kind == "pareto" else None
+        try:
+            docs.append(build_doc(kind, data, chosen))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise InputError(f"report: {quoted(f)} looks like a {kind} report but its field "
+                             f"{exc!s} is missing or malformed; regenerate it with the ptplan "
+                             "command that wrote it (--format json)") from None
+    return render_page(docs)
+
+
+@app.command()
+def report(
+    files: list[Path] = typer.Argument(..., metavar="FILE.json", help="JSON outputs of "
+                                       "plan, pareto, whatif or reserve (--format json)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+) -> None:
+    """One self-contained HTML report (offline, interactive charts) of ptplan JSON outputs.
+
+    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve) is detected from
+    its content. A frontier is marked with the plan of the same spec among the files."""
+    _run(lambda: _emit(pages(files), output))

@@ -1,0 +1,88 @@
+"""Inputs of the HTML report tests (tests/test_report_html.py, tests/test_report_browser.py):
+every report kind on the examples, and copies with a hostile name in every free-text field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI_GOLDEN = ROOT / "tests" / "golden" / "cli"
+DATA = ROOT / "tests" / "data" / "reports"
+
+CASES: dict[str, list[Path]] = {
+    "plan-grpo-7b": [CLI_GOLDEN / "plan-grpo-7b.json"],
+    "plan-opd-8b-from-32b": [CLI_GOLDEN / "plan-opd-8b-from-32b.json"],
+    "plan-sft-8b": [CLI_GOLDEN / "plan-sft-8b.json"],
+    "pareto-grpo": [CLI_GOLDEN / "pareto-grpo.json"],
+    "pareto-sft-with-plan": [CLI_GOLDEN / "pareto-sft.json", CLI_GOLDEN / "plan-sft-8b.json"],
+    "whatif-grpo": [CLI_GOLDEN / "whatif-grpo.json"],
+    "sweep-grpo": [DATA / "sweep-grpo.json"],
+    "break-even-grpo": [DATA / "break-even-grpo.json"],
+    "reserve": [CLI_GOLDEN / "reserve.json"],
+}
+"""Every report kind on the examples: name -> input JSON files (one page)."""
+
+HOSTILE = ("'\"</script><script>window.__pwned=1</script><!-- {{ 7*7 }} {% raw %} "
+           "<img src=x onerror=\"window.__pwned=2\"> &amp; \u2028")
+"""A name that must render as text: quotes, a script end and start, a comment opener, template
+braces, an event handler, an entity and a JavaScript line separator."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def hostile_inputs(tmp: Path) -> list[Path]:
+    """The plan, what-if and reserve examples with the hostile name in every free-text field
+    a user controls (spec, scenario, portfolio names; warnings and notes)."""
+    plan = load(CLI_GOLDEN / "plan-grpo-7b.json")
+    plan["spec_name"] = HOSTILE
+    plan["warnings"].append(HOSTILE)
+    plan["defaults_applied"].append(HOSTILE)
+    plan["explain"]["summary"].append(HOSTILE)
+    plan["pools"][0]["allocations"][0]["note"] = HOSTILE
+    plan["network"][0]["note"] = HOSTILE
+    what = load(CLI_GOLDEN / "whatif-grpo.json")
+    what["spec_name"] = HOSTILE
+    what["scenarios"][0]["name"] = HOSTILE
+    res = load(CLI_GOLDEN / "reserve.json")
+    res["portfolio"] = HOSTILE
+    old = res["scenarios"][0]["name"]
+    res["scenarios"][0]["name"] = HOSTILE
+    for c in res["coverage"]:
+        if c["scenario"] == old:
+            c["scenario"] = HOSTILE
+    out = []
+    for name, data in (("plan", plan), ("whatif", what), ("reserve", res)):
+        f = tmp / f"hostile-{name}.json"
+        f.write_text(json.dumps(data), encoding="utf-8")
+        out.append(f)
+    return out
+
+
+def edge_inputs(tmp: Path) -> list[Path]:
+    """Reports with their optional parts absent: a plan without deadline, budget, storage or
+    network; a what-if whose scenario has no feasible plan; a sweep with an infeasible point
+    and no switch."""
+    plan = load(CLI_GOLDEN / "plan-sft-8b.json")
+    plan.update(deadline_hours=None, budget_usd=None, budget_warn_usd=None,
+                budget_stop_usd=None, storage=[], network=[], warnings=[])
+    plan["storage_cost_usd"] = plan["network_cost_usd"] = "0.00"
+    what = load(CLI_GOLDEN / "whatif-grpo.json")
+    s = what["scenarios"][0]
+    s.update(plan=None, changes=None, delta_usd=None,
+             error="no offers: the rules left none (test input)")
+    sweep = load(DATA / "sweep-grpo.json")
+    last = sweep["points"][-1]
+    last.update(total_cost_usd=None, delta_usd=None, makespan_hours=None, summary=None,
+                status="infeasible", error="deadline 72 h: too slow (test input)",
+                matched_quantity=None, matched_spend_usd=None)
+    sweep["switches"] = [w for w in sweep["switches"] if w["between"][1] != last["value"]]
+    out = []
+    for name, data in (("plan", plan), ("whatif", what), ("sweep", sweep)):
+        f = tmp / f"edge-{name}.json"
+        f.write_text(json.dumps(data), encoding="utf-8")
+        out.append(f)
+    return out
