@@ -1,0 +1,187 @@
+"""Independent oracles for the storage model's edges (``optimizer/costs/storage.py``): the
+dataset class of every method, the SFT example's checkpoints, a region's own tier rows, block
+tiers, a class no tier is fast enough for, runs shorter than an hour, ties between tiers.
+
+Expected values are worked out by hand from the module's documented rules and the cited inputs
+(the examples under ``examples/``, the tiers written here) or by ``tests/oracles.py``; nothing
+here compares the package with itself. Written for the surviving mutants of the 2026-12-03
+mutation run (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES
+from oracles import checkpoint_classes, class_on_tier
+from planner_fixtures import small_catalog
+
+from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel, data_classes
+from optimizer.demand.model import build_demand
+from optimizer.spec.project import load_spec
+from policies.model import default_policy
+from providers.base import StorageTier
+
+
+def _tier(name: str, price: float, min_days: float = 0.0, fee: float = 0.0,
+          access: str = "ms", region: str = "*", provider: str = "lab") -> StorageTier:
+    return StorageTier(provider, region, name, price, min_days, fee, access, "test", "U")
+
+
+def _classes(example: str) -> dict[str, DataClass]:
+    demand = build_demand(load_spec(str(EXAMPLES / f"{example}.yaml")))
+    return {c.name: c for c in data_classes(demand, default_policy())}
+
+
+# ---- the dataset class ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("example", "gb"), [
+    ("sft-8b", 200_000 * 2048 * 4 / 1e9),  # examples × tokens_per_example × 4 B (not × epochs)
+    ("grpo-7b", 300 * 256 * 512 * 4 / 1e9),  # steps × prompts_per_step × prompt_tokens × 4 B
+    ("opd-8b-from-32b", 150 * 256 * 1024 * 4 / 1e9),
+])
+def test_dataset_is_stored_once_for_the_whole_run(example: str, gb: float) -> None:
+    """The dataset: one object of tokens × 4 B (int32 ids), online (``ms``), alive for the run
+    (lifetime 0 + 1·D)."""
+    c = _classes(example)["dataset"]
+    assert c.access == "ms" and c.retrieval_gb == 0.0
+    assert c.groups == (ObjectGroup(1, pytest.approx(gb, rel=1e-12), 0, 1),)
+    assert c.gb == pytest.approx(gb, rel=1e-12)
+
+
+def test_sft_example_checkpoints_equal_the_reference() -> None:
+    """SFT example: 200,000 examples × 3 epochs / batch 256 = 2,344 steps (the last one
+    partial), a checkpoint every 500 steps (4, the run ending 344 steps after the last), keep 2
+    hot, archive every 2nd, retention 60 days (the spec's block), metrics 365 days (policy);
+    full checkpoint 8.03 B × (2 + 12) B = 112.42 GB, weights only 8.03 × 2 = 16.06 GB. Each
+    class on each tier against the reference, at a 40 h run."""
+    got = _classes("sft-8b")
+    refs = checkpoint_classes(steps=2344, every=500, run_hours=40.0, full_gb=8.03 * 14,
+                              weights_gb=8.03 * 2, keep_hot=2, archive_every=2,
+                              retention_days=60, metrics_days=365)
+    assert {r.name for r in refs} == {"hot_checkpoints", "retained_checkpoints",
+                                      "archived_checkpoints"}
+    assert set(got) == {r.name for r in refs} | {"dataset", "eval_outputs"}  # SFT: no rollouts
+    tiers = (_tier("standard", 0.023), _tier("ia", 0.0125, 30, 0.01),
+             _tier("archive", 0.0012, 365, 0.05, "hours"))
+    for r in refs:
+        c = got[r.name]
+        assert c.access == r.access and c.retrieval_gb == pytest.approx(r.retrieval_gb)
+        for t in tiers:
+            if t.access == "hours" and c.access == "ms":
+                continue
+            cat = replace(small_catalog(), storage_tiers=(t,))
+            [(_, _, gbm, usd)] = StorageModel((c,), cat).choose("lab", "r1", 40.0)
+            want_gbm, want_usd = class_on_tier(r, t)
+            assert gbm == pytest.approx(want_gbm, rel=1e-9), (r.name, t.tier)
+            assert usd == pytest.approx(want_usd, rel=1e-9), (r.name, t.tier)
+    # eval outputs: 4 B per generated eval token (1,000 prompts × 512 tokens × 4 evals at steps
+    # 500 … 2,000), kept metrics_days, retrieval-free
+    ev = got["eval_outputs"]
+    assert ev.access == "hours"
+    assert ev.groups == (ObjectGroup(1, pytest.approx(4 * 1000 * 512 * 4 / 1e9), 365 * 24.0, 0),)
+
+
+# ---- which tiers price a class -------------------------------------------------------------------
+
+ONE_HUNDRED_GB_FOR_THE_RUN = DataClass("x", "ms", (ObjectGroup(1, 100.0, 0.0, 1.0),))
+
+
+def test_a_regions_own_rows_replace_the_provider_wide_rows() -> None:
+    """Tier rows of the plan's region price its classes; a region without rows of its own uses
+    the provider's ``region: "*"`` rows (docs/spec.md ``storage_tiers[].region``); another
+    provider's rows never do. 100 GB for a run of D = 100 h: in r1 only r1's row, at $0.05:
+    100 × 100/730 × 0.05 = $0.684932; in r2 the cheapest ``*`` row, standard at $0.023
+    (100 × 100/730 × 0.023 = $0.315068; cold bills its 90 days: 100 × 2160/730 × 0.004 =
+    $1.1836)."""
+    tiers = (_tier("standard", 0.023), _tier("cold", 0.004, 90),
+             _tier("r1-standard", 0.05, region="r1"),
+             _tier("cheap", 0.0001, provider="other"),
+             _tier("cheap-r1", 0.0001, provider="other", region="r1"))
+    model = StorageModel((ONE_HUNDRED_GB_FOR_THE_RUN,), replace(small_catalog(),
+                                                                 storage_tiers=tiers))
+    r1, r2 = 100 * 100 / 730 * 0.05, 100 * 100 / 730 * 0.023
+    # the same model asked for both regions, in both orders (no cached answer leaks across)
+    assert float(model.cost("lab", "r1", 100.0)) == pytest.approx(r1, rel=1e-12)
+    assert float(model.cost("lab", "r2", 100.0)) == pytest.approx(r2, rel=1e-12)
+    assert float(model.cost("lab", "r1", 100.0)) == pytest.approx(r1, rel=1e-12)
+    assert np.allclose(model.cost("lab", "r2", np.array([100.0, 200.0])), [r2, 2 * r2],
+                       rtol=1e-12)
+    assert float(model._exact("lab", "r1", np.array([100.0]))[0]) == pytest.approx(r1)
+    [(_, t1, gbm1, usd1)] = model.choose("lab", "r1", 100.0)
+    [(_, t2, _, usd2)] = model.choose("lab", "r2", 100.0)
+    assert (t1.tier, t2.tier) == ("r1-standard", "standard")
+    assert gbm1 == pytest.approx(100 * 100 / 730) and usd1 == pytest.approx(r1)
+    assert usd2 == pytest.approx(r2)
+    other = StorageModel((ONE_HUNDRED_GB_FOR_THE_RUN,), replace(small_catalog(),
+                                                                 storage_tiers=tiers))
+    assert float(other.cost("lab", "r2", 100.0)) == pytest.approx(r2, rel=1e-12)
+    assert float(other.cost("lab", "r1", 100.0)) == pytest.approx(r1, rel=1e-12)
+    assert float(other.cost("none", "r1", 100.0)) == 0.0  # no rows: no storage priced
+    assert other.choose("none", "r1", 100.0) == []
+
+
+def test_block_tiers_never_hold_a_data_class() -> None:
+    """``block`` tiers (boot disks) are not object storage: never eligible for a data class,
+    however cheap (docs/spec.md ``storage_tiers[].access``)."""
+    tiers = (_tier("disk", 0.0001, access="block"), _tier("standard", 0.023),
+             _tier("glacier", 0.004, 90, 0.02, access="hours"))
+    online = DataClass("online", "ms", (ObjectGroup(1, 100.0, 240.0, 0.0),))
+    logs = DataClass("logs", "hours", (ObjectGroup(1, 100.0, 24.0 * 365, 0.0),), 10.0)
+    model = StorageModel((online, logs), replace(small_catalog(), storage_tiers=tiers))
+    chosen = {c.name: t.tier for c, t, _, _ in model.choose("lab", "r1", 0.0)}
+    assert chosen == {"online": "standard", "logs": "glacier"}
+    # 100 × 240/730 × 0.023 + (100 × 8760/730 × 0.004 + 10 × 0.02)
+    want = 100 * 240 / 730 * 0.023 + 100 * 8760 / 730 * 0.004 + 10 * 0.02
+    assert float(model.cost("lab", "r1", 0.0)) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_class_without_a_fast_enough_tier_is_left_out_not_the_rest() -> None:
+    """With only an ``hours`` tier, an online class (listed first) has no tier: it is left out
+    of the cost and the choice, and the classes after it are still priced: 100 GB of logs
+    kept 400 days on glacier = 100 × 9600/730 × 0.004 = $5.260274."""
+    online = DataClass("online", "ms", (ObjectGroup(1, 100.0, 240.0, 0.0),))
+    logs = DataClass("logs", "hours", (ObjectGroup(1, 100.0, 24.0 * 400, 0.0),))
+    glacier = _tier("glacier", 0.004, 90, access="hours")
+    model = StorageModel((online, logs), replace(small_catalog(), storage_tiers=(glacier,)))
+    want = 100 * 9600 / 730 * 0.004
+    assert float(model.cost("lab", "r1", 5.0)) == pytest.approx(want, rel=1e-12)
+    [(c, t, gbm, usd)] = model.choose("lab", "r1", 5.0)
+    assert (c.name, t.tier) == ("logs", "glacier")
+    assert gbm == pytest.approx(100 * 9600 / 730) and usd == pytest.approx(want)
+
+
+# ---- run time, ties --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", [0.0, 0.25, 0.5, 0.999, 1.0, 1.5])
+def test_runs_shorter_than_an_hour(d: float) -> None:
+    """The cost at run times under an hour is exact too: 100 GB for the run on standard
+    ($0.023) = 100 × D/730 × 0.023; a second class (``hours`` access) kept 30 min past the
+    run on an ``hours`` tier with a one-hour minimum (1/24 day, $0.01, cheaper than standard
+    for it at every D: 0.01 × max(0.5 + D, 1) < 0.023 × (0.5 + D)): 10 × max(0.5 + D, 1)/730
+    × 0.01 (its kink at D = 0.5 h)."""
+    short = DataClass("short", "hours", (ObjectGroup(1, 10.0, 0.5, 1.0),))
+    tiers = (_tier("standard", 0.023), _tier("hourly", 0.01, 1 / 24, access="hours"))
+    model = StorageModel((ONE_HUNDRED_GB_FOR_THE_RUN, short),
+                         replace(small_catalog(), storage_tiers=tiers))
+    want = 100 * d / 730 * 0.023 + 10 * max(0.5 + d, 1.0) / 730 * 0.01
+    assert float(model.cost("lab", "r1", d)) == pytest.approx(want, rel=1e-12, abs=1e-15)
+    got = model.cost("lab", "r1", np.array([d, d]))
+    assert got.shape == (2,) and np.allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("order", [("b-standard", "a-standard"), ("a-standard", "b-standard")])
+def test_equal_cost_tiers_tie_by_name(order: tuple[str, str]) -> None:
+    """Two tiers of the same price and rules cost the same: the choice is the first by name,
+    whatever the catalog order (the plan is reproducible). 50 GB kept 10 days: 50 × 240/730
+    × 0.02 = $0.328767, 50 × 240/730 = 16.438 GB-months."""
+    c = DataClass("x", "ms", (ObjectGroup(1, 50.0, 240.0, 0.0),))
+    tiers = tuple(_tier(name, 0.02) for name in order)
+    [(got, t, gbm, usd)] = StorageModel((c,), replace(small_catalog(), storage_tiers=tiers)
+                                        ).choose("lab", "r1", 3.0)
+    assert got is c and t.tier == "a-standard"
+    assert isinstance(gbm, float) and isinstance(usd, float)
+    assert gbm == pytest.approx(50 * 240 / 730, rel=1e-12)
+    assert usd == pytest.approx(50 * 240 / 730 * 0.02, rel=1e-12)
