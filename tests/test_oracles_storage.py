@@ -153,7 +153,7 @@ def test_a_class_without_a_fast_enough_tier_is_left_out_not_the_rest() -> None:
     assert gbm == pytest.approx(100 * 9600 / 730) and usd == pytest.approx(want)
 
 
-# ---- run time, ties --------------------------------------------------------------------------------
+# ---- run time, ties ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("d", [0.0, 0.25, 0.5, 0.999, 1.0, 1.5])
 def test_runs_shorter_than_an_hour(d: float) -> None:
