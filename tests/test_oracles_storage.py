@@ -84,6 +84,22 @@ def test_sft_example_checkpoints_equal_the_reference() -> None:
     assert ev.groups == (ObjectGroup(1, pytest.approx(4 * 1000 * 512 * 4 / 1e9), 365 * 24.0, 0),)
 
 
+def test_rl_rollout_logs_and_eval_outputs_by_hand() -> None:
+    """GRPO example: rollout logs of 300 steps × 256 prompts × 8 samples × 2,048 generated
+    tokens × 8 B (token id + log-prob) = 10.0663296 GB, kept rollout_log_days (policy: 14 d =
+    336 h); eval outputs of 300/25 = 12 evals × 500 prompts × 4 samples × 2,048 tokens × 4 B =
+    0.196608 GB, kept metrics_days (365 d). Both ``hours`` access, no retrieval, independent
+    of the run time."""
+    got = _classes("grpo-7b")
+    logs, ev = got["rollout_logs"], got["eval_outputs"]
+    assert (logs.access, ev.access) == ("hours", "hours")
+    assert logs.retrieval_gb == ev.retrieval_gb == 0.0
+    assert logs.groups == (ObjectGroup(1, pytest.approx(300 * 256 * 8 * 2048 * 8 / 1e9,
+                                                        rel=1e-12), 14 * 24.0, 0),)
+    assert ev.groups == (ObjectGroup(1, pytest.approx(12 * 500 * 4 * 2048 * 4 / 1e9, rel=1e-12),
+                                     365 * 24.0, 0),)
+
+
 # ---- which tiers price a class -------------------------------------------------------------------
 
 ONE_HUNDRED_GB_FOR_THE_RUN = DataClass("x", "ms", (ObjectGroup(1, 100.0, 0.0, 1.0),))
@@ -110,6 +126,9 @@ def test_a_regions_own_rows_replace_the_provider_wide_rows() -> None:
     assert np.allclose(model.cost("lab", "r2", np.array([100.0, 200.0])), [r2, 2 * r2],
                        rtol=1e-12)
     assert float(model._exact("lab", "r1", np.array([100.0]))[0]) == pytest.approx(r1)
+    # beyond the interpolation's far end (1e7 h) the cost is evaluated term by term, in the
+    # same rows: 100 × 2e7/730 × 0.05
+    assert float(model.cost("lab", "r1", 2e7)) == pytest.approx(100 * 2e7 / 730 * 0.05)
     [(_, t1, gbm1, usd1)] = model.choose("lab", "r1", 100.0)
     [(_, t2, _, usd2)] = model.choose("lab", "r2", 100.0)
     assert (t1.tier, t2.tier) == ("r1-standard", "standard")
