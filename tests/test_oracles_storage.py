@@ -191,6 +191,20 @@ def test_runs_shorter_than_an_hour(d: float) -> None:
     assert got.shape == (2,) and np.allclose(got, want, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("d", [0.25, 0.5, 0.695, 0.9, 1.0, 3.0])
+def test_tiers_crossing_within_the_first_hour(d: float) -> None:
+    """Two tiers whose costs cross under an hour of run time: 100 GB for the run with one
+    1 GB retrieval; standard (0.023, no fee) costs 100 × D/730 × 0.023 = 0.0031507·D, the
+    cheaper tier with a $0.001/GB fee 100 × D/730 × 0.0125 + 0.001 = 0.0017123·D + 0.001;
+    they cross at D = 0.001 / (0.0031507 − 0.0017123) = 0.695 h. The least of the two at
+    every D (the interpolation must not miss the crossing)."""
+    c = DataClass("x", "ms", (ObjectGroup(1, 100.0, 0.0, 1.0),), retrieval_gb=1.0)
+    tiers = (_tier("standard", 0.023), _tier("cheaper", 0.0125, 0, 0.001))
+    model = StorageModel((c,), replace(small_catalog(), storage_tiers=tiers))
+    want = min(100 * d / 730 * 0.023, 100 * d / 730 * 0.0125 + 0.001)
+    assert float(model.cost("lab", "r1", d)) == pytest.approx(want, rel=1e-12)
+
+
 @pytest.mark.parametrize("order", [("b-standard", "a-standard"), ("a-standard", "b-standard")])
 def test_equal_cost_tiers_tie_by_name(order: tuple[str, str]) -> None:
     """Two tiers of the same price and rules cost the same: the choice is the first by name,
