@@ -100,6 +100,71 @@ def test_rl_rollout_logs_and_eval_outputs_by_hand() -> None:
                                      365 * 24.0, 0),)
 
 
+# ---- archived weights --------------------------------------------------------------------------
+
+def _grpo(**edits: dict) -> dict:
+    import yaml
+
+    data = yaml.safe_load((EXAMPLES / "grpo-7b.yaml").read_text(encoding="utf-8"))
+    for block, values in edits.items():
+        data.setdefault(block, {}).update(values)
+    return data
+
+
+LORA_PARAMS = 20 * 16 * 3584 * 28
+"""The GRPO example's rank-16 adapter: ≈ 20 · r · h · L = 32,112,640 parameters
+(``test_lora_adapter_sizes_by_hand``)."""
+
+
+@pytest.mark.parametrize(("with_optimizer", "adam", "per_param"), [
+    (True, 16.0, 14.0),  # bf16 weights + fp32 master and Adam m, v: 2 + 16 − 4
+    (False, 16.0, 2.0),  # the checkpoint holds the weights alone
+    (True, 4.5, 2.5),  # 2 + 0.5 bytes of state
+    (True, 4.0, 2.0),  # no state beyond the weights
+])
+def test_archived_lora_weights_are_the_adapter_in_bf16(with_optimizer: bool, adam: float,
+                                                       per_param: float) -> None:
+    """An archived checkpoint holds the weights only, 2 bytes per adapter parameter
+    (32,112,640 × 2 B = 0.06422528 GB), whatever the full checkpoint holds besides.
+    Regression: with ``checkpoints.with_optimizer: false`` the checkpoint already is the
+    weights, and the archive was taken as 2/14 of it (0.0091750 GB)."""
+    from optimizer.costs.storage import weights_gb
+    from optimizer.spec.project import parse_spec
+
+    spec = parse_spec(_grpo(model={"finetune": "lora", "lora_rank": 16},
+                            checkpoints={"with_optimizer": with_optimizer},
+                            efficiency={"adam_bytes_per_param": adam}))
+    demand = build_demand(spec)
+    assert demand.checkpoint_gb == pytest.approx(LORA_PARAMS * per_param / 1e9, rel=1e-12)
+    assert weights_gb(demand) == pytest.approx(LORA_PARAMS * 2 / 1e9, rel=1e-12)
+    archived = {c.name: c for c in data_classes(demand, default_policy())}["archived_checkpoints"]
+    # 12 checkpoints, every 4th archived (the example's block): 3 copies of the weights
+    assert archived.groups == (ObjectGroup(3, pytest.approx(LORA_PARAMS * 2 / 1e9, rel=1e-12),
+                                           365 * 24.0, 0),)
+    assert archived.retrieval_gb == pytest.approx(LORA_PARAMS * 2 / 1e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("with_optimizer", [True, False])
+def test_archived_full_weights_are_the_policy_in_bf16(with_optimizer: bool) -> None:
+    """Full fine-tuning: the archive is the policy's bf16 weights, 7.6 B × 2 B = 15.2 GB,
+    with or without optimizer state in the checkpoint, and without a PPO critic's weights
+    (its checkpoint holds the critic too: (7.6 + 7.6) × 14 = 212.8 GB with state, × 2 =
+    30.4 GB without)."""
+    from optimizer.costs.storage import weights_gb
+    from optimizer.spec.project import parse_spec
+
+    grpo = build_demand(parse_spec(_grpo(checkpoints={"with_optimizer": with_optimizer})))
+    assert weights_gb(grpo) == pytest.approx(15.2, rel=1e-12)
+    data = _grpo(checkpoints={"with_optimizer": with_optimizer})
+    data["algorithm"] = "ppo"
+    data["reward_model"] = {"params_b": 1.5, "layers": 28, "hidden_size": 1536, "heads": 12,
+                            "kv_heads": 2, "head_dim": 128}
+    ppo = build_demand(parse_spec(data))
+    assert ppo.checkpoint_gb == pytest.approx(15.2 * (14 if with_optimizer else 2),
+                                              rel=1e-12)
+    assert weights_gb(ppo) == pytest.approx(15.2, rel=1e-12)
+
+
 # ---- which tiers price a class -------------------------------------------------------------------
 
 ONE_HUNDRED_GB_FOR_THE_RUN = DataClass("x", "ms", (ObjectGroup(1, 100.0, 0.0, 1.0),))
