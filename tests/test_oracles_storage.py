@@ -173,12 +173,13 @@ ONE_HUNDRED_GB_FOR_THE_RUN = DataClass("x", "ms", (ObjectGroup(1, 100.0, 0.0, 1.
 def test_a_regions_own_rows_replace_the_provider_wide_rows() -> None:
     """Tier rows of the plan's region price its classes; a region without rows of its own uses
     the provider's ``region: "*"`` rows (docs/spec.md ``storage_tiers[].region``); another
-    provider's rows never do. 100 GB for a run of D = 100 h: in r1 only r1's row, at $0.05:
-    100 × 100/730 × 0.05 = $0.684932; in r2 the cheapest ``*`` row, standard at $0.023
-    (100 × 100/730 × 0.023 = $0.315068; cold bills its 90 days: 100 × 2160/730 × 0.004 =
-    $1.1836)."""
+    provider's rows never do. 100 GB for a run of D = 100 h: in r1 only r1's rows, standard
+    at $0.05: 100 × 100/730 × 0.05 = $0.684932 (r1-ia bills its 30 days, 720 h, at $0.02:
+    $1.972603, the cheaper one from D = 288 h); in r2 the cheapest ``*`` row, standard at
+    $0.023 (100 × 100/730 × 0.023 = $0.315068; cold bills its 90 days: 100 × 2160/730 ×
+    0.004 = $1.1836)."""
     tiers = (_tier("standard", 0.023), _tier("cold", 0.004, 90),
-             _tier("r1-standard", 0.05, region="r1"),
+             _tier("r1-standard", 0.05, region="r1"), _tier("r1-ia", 0.02, 30, region="r1"),
              _tier("cheap", 0.0001, provider="other"),
              _tier("cheap-r1", 0.0001, provider="other", region="r1"))
     model = StorageModel((ONE_HUNDRED_GB_FOR_THE_RUN,), replace(small_catalog(),
@@ -191,9 +192,13 @@ def test_a_regions_own_rows_replace_the_provider_wide_rows() -> None:
     assert np.allclose(model.cost("lab", "r2", np.array([100.0, 200.0])), [r2, 2 * r2],
                        rtol=1e-12)
     assert float(model._exact("lab", "r1", np.array([100.0]))[0]) == pytest.approx(r1)
+    # the breakpoints are r1's own (r1-ia's minimum, the crossing at 288 h), not the * rows'
+    for d in (200.0, 288.0, 500.0, 720.0, 1000.0):
+        want = min(100 * d / 730 * 0.05, 100 * max(d, 720.0) / 730 * 0.02)
+        assert float(model.cost("lab", "r1", d)) == pytest.approx(want, rel=1e-12), d
     # beyond the interpolation's far end (1e7 h) the cost is evaluated term by term, in the
-    # same rows: 100 × 2e7/730 × 0.05
-    assert float(model.cost("lab", "r1", 2e7)) == pytest.approx(100 * 2e7 / 730 * 0.05)
+    # same rows: 100 × 2e7/730 × 0.02 (r1-ia)
+    assert float(model.cost("lab", "r1", 2e7)) == pytest.approx(100 * 2e7 / 730 * 0.02)
     [(_, t1, gbm1, usd1)] = model.choose("lab", "r1", 100.0)
     [(_, t2, _, usd2)] = model.choose("lab", "r2", 100.0)
     assert (t1.tier, t2.tier) == ("r1-standard", "standard")
@@ -270,6 +275,18 @@ def test_tiers_crossing_within_the_first_hour(d: float) -> None:
     assert float(model.cost("lab", "r1", d)) == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.parametrize("d", [0.0, 620.0, 1000.0, 1240.0, 1440.0, 1640.0, 3000.0])
+def test_a_lifetime_crosses_the_minimum_duration(d: float) -> None:
+    """40 GB alive 100 h + 0.5·D on a tier with a 30-day minimum (720 h, $0.0125): billed
+    max(100 + 0.5·D, 720) h, flat until the lifetime reaches 720 h at D = (720 − 100)/0.5 =
+    1,240 h: 40 × max(100 + 0.5·D, 720)/730 × 0.0125."""
+    c = DataClass("x", "ms", (ObjectGroup(1, 40.0, 100.0, 0.5),))
+    model = StorageModel((c,), replace(small_catalog(),
+                                       storage_tiers=(_tier("ia", 0.0125, 30),)))
+    want = 40 * max(100 + 0.5 * d, 720.0) / 730 * 0.0125
+    assert float(model.cost("lab", "r1", d)) == pytest.approx(want, rel=1e-12)
+
+
 @pytest.mark.parametrize("order", [("b-standard", "a-standard"), ("a-standard", "b-standard")])
 def test_equal_cost_tiers_tie_by_name(order: tuple[str, str]) -> None:
     """Two tiers of the same price and rules cost the same: the choice is the first by name,
@@ -280,6 +297,8 @@ def test_equal_cost_tiers_tie_by_name(order: tuple[str, str]) -> None:
     [(got, t, gbm, usd)] = StorageModel((c,), replace(small_catalog(), storage_tiers=tiers)
                                         ).choose("lab", "r1", 3.0)
     assert got is c and t.tier == "a-standard"
+    model = StorageModel((c,), replace(small_catalog(), storage_tiers=tiers))
+    assert float(model.cost("lab", "r1", 3.0)) == pytest.approx(50 * 240 / 730 * 0.02)
     assert isinstance(gbm, float) and isinstance(usd, float)
     assert gbm == pytest.approx(50 * 240 / 730, rel=1e-12)
     assert usd == pytest.approx(50 * 240 / 730 * 0.02, rel=1e-12)
