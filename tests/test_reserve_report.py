@@ -1,0 +1,249 @@
+"""``ptplan reserve``'s report worked out by hand, and the wiring of :func:`reserve` (policy,
+progress, timings, the re-check that must refuse a wrong MILP answer).
+
+The small catalog of ``tests/data/portfolios/catalog.yaml`` (aws/us-east-1 p5.48xlarge: on
+demand 55.04 $/h, reserved 1 year 35.776 $/h; g6e.xlarge: on demand 1.861 $/h, spot 0.9154
+$/h, reserved 1 year 1.20965 $/h); a week is 168 h, a 52-week horizon 8,736 h. Every money
+figure below is computed here from those prices (docs/reserve.md: the horizon cost of a
+product, greedy use of committed nodes, on-demand for the rest, spot where allowed and
+cheaper). Written for the surviving mutants of the 2026-12-03 mutation run
+(docs/testing.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, ROOT
+
+from optimizer.core.errors import PlannerError
+from optimizer.core.yamlio import validate
+from optimizer.reserve import purchase
+from optimizer.reserve.portfolio import Portfolio
+from optimizer.reserve.problem import Risk
+from providers.registry import load_catalog
+
+DATA = ROOT / "tests" / "data" / "portfolios"
+CATALOG = load_catalog(str(DATA / "catalog.yaml"))
+P5 = {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge"}
+G6E = {"provider": "aws", "region": "us-east-1", "instance_type": "g6e.xlarge"}
+OD_P5, R1_P5, OD_G6E, SPOT_G6E, R1_G6E = 55.04, 35.776, 1.861, 0.9154, 1.20965
+H52 = 52 * 168.0
+
+
+def _pf(data: dict[str, Any]) -> Portfolio:
+    return validate(Portfolio, data, "portfolio")
+
+
+def _money(x: float) -> str:
+    return f"{x + 1e-9:.2f}"
+
+
+# ---- purchases, one scenario -------------------------------------------------------------------
+
+PURCHASE = {
+    "demand": [{**P5, "nodes": 2}, {**P5, "nodes": 1, "end_week": 26},
+               {**G6E, "nodes": 1, "spot_ok": True, "spot_usd_per_hour": 1.5}],
+    "products": [{"name": "p5-1y", **P5, "term_years": 1},
+                 {"name": "p5-3y", **P5, "term_years": 3, "usd_per_hour": 34.0,
+                  "upfront_usd": 100_000.0},
+                 {"name": "g6e-1y", **G6E, "term_years": 1}],
+}
+
+
+def test_purchase_report_by_hand() -> None:
+    """Two p5 nodes all year and a third for 26 weeks; one g6e node that may run on spot at
+    1.5 $/h. p5-1y pays 35.776 $/h < on demand (break-even 35.776 / 55.04 = 0.65): two are
+    bought, the third node's 26/52 = 0.5 is below break-even. p5-3y costs 34 + 100,000 /
+    26,280 = 37.805175 $/h effective, dearer than p5-1y: none. g6e-1y at 1.20965 $/h beats
+    spot at 1.5: one. Horizon cost 2 × 35.776 × 8,736 + 1.20965 × 8,736 + the third p5 node
+    on demand 26 × 168 × 55.04."""
+    r = purchase.reserve(_pf(PURCHASE), CATALOG, DATA)  # default: timings on
+    rep = r.report
+    third = 26 * 168 * OD_P5
+    total = 2 * R1_P5 * H52 + R1_G6E * H52 + third
+    existing_only = 2 * OD_P5 * H52 + third + 1.5 * H52  # nothing bought, g6e on spot
+    od_only = 2 * OD_P5 * H52 + third + OD_G6E * H52
+    assert r.counts == [2, 0, 1]
+    assert r.evaluation.total.tolist() == pytest.approx([total])
+    assert (rep["schema_version"], rep["portfolio"], rep["horizon_weeks"], rep["status"],
+            rep["objective"], rep["risk"]) == (1, "portfolio", 52, "optimal", "expected cost",
+                                               None)
+    assert rep["expected_total_cost_usd"] == _money(total) == "876060.49"
+    assert rep["existing_only_cost_usd"] == _money(existing_only) == "1215177.60"
+    assert rep["on_demand_only_cost_usd"] == _money(od_only) == "1218331.30"
+    assert rep["expected_savings_vs_existing_only_usd"] == _money(existing_only - total)
+    assert rep["expected_savings_vs_on_demand_only_usd"] == _money(od_only - total)
+    assert rep["upfront_due_now_usd"] == "0.00"
+    assert rep["existing"] == []
+    rows = {p["product"]: p for p in rep["purchases"]}
+    assert [p["product"] for p in rep["purchases"]] == ["g6e-1y", "p5-1y", "p5-3y"]
+    common = {"provider": "aws", "region": "us-east-1", "upfront_usd": "0.00",
+              "upfront_total_usd": "0.00", "paid_hours_in_horizon": pytest.approx(H52)}
+    assert rows["g6e-1y"] == {
+        **rows["g6e-1y"], **common, "instance_type": "g6e.xlarge", "term_years": 1, "count": 1,
+        "usd_per_hour": R1_G6E, "effective_usd_per_hour": R1_G6E,
+        "on_demand_usd_per_hour": OD_G6E, "break_even_utilization": 0.65,
+        "spot_usd_per_hour": 1.5, "expected_utilization": 1.0, "next_unit_utilization": 0.0,
+        "horizon_cost_usd": _money(R1_G6E * H52)}
+    assert rows["p5-1y"] == {
+        **rows["p5-1y"], **common, "instance_type": "p5.48xlarge", "term_years": 1, "count": 2,
+        "usd_per_hour": R1_P5, "effective_usd_per_hour": R1_P5, "on_demand_usd_per_hour": OD_P5,
+        "break_even_utilization": 0.65, "spot_usd_per_hour": None, "expected_utilization": 1.0,
+        "next_unit_utilization": 0.5, "horizon_cost_usd": _money(2 * R1_P5 * H52)}
+    eff = 34.0 + 100_000 / 26_280
+    assert rows["p5-3y"] == {
+        **rows["p5-3y"], **common, "upfront_usd": "100000.00", "instance_type": "p5.48xlarge",
+        "term_years": 3, "count": 0, "usd_per_hour": 34.0,
+        "effective_usd_per_hour": round(eff, 6), "on_demand_usd_per_hour": OD_P5,
+        "break_even_utilization": round(eff / OD_P5, 6), "spot_usd_per_hour": None,
+        "expected_utilization": None, "next_unit_utilization": 0.5, "horizon_cost_usd": "0.00",
+        "rate_source": "portfolio", "rate_assumed": False}
+    [sc] = rep["scenarios"]
+    assert sc == {**sc, "name": "expected", "probability": 1.0, "demand_multiplier": 1.0,
+                  "total_cost_usd": _money(total),
+                  "new_commitment_cost_usd": _money((2 * R1_P5 + R1_G6E) * H52),
+                  "existing_commitment_cost_usd": "0.00", "on_demand_cost_usd": _money(third),
+                  "spot_cost_usd": "0.00", "existing_only_cost_usd": _money(existing_only),
+                  "on_demand_only_cost_usd": _money(od_only),
+                  "demand_node_hours": pytest.approx((3 * 52 + 26) * 168.0),
+                  "committed_node_hours_used": pytest.approx(3 * H52)}
+    # the products left at the catalog's rate are named; the horizon and scenario defaults
+    assert rep["defaults_applied"] == [
+        "horizon_weeks = 52", "scenarios = [expected: weight 1, demand_multiplier 1]",
+        "products p5-1y: usd_per_hour = the catalog's 1-year reserved rate",
+        "products g6e-1y: usd_per_hour = the catalog's 1-year reserved rate"]
+    solver = rep["solver"]
+    assert solver["seconds"] > 0 and solver["planning_seconds"] == 0.0
+    assert (solver["name"], solver["integer_variables"], solver["distinct_plans"]) == \
+        ("highs", 3, 0)
+    cov = [c for c in rep["coverage"] if c["instance_type"] == "p5.48xlarge"]
+    assert len(cov) == 52 and len(rep["coverage"]) == 104
+    assert cov[25] == {"scenario": "expected", **P5, "week": 25, "demand_nodes": 3.0,
+                       "spot_ok_nodes": 0.0, "committed_nodes": 2.0,
+                       "committed_used_nodes": 2.0, "on_demand_nodes": 1.0, "spot_nodes": 0.0}
+    assert cov[26]["demand_nodes"] == 2.0 and cov[26]["on_demand_nodes"] == 0.0
+
+
+# ---- scenarios, holdings, spot, CVaR ---------------------------------------------------------
+
+SCENARIOS = {
+    "horizon_weeks": 4,
+    "scenarios": [{"name": "low", "weight": 1.0, "demand_multiplier": 0.5},
+                  {"name": "high", "weight": 3.0}],
+    "demand": [{**P5, "nodes": 2}, {**G6E, "nodes": 4, "spot_ok": True, "start_week": 1,
+                                    "end_week": 3}],
+    "existing": [{**P5, "count": 1, "usd_per_hour": 30.0, "expires_week": 2}],
+    "products": [],
+}
+
+
+def test_scenario_report_by_hand() -> None:
+    """4 weeks; scenario low (weight 1, demand × 0.5) and high (weight 3): probabilities 0.25
+    and 0.75. p5: 1 or 2 nodes all 4 weeks; one held node (30 $/h) until week 2 serves weeks
+    0-1: on demand low 2, high 6 node-weeks. g6e: 2 or 4 nodes in weeks 1-2, on spot (0.9154 <
+    1.861): low 4, high 8 node-weeks. Held nodes cost 1 × 30 × 2 × 168 = 10,080 in both."""
+    r = purchase.reserve(_pf(SCENARIOS), CATALOG, DATA, risk=Risk(0.5, 0.5), timings=False)
+    rep = r.report
+    held = 30.0 * 2 * 168
+    low = held + 2 * 168 * OD_P5 + 4 * 168 * SPOT_G6E
+    high = held + 6 * 168 * OD_P5 + 8 * 168 * SPOT_G6E
+    od = {"low": 4 * 168 * OD_P5 + 4 * 168 * OD_G6E, "high": 8 * 168 * OD_P5 + 8 * 168 * OD_G6E}
+    expected = 0.25 * low + 0.75 * high
+    assert rep["objective"] == "(1 - 0.5) x expected cost + 0.5 x CVaR_0.5"
+    assert rep["expected_total_cost_usd"] == _money(expected) == "57390.11"
+    assert rep["existing_only_cost_usd"] == _money(expected)  # nothing to buy
+    assert rep["on_demand_only_cost_usd"] == _money(0.25 * od["low"] + 0.75 * od["high"])
+    # CVaR_0.5: the worst half of the probability mass lies in "high" (0.75)
+    assert rep["risk"] == {"measure": "cvar", "alpha": 0.5, "weight": 0.5,
+                           "cvar_usd": _money(high), "existing_only_cvar_usd": _money(high)}
+    assert rep["existing"] == [{**P5, "count": 1, "usd_per_hour": 30.0, "expires_week": 2,
+                                "cost_in_horizon_usd": "10080.00"}]
+    assert rep["defaults_applied"] == [
+        "scenario weights normalised to probabilities (they summed to 4)"]
+    assert rep["purchases"] == []
+    assert rep["solver"]["seconds"] == 0.0
+    rows = {s["name"]: s for s in rep["scenarios"]}
+    for name, total, weight, prob, mult, on_demand, spot, node_weeks in (
+            ("low", low, 1.0, 0.25, 0.5, 2 * 168 * OD_P5, 4 * 168 * SPOT_G6E, 8),
+            ("high", high, 3.0, 0.75, 1.0, 6 * 168 * OD_P5, 8 * 168 * SPOT_G6E, 16)):
+        assert rows[name] == {
+            "name": name, "weight": weight, "probability": prob, "demand_multiplier": mult,
+            "total_cost_usd": _money(total), "new_commitment_cost_usd": "0.00",
+            "existing_commitment_cost_usd": "10080.00", "on_demand_cost_usd": _money(on_demand),
+            "spot_cost_usd": _money(spot), "existing_only_cost_usd": _money(total),
+            "on_demand_only_cost_usd": _money(od[name]),
+            "demand_node_hours": pytest.approx(node_weeks * 168.0),
+            "committed_node_hours_used": pytest.approx(2 * 168.0)}
+    cov = {(c["scenario"], c["instance_type"], c["week"]): c for c in rep["coverage"]}
+    assert len(cov) == 12  # per scenario: p5 in 4 weeks, g6e in weeks 1 and 2
+    assert cov["low", "p5.48xlarge", 0] == {
+        "scenario": "low", **P5, "week": 0, "demand_nodes": 1.0, "spot_ok_nodes": 0.0,
+        "committed_nodes": 1.0, "committed_used_nodes": 1.0, "on_demand_nodes": 0.0,
+        "spot_nodes": 0.0}
+    assert cov["high", "p5.48xlarge", 3] == {
+        "scenario": "high", **P5, "week": 3, "demand_nodes": 2.0, "spot_ok_nodes": 0.0,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 2.0,
+        "spot_nodes": 0.0}
+    assert cov["high", "g6e.xlarge", 2] == {
+        "scenario": "high", **G6E, "week": 2, "demand_nodes": 4.0, "spot_ok_nodes": 4.0,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 0.0,
+        "spot_nodes": 4.0}
+
+
+# ---- wiring ------------------------------------------------------------------------------------
+
+def test_a_wrong_milp_answer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The purchase is re-checked without the MILP: an answer whose objective is 1 % above the
+    cheapest use of its purchase, with negative committed nodes and spot for firm demand in
+    both classes, is refused with its first three problems (objective; class 0's dispatch;
+    class 0's spot) and a request to report a bug."""
+    real = purchase.reserve_model.solve
+
+    def wrong(pb, solver, time_limit):
+        sol = real(pb, solver, time_limit)
+        sol.objective *= 1.01
+        sol.used = [u - 5.0 for u in sol.used]
+        sol.spot = [s + 0.5 for s in sol.spot]
+        return sol
+
+    monkeypatch.setattr(purchase.reserve_model, "solve", wrong)
+    data = {"demand": [{**P5, "nodes": 2}, {**G6E, "nodes": 1}],
+            "products": [{"name": "p5-1y", **P5, "term_years": 1}]}
+    with pytest.raises(PlannerError) as err:
+        purchase.reserve(_pf(data), CATALOG, DATA, timings=False)
+    msg = str(err.value)
+    assert msg.startswith("reserve: the purchase failed its independent re-check (the MILP's "
+                          "objective ") and msg.endswith("); report a bug")
+    inner = msg[len("reserve: the purchase failed its independent re-check ("):
+                -len("); report a bug")].split("; ")
+    assert len(inner) == 3
+    assert inner[0].startswith("the MILP's objective ") and "exceeds the cheapest use" in inner[0]
+    assert inner[1:] == ["class 0 (aws/us-east-1/p5.48xlarge): dispatch outside 0 <= committed "
+                         "+ spot <= demand", "class 0: spot used by demand that may not run on "
+                         "spot"]
+
+
+def test_projects_are_planned_with_the_policy_and_progress_is_told() -> None:
+    """Two projects of the SFT example (one plan, cached) planned under a policy with 2,000 GB
+    boot disks: the project rows carry that plan's cost (dearer than with the default 200 GB
+    disks), and ``progress`` is told (0, 2) and (1, 2) as each is planned."""
+    from optimizer.planner.api import plan
+    from optimizer.spec.project import load_spec
+    from policies.model import default_policy, parse_policy
+
+    big = parse_policy("name: big-disks\nextends: default\nboot_disk_gb: 2000\n")
+    spec = str(EXAMPLES / "sft-8b.yaml")
+    catalog = load_catalog("embedded")
+    told: list[tuple[int, int]] = []
+    pf = _pf({"projects": [{"spec": spec}, {"spec": spec, "start_week": 4}]})
+    r = purchase.reserve(pf, catalog, DATA, policy=big, timings=False,
+                         progress=lambda done, total: told.append((done, total)))
+    assert told == [(0, 2), (1, 2)]
+    want = plan(load_spec(spec), catalog, explain=False, policy=big).total_cost_usd
+    default = plan(load_spec(spec), catalog, explain=False,
+                   policy=default_policy()).total_cost_usd
+    assert float(want) > float(default)
+    assert [p["plan_cost_usd"] for p in r.report["projects"]] == [want, want]
+    assert r.report["solver"]["distinct_plans"] == 1
