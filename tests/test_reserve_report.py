@@ -247,3 +247,32 @@ def test_projects_are_planned_with_the_policy_and_progress_is_told() -> None:
     assert float(want) > float(default)
     assert [p["plan_cost_usd"] for p in r.report["projects"]] == [want, want]
     assert r.report["solver"]["distinct_plans"] == 1
+
+
+def test_catalog_products_are_a_named_default() -> None:
+    """Without a ``products`` block the catalog's 1- and 3-year rates are the candidates, and
+    the report says so (docs/reserve.md)."""
+    r = purchase.reserve(_pf({"demand": [{**P5, "nodes": 1}]}), CATALOG, DATA, timings=False)
+    assert r.report["defaults_applied"] == [
+        "horizon_weeks = 52", "scenarios = [expected: weight 1, demand_multiplier 1]",
+        "products = the catalog's 1- and 3-year reserved rates for every instance type with "
+        "demand (no upfront)"]
+
+
+def test_portfolio_file_errors_name_the_file(tmp_path) -> None:
+    """``load_portfolio``: a missing file and a bad field are one line each, naming the
+    portfolio file."""
+    from optimizer.core.errors import InputError
+    from optimizer.core.yamlio import quoted
+    from optimizer.reserve.portfolio import load_portfolio
+
+    missing = tmp_path / "none.yaml"
+    with pytest.raises(InputError) as err:
+        load_portfolio(str(missing))
+    assert str(err.value) == f"portfolio: file {quoted(str(missing))} not found; check the path"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("horizon_weeks: 0\n", encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_portfolio(str(bad))
+    assert str(err.value).startswith(f"portfolio {quoted(str(bad))}")
+    assert "horizon_weeks" in str(err.value)
