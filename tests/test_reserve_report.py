@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import ROOT
 
 from optimizer.core.errors import PlannerError
 from optimizer.core.yamlio import validate
@@ -226,27 +226,27 @@ def test_a_wrong_milp_answer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_projects_are_planned_with_the_policy_and_progress_is_told() -> None:
-    """Two projects of the SFT example (one plan, cached) planned under a policy with 2,000 GB
-    boot disks: the project rows carry that plan's cost (dearer than with the default 200 GB
-    disks), and ``progress`` is told (0, 2) and (1, 2) as each is planned."""
-    from optimizer.planner.api import plan
-    from optimizer.spec.project import load_spec
-    from policies.model import default_policy, parse_policy
+    """Two copies of the brute-force fixture's small GRPO spec (one plan, cached) on the small
+    test catalog, planned under a policy that allows region r2 only (its offers cost 1.1 × r1's,
+    so the default policy plans in r1): every instance type of the project rows is in r2, and
+    ``progress`` is told (0, 2) and (1, 2) as each project is planned."""
+    from planner_fixtures import small_catalog, small_spec
 
-    big = parse_policy("name: big-disks\nextends: default\nboot_disk_gb: 2000\n")
-    spec = str(EXAMPLES / "sft-8b.yaml")
-    catalog = load_catalog("embedded")
+    from policies.model import parse_policy
+
+    only_r2 = parse_policy("name: r2\nextends: default\nregions: [r2]\n")
+    spec = small_spec().model_dump(mode="json", exclude_unset=True)
     told: list[tuple[int, int]] = []
     pf = _pf({"projects": [{"spec": spec}, {"spec": spec, "start_week": 4}]})
-    r = purchase.reserve(pf, catalog, DATA, policy=big, timings=False,
+    r = purchase.reserve(pf, small_catalog(), DATA, policy=only_r2, timings=False,
                          progress=lambda done, total: told.append((done, total)))
     assert told == [(0, 2), (1, 2)]
-    want = plan(load_spec(spec), catalog, explain=False, policy=big).total_cost_usd
-    default = plan(load_spec(spec), catalog, explain=False,
-                   policy=default_policy()).total_cost_usd
-    assert float(want) > float(default)
-    assert [p["plan_cost_usd"] for p in r.report["projects"]] == [want, want]
+    types = [t for p in r.report["projects"] for t in p["instance_types"]]
+    assert types and all(t.startswith("lab/r2/") for t in types), types
     assert r.report["solver"]["distinct_plans"] == 1
+    default = purchase.reserve(_pf({"projects": [{"spec": spec}]}), small_catalog(), DATA,
+                               timings=False)
+    assert all(t.startswith("lab/r1/") for t in default.report["projects"][0]["instance_types"])
 
 
 def test_catalog_products_are_a_named_default() -> None:
