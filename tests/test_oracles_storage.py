@@ -299,6 +299,10 @@ def test_equal_cost_tiers_tie_by_name(order: tuple[str, str]) -> None:
     assert got is c and t.tier == "a-standard"
     model = StorageModel((c,), replace(small_catalog(), storage_tiers=tiers))
     assert float(model.cost("lab", "r1", 3.0)) == pytest.approx(50 * 240 / 730 * 0.02)
+    # and for a class alive for the run, beyond the far end too: 100 × 2e7/730 × 0.02
+    run = StorageModel((ONE_HUNDRED_GB_FOR_THE_RUN,), replace(small_catalog(),
+                                                               storage_tiers=tiers))
+    assert float(run.cost("lab", "r1", 2e7)) == pytest.approx(100 * 2e7 / 730 * 0.02)
     assert isinstance(gbm, float) and isinstance(usd, float)
     assert gbm == pytest.approx(50 * 240 / 730, rel=1e-12)
     assert usd == pytest.approx(50 * 240 / 730 * 0.02, rel=1e-12)
