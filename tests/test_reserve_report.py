@@ -276,3 +276,42 @@ def test_portfolio_file_errors_name_the_file(tmp_path) -> None:
         load_portfolio(str(bad))
     assert str(err.value).startswith(f"portfolio {quoted(str(bad))}")
     assert "horizon_weeks" in str(err.value)
+
+
+# ---- the MILP ------------------------------------------------------------------------------------
+
+def test_the_purchase_bound_counts_every_class_of_a_key() -> None:
+    """Two p5 demand classes of 2 nodes each all year: firm, and one that may run on spot at
+    50 $/h (below on demand 55.04, above the 1-year rate 35.776). Committing costs less than
+    both, so 4 are bought: the bound on a product's count is the key's peak over all its
+    classes (2 + 2), not one class's."""
+    data = {"demand": [{**P5, "nodes": 2},
+                       {**P5, "nodes": 2, "spot_ok": True, "spot_usd_per_hour": 50.0}],
+            "products": [{"name": "p5-1y", **P5, "term_years": 1}]}
+    r = purchase.reserve(_pf(data), CATALOG, DATA, timings=False)
+    assert r.counts == [4]
+    assert r.report["expected_total_cost_usd"] == _money(4 * R1_P5 * H52)
+
+
+def test_model_names_map_every_variable_and_row() -> None:
+    """``ReserveModel.names``: variable and constraint name → (family, key), as documented in
+    :mod:`optimizer.reserve.milp`. 2 weeks, one scenario, class 0 = p5 (firm, 1 node), class 1
+    = g6e (spot allowed, 1 node), product p5-1y, a CVaR term."""
+    from optimizer.reserve import milp
+    from optimizer.reserve.build import build_problem
+
+    data = {"horizon_weeks": 2, "demand": [{**P5, "nodes": 1},
+                                           {**G6E, "nodes": 1, "spot_ok": True}],
+            "products": [{"name": "p5-1y", **P5, "term_years": 1}]}
+    pb = build_problem(_pf(data), CATALOG, DATA, risk=Risk(0.9, 0.5))
+    names = milp.build(pb).names
+    p5, g6e = "aws/us-east-1/p5.48xlarge", "aws/us-east-1/g6e.xlarge"
+    want = {"x_0": ("buy", "p5-1y"), "cvar_0": ("cvar", "expected")}
+    for w in (0, 1):
+        want |= {f"u_0_0_{w}": ("use", f"expected:0:{w}"),
+                 f"u_0_1_{w}": ("use", f"expected:1:{w}"),
+                 f"v_0_1_{w}": ("spot", f"expected:1:{w}"),
+                 f"cover_0_1_{w}": ("cover", f"expected:1:{w}"),
+                 f"capacity_0_0_{w}": ("capacity", f"expected:{p5}:{w}"),
+                 f"capacity_0_1_{w}": ("capacity", f"expected:{g6e}:{w}")}
+    assert names == want
