@@ -320,9 +320,10 @@ def test_model_names_map_every_variable_and_row() -> None:
 def test_solve_returns_its_dispatch_and_record() -> None:
     """``milp.solve`` on two p5 nodes (firm) and one g6e node that may run on spot (0.9154 $/h,
     cheaper than g6e's 1-year rate 1.20965): 2 p5-1y bought, the p5 class served by committed
-    nodes every week, the g6e class on spot. Proven optimal: a MIP gap of 0 from HiGHS and
-    from CBC (which reports none); with no product to buy the model is an LP, whose gap HiGHS
-    reports as infinite: 0 too. The solve's seconds are a duration, not a clock reading."""
+    nodes every week, the g6e class on spot; the model's size by hand. Proven optimal: a MIP
+    gap of 0 from HiGHS and from CBC (which reports none); with no product to buy the model is
+    an LP, whose gap HiGHS reports as infinite: 0 too. The solve's seconds are a duration, not
+    a clock reading."""
     from optimizer.reserve import milp
     from optimizer.reserve.build import build_problem
 
@@ -336,6 +337,9 @@ def test_solve_returns_its_dispatch_and_record() -> None:
         assert [u.tolist() for u in sol.used] == [[[2.0, 2.0, 2.0]], [[0.0, 0.0, 0.0]]]
         assert [s.tolist() for s in sol.spot] == [[[0.0, 0.0, 0.0]], [[1.0, 1.0, 1.0]]]
         assert 0.0 < sol.seconds < 60.0
+        # variables: 1 purchase count, u for 2 classes × 3 weeks, v for g6e's 3 weeks; rows:
+        # g6e's 3 cover rows, a capacity row per key and week (2 × 3)
+        assert (sol.variables, sol.integers, sol.constraints) == (10, 1, 9)
         assert sol.objective == pytest.approx(3 * 168 * (2 * R1_P5 + SPOT_G6E))
     lp = build_problem(_pf({**data, "products": []}), CATALOG, DATA)
     sol = milp.solve(lp)
