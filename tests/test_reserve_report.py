@@ -115,7 +115,11 @@ def test_purchase_report_by_hand() -> None:
         "products p5-1y: usd_per_hour = the catalog's 1-year reserved rate",
         "products g6e-1y: usd_per_hour = the catalog's 1-year reserved rate"]
     solver = rep["solver"]
-    assert solver["seconds"] > 0 and solver["planning_seconds"] == 0.0
+    assert 0 < solver["seconds"] < 3 and solver["planning_seconds"] == 0.0
+    assert solver["gap"] == 0.0 and isinstance(solver["gap"], float)
+    assert rep["verification"] == (
+        "ok: costs recomputed from the purchase and the demand without the MILP; coverage and "
+        "capacity rows checked for every scenario and week")
     assert (solver["name"], solver["integer_variables"], solver["distinct_plans"]) == \
         ("highs", 3, 0)
     cov = [c for c in rep["coverage"] if c["instance_type"] == "p5.48xlarge"]
@@ -238,15 +242,18 @@ def test_projects_are_planned_with_the_policy_and_progress_is_told() -> None:
     spec = small_spec().model_dump(mode="json", exclude_unset=True)
     told: list[tuple[int, int]] = []
     pf = _pf({"projects": [{"spec": spec}, {"spec": spec, "start_week": 4}]})
-    r = purchase.reserve(pf, small_catalog(), DATA, policy=only_r2, timings=False,
+    r = purchase.reserve(pf, small_catalog(), DATA, policy=only_r2,
                          progress=lambda done, total: told.append((done, total)))
     assert told == [(0, 2), (1, 2)]
     types = [t for p in r.report["projects"] for t in p["instance_types"]]
     assert types and all(t.startswith("lab/r2/") for t in types), types
     assert r.report["solver"]["distinct_plans"] == 1
+    assert 0.0 < r.report["solver"]["planning_seconds"] < 60.0  # timings on: a duration
     default = purchase.reserve(_pf({"projects": [{"spec": spec}]}), small_catalog(), DATA,
                                timings=False)
     assert all(t.startswith("lab/r1/") for t in default.report["projects"][0]["instance_types"])
+    solver = default.report["solver"]
+    assert (solver["seconds"], solver["planning_seconds"]) == (0.0, 0.0)  # timings off
 
 
 def test_catalog_products_are_a_named_default() -> None:
@@ -360,3 +367,103 @@ def test_a_solver_failure_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
                               "feasible; retry with --solver cbc or report a bug")
     monkeypatch.setattr(milp, "run", lambda *args: "time_limit")
     assert milp.solve(pb).status == "time_limit"  # a solution, not proven optimal: kept
+
+
+def test_held_nodes_are_attributed_first_and_the_next_unit() -> None:
+    """p5 on the small catalog, 52 weeks: 1 firm node all year and a 2nd in weeks 40-49; 2
+    nodes that may run on spot at 50 $/h in weeks 20-29; 1 node held (30 $/h) until week 10.
+    One p5-1y is bought (useful in weeks 10-51: 42/52 = 0.81 > break-even 0.65; a 2nd would be
+    useful 10 weeks). Committed use is attributed to held nodes first: the product's
+    utilisation is 42/52 = 0.807692. The next unit: demand above the committed capacity, at
+    most one node, in weeks 20-29 (spot class) and 40-49 (firm): 20/52 = 0.384615. Costs:
+    35.776 × 8,736 + held 30 × 10 × 168 + on demand 10 × 168 × 55.04 + spot 2 × 10 × 168 ×
+    50 = 623,406.34."""
+    data = {"demand": [{**P5, "nodes": 1}, {**P5, "nodes": 1, "start_week": 40, "end_week": 50},
+                       {**P5, "nodes": 2, "start_week": 20, "end_week": 30, "spot_ok": True,
+                        "spot_usd_per_hour": 50.0}],
+            "existing": [{**P5, "count": 1, "usd_per_hour": 30.0, "expires_week": 10}],
+            "products": [{"name": "p5-1y", **P5, "term_years": 1}]}
+    r = purchase.reserve(_pf(data), CATALOG, DATA, timings=False)
+    assert r.counts == [1]
+    total = R1_P5 * H52 + 30 * 10 * 168 + 10 * 168 * OD_P5 + 2 * 10 * 168 * 50.0
+    assert r.report["expected_total_cost_usd"] == _money(total) == "623406.34"
+    [row] = r.report["purchases"]
+    assert (row["expected_utilization"], row["next_unit_utilization"]) == (0.807692, 0.384615)
+    assert row["spot_usd_per_hour"] == 50.0
+
+
+def test_fractional_figures_are_rounded_to_their_places() -> None:
+    """Fractional demand keeps 6 decimals in nodes, node-hours, rates and utilisations, 12 in
+    probabilities (weights 1 and 2: 1/3, 2/3). 5 weeks: p5 0.12345678 nodes (firm; one node
+    held until week 2), g6e 0.76543211 nodes on spot at 1.23456789 $/h (a g6e-1y at 1.2222222
+    $/h would serve 0.77 of a node: 205.33 $ a week against 158.75 $ on spot, not bought); one
+    lab node held until week 3 with no lab demand (committed capacity alone gets rows)."""
+    lab = {"provider": "lab", "region": "local", "instance_type": "h100x8"}
+    data = {"horizon_weeks": 5,
+            "scenarios": [{"name": "a", "weight": 1.0}, {"name": "b", "weight": 2.0}],
+            "demand": [{**P5, "nodes": 0.12345678},
+                       {**G6E, "nodes": 0.76543211, "spot_ok": True,
+                        "spot_usd_per_hour": 1.23456789}],
+            "existing": [{**P5, "count": 1, "usd_per_hour": 30.0, "expires_week": 2},
+                         {**lab, "count": 1, "usd_per_hour": 5.0, "expires_week": 3}],
+            "products": [{"name": "g6e-1y", **G6E, "term_years": 1, "usd_per_hour": 1.2222222}]}
+    r = purchase.reserve(_pf(data), CATALOG, DATA, timings=False)
+    rep = r.report
+    assert r.counts == [0]
+    assert [s["probability"] for s in rep["scenarios"]] == [0.333333333333, 0.666666666667]
+    for s in rep["scenarios"]:
+        # (0.12345678 + 0.76543211) × 5 × 168 = 746.6666676; held p5 serves 2 weeks:
+        # 2 × 0.12345678 × 168 = 41.48147808
+        assert (s["demand_node_hours"], s["committed_node_hours_used"]) == (746.666668,
+                                                                             41.481478)
+    [row] = rep["purchases"]
+    assert (row["effective_usd_per_hour"], row["spot_usd_per_hour"], row["count"],
+            row["expected_utilization"]) == (1.222222, 1.234568, 0, None)
+    cov = {(c["scenario"], c["instance_type"], c["week"]): c for c in rep["coverage"]}
+    assert cov["a", "p5.48xlarge", 0] == {
+        "scenario": "a", **P5, "week": 0, "demand_nodes": 0.123457, "spot_ok_nodes": 0.0,
+        "committed_nodes": 1.0, "committed_used_nodes": 0.123457, "on_demand_nodes": 0.0,
+        "spot_nodes": 0.0}
+    assert cov["b", "p5.48xlarge", 3]["on_demand_nodes"] == 0.123457
+    assert cov["b", "g6e.xlarge", 4] == {
+        "scenario": "b", **G6E, "week": 4, "demand_nodes": 0.765432, "spot_ok_nodes": 0.765432,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 0.0,
+        "spot_nodes": 0.765432}
+    for scenario in ("a", "b"):
+        for w in range(3):
+            assert cov[scenario, "h100x8", w] == {
+                "scenario": scenario, **lab, "week": w, "demand_nodes": 0.0,
+                "spot_ok_nodes": 0.0, "committed_nodes": 1.0, "committed_used_nodes": 0.0,
+                "on_demand_nodes": 0.0, "spot_nodes": 0.0}
+        assert (scenario, "h100x8", 3) not in cov
+    assert len(cov) == 2 * (5 + 5 + 3)
+
+
+def test_a_terms_last_partial_week() -> None:
+    """53 weeks, one p5 node all along, one p5-1y bought: its term (8,760 h) covers 52 weeks and
+    24 h of week 52, committed there 24/168 = 0.142857 of a node; the next unit is that week's
+    uncovered 6/7 node over its 1/7 week: (6/7 × 1/7) / (52 + 1/7) = 0.002348."""
+    data = {"horizon_weeks": 53, "demand": [{**P5, "nodes": 1}],
+            "products": [{"name": "p5-1y", **P5, "term_years": 1}]}
+    r = purchase.reserve(_pf(data), CATALOG, DATA, timings=False)
+    assert r.counts == [1]
+    week = next(c for c in r.report["coverage"] if c["week"] == 52)
+    assert (week["committed_nodes"], week["committed_used_nodes"], week["on_demand_nodes"]) == \
+        (0.142857, 0.142857, 0.857143)
+    assert r.report["purchases"][0]["next_unit_utilization"] == round(6 / 49 / (52 + 1 / 7), 6)
+
+
+def test_a_stale_catalog_is_warned_about_once() -> None:
+    """The catalog's staleness warning is appended to the problem's warnings when it has one,
+    and nothing is appended when it has none."""
+    import datetime as dt
+    from dataclasses import replace
+
+    data = {"demand": [{**P5, "nodes": 1}], "products": [{"name": "p5-1y", **P5,
+                                                           "term_years": 1}]}
+    stale = replace(CATALOG, as_of="2001-01-01")
+    warning = stale.staleness_warning()
+    assert warning and "days old" in warning
+    assert purchase.reserve(_pf(data), stale, DATA, timings=False).report["warnings"] == [warning]
+    fresh = replace(CATALOG, as_of=dt.date.today().isoformat())
+    assert purchase.reserve(_pf(data), fresh, DATA, timings=False).report["warnings"] == []
