@@ -450,7 +450,9 @@ def test_a_terms_last_partial_week() -> None:
     week = next(c for c in r.report["coverage"] if c["week"] == 52)
     assert (week["committed_nodes"], week["committed_used_nodes"], week["on_demand_nodes"]) == \
         (0.142857, 0.142857, 0.857143)
-    assert r.report["purchases"][0]["next_unit_utilization"] == round(6 / 49 / (52 + 1 / 7), 6)
+    row = r.report["purchases"][0]
+    assert row["next_unit_utilization"] == round(6 / 49 / (52 + 1 / 7), 6)
+    assert row["expected_utilization"] == 1.0  # used in every hour of its term
 
 
 def test_a_stale_catalog_is_warned_about_once() -> None:
