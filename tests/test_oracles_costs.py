@@ -254,10 +254,12 @@ def test_example_storage_items_equal_the_reference(grpo: Plan) -> None:
 
 
 @pytest.mark.parametrize(("steps", "every", "keep", "arch"),
-                         [(300, 25, 3, 4), (310, 25, 3, 4), (100, 10, 2, 3), (40, 10, 5, 2)])
+                         [(300, 25, 3, 4), (310, 25, 3, 4), (100, 10, 2, 3), (40, 10, 5, 2),
+                          (30, 20, 3, 1)])
 def test_checkpoint_classes_equal_the_reference(steps, every, keep, arch) -> None:
-    """Checkpoint lifetimes and counts (including a run that does not end on a checkpoint and
-    an archived checkpoint among the last hot ones) against the reference, on every tier."""
+    """Checkpoint lifetimes and counts (including a run that does not end on a checkpoint, an
+    archived checkpoint among the last hot ones and a run with a single checkpoint) against
+    the reference, on every tier."""
     from optimizer.costs.storage import data_classes
     from optimizer.demand.model import build_demand
 

@@ -130,12 +130,14 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
 
 def weights_gb(demand: Demand) -> float:
     """A checkpoint without optimizer state: bf16 weights (full fine-tuning) or the weights'
-    share of a LoRA checkpoint."""
+    share of a LoRA checkpoint (2 of its bytes per parameter: 2 + the optimizer state's
+    adam_bytes_per_param − 4 when the checkpoint holds it, else 2)."""
     spec = demand.spec
     if spec.model.finetune == "full":
         return spec.model.params_b * 2.0
-    return demand.checkpoint_gb * 2.0 / (2.0 + max(0.0, spec.efficiency.adam_bytes_per_param
-                                                    - 4.0))
+    state = max(0.0, spec.efficiency.adam_bytes_per_param - 4.0) \
+        if spec.checkpoints.with_optimizer else 0.0
+    return demand.checkpoint_gb * 2.0 / (2.0 + state)
 
 
 def tiers_for(catalog: Catalog, provider: str, region: str) -> list[StorageTier]:
