@@ -56,11 +56,15 @@ class ReserveModel:
     u: dict[tuple[int, int, int], pulp.LpVariable]
     v: dict[tuple[int, int, int], pulp.LpVariable]
     names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    y: list[pulp.LpVariable] = field(default_factory=list)
+    z: dict[tuple[int, int, int, int], pulp.LpVariable] = field(default_factory=dict)
 
 
 @dataclass
 class ReserveSolution:
     counts: list[int]
+    steps: list[int]
+    """Per spend commitment: its $/h in steps of ``step``."""
     objective: float
     status: str
     gap: float
@@ -68,6 +72,10 @@ class ReserveSolution:
     solver: str
     used: list[np.ndarray]
     spot: list[np.ndarray]
+    covered: list[np.ndarray]
+    """Per class, (S, W) nodes covered by spend commitments."""
+    spent: list[np.ndarray]
+    """Per spend commitment, (S, W) commitment dollars per hour consumed."""
     variables: int
     integers: int
     constraints: int
@@ -86,14 +94,28 @@ def build(pb: Problem) -> ReserveModel:
         xi = var(prob, f"x_{i}", 0, max(ub, 0), pulp.LpInteger)
         names[xi.name] = ("buy", p.name)
         x.append(xi)
+    y = []
+    for q, r in enumerate(pb.spend):
+        need = np.zeros((S, W))
+        for c in pb.classes:
+            if c.key in r.rates:
+                need += r.rates[c.key][0] * c.nodes
+        on = r.active > 0
+        ub = math.ceil(float((need[:, on] / r.active[on]).max(initial=0.0)) / r.step - 1e-9)
+        yq = var(prob, f"y_{q}", 0, max(ub, 0), pulp.LpInteger)
+        names[yq.name] = ("commit", r.name)
+        y.append(yq)
     u: dict[tuple[int, int, int], pulp.LpVariable] = {}
     v: dict[tuple[int, int, int], pulp.LpVariable] = {}
+    z: dict[tuple[int, int, int, int], pulp.LpVariable] = {}
     cost: list[pulp.LpAffineExpression] = []
     for s in range(S):
         terms: dict[pulp.LpVariable, float] = {}
         const = pb.existing_cost_usd
         for i, p in enumerate(pb.products):
             terms[x[i]] = p.unit_cost_usd
+        for q, r in enumerate(pb.spend):
+            terms[y[q]] = r.step * r.paid_hours
         for j, c in enumerate(pb.classes):
             od = pb.on_demand[c.key] or 0.0
             for w in map(int, np.flatnonzero(c.nodes[s] > 0)):
@@ -103,13 +125,24 @@ def build(pb: Problem) -> ReserveModel:
                 names[uv.name] = ("use", f"{pb.scenarios[s]}:{j}:{w}")
                 u[s, j, w] = uv
                 terms[uv] = -HOURS_PER_WEEK * od
+                alts = []
                 if c.spot_usd_per_hour is not None:
                     vv = var(prob, f"v_{s}_{j}_{w}", 0, d)
                     names[vv.name] = ("spot", f"{pb.scenarios[s]}:{j}:{w}")
                     v[s, j, w] = vv
                     terms[vv] = HOURS_PER_WEEK * (c.spot_usd_per_hour - od)
+                    alts.append(vv)
+                for q, r in enumerate(pb.spend):
+                    if c.key not in r.rates or r.active[w] <= 0 or r.saving(c, od) <= 0:
+                        continue
+                    zv = var(prob, f"z_{s}_{q}_{j}_{w}", 0, d)
+                    names[zv.name] = ("spend", f"{pb.scenarios[s]}:{r.name}:{j}:{w}")
+                    z[s, q, j, w] = zv
+                    terms[zv] = -HOURS_PER_WEEK * r.rates[c.key][1]
+                    alts.append(zv)
+                if alts:
                     row = f"cover_{s}_{j}_{w}"
-                    prob += uv + vv <= d, row
+                    prob += uv + pulp.lpSum(alts) <= d, row
                     names[row] = ("cover", f"{pb.scenarios[s]}:{j}:{w}")
         cost.append(pulp.LpAffineExpression(terms, constant=const))
     classes_of: dict[int, list[int]] = {}
@@ -130,6 +163,14 @@ def build(pb: Problem) -> ReserveModel:
                 prob += (pulp.lpSum(load) - pulp.LpAffineExpression(bought)
                          <= float(pb.existing_nodes[k, w])), row
                 names[row] = ("capacity", f"{pb.scenarios[s]}:{'/'.join(pb.keys[k])}:{w}")
+    spent: dict[tuple[int, int, int], list[tuple[pulp.LpVariable, float]]] = {}
+    for (s, q, j, w), zv in z.items():
+        spent.setdefault((s, q, w), []).append((zv, pb.spend[q].rates[pb.classes[j].key][0]))
+    for (s, q, w), load in sorted(spent.items(), key=lambda kv: kv[0]):
+        r = pb.spend[q]
+        row = f"spend_{s}_{q}_{w}"
+        prob += (pulp.LpAffineExpression(load) - float(r.active[w]) * r.step * y[q] <= 0), row
+        names[row] = ("spend", f"{pb.scenarios[s]}:{r.name}:{w}")
     expected = pulp.lpSum(float(pb.prob[s]) * cost[s] for s in range(S))
     if pb.risk is None:
         prob += expected
@@ -142,7 +183,7 @@ def build(pb: Problem) -> ReserveModel:
         a, w_ = pb.risk.alpha, pb.risk.weight
         tail = theta + pulp.lpSum(float(pb.prob[s]) * eta[s] for s in range(S)) / (1 - a)
         prob += (1 - w_) * expected + w_ * tail
-    return ReserveModel(prob, x, u, v, names)
+    return ReserveModel(prob, x, u, v, names, y, z)
 
 
 def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
@@ -163,14 +204,21 @@ def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
         used[j][s, w] = uv.value() or 0.0
     for (s, j, w), vv in model.v.items():
         spot[j][s, w] = vv.value() or 0.0
+    covered = [np.zeros((S, W)) for _ in pb.classes]
+    spent = [np.zeros((S, W)) for _ in pb.spend]
+    for (s, q, j, w), zv in model.z.items():
+        covered[j][s, w] += zv.value() or 0.0
+        spent[q][s, w] += (zv.value() or 0.0) * pb.spend[q].rates[pb.classes[j].key][0]
     counts = [round(xv.value() or 0.0) for xv in model.x]
+    steps = [round(yv.value() or 0.0) for yv in model.y]
     gap_value = 0.0
     highs = getattr(model.prob, "solverModel", None)
     if solver == "highs" and highs is not None:
         info = highs.getInfo()
         gap_value = float(max(0.0, info.mip_gap)) if info.mip_gap < 1e30 else 0.0
     return ReserveSolution(
-        counts=counts, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
+        counts=counts, steps=steps, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
         gap=gap_value, seconds=seconds, solver=solver, used=used, spot=spot,
-        variables=model.prob.numVariables(), integers=len(model.x),
+        covered=covered, spent=spent,
+        variables=model.prob.numVariables(), integers=len(model.x) + len(model.y),
         constraints=model.prob.numConstraints())
