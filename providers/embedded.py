@@ -202,7 +202,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
     for row in _rows("gcp_accelerators.csv"):
         n = round(float(row["AcceleratorCount"]))
         accel[(row["AcceleratorName"], row["AvailabilityZone"], n)] = row
-    per_region_od: dict[tuple[str, str], list[tuple[float, str, dict]]] = defaultdict(list)
+    per_region_od: dict[tuple[str, str], list[tuple[float, str, dict, float]]] = defaultdict(list)
     for row in _rows("gcp_gpu_vms.csv"):
         itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
         shape = gcp_machine(itype)

@@ -217,7 +217,8 @@ def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
         info = highs.getInfo()
         gap_value = float(max(0.0, info.mip_gap)) if info.mip_gap < 1e30 else 0.0
     return ReserveSolution(
-        counts=counts, steps=steps, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
+        counts=counts, steps=steps, objective=float(pulp.value(model.prob.objective) or 0.0),
+        status=status,
         gap=gap_value, seconds=seconds, solver=solver, used=used, spot=spot,
         covered=covered, spent=spent,
         variables=model.prob.numVariables(), integers=len(model.x) + len(model.y),

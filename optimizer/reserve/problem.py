@@ -119,9 +119,9 @@ class SpendRow:
         for j, c in enumerate(classes):
             if c.key not in self.rates:
                 continue
-            cost, saved = self.rates[c.key]
-            if self.saving(c, on_demand[c.key] or 0.0) > 0:
-                out.append((-self.saving(c, on_demand[c.key] or 0.0) / cost, j))
+            saving = self.saving(c, on_demand[c.key] or 0.0)
+            if saving > 0:
+                out.append((-saving / self.rates[c.key][0], j))
         return [j for _, j in sorted(out)]
 
     def saving(self, c: DemandClass, od: float) -> float:
