@@ -287,5 +287,5 @@ def test_cli_ladder_json_is_deterministic(tmp_path: Path) -> None:
     a, b = runner.invoke(app, args), runner.invoke(app, args)
     assert a.exit_code == 0, a.output
     assert a.stdout == b.stdout
-    table = runner.invoke(app, args[:4] + ["--ladder", "quarterly"])
+    table = runner.invoke(app, [*args[:4], "--ladder", "quarterly"])
     assert "later quarters" in table.stdout and "ri@w13" in table.stdout
