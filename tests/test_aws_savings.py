@@ -162,7 +162,7 @@ def test_throttling_after_retries_is_a_provider_error(fake_sp: FakeSavingsPlans)
 
 def test_malformed_rate_is_a_provider_error(fake_sp: FakeSavingsPlans) -> None:
     fake_sp.malformed = True
-    with pytest.raises(ProviderError, match="malformed rate .*rate = 'n/a' is not a number"):
+    with pytest.raises(ProviderError, match=r"malformed rate .*rate = 'n/a' is not a number"):
         fetch_savings_plan_rates([], ["p5.48xlarge"], endpoint=fake_sp.url)
 
 

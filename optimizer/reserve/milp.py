@@ -31,6 +31,12 @@ Objective: min Σ_s p_s cost_s; with ``--risk cvar:α[:ω]``, min (1 − ω)·Σ
 ω·(θ + Σ_s p_s η_s / (1 − α)), the Rockafellar–Uryasev linearisation of CVaR_α (the expected
 cost of the worst 1 − α of probability mass), ω = 0.5 unless given.
 
+Spend commitments q (:mod:`optimizer.reserve.spend`): y_q ∈ Z≥0 steps of ``step`` $/h;
+z_sqjw ∈ [0, D_sjw] node-weeks of class j it covers (only where that saves); ``cover`` becomes
+u + v + Σ_q z ≤ D; ``spend``  Σ_j c_qk(j) z_sqjw ≤ a_qw·step·y_q; the cost adds
+step·y_q·H_q and −168·s_qk·z. With ``--ladder`` every product and commitment appears once per
+purchase week (its own a_iw), so the model is unchanged.
+
 The upper bound on x_i is valid: a node beyond the key's peak demand is never used and costs
 c_i ≥ 0, so some optimum lies within it. Always feasible (on-demand is unbounded).
 """

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
 from optimizer.core.errors import InputError
 from optimizer.reserve.portfolio import Commitment
 from optimizer.reserve.problem import HOURS_PER_WEEK, HOURS_PER_YEAR, Key, SpendRow, week_profile
