@@ -78,8 +78,7 @@ def savings_plans(
         _check_endpoint(endpoint)
         data = fetch_savings_plan_rates(_split(regions), _split(instance_type), endpoint)
         if output is not None:
-            output.write_text(dumps(data), encoding="utf-8")
-            info(f"wrote {len(data['rates'])} rates to {output}")
+            _emit(dumps(data), output)
             return
         from optimizer.report.tables import text_table
 
