@@ -213,6 +213,7 @@ def test_brute_force_with_commitments(seed: int) -> None:
     pb = r.problem
     rep = r.report
     steps = [round(c["usd_per_hour"] / c["step_usd_per_hour"]) for c in rep["commitments"]]
+    assert r.counts[0] < 4 and max(steps) < 8  # the MILP's answer is among those enumerated
     best = min(objective(pb, evaluate(pb, [n], list(s)))
                for n in range(4) for s in itertools.product(range(8), range(8)))
     got = objective(pb, evaluate(pb, r.counts, steps))
@@ -288,4 +289,45 @@ def test_cli_ladder_json_is_deterministic(tmp_path: Path) -> None:
     assert a.exit_code == 0, a.output
     assert a.stdout == b.stdout
     table = runner.invoke(app, [*args[:4], "--ladder", "quarterly"])
-    assert "later quarters" in table.stdout and "ri@w13" in table.stdout
+    later = table.stdout.split("later quarters")[1].split("expected cost")[0]
+    bought = {p["product"] for p in json.loads(a.stdout)["later_purchases"]
+              if p.get("count")}
+    assert bought == {"ri@w13", "ri@w26", "ri@w39"}
+    for name in ("ri@w13", "ri@w26", "ri@w39"):
+        assert name in later
+    assert "csp@w13" not in later  # nothing committed there: not listed
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_brute_force_ladder(seed: int) -> None:
+    """26 weeks, so purchases in weeks 0 and 13: random weekly demand in two scenarios, an RI
+    and an Instance SP (20 $/h steps) in each purchase week; the MILP's schedule costs the
+    least of every schedule enumerated."""
+    rng = np.random.default_rng(200 + seed)
+    weeks = 26
+
+    def rows() -> list[dict[str, Any]]:
+        ramp = np.linspace(0, 3, weeks) + rng.uniform(0, 1, weeks)
+        return [{**P5, "weekly_nodes": [float(x) for x in ramp]}]
+
+    data = {"horizon_weeks": weeks,
+            "scenarios": [{"name": "a", "weight": 1.0, "demand": rows()},
+                          {"name": "b", "weight": 1.0, "demand": rows()}],
+            "products": [{"name": "ri", **P5, "term_years": 1,
+                          "usd_per_hour": float(rng.uniform(0.5, 0.8) * OD_P5)}],
+            "commitments": [{"name": "isp", "kind": "ec2_instance_savings_plan",
+                             "region": "us-east-1", "family": "p5", "term_years": 1,
+                             "discount": float(rng.uniform(0.2, 0.6)),
+                             "step_usd_per_hour": 20.0}]}
+    r = solve(data, ladder="quarterly")
+    pb = r.problem
+    assert [p.buy_week for p in pb.products] == [0, 13]
+    rep = r.report
+    commits = rep["commitments"] + [p for p in rep["later_purchases"] if "commitment" in p]
+    steps = [round(c["usd_per_hour"] / 20.0) for c in commits]
+    assert max(r.counts) < 5 and max(steps) < 8  # the MILP's answer is among those enumerated
+    best = min(objective(pb, evaluate(pb, list(n), list(s)))
+               for n in itertools.product(range(5), repeat=2)
+               for s in itertools.product(range(8), repeat=2))
+    assert objective(pb, evaluate(pb, r.counts, steps)) == pytest.approx(best, rel=1e-9,
+                                                                         abs=1e-6)

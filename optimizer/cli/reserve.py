@@ -48,7 +48,7 @@ def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[l
     later = [[str(p["buy_week"]), p.get("product") or p["commitment"], f"{p['term_years']}y",
               str(p["count"]) if "count" in p else f"{p['usd_per_hour']:,.3f} $/h",
               _money(p["horizon_cost_usd"])] for p in r.get("later_purchases", [])
-             if p.get("count") or p.get("usd_per_hour")]
+             if (p["count"] if "count" in p else p["usd_per_hour"]) > 0]
     costs = [["expected total (this purchase)", _money(r["expected_total_cost_usd"]), ""],
              ["today's commitments only", _money(r["existing_only_cost_usd"]),
               _money(r["expected_savings_vs_existing_only_usd"])],
