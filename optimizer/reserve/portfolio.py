@@ -23,6 +23,9 @@ Blocks:
 * ``products``: purchasable commitments; ``usd_per_hour`` defaults to the catalog's reserved
   rate; without a ``products`` block every instance type with demand gets the catalog's 1- and
   3-year rates as candidates.
+* ``commitments``: purchasable spend commitments ($/h): AWS EC2 Instance and Compute Savings
+  Plans, GCP flexible CUDs (:class:`Commitment`; billed as :mod:`optimizer.reserve.spend`
+  describes).
 """
 
 from __future__ import annotations

@@ -28,6 +28,12 @@ hours of its term inside the horizon and T_i its term in hours; it covers a_i[w]
 week w inside its term) nodes. Held commitments are paid until they expire (a constant) and
 cover their count until then. The MILP is :mod:`optimizer.reserve.milp`.
 
+**Spend commitments** (:mod:`optimizer.reserve.spend`): C $/h paid every hour of the term;
+a covered node-hour of key k consumes c_k of C and replaces s_k of on-demand spend; they are
+applied after instance commitments in the providers' order. **Laddering** (``ladder=
+"quarterly"``): every product and commitment is offered in each quarter's first week; week 0's
+purchase is the answer.
+
 **Verification** (:mod:`optimizer.reserve.check`): given only the purchase counts and the
 demand, the cheapest use of the committed capacity is greedy (each committed node-week serves
 the demand whose alternative is dearest: on-demand before spot), so every scenario's cost is
