@@ -198,7 +198,8 @@ def reserve(
     ladder: str = typer.Option(None, "--ladder", help="quarterly: decide a purchase for every "
                                "quarter of the horizon (this quarter's is the answer)."),
 ) -> None:
-    """How many 1- and 3-year commitments to buy now for a portfolio of projects."""
+    """How many 1- and 3-year commitments (reservations, Savings Plans, flexible CUDs) to buy
+    now, or each quarter with --ladder quarterly, for a portfolio of projects."""
 
     def go() -> None:
         from optimizer.reserve.portfolio import load_portfolio, portfolio_dir
