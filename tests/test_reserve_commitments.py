@@ -331,3 +331,27 @@ def test_brute_force_ladder(seed: int) -> None:
                for s in itertools.product(range(8), repeat=2))
     assert objective(pb, evaluate(pb, r.counts, steps)) == pytest.approx(best, rel=1e-9,
                                                                          abs=1e-6)
+
+
+@pytest.mark.parametrize("ladder", [None, "quarterly"])
+def test_ties_go_to_the_more_flexible_commitment_with_either_solver(ladder: str | None) -> None:
+    """A 1-year RI and an EC2 Instance SP at the same 35 % off (the catalog defaults) cost the
+    same for 4 steady p5 nodes: the tie goes to the Savings Plan (4 × 35.776 = 143.104 $/h),
+    bought now, and HiGHS and CBC print the same purchase."""
+    data = {"demand": [{**P5, "nodes": 4}],
+            "products": [{"name": "ri", **P5, "term_years": 1}],
+            "commitments": [{"name": "isp", "kind": "ec2_instance_savings_plan",
+                             "region": "us-east-1", "family": "p5", "term_years": 1}]}
+    pf = validate(Portfolio, data, "portfolio")
+    reports = []
+    for solver in ("highs", "cbc"):
+        rep = reserve(pf, load_catalog(CATALOG), DATA, solver=solver, timings=False,
+                      ladder=ladder).report
+        rep.pop("solver")
+        reports.append(rep)
+    assert reports[0] == reports[1]
+    rep = reports[0]
+    assert [p["count"] for p in rep["purchases"]] == [0]
+    assert rep["commitments"][0]["usd_per_hour"] == pytest.approx(4 * R1_P5)
+    assert all((p["count"] if "count" in p else p["usd_per_hour"]) == 0
+               for p in rep["later_purchases"])
