@@ -33,7 +33,9 @@ def reserve_report(pf: Portfolio, catalog: Catalog, pb: Problem, sol: ReserveSol
         f"(1 - {pb.risk.weight:g}) x expected cost + {pb.risk.weight:g} x CVaR_{pb.risk.alpha:g}",
         "purchases": [r for r in rows if r["buy_week"] == 0],
         "commitments": [r for r in commits if r["buy_week"] == 0],
-        "later_purchases": [r for r in rows + commits if r["buy_week"] > 0],
+        "later_purchases": sorted(
+            (r for r in rows + commits if r["buy_week"] > 0),
+            key=lambda r: (r["buy_week"], "count" not in r, r.get("product") or r["commitment"])),
         "expected_total_cost_usd": usd(expected),
         "existing_only_cost_usd": usd(base_expected),
         "on_demand_only_cost_usd": usd(od_expected),
