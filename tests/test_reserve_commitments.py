@@ -262,6 +262,13 @@ def one_error(res: Any) -> None:
      "eligible_share applies to flexible_cud only"),
     ({"kind": "compute_savings_plan", "term_years": 1, "rates_file": "nope.json"},
      "rates_file: cannot read"),
+    ({"kind": "savings_plan", "term_years": 1}, "did you mean: compute_savings_plan"),
+    ({"kind": "compute_savings_plan", "term_years": 1, "discount": 0.3, "rates_file": "x"},
+     "give rates_file or discount, not both"),
+    ({"kind": "flexible_cud", "term_years": 1, "rates_file": "x"},
+     "rates_file holds AWS Savings Plans rates"),
+    ({"kind": "compute_savings_plan", "term_years": 1, "step_usd_per_hour": 0},
+     "step_usd_per_hour"),
 ])
 def test_bad_commitments_are_one_line_exit_2(tmp_path: Path, commitment: dict[str, Any],
                                              needle: str) -> None:
@@ -271,6 +278,17 @@ def test_bad_commitments_are_one_line_exit_2(tmp_path: Path, commitment: dict[st
     res = runner.invoke(app, ["reserve", str(pf), "--catalog", CATALOG, "--format", "json"])
     assert res.exit_code == 2, res.output
     assert needle in res.output
+    one_error(res)
+
+
+def test_commitment_name_repeating_a_product_is_exit_2(tmp_path: Path) -> None:
+    pf = tmp_path / "pf.yaml"
+    pf.write_text(json.dumps({"demand": [{**P5, "nodes": 1}],
+                              "products": [{"name": "c", **P5, "term_years": 1}],
+                              "commitments": [{"name": "c", "kind": "compute_savings_plan",
+                                               "term_years": 1}]}))
+    res = runner.invoke(app, ["reserve", str(pf), "--catalog", CATALOG])
+    assert res.exit_code == 2 and "commitments[0].name 'c' repeats products[0]" in res.output
     one_error(res)
 
 
