@@ -76,6 +76,33 @@ RESERVED_DISCOUNT: dict[tuple[str, int], float] = {
 }
 
 
+SPEND_DISCOUNT: dict[tuple[str, int], float] = {
+    # EC2 Instance Savings Plans: AWS gives them the same "up to 72 %" as Standard RIs
+    # (aws.amazon.com/savingsplans/faqs, V): the standard-RI planner default above (U).
+    ("ec2_instance_savings_plan", 1): 0.35,
+    ("ec2_instance_savings_plan", 3): 0.55,
+    # Compute Savings Plans: "up to 66 %" (same page, V), below Instance SPs; 30 % / 50 % is the
+    # convertible-RI assumption of tests/data/aws/SOURCE.md (U).
+    ("compute_savings_plan", 1): 0.30,
+    ("compute_savings_plan", 3): 0.50,
+    # GCP Compute flexible (spend-based) CUDs: ≈28 % / ≈46 % (REFERENCE_FACTS.md, U), on the
+    # vCPU and memory part of a machine only (GPUs take resource-based CUDs).
+    ("flexible_cud", 1): 0.28,
+    ("flexible_cud", 3): 0.46,
+}
+"""Planner-default discounts of spend commitments off on-demand (status U: assumptions, as of
+REFERENCE_FACTS.md); ``ptplan reserve`` warns whenever it uses them."""
+
+_GCP_VM_SHARE: dict[tuple[str, str], float] = {}
+
+
+def gcp_vm_share(region: str, machine: str) -> float | None:
+    """The vCPU + memory share of a GCP machine's embedded on-demand price (the part a
+    flexible CUD covers), or None when the embedded catalog does not have the machine."""
+    embedded_catalog()
+    return _GCP_VM_SHARE.get((region, machine))
+
+
 def hazard_per_hour(monthly_fraction: float) -> float:
     """Per-node interruption hazard λ (1/h) from a monthly reclaim fraction p: −ln(1−p)/730."""
     return -math.log(1.0 - monthly_fraction) / 730.0
@@ -175,7 +202,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
     for row in _rows("gcp_accelerators.csv"):
         n = round(float(row["AcceleratorCount"]))
         accel[(row["AcceleratorName"], row["AvailabilityZone"], n)] = row
-    per_region_od: dict[tuple[str, str], list[tuple[float, str, dict]]] = defaultdict(list)
+    per_region_od: dict[tuple[str, str], list[tuple[float, str, dict, float]]] = defaultdict(list)
     for row in _rows("gcp_gpu_vms.csv"):
         itype, region, zone = row["InstanceType"], row["Region"], row["AvailabilityZone"]
         shape = gcp_machine(itype)
@@ -203,7 +230,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
             exclusions.append(f"gcp {itype} {zone}: empty or zero on-demand price (VM or GPU row)")
         else:
             total = round(vm_od + gpu_od * per_row, 6)
-            per_region_od[(itype, region)].append((total, zone, common))
+            per_region_od[(itype, region)].append((total, zone, common, vm_od))
         vm_spot, gpu_spot = _price(row["SpotPrice"]), _price(gpu_row["SpotPrice"])
         if vm_spot is None or gpu_spot is None:
             exclusions.append(f"gcp {itype} {zone}: empty or zero spot price (VM or GPU row)")
@@ -228,7 +255,8 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         )
     for (itype, region), rows in sorted(per_region_od.items()):
         rows.sort(key=lambda r: (r[0], r[1]))
-        total, zone, common = rows[0]
+        total, zone, common, vm_part = rows[0]
+        _GCP_VM_SHARE[(region, itype)] = vm_part / total
         prices = {r[0] for r in rows}
         offers.append(
             Offer(

@@ -30,7 +30,7 @@ EXAMPLES = ROOT / "examples"
 GOLDEN = ROOT / "tests" / "golden" / "figures"
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
 TODAY = "2026-12-03"
-PORTFOLIOS = {"portfolio.yaml"}
+PORTFOLIOS = {"portfolio.yaml", "portfolio-commitments.yaml"}
 """Examples that are ``ptplan reserve`` portfolios; every other example is a project spec."""
 
 
@@ -76,6 +76,8 @@ def reserve_figures(r: dict[str, Any]) -> dict[str, Any]:
         "purchases": {row["product"]: f"{row['count']} {row['horizon_cost_usd']}"
                       for row in r["purchases"]},
         "scenarios": {s["name"]: s["total_cost_usd"] for s in r["scenarios"]},
+        **({"commitments": {c["commitment"]: f"{c['usd_per_hour']} {c['horizon_cost_usd']}"
+                            for c in r["commitments"]}} if r.get("commitments") else {}),
     }
 
 

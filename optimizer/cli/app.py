@@ -8,7 +8,16 @@ Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no
 
 from __future__ import annotations
 
-from optimizer.cli import plan, prices, render, report, reserve, simulate, whatif  # noqa: F401
+from optimizer.cli import (  # noqa: F401
+    plan,
+    prices,
+    prices_blocks,
+    render,
+    report,
+    reserve,
+    simulate,
+    whatif,
+)
 from optimizer.cli.common import app
 
 __all__ = ["app", "main"]

@@ -8,6 +8,9 @@
   (GPU, provider, instance type, region): on-demand, cheapest spot zone and the cheapest
   effective 1y/3y reserved rate per hour (JSON lists every reserved option with its upfront fee
   and hourly part), like ``sky gpus list``.
+* ``savings-plans --instance-type T... [--regions R,...] [--endpoint URL] [-o FILE]``: live
+  No Upfront Compute and EC2 Instance Savings Plans rates (``providers.aws_savings``), as the
+  rates file a portfolio's ``commitments[].rates_file`` reads (JSON), or a table.
 * ``diff OLD NEW``: offers and reserved rates changed (with the % change), added and removed
   between two catalogs (``embedded``, ``cache``, a ``*.sqlite`` cache file or a catalog YAML).
 """
@@ -54,6 +57,38 @@ def _split(values: list[str] | None) -> list[str]:
 def _check_endpoint(endpoint: str | None) -> None:
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise InputError(f"--endpoint: {endpoint!r} is not a URL; give http(s)://host[:port]")
+
+
+@prices_app.command("savings-plans")
+def savings_plans(
+    instance_type: list[str] = typer.Option(..., "--instance-type", help="Instance types "
+                                            "(repeatable or comma-separated)."),
+    regions: list[str] = typer.Option(None, "--regions", help="Regions (comma-separated or "
+                                      "repeated); default: every region returned."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Send SDK requests to this URL "
+                                 "(private mirror, tests)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write the rates file (JSON) "
+                                "for a portfolio's commitments[].rates_file."),
+) -> None:
+    """Live AWS Savings Plans rates (No Upfront) per instance type, region, plan and term."""
+
+    def go() -> None:
+        from providers.aws_savings import fetch_savings_plan_rates
+
+        _check_endpoint(endpoint)
+        data = fetch_savings_plan_rates(_split(regions), _split(instance_type), endpoint)
+        if output is not None:
+            _emit(dumps(data), output)
+            return
+        from optimizer.report.tables import text_table
+
+        rows = [[r["plan_type"], f"{r['term_years']}y", r["region"], r["instance_type"],
+                 f"{r['usd_per_hour']:.6g}"] for r in data["rates"]]
+        typer.echo(text_table(["plan", "term", "region", "instance", "$/h (No Upfront)"], rows,
+                              f"AWS Savings Plans rates ({data['source']}; as_of "
+                              f"{data['as_of']})"), nl=False)
+
+    _run(go)
 
 
 @prices_app.command("refresh")

@@ -41,6 +41,14 @@ def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[l
             _pct(p["next_unit_utilization"])] for p in r["purchases"]]
     buy_h = ["product", "instance", "term", "count", "upfront $/node", "$/h", "effective $/h",
              "on-demand $/h", "break-even util", "expected util", "next unit util"]
+    com_h = ["commitment", "kind", "scope", "term", "$/h", "discount", "expected util",
+             "horizon $"]
+    com = [_commit_row(c) for c in r.get("commitments", [])]
+    later_h = ["week", "product / commitment", "term", "count or $/h", "horizon $"]
+    later = [[str(p["buy_week"]), p.get("product") or p["commitment"], f"{p['term_years']}y",
+              str(p["count"]) if "count" in p else f"{p['usd_per_hour']:,.3f} $/h",
+              _money(p["horizon_cost_usd"])] for p in r.get("later_purchases", [])
+             if (p["count"] if "count" in p else p["usd_per_hour"]) > 0]
     costs = [["expected total (this purchase)", _money(r["expected_total_cost_usd"]), ""],
              ["today's commitments only", _money(r["existing_only_cost_usd"]),
               _money(r["expected_savings_vs_existing_only_usd"])],
@@ -58,10 +66,10 @@ def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[l
            _money(s["existing_only_cost_usd"]), _money(s["on_demand_only_cost_usd"])]
           for s in r["scenarios"]]
     cov_h = ["scenario", "instance", "weeks", "demand", "spot-ok", "committed", "used",
-             "on-demand", "spot"]
+             "spend-covered", "on-demand", "spot"]
     cov: list[list[str]] = []
     fields = ("demand_nodes", "spot_ok_nodes", "committed_nodes", "committed_used_nodes",
-              "on_demand_nodes", "spot_nodes")
+              "spend_covered_nodes", "on_demand_nodes", "spot_nodes")
 
     def group(row: dict[str, Any]) -> tuple[Any, ...]:
         return (row["scenario"], row["provider"], row["region"], row["instance_type"],
@@ -98,10 +106,25 @@ def _sections(r: dict[str, Any]) -> tuple[str, list[tuple[str, list[str], list[l
     footer += [f"warning: {w}" for w in r["warnings"]]
     if r["defaults_applied"]:
         footer.append("defaults applied: " + "; ".join(r["defaults_applied"]))
-    tables = [("purchase", buy_h, buy), ("expected cost over the horizon",
+    tables = [("purchase", buy_h, buy)]
+    if com:
+        tables.append(("spend commitments (applied after instance reservations, in this order)",
+                       com_h, com))
+    if "later_purchases" in r and any(row["buy_week"] for row in r["later_purchases"]):
+        tables.append(("later quarters (the plan; this quarter's buy is above)", later_h,
+                       later or [["-", "nothing", "", "", ""]]))
+    tables += [("expected cost over the horizon",
                                          ["comparison", "USD", "saved by this purchase"], costs),
               ("scenarios", sc_h, sc), ("weekly coverage (average concurrent nodes)", cov_h, cov)]
     return title, tables, footer
+
+
+def _commit_row(c: dict[str, Any]) -> list[str]:
+    lo, hi = c["discount_min"], c["discount_max"]
+    disc = _pct(lo) if lo == hi else f"{_pct(lo)}-{_pct(hi)}"
+    return [c["commitment"], c["kind"], c["scope"], f"{c['term_years']}y",
+            f"{c['usd_per_hour']:,.3f}", disc, _pct(c["expected_utilization"]),
+            _money(c["horizon_cost_usd"])]
 
 
 def reserve_table(r: dict[str, Any]) -> str:
@@ -173,8 +196,11 @@ def reserve(
                                 "(default: policies/default.yaml)."),
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="--no-timings zeroes seconds for byte-identical output."),
+    ladder: str = typer.Option(None, "--ladder", help="quarterly: decide a purchase for every "
+                               "quarter of the horizon (this quarter's is the answer)."),
 ) -> None:
-    """How many 1- and 3-year commitments to buy now for a portfolio of projects."""
+    """How many 1- and 3-year commitments (reservations, Savings Plans, flexible CUDs) to buy
+    now, or each quarter with --ladder quarterly, for a portfolio of projects."""
 
     def go() -> None:
         from optimizer.reserve.portfolio import load_portfolio, portfolio_dir
@@ -184,6 +210,8 @@ def reserve(
         from providers.registry import load_catalog
 
         rk = Risk.parse(risk)
+        if ladder is not None and ladder != "quarterly":
+            raise InputError(f"--ladder: {ladder!r} is not a ladder; use quarterly")
         if chart is not None and chart.suffix.lower() not in (".png", ".svg"):
             raise InputError(f"--chart: {str(chart)!r} must end in .png or .svg")
         pf = load_portfolio(str(portfolio))
@@ -193,7 +221,7 @@ def reserve(
              f"rows, {len(pf.scenarios)} scenarios on catalog {cat.name}...")
         with ProgressBar("reserve: planning projects", len(pf.projects)) as bar:
             result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings,
-                         progress=bar)
+                         progress=bar, ladder=ladder)
         rep = result.report
         def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
             from optimizer.report.html import render_page

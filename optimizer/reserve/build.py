@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from optimizer.reserve.problem import (
     Risk,
     week_profile,
 )
+from optimizer.reserve.spend import spend_rows
 from policies.model import Policy, default_policy
 from providers.base import Catalog, ReservedRate
 
@@ -218,11 +220,27 @@ def _run_starts(start_week: int, repeat_every: int | None, weeks: int) -> list[i
     return [s for s in starts if s < weeks]
 
 
+LADDERS = {"quarterly": 13}
+"""``--ladder`` → weeks between purchase dates."""
+
+
+def buy_weeks(weeks: int, ladder: str | None) -> list[int]:
+    """Purchase weeks: now only, or the first week of every quarter inside the horizon."""
+    if ladder is None:
+        return [0]
+    if ladder not in LADDERS:
+        raise InputError(f"--ladder: {ladder!r} is not a ladder; use one of "
+                         f"{', '.join(LADDERS)}")
+    return list(range(0, weeks, LADDERS[ladder]))
+
+
 def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Policy | None = None,
                   solver: str = "highs", risk: Risk | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> Problem:
+                  progress: Callable[[int, int], None] | None = None,
+                  ladder: str | None = None) -> Problem:
     """Plan the projects, build weekly demand, products and holdings (see
     :mod:`optimizer.reserve.purchase`)."""
+    starts = buy_weeks(pf.horizon_weeks, ladder)
     b = _Builder(pf, catalog, base_dir, policy or default_policy(), solver)
     projects, seconds, distinct = b.projects(progress)
     _demand_rows(pf, b)
@@ -233,7 +251,7 @@ def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Polic
             f"portfolio {pf.name}: nothing to buy for: no demand inside the {b.W}-week horizon "
             f"({len(pf.projects)} projects, {late} starting after it; {len(pf.demand)} demand "
             "rows); add projects or demand rows, or move start weeks into the horizon")
-    products = _products(pf, b, demand_keys)
+    products = _products(pf, b, demand_keys, starts)
     existing, existing_cost = _holdings(pf, b)
     weights = [sc.weight for sc in pf.scenarios]
     total = sum(weights)
@@ -245,6 +263,12 @@ def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Polic
         i = b.keys[k]
         if i not in b.od and k in b.prices.od:
             b.od[i] = (b.prices.od[k], f"catalog {catalog.name}")
+    spend = spend_rows(pf.commitments, b.keys, {i: v[0] for i, v in b.od.items()},
+                       demand_keys, b.W, starts, base_dir, b.warnings)
+    if ladder is not None:
+        defaults.append(f"--ladder {ladder}: purchases in weeks {', '.join(map(str, starts))}; "
+                        "week 0's is the answer, later ones the plan (one plan for every "
+                        "scenario), revised each quarter")
     if any(pr.assumption for pr in products):
         b.warnings.append("some product rates are the catalog's assumed discounts (not quoted "
                           "prices); give products with your quoted usd_per_hour before buying")
@@ -256,7 +280,7 @@ def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Polic
         classes=_classes(b), products=products, existing_nodes=existing,
         existing_cost_usd=existing_cost, risk=risk, warnings=sorted(set(b.warnings)),
         defaults=defaults, projects=projects, planning_seconds=seconds,
-        distinct_plans=distinct)
+        distinct_plans=distinct, spend=spend)
 
 
 def _demand_rows(pf: Portfolio, b: _Builder) -> None:
@@ -298,13 +322,20 @@ def _classes(b: _Builder) -> list[DemandClass]:
     return classes
 
 
-def _active(weeks: int, years: int) -> np.ndarray:
-    return week_profile(weeks, 0.0, HOURS_PER_YEAR * years)
+def _active(weeks: int, years: int, t: int = 0) -> np.ndarray:
+    return week_profile(weeks, t * HOURS_PER_WEEK, HOURS_PER_YEAR * years)
 
 
-def _products(pf: Portfolio, b: _Builder, demand_keys: set[int]) -> list[ProductRow]:
+def _products(pf: Portfolio, b: _Builder, demand_keys: set[int], starts: list[int]
+              ) -> list[ProductRow]:
     """The portfolio's products, or (none listed) the catalog's 1- and 3-year reserved rates
-    of every key with demand."""
+    of every key with demand; one row per purchase week."""
+    now = _products_now(pf, b, demand_keys)
+    return [replace(p, name=p.name if t == 0 else f"{p.name}@w{t}", buy_week=t,
+                    active=_active(b.W, p.term_years, t)) for p in now for t in starts]
+
+
+def _products_now(pf: Portfolio, b: _Builder, demand_keys: set[int]) -> list[ProductRow]:
     if pf.products is None:
         return _catalog_products(b, demand_keys)
     out: list[ProductRow] = []

@@ -27,6 +27,10 @@ class Evaluation:
     on_demand: list[np.ndarray]
     spot: list[np.ndarray]
     """Per class, (S, W) nodes."""
+    covered: list[np.ndarray]
+    """Per class, (S, W) nodes covered by spend commitments (they run on on-demand)."""
+    spent: list[np.ndarray]
+    """Per spend commitment, (S, W) commitment $/h consumed."""
     new_cost_usd: float
     on_demand_cost: np.ndarray
     spot_cost: np.ndarray
@@ -44,8 +48,13 @@ def capacity(pb: Problem, counts: list[int]) -> np.ndarray:
     return cap
 
 
-def evaluate(pb: Problem, counts: list[int]) -> Evaluation:
-    """Cheapest use of held + bought capacity, scenario by scenario and week by week."""
+def evaluate(pb: Problem, counts: list[int], steps: list[int] | None = None) -> Evaluation:
+    """The bill of held + bought commitments, scenario by scenario and week by week, in the
+    providers' order: instance reservations (each node to the dearest alternative first), then
+    spend commitments in :attr:`SpendRow.rank` order, each to the usage it saves most on per
+    commitment dollar first (see :mod:`optimizer.reserve.spend` for why that is also the
+    cheapest use)."""
+    steps = steps if steps is not None else [0] * len(pb.spend)
     cap = capacity(pb, counts)
     S, W = len(pb.scenarios), pb.weeks
     left = np.broadcast_to(cap[:, None, :], (cap.shape[0], S, W)).copy()
@@ -60,12 +69,30 @@ def evaluate(pb: Problem, counts: list[int]) -> Evaluation:
 
     order = sorted(range(len(pb.classes)), key=lambda j: (-alternative(j), j))
     od_cost, spot_cost = np.zeros(S), np.zeros(S)
+    rests = []
     for j in order:
         c = pb.classes[j]
         take = np.minimum(c.nodes, left[c.key])
         left[c.key] -= take
         used[j] = take
-        rest = c.nodes - take
+        rests.append(c.nodes - take)
+    covered = [np.zeros((S, W)) for _ in pb.classes]
+    spent = [np.zeros((S, W)) for _ in pb.spend]
+    rest_of = dict(zip(order, rests, strict=True))
+    for q, (n, r) in enumerate(zip(steps, pb.spend, strict=True)):
+        budget = np.broadcast_to(n * r.step * r.active, (S, W)).copy()
+        for j in r.order(pb.classes, pb.on_demand):
+            c = pb.classes[j]
+            rate, saved = r.rates[c.key]
+            take = np.minimum(rest_of[j], budget / rate)
+            rest_of[j] = rest_of[j] - take
+            budget -= take * rate
+            spent[q] += take * rate
+            covered[j] += take
+            od_cost += take.sum(axis=1) * HOURS_PER_WEEK * ((pb.on_demand[c.key] or 0.0) - saved)
+    for j in order:
+        c = pb.classes[j]
+        rest = rest_of[j]
         price = pb.on_demand[c.key] or 0.0
         if c.spot_usd_per_hour is not None:
             sp[j] = rest
@@ -74,8 +101,9 @@ def evaluate(pb: Problem, counts: list[int]) -> Evaluation:
             od[j] = rest
             od_cost += rest.sum(axis=1) * HOURS_PER_WEEK * price
     new = sum(n * p.unit_cost_usd for n, p in zip(counts, pb.products, strict=True))
+    new += sum(n * r.step * r.paid_hours for n, r in zip(steps, pb.spend, strict=True))
     total = new + pb.existing_cost_usd + od_cost + spot_cost
-    return Evaluation(cap, used, od, sp, float(new), od_cost, spot_cost, total)
+    return Evaluation(cap, used, od, sp, covered, spent, float(new), od_cost, spot_cost, total)
 
 
 def cvar(pb: Problem, costs: np.ndarray, alpha: float) -> float:
@@ -100,12 +128,25 @@ def on_demand_only(pb: Problem) -> np.ndarray:
 
 
 def verify(pb: Problem, counts: list[int], milp_objective: float, status: str,
-           used: list[np.ndarray], spot: list[np.ndarray]) -> list[str]:
-    """Re-check a MILP answer from the counts and the demand alone (empty list = consistent)."""
+           used: list[np.ndarray], spot: list[np.ndarray],
+           steps: list[int] | None = None, covered: list[np.ndarray] | None = None,
+           spent: list[np.ndarray] | None = None) -> list[str]:
+    """Re-check a MILP answer from the purchase and the demand alone (empty list =
+    consistent)."""
     problems: list[str] = []
+    steps = steps if steps is not None else [0] * len(pb.spend)
     if any(n < 0 or int(n) != n for n in counts):
         problems.append(f"purchase counts must be whole and non-negative: {counts}")
-    ev = evaluate(pb, counts)
+    if any(n < 0 or int(n) != n for n in steps):
+        problems.append(f"commitment steps must be whole and non-negative: {steps}")
+    ev = evaluate(pb, counts, steps)
+    S, W = len(pb.scenarios), pb.weeks
+    covered = covered if covered is not None else [np.zeros((S, W)) for _ in pb.classes]
+    for q, (n, r) in enumerate(zip(steps, pb.spend, strict=True)):
+        load = spent[q] if spent is not None else np.zeros((S, W))
+        if (load > n * r.step * r.active[None, :] + TOL * max(1.0, n * r.step)).any():
+            problems.append(f"commitment {r.name}: the MILP consumes more than its "
+                            f"{n * r.step:g} $/h in some week")
     best = objective(pb, ev)
     scale = max(1.0, abs(best))
     if best > milp_objective + 1e-6 * scale:
@@ -116,14 +157,15 @@ def verify(pb: Problem, counts: list[int], milp_objective: float, status: str,
                         f"of its own purchase ({best:.4f})")
     load = np.zeros_like(ev.capacity[:, None, :].repeat(len(pb.scenarios), axis=1))
     for j, c in enumerate(pb.classes):
-        u, s = used[j], spot[j]
-        if (u < -TOL).any() or (s < -TOL).any() or (u + s > c.nodes + TOL).any():
+        u, s, z = used[j], spot[j], covered[j]
+        if (u < -TOL).any() or (s < -TOL).any() or (z < -TOL).any() or \
+                (u + s + z > c.nodes + TOL).any():
             problems.append(f"class {j} ({'/'.join(pb.keys[c.key])}): dispatch outside "
                             "0 <= committed + spot <= demand")
         if c.spot_usd_per_hour is None and (s > TOL).any():
             problems.append(f"class {j}: spot used by demand that may not run on spot")
         load[c.key] += u
-        e_sum = ev.used[j] + ev.on_demand[j] + ev.spot[j]
+        e_sum = ev.used[j] + ev.covered[j] + ev.on_demand[j] + ev.spot[j]
         if not np.allclose(e_sum, c.nodes, atol=TOL):
             problems.append(f"class {j}: recomputed coverage does not add up to demand")
     if (load > ev.capacity[:, None, :] + TOL).any():

@@ -31,6 +31,12 @@ Objective: min Σ_s p_s cost_s; with ``--risk cvar:α[:ω]``, min (1 − ω)·Σ
 ω·(θ + Σ_s p_s η_s / (1 − α)), the Rockafellar–Uryasev linearisation of CVaR_α (the expected
 cost of the worst 1 − α of probability mass), ω = 0.5 unless given.
 
+Spend commitments q (:mod:`optimizer.reserve.spend`): y_q ∈ Z≥0 steps of ``step`` $/h;
+z_sqjw ∈ [0, D_sjw] node-weeks of class j it covers (only where that saves); ``cover`` becomes
+u + v + Σ_q z ≤ D; ``spend``  Σ_j c_qk(j) z_sqjw ≤ a_qw·step·y_q; the cost adds
+step·y_q·H_q and −168·s_qk·z. With ``--ladder`` every product and commitment appears once per
+purchase week (its own a_iw), so the model is unchanged.
+
 The upper bound on x_i is valid: a node beyond the key's peak demand is never used and costs
 c_i ≥ 0, so some optimum lies within it. Always feasible (on-demand is unbounded).
 """
@@ -56,11 +62,15 @@ class ReserveModel:
     u: dict[tuple[int, int, int], pulp.LpVariable]
     v: dict[tuple[int, int, int], pulp.LpVariable]
     names: dict[str, tuple[str, str]] = field(default_factory=dict)
+    y: list[pulp.LpVariable] = field(default_factory=list)
+    z: dict[tuple[int, int, int, int], pulp.LpVariable] = field(default_factory=dict)
 
 
 @dataclass
 class ReserveSolution:
     counts: list[int]
+    steps: list[int]
+    """Per spend commitment: its $/h in steps of ``step``."""
     objective: float
     status: str
     gap: float
@@ -68,6 +78,10 @@ class ReserveSolution:
     solver: str
     used: list[np.ndarray]
     spot: list[np.ndarray]
+    covered: list[np.ndarray]
+    """Per class, (S, W) nodes covered by spend commitments."""
+    spent: list[np.ndarray]
+    """Per spend commitment, (S, W) commitment dollars per hour consumed."""
     variables: int
     integers: int
     constraints: int
@@ -86,14 +100,28 @@ def build(pb: Problem) -> ReserveModel:
         xi = var(prob, f"x_{i}", 0, max(ub, 0), pulp.LpInteger)
         names[xi.name] = ("buy", p.name)
         x.append(xi)
+    y = []
+    for q, r in enumerate(pb.spend):
+        need = np.zeros((S, W))
+        for c in pb.classes:
+            if c.key in r.rates:
+                need += r.rates[c.key][0] * c.nodes
+        on = r.active > 0
+        ub = math.ceil(float((need[:, on] / r.active[on]).max(initial=0.0)) / r.step - 1e-9)
+        yq = var(prob, f"y_{q}", 0, max(ub, 0), pulp.LpInteger)
+        names[yq.name] = ("commit", r.name)
+        y.append(yq)
     u: dict[tuple[int, int, int], pulp.LpVariable] = {}
     v: dict[tuple[int, int, int], pulp.LpVariable] = {}
+    z: dict[tuple[int, int, int, int], pulp.LpVariable] = {}
     cost: list[pulp.LpAffineExpression] = []
     for s in range(S):
         terms: dict[pulp.LpVariable, float] = {}
         const = pb.existing_cost_usd
         for i, p in enumerate(pb.products):
             terms[x[i]] = p.unit_cost_usd
+        for q, r in enumerate(pb.spend):
+            terms[y[q]] = r.step * r.paid_hours
         for j, c in enumerate(pb.classes):
             od = pb.on_demand[c.key] or 0.0
             for w in map(int, np.flatnonzero(c.nodes[s] > 0)):
@@ -103,13 +131,24 @@ def build(pb: Problem) -> ReserveModel:
                 names[uv.name] = ("use", f"{pb.scenarios[s]}:{j}:{w}")
                 u[s, j, w] = uv
                 terms[uv] = -HOURS_PER_WEEK * od
+                alts = []
                 if c.spot_usd_per_hour is not None:
                     vv = var(prob, f"v_{s}_{j}_{w}", 0, d)
                     names[vv.name] = ("spot", f"{pb.scenarios[s]}:{j}:{w}")
                     v[s, j, w] = vv
                     terms[vv] = HOURS_PER_WEEK * (c.spot_usd_per_hour - od)
+                    alts.append(vv)
+                for q, r in enumerate(pb.spend):
+                    if c.key not in r.rates or r.active[w] <= 0 or r.saving(c, od) <= 0:
+                        continue
+                    zv = var(prob, f"z_{s}_{q}_{j}_{w}", 0, d)
+                    names[zv.name] = ("spend", f"{pb.scenarios[s]}:{r.name}:{j}:{w}")
+                    z[s, q, j, w] = zv
+                    terms[zv] = -HOURS_PER_WEEK * r.rates[c.key][1]
+                    alts.append(zv)
+                if alts:
                     row = f"cover_{s}_{j}_{w}"
-                    prob += uv + vv <= d, row
+                    prob += uv + pulp.lpSum(alts) <= d, row
                     names[row] = ("cover", f"{pb.scenarios[s]}:{j}:{w}")
         cost.append(pulp.LpAffineExpression(terms, constant=const))
     classes_of: dict[int, list[int]] = {}
@@ -130,6 +169,14 @@ def build(pb: Problem) -> ReserveModel:
                 prob += (pulp.lpSum(load) - pulp.LpAffineExpression(bought)
                          <= float(pb.existing_nodes[k, w])), row
                 names[row] = ("capacity", f"{pb.scenarios[s]}:{'/'.join(pb.keys[k])}:{w}")
+    spent: dict[tuple[int, int, int], list[tuple[pulp.LpVariable, float]]] = {}
+    for (s, q, j, w), zv in z.items():
+        spent.setdefault((s, q, w), []).append((zv, pb.spend[q].rates[pb.classes[j].key][0]))
+    for (s, q, w), load in sorted(spent.items(), key=lambda kv: kv[0]):
+        r = pb.spend[q]
+        row = f"spend_{s}_{q}_{w}"
+        prob += (pulp.LpAffineExpression(load) - float(r.active[w]) * r.step * y[q] <= 0), row
+        names[row] = ("spend", f"{pb.scenarios[s]}:{r.name}:{w}")
     expected = pulp.lpSum(float(pb.prob[s]) * cost[s] for s in range(S))
     if pb.risk is None:
         prob += expected
@@ -142,7 +189,39 @@ def build(pb: Problem) -> ReserveModel:
         a, w_ = pb.risk.alpha, pb.risk.weight
         tail = theta + pulp.lpSum(float(pb.prob[s]) * eta[s] for s in range(S)) / (1 - a)
         prob += (1 - w_) * expected + w_ * tail
-    return ReserveModel(prob, x, u, v, names)
+    return ReserveModel(prob, x, u, v, names, y, z)
+
+
+SPEND_GAP = 1e-9
+"""Relative MIP gap when spend commitments or later purchases are in the model."""
+TIE_TOL = 1e-7
+"""Relative slack on the expected cost when breaking ties among equally cheap purchases."""
+
+
+def _tie_break(pb: Problem, model: ReserveModel, primary: pulp.LpAffineExpression,
+               best: float, solver: str, time_limit: float, gap: float) -> float:
+    """Among purchases as cheap as the optimum (to :data:`TIE_TOL`), the one with the fewest
+    weighted commitment dollars: weight 3 for instance reservations, 2 for EC2 Instance
+    Savings Plans, 1 for Compute Savings Plans and flexible CUDs (the more flexible wins a
+    tie), plus (W − buy week)/(W + 1) (a later purchase wins a tie). Equal rates make such ties
+    common (the catalog's Instance SP and RI defaults are both 35 % off), and without this rule
+    HiGHS and CBC may pick different purchases of the same cost. Returns the primary objective
+    at the chosen purchase; the first solution stands if the second solve fails."""
+    W = pb.weeks
+    rank = {"ec2_instance_savings_plan": 2.0, "compute_savings_plan": 1.0, "flexible_cud": 1.0}
+    terms: dict[pulp.LpVariable, float] = {}
+    for xi, p in zip(model.x, pb.products, strict=True):
+        terms[xi] = (3.0 + (W - p.buy_week) / (W + 1)) * p.unit_cost_usd
+    for yq, r in zip(model.y, pb.spend, strict=True):
+        terms[yq] = (rank[r.kind] + (W - r.buy_week) / (W + 1)) * r.step * r.paid_hours
+    values = {v.name: v.value() for v in model.prob.variables()}
+    model.prob += primary <= best + TIE_TOL * max(1.0, abs(best)), "tie_break_cost"
+    model.prob.setObjective(pulp.LpAffineExpression(terms))
+    if run(model.prob, solver, time_limit, gap) == "optimal":
+        return float(pulp.value(primary) or 0.0)
+    for v in model.prob.variables():  # pragma: no cover - numerical trouble only
+        v.varValue = values.get(v.name)
+    return best
 
 
 def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
@@ -151,11 +230,20 @@ def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
     check_solver(solver)
     start = time.perf_counter()
     model = build(pb)
+    if pb.spend or any(p.buy_week for p in pb.products):
+        # commitments in $0.001/h steps move the cost by cents: a 1e-6 gap would leave a
+        # few steps wrong (and a tie-break would keep them)
+        gap = min(gap, SPEND_GAP)
     status = run(model.prob, solver, time_limit, gap)
-    seconds = time.perf_counter() - start
     if status not in ("optimal", "time_limit"):
         raise PlannerError(f"the MILP solver returned {status!r} for a model that is always "
                            "feasible; retry with --solver cbc or report a bug")
+    primary = model.prob.objective
+    objective_value = float(pulp.value(primary) or 0.0)
+    if status == "optimal" and (pb.spend or any(p.buy_week for p in pb.products)):
+        objective_value = _tie_break(pb, model, primary, objective_value, solver, time_limit,
+                                     gap)
+    seconds = time.perf_counter() - start
     S, W = len(pb.scenarios), pb.weeks
     used = [np.zeros((S, W)) for _ in pb.classes]
     spot = [np.zeros((S, W)) for _ in pb.classes]
@@ -163,14 +251,22 @@ def solve(pb: Problem, solver: str = "highs", time_limit: float = 300.0,
         used[j][s, w] = uv.value() or 0.0
     for (s, j, w), vv in model.v.items():
         spot[j][s, w] = vv.value() or 0.0
+    covered = [np.zeros((S, W)) for _ in pb.classes]
+    spent = [np.zeros((S, W)) for _ in pb.spend]
+    for (s, q, j, w), zv in model.z.items():
+        covered[j][s, w] += zv.value() or 0.0
+        spent[q][s, w] += (zv.value() or 0.0) * pb.spend[q].rates[pb.classes[j].key][0]
     counts = [round(xv.value() or 0.0) for xv in model.x]
+    steps = [round(yv.value() or 0.0) for yv in model.y]
     gap_value = 0.0
     highs = getattr(model.prob, "solverModel", None)
     if solver == "highs" and highs is not None:
         info = highs.getInfo()
         gap_value = float(max(0.0, info.mip_gap)) if info.mip_gap < 1e30 else 0.0
     return ReserveSolution(
-        counts=counts, objective=float(pulp.value(model.prob.objective) or 0.0), status=status,
+        counts=counts, steps=steps, objective=objective_value,
+        status=status,
         gap=gap_value, seconds=seconds, solver=solver, used=used, spot=spot,
-        variables=model.prob.numVariables(), integers=len(model.x),
+        covered=covered, spent=spent,
+        variables=model.prob.numVariables(), integers=len(model.x) + len(model.y),
         constraints=model.prob.numConstraints())

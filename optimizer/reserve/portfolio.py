@@ -23,6 +23,9 @@ Blocks:
 * ``products``: purchasable commitments; ``usd_per_hour`` defaults to the catalog's reserved
   rate; without a ``products`` block every instance type with demand gets the catalog's 1- and
   3-year rates as candidates.
+* ``commitments``: purchasable spend commitments ($/h): AWS EC2 Instance and Compute Savings
+  Plans, GCP flexible CUDs (:class:`Commitment`; billed as :mod:`optimizer.reserve.spend`
+  describes).
 """
 
 from __future__ import annotations
@@ -128,6 +131,55 @@ class Product(_Strict):
     """Paid at purchase per node; the horizon is charged the share of the term inside it."""
 
 
+SpendKind = Literal["ec2_instance_savings_plan", "compute_savings_plan", "flexible_cud"]
+Share = Annotated[float, Field(gt=0, le=1, strict=True)]
+
+
+class Commitment(_Strict):
+    """A spend commitment that may be bought: ``$/h`` paid every hour of the term, used or not.
+
+    AWS EC2 Instance Savings Plans (one instance ``family`` in one ``region``) and Compute
+    Savings Plans (any AWS instance in any region); GCP flexible (spend-based) CUDs (any GCP
+    region). Rates: ``rates_file`` (written by ``ptplan prices savings-plans``), else
+    ``discount`` off on-demand, else the catalog default (an assumption; see docs/reserve.md)."""
+
+    name: Name
+    kind: SpendKind
+    term_years: Literal[1, 3]
+    region: Text | None = None
+    """EC2 Instance Savings Plans: the region they apply in."""
+    family: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=20)] | None = None
+    """EC2 Instance Savings Plans: the instance family, e.g. ``p5``."""
+    discount: Annotated[float, Field(ge=0, lt=1, strict=True)] | None = None
+    """Share off the on-demand price (of the eligible part, for flexible CUDs)."""
+    rates_file: str | None = None
+    """AWS: a rates file of ``ptplan prices savings-plans`` (relative to the portfolio)."""
+    eligible_share: Share | None = None
+    """Flexible CUDs: the share of a machine's on-demand price they may cover (default: its
+    vCPU and memory part in the embedded catalog; GPUs are not covered)."""
+    step_usd_per_hour: Annotated[float, Field(gt=0, le=1e4, strict=True)] = 0.001
+    """Granularity of the hourly commitment (AWS sells Savings Plans in $0.001/h steps)."""
+
+    @model_validator(mode="after")
+    def _scope(self) -> Commitment:
+        instance = self.kind == "ec2_instance_savings_plan"
+        if instance and (self.region is None or self.family is None):
+            raise ValueError("an ec2_instance_savings_plan needs region and family (e.g. "
+                             "region: us-east-1, family: p5)")
+        if not instance and (self.region is not None or self.family is not None):
+            raise ValueError(f"region and family apply to ec2_instance_savings_plan only; a "
+                             f"{self.kind} covers every region")
+        if self.kind == "flexible_cud" and self.rates_file is not None:
+            raise ValueError("rates_file holds AWS Savings Plans rates; give a flexible_cud a "
+                             "discount")
+        if self.kind != "flexible_cud" and self.eligible_share is not None:
+            raise ValueError("eligible_share applies to flexible_cud only (Savings Plans cover "
+                             "the whole instance price)")
+        if self.rates_file is not None and self.discount is not None:
+            raise ValueError("give rates_file or discount, not both")
+        return self
+
+
 class Portfolio(_Strict):
     name: Text = "portfolio"
     horizon_weeks: Annotated[int, Field(ge=1, le=520, strict=True)] = 52
@@ -137,6 +189,7 @@ class Portfolio(_Strict):
     demand: Annotated[list[DemandRow], Field(max_length=100_000)] = []
     existing: list[Existing] = []
     products: list[Product] | None = None
+    commitments: Annotated[list[Commitment], Field(max_length=100)] = []
 
     @model_validator(mode="after")
     def _names(self) -> Portfolio:
@@ -151,12 +204,14 @@ class Portfolio(_Strict):
                     raise ValueError(
                         f"projects[{i}].scenario_weights: unknown scenario {key!r}"
                         f"{suggest(key, names)}; scenarios: {', '.join(names)}")
-        seen: dict[str, int] = {}
-        for i, prod in enumerate(self.products or []):
-            if prod.name in seen:
-                raise ValueError(f"products[{i}].name {prod.name!r} repeats products"
-                                 f"[{seen[prod.name]}]; give each product its own name")
-            seen[prod.name] = i
+        seen: dict[str, str] = {}
+        named = [(f"products[{i}]", p.name) for i, p in enumerate(self.products or [])]
+        named += [(f"commitments[{i}]", c.name) for i, c in enumerate(self.commitments)]
+        for where, name in named:
+            if name in seen:
+                raise ValueError(f"{where}.name {name!r} repeats {seen[name]}; give each "
+                                 "product and commitment its own name")
+            seen[name] = where
         return self
 
 

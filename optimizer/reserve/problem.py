@@ -56,6 +56,8 @@ class ProductRow:
     assumption: bool
     active: np.ndarray
     """Share of each week inside the term (1 … 1, then a partial week, then 0)."""
+    buy_week: int = 0
+    """Week of purchase: 0 (now) or a later quarter's first week (``--ladder quarterly``)."""
 
     @property
     def paid_hours(self) -> float:
@@ -73,6 +75,61 @@ class ProductRow:
     @property
     def effective_usd_per_hour(self) -> float:
         return self.usd_per_hour + self.upfront_usd / self.term_hours
+
+
+SPEND_KINDS = ("ec2_instance_savings_plan", "compute_savings_plan", "flexible_cud")
+"""Spend commitments, in the order a provider applies them after instance reservations."""
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    """A spend commitment ($/h paid whether used or not) bought in ``buy_week``.
+
+    ``rates[k] = (c, s)``: one node-hour of key k consumes c dollars of the commitment and
+    replaces s dollars of on-demand spend (AWS Savings Plans: c = the plan's rate for the
+    instance type, s = its on-demand price; GCP flexible CUDs: s = the eligible part of the
+    price, c = s × (1 − discount)). ``step`` is the commitment's granularity in $/h."""
+
+    name: str
+    kind: str
+    provider: str
+    term_years: int
+    rates: dict[int, tuple[float, float]]
+    step: float
+    source: str
+    assumption: bool
+    active: np.ndarray
+    buy_week: int = 0
+    scope: str = ""
+    """Which usage it may cover, in words (``aws p5/us-east-1``, ``every aws region``)."""
+
+    @property
+    def rank(self) -> tuple[int, int, str]:
+        """Order of application: instance SPs before compute SPs, longer terms first."""
+        return (SPEND_KINDS.index(self.kind), -self.term_years, self.name)
+
+    @property
+    def paid_hours(self) -> float:
+        return float(self.active.sum()) * HOURS_PER_WEEK
+
+    def order(self, classes: list[DemandClass], on_demand: list[float | None]) -> list[int]:
+        """Classes this commitment may cover, in the order it covers them: most saved per
+        commitment dollar first (on AWS, the highest discount first, as AWS applies a plan)."""
+        out = []
+        for j, c in enumerate(classes):
+            if c.key not in self.rates:
+                continue
+            saving = self.saving(c, on_demand[c.key] or 0.0)
+            if saving > 0:
+                out.append((-saving / self.rates[c.key][0], j))
+        return [j for _, j in sorted(out)]
+
+    def saving(self, c: DemandClass, od: float) -> float:
+        """USD saved per node-hour of class c covered: its alternative (on-demand, or spot
+        when cheaper) minus the on-demand spend the commitment leaves to pay."""
+        _, saved = self.rates[c.key]
+        alt = od if c.spot_usd_per_hour is None else min(od, c.spot_usd_per_hour)
+        return alt - (od - saved)
 
 
 @dataclass
@@ -106,6 +163,8 @@ class Problem:
     projects: list[dict[str, Any]] = field(default_factory=list)
     planning_seconds: float = 0.0
     distinct_plans: int = 0
+    spend: list[SpendRow] = field(default_factory=list)
+    """Spend commitments, in the order they are applied (:attr:`SpendRow.rank`)."""
 
 
 def week_profile(weeks: int, t0_hours: float, hours: float) -> np.ndarray:

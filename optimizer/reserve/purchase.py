@@ -28,6 +28,12 @@ hours of its term inside the horizon and T_i its term in hours; it covers a_i[w]
 week w inside its term) nodes. Held commitments are paid until they expire (a constant) and
 cover their count until then. The MILP is :mod:`optimizer.reserve.milp`.
 
+**Spend commitments** (:mod:`optimizer.reserve.spend`): C $/h paid every hour of the term;
+a covered node-hour of key k consumes c_k of C and replaces s_k of on-demand spend; they are
+applied after instance commitments in the providers' order. **Laddering** (``ladder=
+"quarterly"``): every product and commitment is offered in each quarter's first week; week 0's
+purchase is the answer.
+
 **Verification** (:mod:`optimizer.reserve.check`): given only the purchase counts and the
 demand, the cheapest use of the committed capacity is greedy (each committed node-week serves
 the demand whose alternative is dearest: on-demand before spot), so every scenario's cost is
@@ -68,16 +74,18 @@ class ReserveResult:
 def reserve(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Policy | None = None,
             solver: str = "highs", risk: Risk | None = None, timings: bool = True,
             time_limit: float = 300.0,
-            progress: Callable[[int, int], None] | None = None) -> ReserveResult:
+            progress: Callable[[int, int], None] | None = None,
+            ladder: str | None = None) -> ReserveResult:
     """Plan the projects, solve the purchase MILP, re-check it and assemble the report.
     ``progress(done, total)`` is told as each project is planned."""
-    pb = build_problem(pf, catalog, base_dir, policy, solver, risk, progress)
+    pb = build_problem(pf, catalog, base_dir, policy, solver, risk, progress, ladder)
     sol = reserve_model.solve(pb, solver, time_limit)
-    problems = verify(pb, sol.counts, sol.objective, sol.status, sol.used, sol.spot)
+    problems = verify(pb, sol.counts, sol.objective, sol.status, sol.used, sol.spot,
+                      sol.steps, sol.covered, sol.spent)
     if problems:
         raise PlannerError("reserve: the purchase failed its independent re-check ("
                            + "; ".join(problems[:3]) + "); report a bug")
-    ev = evaluate(pb, sol.counts)
+    ev = evaluate(pb, sol.counts, sol.steps)
     base = evaluate(pb, [0] * len(pb.products))
     report = reserve_report(pf, catalog, pb, sol, ev, base, on_demand_only(pb), timings)
     return ReserveResult(report, pb, sol.counts, ev)

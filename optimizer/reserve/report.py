@@ -24,19 +24,25 @@ def reserve_report(pf: Portfolio, catalog: Catalog, pb: Problem, sol: ReserveSol
     demand: ``od_only`` per scenario)."""
     expected, base_expected = ev.expected(pb), base.expected(pb)
     od_expected = float(pb.prob @ od_only)
+    rows = purchase_rows(pb, sol.counts, ev)
+    commits = commitment_rows(pb, sol.steps, ev)
     return {
         "schema_version": SCHEMA_VERSION, "portfolio": pf.name, "horizon_weeks": pb.weeks,
         "status": sol.status,
         "objective": "expected cost" if pb.risk is None else
         f"(1 - {pb.risk.weight:g}) x expected cost + {pb.risk.weight:g} x CVaR_{pb.risk.alpha:g}",
-        "purchases": purchase_rows(pb, sol.counts, ev),
+        "purchases": [r for r in rows if r["buy_week"] == 0],
+        "commitments": [r for r in commits if r["buy_week"] == 0],
+        "later_purchases": sorted(
+            (r for r in rows + commits if r["buy_week"] > 0),
+            key=lambda r: (r["buy_week"], "count" not in r, r.get("product") or r["commitment"])),
         "expected_total_cost_usd": usd(expected),
         "existing_only_cost_usd": usd(base_expected),
         "on_demand_only_cost_usd": usd(od_expected),
         "expected_savings_vs_existing_only_usd": usd(base_expected - expected),
         "expected_savings_vs_on_demand_only_usd": usd(od_expected - expected),
-        "upfront_due_now_usd": usd(sum(n * p.upfront_usd
-                                       for n, p in zip(sol.counts, pb.products, strict=True))),
+        "upfront_due_now_usd": usd(sum(n * p.upfront_usd for n, p in zip(
+            sol.counts, pb.products, strict=True) if p.buy_week == 0)),
         "risk": _risk(pb, ev, base),
         "scenarios": _scenario_rows(pb, ev, base, od_only),
         "existing": _existing_rows(pf, pb),
@@ -59,6 +65,7 @@ def _scenario_rows(pb: Problem, ev: Evaluation, base: Evaluation, od_only: np.nd
     for s, name in enumerate(pb.scenarios):
         dem = sum(float(c.nodes[s].sum()) for c in pb.classes) * HOURS_PER_WEEK
         use = sum(float(u[s].sum()) for u in ev.used) * HOURS_PER_WEEK
+        cov = sum(float(z[s].sum()) for z in ev.covered) * HOURS_PER_WEEK
         rows.append({
             "name": name, "weight": pb.weights[s], "probability": round(float(pb.prob[s]), 12),
             "demand_multiplier": pb.multipliers[s],
@@ -68,6 +75,7 @@ def _scenario_rows(pb: Problem, ev: Evaluation, base: Evaluation, od_only: np.nd
             "existing_only_cost_usd": usd(base.total[s]),
             "on_demand_only_cost_usd": usd(od_only[s]),
             "demand_node_hours": round(dem, 6), "committed_node_hours_used": round(use, 6),
+            "spend_covered_node_hours": round(cov, 6),
         })
     return rows
 
@@ -130,7 +138,7 @@ def purchase_rows(pb: Problem, counts: list[int], ev: Evaluation) -> list[dict[s
         provider, region, itype = pb.keys[p.key]
         rows.append({
             "product": p.name, "provider": provider, "region": region, "instance_type": itype,
-            "term_years": p.term_years, "count": counts[i],
+            "term_years": p.term_years, "buy_week": p.buy_week, "count": counts[i],
             "upfront_usd": usd(p.upfront_usd), "upfront_total_usd": usd(p.upfront_usd * counts[i]),
             "usd_per_hour": p.usd_per_hour,
             "effective_usd_per_hour": round(p.effective_usd_per_hour, 6),
@@ -143,8 +151,28 @@ def purchase_rows(pb: Problem, counts: list[int], ev: Evaluation) -> list[dict[s
             "paid_hours_in_horizon": p.paid_hours,
             "rate_source": p.source, "rate_assumed": p.assumption,
         })
-    rows.sort(key=lambda r: (r["provider"], r["region"], r["instance_type"], r["term_years"],
-                             r["product"]))
+    rows.sort(key=lambda r: (r["buy_week"], r["provider"], r["region"], r["instance_type"],
+                             r["term_years"], r["product"]))
+    return rows
+
+
+def commitment_rows(pb: Problem, steps: list[int], ev: Evaluation) -> list[dict[str, Any]]:
+    """Per spend commitment: the $/h to commit, its use and what it covers."""
+    rows = []
+    for q, (n, r) in enumerate(zip(steps, pb.spend, strict=True)):
+        paid = n * r.step * float(r.active.sum())
+        used = float(pb.prob @ ev.spent[q].sum(axis=1))
+        discounts = sorted({round(1 - c / s, 6) for c, s in r.rates.values()})
+        rows.append({
+            "commitment": r.name, "kind": r.kind, "provider": r.provider,
+            "term_years": r.term_years, "buy_week": r.buy_week, "scope": r.scope,
+            "usd_per_hour": round(n * r.step, 6), "step_usd_per_hour": r.step,
+            "covers": sorted("/".join(pb.keys[k]) for k in r.rates),
+            "discount_min": discounts[0], "discount_max": discounts[-1],
+            "expected_utilization": round(used / paid, 6) if paid > 0 else None,
+            "horizon_cost_usd": usd(n * r.step * r.paid_hours),
+            "paid_hours_in_horizon": r.paid_hours,
+            "rate_source": r.source, "rate_assumed": r.assumption})
     return rows
 
 
@@ -158,6 +186,7 @@ def coverage_rows(pb: Problem, ev: Evaluation) -> list[dict[str, Any]]:
             spot_ok = sum((pb.classes[j].nodes[s] for j in js
                            if pb.classes[j].spot_usd_per_hour is not None), np.zeros(pb.weeks))
             used = sum((ev.used[j][s] for j in js), np.zeros(pb.weeks))
+            spend = sum((ev.covered[j][s] for j in js), np.zeros(pb.weeks))
             od = sum((ev.on_demand[j][s] for j in js), np.zeros(pb.weeks))
             sp = sum((ev.spot[j][s] for j in js), np.zeros(pb.weeks))
             for w in range(pb.weeks):
@@ -169,6 +198,7 @@ def coverage_rows(pb: Problem, ev: Evaluation) -> list[dict[str, Any]]:
                     "spot_ok_nodes": round(float(spot_ok[w]), 6),
                     "committed_nodes": round(float(ev.capacity[k, w]), 6),
                     "committed_used_nodes": round(float(used[w]), 6),
+                    "spend_covered_nodes": round(float(spend[w]), 6),
                     "on_demand_nodes": round(float(od[w]), 6),
                     "spot_nodes": round(float(sp[w]), 6)})
     return rows

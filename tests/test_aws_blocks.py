@@ -1,0 +1,183 @@
+"""Live capacity block offerings (``providers/aws_blocks.py``, ``ptplan prices blocks``) against
+a local HTTP server that speaks the EC2 query protocol (``Action=DescribeCapacityBlockOfferings``,
+XML, ``nextToken`` pages), through the real boto3 client.
+
+Fixture numbers: the fee is 31.464 $ per instance-hour × instances × hours, the rate of the
+``marketoption: CapacityBlock`` p5.48xlarge item of tests/data/aws/price_list.json (see
+tests/data/aws/SOURCE.md); one offering in another zone costs 10 % more. Shapes: botocore's
+EC2 service model (2016-11-15).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+from test_aws import aws_env
+from typer.testing import CliRunner
+
+from optimizer.cli.app import app
+from optimizer.core.errors import InputError, ProviderError
+from providers.aws_blocks import check_duration, fetch_block_offerings
+
+runner = CliRunner()
+RATE = 31.464
+NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+
+class FakeEC2Blocks:
+    """Offerings for the requested type, count and duration: two zones, three start days (the
+    first on or after ``StartDateRange``), in pages of 2; ``throttle`` N calls first."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, str]] = []
+        self.throttle = 0
+        self.bad_fee = False
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                form = {k: v[0] for k, v in parse_qs(body).items()}
+                fake.calls.append(form)
+                status, out = fake.answer(form)
+                data = out.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/xml")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, form: dict[str, str]) -> tuple[int, str]:
+        if self.throttle > 0:
+            self.throttle -= 1
+            return 503, ("<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>"
+                         "Request limit exceeded.</Message></Error></Errors></Response>")
+        if form.get("Action") != "DescribeCapacityBlockOfferings":
+            return 400, "<Response><Errors><Error><Code>InvalidAction</Code></Error></Errors>"
+        itype, count = form["InstanceType"], int(form["InstanceCount"])
+        hours = int(form["CapacityDurationHours"])
+        first = dt.datetime.fromisoformat(form.get("StartDateRange", "2026-12-05T00:00:00Z")
+                                          .replace("Z", "+00:00")) + dt.timedelta(hours=11.5)
+        offers = []
+        for day in range(3):
+            for zone, markup in (("us-east-1a", 1.0), ("us-east-1b", 1.1)):
+                start = first + dt.timedelta(days=day)
+                fee = RATE * markup * count * hours
+                offers.append(
+                    f"<item><capacityBlockOfferingId>cbr-{day}{zone[-1]}0000000000000"
+                    f"</capacityBlockOfferingId><instanceType>{itype}</instanceType>"
+                    f"<availabilityZone>{zone}</availabilityZone>"
+                    f"<instanceCount>{count}</instanceCount>"
+                    f"<startDate>{start:%Y-%m-%dT%H:%M:%S.000Z}</startDate>"
+                    f"<endDate>{start + dt.timedelta(hours=hours):%Y-%m-%dT%H:%M:%S.000Z}"
+                    f"</endDate><capacityBlockDurationHours>{hours}</capacityBlockDurationHours>"
+                    f"<upfrontFee>{'free' if self.bad_fee else f'{fee:.2f}'}</upfrontFee>"
+                    "<currencyCode>USD</currencyCode><tenancy>default</tenancy></item>")
+        start = int(form.get("NextToken") or 0)
+        page, more = offers[start:start + 2], start + 2 < len(offers)
+        token = f"<nextToken>{start + 2}</nextToken>" if more else ""
+        return 200, (f'<DescribeCapacityBlockOfferingsResponse xmlns="{NS}"><requestId>r'
+                     f"</requestId><capacityBlockOfferingSet>{''.join(page)}"
+                     f"</capacityBlockOfferingSet>{token}"
+                     "</DescribeCapacityBlockOfferingsResponse>")
+
+
+@pytest.fixture
+def fake_blocks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeEC2Blocks]:
+    aws_env(monkeypatch, tmp_path)
+    fake = FakeEC2Blocks()
+    yield fake
+    fake.close()
+
+
+def test_offerings_fetched_paginated_and_sorted(fake_blocks: FakeEC2Blocks) -> None:
+    data = fetch_block_offerings("us-east-1", "p5.48xlarge", 2, 240, dt.date(2026, 12, 10),
+                                 endpoint=fake_blocks.url, today=dt.date(2026, 12, 3))
+    offers = data["offerings"]
+    assert len(offers) == 6 and len(fake_blocks.calls) == 3
+    assert fake_blocks.calls[0]["StartDateRange"].startswith("2026-12-10T00:00:00")
+    assert fake_blocks.calls[0]["CapacityDurationHours"] == "240"
+    first = offers[0]
+    assert first["zone"] == "us-east-1a" and first["start"] == "2026-12-10T11:30:00Z"
+    assert first["end"] == "2026-12-20T11:30:00Z"
+    assert first["upfront_fee_usd"] == f"{RATE * 2 * 240:.2f}"  # 15102.72
+    assert first["usd_per_instance_hour"] == pytest.approx(RATE)
+    fees = [float(o["upfront_fee_usd"]) for o in offers]
+    assert fees == sorted(fees) and offers[-1]["zone"] == "us-east-1b"
+
+
+@pytest.mark.parametrize("hours", [24, 240, 336, 504, 4368])
+def test_lengths_aws_sells(hours: int) -> None:
+    check_duration(hours)
+
+
+@pytest.mark.parametrize("hours", [0, 23, 36, 360, 400, 4536])
+def test_lengths_aws_does_not_sell(hours: int) -> None:
+    with pytest.raises(InputError, match="is not a capacity block length"):
+        check_duration(hours)
+
+
+def test_throttling_retried_then_provider_error(fake_blocks: FakeEC2Blocks) -> None:
+    fake_blocks.throttle = 1
+    assert fetch_block_offerings("us-east-1", "p5.48xlarge", 1, 24,
+                                 endpoint=fake_blocks.url)["offerings"]
+    fake_blocks.throttle = 5
+    with pytest.raises(ProviderError, match="throttled"):
+        fetch_block_offerings("us-east-1", "p5.48xlarge", 1, 24, endpoint=fake_blocks.url)
+
+
+def test_malformed_fee_is_a_provider_error(fake_blocks: FakeEC2Blocks) -> None:
+    fake_blocks.bad_fee = True
+    with pytest.raises(ProviderError, match=r"UpfrontFee = 'free' is not a number"):
+        fetch_block_offerings("us-east-1", "p5.48xlarge", 1, 24, endpoint=fake_blocks.url)
+
+
+def test_cli_json_and_table(fake_blocks: FakeEC2Blocks) -> None:
+    args = ["prices", "blocks", "--region", "us-east-1", "--instance-type", "p5.48xlarge",
+            "--count", "1", "--duration-hours", "168", "--endpoint", fake_blocks.url]
+    res = runner.invoke(app, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["offerings"][0]["upfront_fee_usd"] == f"{RATE * 168:.2f}"
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0 and "5,285.95" in res.stdout and "us-east-1a" in res.stdout
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--count", "65"], "--count: 65 instances"),
+    (["--duration-hours", "100"], "--duration-hours: 100"),
+    (["--start-after", "2099-01-01"], "more than 8 weeks after today"),
+    (["--start-after", "soon"], "--start-after: 'soon' is not a date"),
+    (["--provider", "gcp"], "--provider: 'gcp'"),
+])
+def test_cli_bad_requests_exit_2(fake_blocks: FakeEC2Blocks, extra: list[str],
+                                 needle: str) -> None:
+    base = {"--region": "us-east-1", "--instance-type": "p5.48xlarge", "--count": "1",
+            "--duration-hours": "24", "--endpoint": fake_blocks.url}
+    for k, v in zip(extra[::2], extra[1::2], strict=True):
+        base[k] = v
+    res = runner.invoke(app, ["prices", "blocks", *[x for kv in base.items() for x in kv]])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
+    assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]) == 1
+    assert fake_blocks.calls == []
