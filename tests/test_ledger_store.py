@@ -9,11 +9,11 @@ import shutil
 import threading
 from pathlib import Path
 
+import ledger_support
 import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import ledger_support
 
 from optimizer.core.errors import InputError
 from optimizer.ledger import db
