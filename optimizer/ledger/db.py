@@ -34,7 +34,7 @@ runs = sa.Table(
     sa.Column("recorded_on", sa.String(10), nullable=False),
     sa.Column("project", sa.String(200), nullable=False),
     sa.Column("method", sa.String(8), nullable=False),
-    sa.Column("algorithm", sa.String(16)),
+    sa.Column("algorithm", sa.String(32)),
     sa.Column("model_family", sa.String(100), nullable=False),
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("repairs", sa.String(64), sa.ForeignKey("runs.id")),
@@ -51,7 +51,7 @@ runs = sa.Table(
 costs = sa.Table(
     "run_costs", metadata,
     sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.id"), primary_key=True),
-    sa.Column("phase", sa.String(16), primary_key=True),
+    sa.Column("phase", sa.String(100), primary_key=True),
     sa.Column("capacity_type", sa.String(16), primary_key=True),
     sa.Column("cents", sa.BigInteger, nullable=False),
 )
@@ -69,7 +69,7 @@ metrics = sa.Table(
     sa.Column("name", sa.String(200), primary_key=True),
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("source", sa.String(16), nullable=False),
-    sa.Column("phase", sa.String(16)),
+    sa.Column("phase", sa.String(32)),
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("value", sa.Float, nullable=False),
 )
@@ -184,9 +184,19 @@ class Ledger:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One transaction; anything raised inside rolls it back."""
-        with self.engine.begin() as conn:
-            yield conn
+        """One transaction; anything raised inside rolls it back. A write the database refuses
+        (a run id recorded meanwhile by another writer, a value too long) is one line."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except sa.exc.IntegrityError as exc:
+            raise InputError(f"ledger {self.display} refused the write (" +
+                             _first_line(exc.orig) + "); nothing was written: a run of this "
+                             "id may have been recorded meanwhile, see `ptplan runs list`") \
+                from None
+        except sa.exc.DataError as exc:
+            raise InputError(f"ledger {self.display} refused a value ({_first_line(exc.orig)})"
+                             "; nothing was written") from None
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -39,6 +39,8 @@ def parse_cost(text: str) -> Cost:
                          "reserved or mixed")
     try:
         return Cost(phase=m["phase"], capacity_type=cap, usd=usd(cents(m["usd"])) or "0.00")
+    except InputError as exc:
+        raise InputError(f"--cost {text!r}: {exc}") from None
     except ValueError as exc:
         raise InputError(f"--cost {text!r}: {str(exc).splitlines()[-1].strip()}") from None
 

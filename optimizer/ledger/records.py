@@ -27,7 +27,7 @@ from optimizer.ledger import db
 RunId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 Outcome = Literal["kept", "rolled_back", "abandoned"]
 OUTCOMES = ("kept", "rolled_back", "abandoned")
-PHASES = ("rollout", "scoring", "update", "eval")
+PHASES = ("rollout", "scoring", "update", "eval", "weight_sync", "checkpoint")
 CAPACITY = {"on_demand": "on_demand", "on-demand": "on_demand", "ondemand": "on_demand",
             "spot": "spot", "reserved": "reserved", "mixed": "mixed"}
 TAG_KEYS = ("ptplan-project", "ptplan-method", "ptplan-phase", "ptplan-capacity-type",
@@ -35,11 +35,11 @@ TAG_KEYS = ("ptplan-project", "ptplan-method", "ptplan-phase", "ptplan-capacity-
 
 
 class Cost(StrictModel):
-    phase: str
+    phase: str = Field(max_length=100)
     """A phase, phases sharing a pool joined by '-' (the ``ptplan-phase`` tag of a pool), or
     ``all`` (resources of the whole run: bucket, network)."""
-    capacity_type: str
-    usd: str
+    capacity_type: Literal["on_demand", "spot", "reserved", "mixed"]
+    usd: str = Field(pattern=r"^\d{1,16}\.\d\d$")
 
     @field_validator("phase")
     @classmethod
@@ -55,11 +55,11 @@ class Result(StrictModel):
 
 
 class Metric(StrictModel):
-    name: str
-    step: int
-    source: str
-    phase: str | None
-    kind: str
+    name: str = Field(min_length=1, max_length=200)
+    step: int = Field(ge=-(2**31), lt=2**31)
+    source: Literal["mlflow", "tensorboard", "jsonl"]
+    phase: str | None = Field(max_length=32)
+    kind: str = Field(max_length=16)
     value: float
 
 
@@ -68,7 +68,7 @@ class RunRecord(StrictModel):
     recorded_on: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
     project: str = Field(min_length=1, max_length=200)
     method: Literal["sft", "rl", "opd"]
-    algorithm: str | None = None
+    algorithm: str | None = Field(default=None, max_length=32)
     model_family: str = Field(min_length=1, max_length=100)
     outcome: Outcome
     repairs: RunId | None = None
@@ -93,7 +93,7 @@ def check_phase(v: str) -> str:
     v = v.strip().lower()
     parts = v.split("-")
     if v != "all" and not all(p in PHASES for p in parts):
-        raise ValueError(f"phase {v!r}: use rollout, scoring, update, eval, phases of one pool "
+        raise ValueError(f"phase {v!r}: use a plan phase ({', '.join(PHASES)}), phases of one pool "
                          "joined by '-' (the ptplan-phase tag) or all")
     return v
 

@@ -22,7 +22,7 @@ def upgrade() -> None:
             sa.Column("recorded_on", sa.String(10), nullable=False),
         sa.Column("project", sa.String(200), nullable=False),
         sa.Column("method", sa.String(8), nullable=False),
-        sa.Column("algorithm", sa.String(16)),
+        sa.Column("algorithm", sa.String(32)),
         sa.Column("model_family", sa.String(100), nullable=False),
         sa.Column("outcome", sa.String(16), nullable=False),
         sa.Column("repairs", sa.String(64), sa.ForeignKey("runs.id")),
@@ -39,7 +39,7 @@ def upgrade() -> None:
     op.create_table(
         "run_costs",
         sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.id"), primary_key=True),
-        sa.Column("phase", sa.String(16), primary_key=True),
+        sa.Column("phase", sa.String(100), primary_key=True),
         sa.Column("capacity_type", sa.String(16), primary_key=True),
         sa.Column("cents", sa.BigInteger, nullable=False),
     )
@@ -57,7 +57,7 @@ def upgrade() -> None:
         sa.Column("name", sa.String(200), primary_key=True),
         sa.Column("step", sa.Integer, primary_key=True),
         sa.Column("source", sa.String(16), nullable=False),
-        sa.Column("phase", sa.String(16)),
+        sa.Column("phase", sa.String(32)),
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("value", sa.Float, nullable=False),
     )
