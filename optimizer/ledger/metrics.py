@@ -22,6 +22,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from optimizer.core.errors import InputError
 from optimizer.ledger.records import Metric
 
@@ -81,7 +83,12 @@ def _metric(source: str, name: str, step: int, value: Any) -> Metric | None:
         return None
     if not math.isfinite(v):
         return None
-    return Metric(name=name, step=int(step), source=source, phase=hit[0], kind=hit[1], value=v)
+    try:
+        return Metric.model_validate({"name": name, "step": int(step), "source": source,
+                                      "phase": hit[0], "kind": hit[1], "value": v})
+    except ValidationError:
+        raise InputError(f"{source}: metric {name[:80]!r} at step {step}: a name of at most "
+                         "200 characters and a step within ±2^31 are stored") from None
 
 
 def _keep(source: str, where: str, triples: list[tuple[str, int, Any]]) -> list[Metric]:

@@ -38,7 +38,8 @@ def parse_cost(text: str) -> Cost:
         raise InputError(f"--cost {text!r}: capacity {m['cap']!r}; use on-demand, spot, "
                          "reserved or mixed")
     try:
-        return Cost(phase=m["phase"], capacity_type=cap, usd=usd(cents(m["usd"])) or "0.00")
+        return Cost.model_validate({"phase": m["phase"], "capacity_type": cap,
+                                    "usd": usd(cents(m["usd"]))})
     except InputError as exc:
         raise InputError(f"--cost {text!r}: {exc}") from None
     except ValueError as exc:

@@ -103,8 +103,9 @@ def cents(usd: str | float | int | Decimal) -> int:
         d = Decimal(str(usd))
     except InvalidOperation:
         raise InputError(f"cost {usd!r} is not a number of dollars; use e.g. 1234.56") from None
-    if not d.is_finite() or d < 0:
-        raise InputError(f"cost {usd!r}: use a finite, non-negative number of dollars")
+    if not d.is_finite() or d < 0 or d >= Decimal(10) ** 13:
+        raise InputError(f"cost {usd!r}: use a finite, non-negative number of dollars below "
+                         "10^13")
     return int((d * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
@@ -182,7 +183,7 @@ def bill_costs(path: Path, tags: dict[str, str]) -> list[Cost]:
         raise InputError(f"--bill {name}: no row's tags match the run (ptplan-project="
                          f"{tags['ptplan-project']}, ptplan-method={tags['ptplan-method']}); "
                          f"the bill's projects: {', '.join(sorted(seen))}")
-    return [Cost(phase=p, capacity_type=c, usd=usd(v) or "0.00")
+    return [Cost.model_validate({"phase": p, "capacity_type": c, "usd": usd(v)})
             for (p, c), v in sorted(total.items())]
 
 
@@ -190,7 +191,7 @@ def merge_costs(parts: list[Cost]) -> list[Cost]:
     total: dict[tuple[str, str], int] = {}
     for c in parts:
         total[(c.phase, c.capacity_type)] = total.get((c.phase, c.capacity_type), 0) + cents(c.usd)
-    return [Cost(phase=p, capacity_type=k, usd=usd(v) or "0.00")
+    return [Cost.model_validate({"phase": p, "capacity_type": k, "usd": usd(v)})
             for (p, k), v in sorted(total.items())]
 
 
@@ -248,8 +249,9 @@ def load_runs(conn: Connection, ids: list[str] | None = None) -> list[RunRecord]
     for c in conn.execute(sa.select(db.costs).order_by(db.costs.c.run_id, db.costs.c.phase,
                                                       db.costs.c.capacity_type)).mappings():
         if c["run_id"] in cost_rows:
-            cost_rows[c["run_id"]].append(Cost(phase=c["phase"], capacity_type=c["capacity_type"],
-                                               usd=usd(c["cents"]) or "0.00"))
+            cost_rows[c["run_id"]].append(Cost.model_validate(
+                {"phase": c["phase"], "capacity_type": c["capacity_type"],
+                 "usd": usd(c["cents"])}))
     res_rows: dict[str, list[Result]] = {i: [] for i in want}
     for r in conn.execute(sa.select(db.results).order_by(db.results.c.run_id, db.results.c.kind,
                                                         db.results.c.name)).mappings():

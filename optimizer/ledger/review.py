@@ -167,8 +167,11 @@ def group_json(key: str, members: list[RunRow], th: Thresholds) -> dict[str, Any
 
 
 def _weighted_eval(members: list[RunRow]) -> float | None:
-    known = [(m.eval_share(), m.actual) for m in members]
-    known = [(s, a) for s, a in known if s is not None]
+    known: list[tuple[float, int]] = []
+    for m in members:
+        share = m.eval_share()
+        if share is not None:
+            known.append((share, m.actual))
     total = sum(a for _, a in known)
     return sum(s * a for s, a in known) / total if total else None
 
@@ -180,12 +183,12 @@ def recommendations(rs: list[RunRow], th: Thresholds) -> list[dict[str, Any]]:
     for family in sorted({r.run.model_family for r in rs}):
         fam = [r for r in rs if r.run.model_family == family]
         stats: dict[str, dict[str, Any]] = {}
-        for method in sorted({r.run.method for r in fam}):
-            ms = [r for r in fam if r.run.method == method]
+        for name in sorted({r.run.method for r in fam}):
+            ms = [r for r in fam if r.run.method == name]
             own = [r for r in ms if not r.run.repairs]
             gained = [r for r in own if r.gain is not None]
             gain = sum(r.gain or 0.0 for r in gained)
-            stats[method] = {
+            stats[name] = {
                 "own": own, "forgot": [r for r in own if "forgetting" in r.flags(th)],
                 "own_cost": sum(r.actual for r in own), "rework": sum(r.rework for r in own),
                 "tco_per_point": (sum(r.tco for r in gained) / gain) if gain > 0 else None,
