@@ -203,3 +203,32 @@ def test_calibration_file_errors(grpo: tuple[Path, Path], tmp_path: Path) -> Non
     bad.write_text("calibration:\n- {phase: update, gpu: H999, precision: bf16, "
                    "tokens_per_second_per_gpu: 10}\n", encoding="utf-8")
     assert "H999" in one_error(invoke("plan", str(spec), "--calibration", str(bad)))
+
+
+def test_review_states_the_plan_of_the_preferred_method(tmp_path: Path) -> None:
+    from ledger_seed import SEED
+
+    from optimizer.ledger import db
+    from optimizer.ledger.records import record
+
+    url = f"sqlite:///{tmp_path / 'seed.sqlite'}"
+    led = db.Ledger(url)
+    with led.write() as conn:
+        for run in SEED:
+            record(conn, run)
+    led.close()
+    opd = ROOT / "examples/opd-8b-from-32b.yaml"
+    planned = invoke("-q", "plan", str(opd), "--format", "json", "--no-timings")
+    assert planned.exit_code == 0, planned.output
+    cost = json.loads(planned.stdout)["total_cost_usd"]
+    r = invoke("-q", "runs", "review", "--format", "json", "--alternative", str(opd),
+               "--alternative", str(ROOT / "examples/grpo-7b.yaml"), "--ledger", url)
+    assert r.exit_code == 0, r.output
+    (rec,) = json.loads(r.stdout)["recommendations"]
+    assert [p["spec"] for p in rec["planned_now"]] == ["opd-8b-from-32b"]  # RL not preferred
+    assert rec["planned_now"][0]["total_cost_usd"] == cost
+    assert rec["text"].endswith(f"; an OPD plan for opd-8b-from-32b costs ${cost} over "
+                                f"{rec['planned_now'][0]['makespan_hours']:.1f} h (planned "
+                                "now on catalog embedded)")
+    table = invoke("runs", "review", "--ledger", url)
+    assert "recommendation: 2 of 3 SFT runs on llama-8b" in table.stdout

@@ -236,6 +236,11 @@ def review(
                                      help="Flag runs losing more general-ability points."),
     variance: float = typer.Option(0.25, "--variance", min=0,
                                    help="Flag runs whose cost or hours miss the plan by more."),
+    alternative: list[Path] = typer.Option([], "--alternative", help="Spec to plan now "
+                                           "(repeatable): a recommendation for its method "
+                                           "states the plan's cost."),
+    catalog: str = typer.Option("embedded", "--catalog", help="With --alternative: "
+                                "embedded|cache|PATH."),
     ledger: str = typer.Option(None, "--ledger", help=LEDGER_HELP),
 ) -> None:
     """The method–cost–benefit table: per run and per group, with flags and recommendations."""
@@ -253,10 +258,31 @@ def review(
                              "`ptplan runs record`")
         rv = make_review(runs, tuple(dict.fromkeys(b.value for b in by)),
                          Thresholds(forgetting, variance))
+        if alternative:
+            from optimizer.ledger.review import attach_plans
+
+            attach_plans(rv, _plan_now(alternative, catalog))
         _emit_as(fmt, output, lambda: dumps(rv), lambda: review_markdown(rv),
                  lambda: review_table(rv))
 
     _run(go)
+
+
+def _plan_now(specs: list[Path], catalog: str) -> list[dict[str, Any]]:
+    from optimizer.planner.api import plan as make_plan
+    from optimizer.spec.project import load_spec
+    from policies.model import load_policy
+    from providers.registry import load_catalog
+
+    cat, pol = load_catalog(catalog), load_policy(None)
+    out = []
+    for path in specs:
+        s = load_spec(str(path))
+        info(f"planning {s.name} on catalog {cat.name} for the review...")
+        p = make_plan(s, cat, "cost", "highs", explain=False, timings=False, policy=pol)
+        out.append({"spec": s.name, "method": s.method, "total_cost_usd": p.total_cost_usd,
+                    "makespan_hours": p.makespan_hours, "catalog": cat.name})
+    return out
 
 
 @runs_app.command("calibrate")

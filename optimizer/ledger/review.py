@@ -234,3 +234,15 @@ def review(runs: list[RunRecord], by: tuple[str, ...] = ("method", "family"),
                    "tco_usd": usd(sum(r.tco for r in rs))},
         "recommendations": recommendations(rs, th),
     }
+
+
+def attach_plans(rv: dict[str, Any], plans: list[dict[str, Any]]) -> None:
+    """Add to each recommendation the plan made now for a spec of the preferred method
+    (``runs review --alternative SPEC``): its name, method, cost, hours and catalog."""
+    for rec in rv["recommendations"]:
+        for p in plans:
+            if p["method"] == rec["prefer"]:
+                rec.setdefault("planned_now", []).append(p)
+                rec["text"] += (f"; an {p['method'].upper()} plan for {p['spec']} costs "
+                                f"${p['total_cost_usd']} over {p['makespan_hours']:.1f} h "
+                                f"(planned now on catalog {p['catalog']})")
