@@ -232,3 +232,33 @@ def test_review_states_the_plan_of_the_preferred_method(tmp_path: Path) -> None:
                                 "now on catalog embedded)")
     table = invoke("runs", "review", "--ledger", url)
     assert "recommendation: 2 of 3 SFT runs on llama-8b" in table.stdout
+
+
+def test_import_tensorboard_and_replace(ledger_url: str, tmp_path: Path) -> None:
+    from tensorboardX import SummaryWriter
+
+    r = invoke("runs", "record", "t1", "--project", "p", "--method", "rl", "--model-family",
+               "f", "--cost", "all=5", "--ledger", ledger_url)
+    assert r.exit_code == 0, r.output
+    for value in (3.0, 4.0):
+        w = SummaryWriter(logdir=str(tmp_path / f"tb{value:g}"))
+        for s in (1, 2):
+            w.add_scalar("train/timing/generation", value, s)
+        w.close()
+    ok = invoke("runs", "import-metrics", "t1", "--tensorboard", str(tmp_path / "tb3"),
+                "--ledger", ledger_url)
+    assert ok.exit_code == 0, ok.output
+    before = export(ledger_url)
+    again = invoke("runs", "import-metrics", "t1", "--tensorboard", str(tmp_path / "tb4"),
+                   "--ledger", ledger_url)
+    assert "already has metrics train/timing/generation; pass --replace" in one_error(again)
+    assert export(ledger_url) == before
+    assert "exactly one of" in one_error(invoke(
+        "runs", "import-metrics", "t1", "--tensorboard", str(tmp_path / "tb4"), "--jsonl",
+        str(tmp_path / "x.jsonl"), "--ledger", ledger_url))
+    r = invoke("runs", "import-metrics", "t1", "--tensorboard", str(tmp_path / "tb4"),
+               "--replace", "--ledger", ledger_url)
+    assert r.exit_code == 0, r.output
+    metrics = json.loads(export(ledger_url))["runs"][0]["metrics"]
+    assert [(m["step"], m["value"], m["phase"], m["source"]) for m in metrics] == \
+        [(1, 4.0, "rollout", "tensorboard"), (2, 4.0, "rollout", "tensorboard")]
