@@ -262,3 +262,27 @@ def test_import_tensorboard_and_replace(ledger_url: str, tmp_path: Path) -> None
     metrics = json.loads(export(ledger_url))["runs"][0]["metrics"]
     assert [(m["step"], m["value"], m["phase"], m["source"]) for m in metrics] == \
         [(1, 4.0, "rollout", "tensorboard"), (2, 4.0, "rollout", "tensorboard")]
+
+
+def test_json_bill_and_bad_rows(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    b = tmp_path / "bill.json"
+    b.write_text(json.dumps({"rows": [
+        {"usd": "10.10", "tags": {"ptplan-project": "My_Project", "ptplan-phase": "update",
+                                  "ptplan-capacity-type": "spot"}},
+        {"cost_usd": 5, "ptplan-project": "my-project", "ptplan-method": "sft"},
+        {"usd": 99, "ptplan-project": "my-project", "ptplan-method": "rl"}]}), encoding="utf-8")
+    r = invoke("runs", "record", "j1", "--project", "my project", "--method", "sft",
+               "--model-family", "f", "--bill", str(b), "--ledger", url)
+    assert r.exit_code == 0, r.output
+    run = json.loads(export(url))["runs"][0]
+    assert run["costs"] == [{"phase": "all", "capacity_type": "mixed", "usd": "5.00"},
+                            {"phase": "update", "capacity_type": "spot", "usd": "10.10"}]
+    before = export(url)
+    b2 = tmp_path / "bad.csv"
+    b2.write_text("usd,ptplan-project,ptplan-method\n\"1,234.50\",my-project,sft\n",
+                  encoding="utf-8")
+    line = one_error(invoke("runs", "record", "j2", "--project", "my project", "--method",
+                            "sft", "--model-family", "f", "--bill", str(b2), "--ledger", url))
+    assert "row 1: cost '1,234.50' is not a number of dollars" in line
+    assert export(url) == before

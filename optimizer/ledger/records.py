@@ -178,7 +178,10 @@ def bill_costs(path: Path, tags: dict[str, str]) -> list[Cost]:
             phase = check_phase(phase)
         except ValueError as exc:
             raise InputError(f"--bill {name}: row {i}: {exc}") from None
-        total[(phase, cap)] = total.get((phase, cap), 0) + cents(amount)
+        try:
+            total[(phase, cap)] = total.get((phase, cap), 0) + cents(amount)
+        except InputError as exc:
+            raise InputError(f"--bill {name}: row {i}: {exc}") from None
     if not total:
         raise InputError(f"--bill {name}: no row's tags match the run (ptplan-project="
                          f"{tags['ptplan-project']}, ptplan-method={tags['ptplan-method']}); "
