@@ -68,13 +68,16 @@ def test_seeded_review_by_hand(ledger_url: str) -> None:
     assert fam["llama-8b / opd"]["tco_per_point_usd"] == "293.33"  # 4400 / 15
     assert fam["llama-8b / sft"]["tco_per_point_usd"] == "300.00"  # 4500 / 15
     assert fam["llama-8b / rl"]["tco_per_point_usd"] == "777.78"  # 7000 / 9
+    # s1r 500 + s2r 700 + s2rr 200 (the repair of a repair): the recommendation's 0.42x
+    assert fam["llama-8b / sft"]["rework_caused_usd"] == "1400.00"
+    assert fam["llama-8b / sft"]["rework_ratio"] == round(1400 / 3300, 4)
     # planned: sft 7300 + opd (2000 + 2000 + 1500 + 1200) + rl (3000 + 3000 + 2500 + 2500 + 2000)
     assert rv["totals"] == {"runs": 20, "actual_usd": "28850.00", "planned_usd": "27000.00",
                             "rework_usd": "1700.00", "tco_usd": "28850.00"}
     assert rv["recommendations"] == [{
         "model_family": "llama-8b", "instead_of": "sft", "prefer": "opd",
         "text": "2 of 3 SFT runs on llama-8b lost more than 2 points of general ability; "
-                "their rework cost 0.36x their own cost ($1200.00 on $3300.00); TCO per "
+                "their rework cost 0.42x their own cost ($1400.00 on $3300.00); TCO per "
                 "target point: SFT $300.00, OPD $293.33 over 2 run(s): prefer OPD for llama-8b",
         "evidence_runs": ["o1", "o2", "s1", "s2", "s3"]}]
 

@@ -190,7 +190,7 @@ def recommendations(rs: list[RunRow], th: Thresholds) -> list[dict[str, Any]]:
             gain = sum(r.gain or 0.0 for r in gained)
             stats[name] = {
                 "own": own, "forgot": [r for r in own if "forgetting" in r.flags(th)],
-                "own_cost": sum(r.actual for r in own), "rework": sum(r.rework for r in own),
+                "own_cost": sum(r.actual for r in own), "rework": sum(r.rework for r in ms),
                 "tco_per_point": (sum(r.tco for r in gained) / gain) if gain > 0 else None,
                 "gained_runs": len(gained)}
         for method, s in stats.items():
