@@ -15,6 +15,7 @@ from optimizer.cli import (  # noqa: F401
     render,
     report,
     reserve,
+    runs,
     simulate,
     whatif,
 )

@@ -78,6 +78,9 @@ def plan(
     seed: int = typer.Option(0, "--seed", help="With --risk: the simulation's seed."),
     correlated: float = typer.Option(0.0, "--correlated", help="With --risk: share of each "
                                      "spot node's hazard from zone-wide reclaims (0 to 1)."),
+    calibration: Path = typer.Option(None, "--calibration", help="Calibration entries (YAML "
+                                     "calibration: list, e.g. from `ptplan runs calibrate`) "
+                                     "added to the spec's."),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
     the NN-th percentile of simulated runs)."""
@@ -90,7 +93,12 @@ def plan(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        s = load_spec(str(spec))
+        if calibration is not None:
+            from optimizer.spec.calibration import load_spec_calibrated
+
+            s = load_spec_calibrated(str(spec), str(calibration))
+        else:
+            s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "

@@ -160,6 +160,8 @@ class CalibrationUse:
     precision: str
     measured: float
     modelled: float
+    runs: tuple[str, ...] = ()
+    """Ledger runs the measurement comes from (``calibration[].runs``)."""
 
     @property
     def factor(self) -> float:
@@ -342,7 +344,7 @@ def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str, replica_gpu
         if not other.fits:
             continue
         use = CalibrationUse(phase, gpu.name, e.precision, e.tokens_per_second_per_gpu,
-                             modelled_tps(other))
+                             modelled_tps(other), tuple(e.runs))
         factors.append((use.factor, use))
     if not factors:
         return pc

@@ -151,6 +151,9 @@ class CalibrationRecord(StrictModel):
     """measured ÷ modelled; every precision of this phase on this GPU is rescaled by it."""
     applied_to: list[str]
     """Precisions of the plan's phases on this GPU that used it."""
+    runs: list[str] = Field(default=[], json_schema_extra=INFO)
+    """Ledger runs the measurement was derived from (``ptplan runs calibrate``); empty for a
+    measurement entered by hand. Optional, so plans of schemas 3 and 4 read unchanged."""
 
 
 class PhasePlan(StrictModel):

@@ -167,7 +167,8 @@ def _calibration(lay: Layout, chosen: dict[str, PoolOption]) -> list[Calibration
     return [CalibrationRecord(phase=use.phase, gpu=use.gpu, measured_precision=use.precision,
                               measured_tokens_per_second_per_gpu=use.measured,
                               modelled_tokens_per_second_per_gpu=round(use.modelled, 6),
-                              factor=round(use.factor, 9), applied_to=sorted(applied))
+                              factor=round(use.factor, 9), applied_to=sorted(applied),
+                              runs=list(use.runs))
             for (_, _), (use, applied) in sorted(found.items())]
 
 

@@ -197,6 +197,12 @@ class Calibration(_Strict):
     gpu: str
     precision: Precision
     tokens_per_second_per_gpu: Amount
+    runs: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
+    """Ledger runs the measurement comes from (``ptplan runs calibrate``); plans record them."""
+    spread: Annotated[float, Field(ge=0)] | None = None
+    """(max − min) ÷ median of the runs' measurements (informational)."""
+    steps: Annotated[int, Field(ge=1)] | None = None
+    """Steps timed across those runs (informational)."""
 
     @field_validator("gpu")
     @classmethod
@@ -278,11 +284,7 @@ class ProjectSpec(_Strict):
             if m == "sft" and any(p in self.precisions for p in ("rollout", "scoring")):
                 raise ValueError("precisions: method sft has no rollout or scoring phase; "
                                  "list update and eval only")
-        phases = {"update"} | ({"eval"} if self.eval is not None else set())
-        if m != "sft":
-            phases |= {"rollout"}
-            if self.uses_reference or self.reward_model is not None or self.teacher is not None:
-                phases |= {"scoring"}
+        phases = self.phase_names
         seen: set[tuple[str, str, str]] = set()
         for i, c in enumerate(self.calibration):
             cell = (c.phase, c.gpu, c.precision)
@@ -296,6 +298,16 @@ class ProjectSpec(_Strict):
         return self
 
     # ---- resolved values (defaults applied) -------------------------------------------
+    @property
+    def phase_names(self) -> set[str]:
+        """The phases this job runs."""
+        phases = {"update"} | ({"eval"} if self.eval is not None else set())
+        if self.method != "sft":
+            phases |= {"rollout"}
+            if self.uses_reference or self.reward_model is not None or self.teacher is not None:
+                phases |= {"scoring"}
+        return phases
+
     @property
     def uses_reference(self) -> bool:
         if self.method == "sft":
@@ -420,5 +432,6 @@ def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
 
 
 def load_spec(path: str) -> ProjectSpec:
-    """Load and validate a spec file; raises :class:`~optimizer.core.errors.InputError` (exit 2)."""
+    """Load and validate a spec file; raises :class:`~optimizer.core.errors.InputError` (exit 2).
+    With a calibration file: :func:`optimizer.spec.calibration.load_spec_calibrated`."""
     return parse_spec(read_mapping(path, "spec"), f"spec {quoted(path)}")

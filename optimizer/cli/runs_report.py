@@ -1,0 +1,91 @@
+"""Tables and markdown of ``ptplan runs review`` (every figure is one the review JSON holds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+RUN_COST = ["run", "method", "family", "outcome", "planned $", "actual $", "var",
+            "hours var", "eval", "rework $", "TCO $"]
+RUN_BENEFIT = ["run", "gain", "$/point", "general", "flags"]
+GROUP_COST = ["group", "runs", "repairs", "planned $", "actual $", "var", "var sd", "rework $",
+              "rework x", "TCO $", "TCO $/run", "eval"]
+GROUP_BENEFIT = ["group", "gain", "$/point", "TCO $/point", "general", "forgot", "flagged"]
+TITLES = {"method": "per method", "family": "per model family and method",
+          "project": "per project"}
+
+
+def _s(x: Any) -> str:
+    return "-" if x is None else str(x)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def _share(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _pts(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.2f}"
+
+
+def _sections(rv: dict[str, Any]) -> tuple[list[tuple[str, list[str], list[list[str]]]],
+                                           list[str]]:
+    def name(r: dict[str, Any]) -> str:
+        return r["id"] + (f" (repairs {r['repairs']})" if r["repairs"] else "")
+
+    cost = [[name(r), r["method"] + (f"/{r['algorithm']}" if r["algorithm"] else ""),
+             r["model_family"], r["outcome"], _s(r["planned_usd"]), _s(r["actual_usd"]),
+             _pct(r["cost_variance"]), _pct(r["hours_variance"]), _share(r["eval_share"]),
+             _s(r["rework_usd"]), _s(r["tco_usd"])] for r in rv["runs"]]
+    benefit = [[name(r), _pts(r["target_gain"]), _s(r["cost_per_point_usd"]),
+                _pts(r["general_change"]), ", ".join(r["flags"]) or "-"] for r in rv["runs"]]
+    tables = [("runs: cost", RUN_COST, cost), ("runs: benefit", RUN_BENEFIT, benefit)]
+    for by, groups in rv["groups"].items():
+        gc = [[g["group"], str(g["runs"]), str(g["repair_runs"]), _s(g["planned_usd"]),
+               _s(g["actual_usd"]), _pct(g["cost_variance"]),
+               _s(None if g["cost_variance_stdev"] is None
+                  else f"{100 * g['cost_variance_stdev']:.1f}%"),
+               g["rework_caused_usd"], _s(None if g["rework_ratio"] is None
+                                          else f"{g['rework_ratio']:.2f}x"),
+               g["tco_usd"], _s(g["tco_per_run_usd"]), _share(g["eval_share"])]
+              for g in groups]
+        gb = [[g["group"], _pts(g["target_gain"]), _s(g["cost_per_point_usd"]),
+               _s(g["tco_per_point_usd"]), _pts(g["general_change_mean"]),
+               str(g["forgetting_runs"]), str(g["flagged_runs"])] for g in groups]
+        tables += [(f"{TITLES[by]}: cost", GROUP_COST, gc),
+                   (f"{TITLES[by]}: benefit", GROUP_BENEFIT, gb)]
+    t, th = rv["totals"], rv["thresholds"]
+    footer = [f"totals: {t['runs']} runs, actual ${t['actual_usd']}, planned ${t['planned_usd']}"
+              f", rework ${t['rework_usd']}, TCO ${t['tco_usd']}",
+              f"flags: over_budget (actual > plan budget), target_missed (gain <= 0), "
+              f"forgetting (general < -{th['forgetting_points']:g} points), plan_variance "
+              f"(cost or hours off the plan by > {100 * th['variance']:g}%)",
+              "TCO = own cost (0 for a repair run: its cost is its cause's rework) + rework "
+              "of the runs that repair it"]
+    footer += [f"recommendation: {r['text']} (evidence: {', '.join(r['evidence_runs'])})"
+               for r in rv["recommendations"]] or ["recommendation: none (no method on a "
+                                                    "model family is outdone on recorded TCO "
+                                                    "per point by one that did not forget)"]
+    return tables, footer
+
+
+def review_table(rv: dict[str, Any]) -> str:
+    from optimizer.report.tables import text_table
+
+    tables, footer = _sections(rv)
+    out = ["ptplan runs review: method-cost-benefit\n"]
+    out += [text_table(header, rows, caption) for caption, header, rows in tables]
+    return "".join(out) + "".join(line + "\n" for line in footer)
+
+
+def review_markdown(rv: dict[str, Any]) -> str:
+    from optimizer.report.tables import md_table
+
+    tables, footer = _sections(rv)
+    out = ["# ptplan runs review: method-cost-benefit\n"]
+    for caption, header, rows in tables:
+        out.append(f"\n## {caption}\n\n{md_table(header, rows)}")
+    out.append("\n" + "".join(f"* {line}\n" for line in footer))
+    return "".join(out)
