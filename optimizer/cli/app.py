@@ -8,7 +8,7 @@ Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no
 
 from __future__ import annotations
 
-from optimizer.cli import plan, prices, render, reserve, simulate, whatif  # noqa: F401
+from optimizer.cli import compare, plan, prices, render, reserve, simulate, whatif  # noqa: F401
 from optimizer.cli.common import app
 
 __all__ = ["app", "main"]
