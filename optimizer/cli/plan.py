@@ -86,6 +86,16 @@ def plan(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
+        from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
+
+        if is_campaign_file(spec):
+            if risk is not None or objective.value != "cost":
+                from optimizer.core.errors import InputError
+
+                raise InputError("a campaign is planned for the least cost within its deadline "
+                                 "and budget: --risk and --objective time apply to one spec")
+            plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
+            return
         s = load_spec(str(spec))
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
@@ -152,6 +162,11 @@ def check(
         from optimizer.plan.verify import verify_against_spec, verify_plan
         from optimizer.spec.project import load_spec
 
+        from optimizer.cli.campaign import check_campaign_cmd, is_campaign_file
+
+        if is_campaign_file(plan_file):
+            check_campaign_cmd(plan_file)
+            return
         p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
         problems = verify_plan(p)
         made_on = packaged_catalog(p)
