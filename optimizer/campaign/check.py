@@ -20,7 +20,24 @@ def _close(a: float, b: float, cents: bool = False) -> bool:
     return abs(a - b) <= (0.011 if cents else TOL * max(1.0, abs(a), abs(b)))
 
 
-def check_campaign(r: dict[str, Any]) -> list[str]:
+def stage_spec_problems(stage: dict[str, Any]) -> list[str]:
+    """The stage's plan against its spec (when the spec file is there), the spec's deadline
+    being the one the campaign gave the stage (its frontier point's)."""
+    from pathlib import Path
+
+    from optimizer.plan.verify import verify_against_spec
+    from optimizer.spec.project import load_spec
+
+    if not Path(stage["spec"]).is_file():
+        return []
+    p = Plan.model_validate(stage["plan"])
+    spec = load_spec(stage["spec"])
+    spec = spec.model_copy(update={"sla": spec.sla.model_copy(
+        update={"deadline_hours": p.deadline_hours})})
+    return [f"stage {stage['name']}: {x}" for x in verify_against_spec(p, spec)]
+
+
+def check_campaign(r: dict[str, Any], with_specs: bool = True) -> list[str]:
     v: list[str] = []
     plans: dict[str, Plan] = {}
     ends: dict[str, float] = {}
@@ -28,6 +45,8 @@ def check_campaign(r: dict[str, Any]) -> list[str]:
         p = Plan.model_validate(s["plan"])
         plans[s["name"]] = p
         v += [f"stage {s['name']}: {x}" for x in verify_plan(p)]
+        if with_specs:
+            v += stage_spec_problems(s)
         end = s["start_hours"] + p.makespan_hours
         if not _close(end, s["end_hours"]):
             v.append(f"schedule: stage {s['name']} ends at {s['end_hours']} h, not start "
