@@ -216,6 +216,10 @@ def test_impossible_deadline_names_the_binding_path(tmp_path: Path) -> None:
     ("name: x\ndeadline_hours: -1\nstages:\n  - {name: a, spec: DIR/generate.yaml}\n",
      "deadline_hours"),
     ("name: x\ndeadline_hours: 5\nstages: []\n", "stages"),
+    ("name: x\ndeadline_hours: 5\nstages:\n  - {name: t, spec: DIR/sft-teacher.yaml}\n",
+     "no stage of the campaign"),
+    ("name: x\ndeadline_hours: 5\nstages:\n  - {name: g, spec: DIR/generate.yaml}\n"
+     "  - {name: t, spec: DIR/sft-teacher.yaml}\n", "does not run after it"),
 ])
 def test_bad_campaign_files_are_one_line_exit_2(tmp_path: Path, body: str, words: str) -> None:
     res = runner.invoke(app, ["-q", "plan", str(_campaign_file(tmp_path, body))])

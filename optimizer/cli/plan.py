@@ -97,6 +97,9 @@ def plan(
             plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
             return
         s = load_spec(str(spec))
+        if s.data.generated_by is not None:
+            info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
+                 "cost is not in this plan; `ptplan compare` and campaigns count it")
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
