@@ -72,10 +72,10 @@ def check_campaign(r: dict[str, Any], with_specs: bool = True) -> list[str]:
         if not _close(want, st["cost_usd"], cents=True):
             v.append(f"handover: storage of {st['stage']}'s {st['what']} costs "
                      f"${st['cost_usd']}, not ${want:.2f}")
-        p = plans.get(st["stage"])
-        if p is not None and (p.provider, p.region) != (st["provider"], st["region"]):
+        made = plans.get(st["stage"])
+        if made is not None and (made.provider, made.region) != (st["provider"], st["region"]):
             v.append(f"handover: {st['stage']}'s output is stored in {st['provider']}:"
-                     f"{st['region']}, not where its plan runs ({p.provider}:{p.region})")
+                     f"{st['region']}, not where its plan runs ({made.provider}:{made.region})")
         hand += st["cost_usd"]
     for h in r["handovers"]:
         src, dst = plans.get(h["from"]), plans.get(h["to"])

@@ -46,7 +46,7 @@ def longest_path(stages: list[str], after: dict[str, list[str]], hours: dict[str
         best, arg = 0.0, None
         for u in after.get(s, []):
             end = start[u] + hours[u]
-            if end > best + 1e-12 or arg is None and end >= best:
+            if end > best + 1e-12 or (arg is None and end >= best):
                 best, arg = end, u
         start[s], prev[s] = best, arg
     last = max(stages, key=lambda s: (start[s] + hours[s], -stages.index(s)))

@@ -133,7 +133,9 @@ def report(c: Any, names: list[str], specs: dict[str, ProjectSpec], path: str | 
            outs: dict[str, tuple[str, float]], consumers: dict[str, list[str]],
            pricer: Pricer, status: str, solver: str) -> dict[str, Any]:
     by = {s.name: s for s in c.stages}
-    stages, stored, moves = [], [], []
+    stages: list[dict[str, Any]] = []
+    stored: list[dict[str, Any]] = []
+    moves: list[dict[str, Any]] = []
     for n in names:
         p = plans[n]
         stages.append({
@@ -160,7 +162,7 @@ def report(c: Any, names: list[str], specs: dict[str, ProjectSpec], path: str | 
                           "path": eg.path, "usd_per_gb": eg.usd_per_gb,
                           "cost_usd": money(eg.cost)})
     stage_cost = sum(float(plans[n].total_cost_usd) for n in names)
-    hand = sum(x["cost_usd"] for x in stored) + sum(x["cost_usd"] for x in moves)
+    hand = sum(float(x["cost_usd"]) for x in stored) + sum(float(x["cost_usd"]) for x in moves)
     return {
         "campaign_schema_version": CAMPAIGN_SCHEMA_VERSION, "kind": "campaign",
         "name": c.name, "deadline_hours": c.deadline_hours, "budget_usd": c.budget_usd,

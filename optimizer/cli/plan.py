@@ -80,13 +80,12 @@ def plan(
     the NN-th percentile of simulated runs)."""
 
     def go() -> None:
+        from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
         from optimizer.planner.api import plan as make_plan
         from optimizer.report.tables import plan_markdown, plan_table
         from optimizer.spec.project import load_spec
         from policies.model import load_policy
         from providers.registry import load_catalog
-
-        from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
 
         if is_campaign_file(spec):
             if risk is not None or objective.value != "cost":
@@ -159,13 +158,12 @@ def check(
     when it was made on it."""
 
     def go() -> None:
+        from optimizer.cli.campaign import check_campaign_cmd, is_campaign_file
         from optimizer.core.yamlio import quoted, read_mapping, validate
         from optimizer.plan.rules_catalog import check_against_catalog, packaged_catalog
         from optimizer.plan.schema import Plan
         from optimizer.plan.verify import verify_against_spec, verify_plan
         from optimizer.spec.project import load_spec
-
-        from optimizer.cli.campaign import check_campaign_cmd, is_campaign_file
 
         if is_campaign_file(plan_file):
             check_campaign_cmd(plan_file)
