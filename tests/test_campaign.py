@@ -100,7 +100,29 @@ def test_handover_sizes_by_hand() -> None:
     what, gb = output(load_spec(str(STAGES / "generate.yaml")))
     assert what == "generated data" and gb == pytest.approx(0.65536)
     what, gb = output(load_spec(str(STAGES / "sft-teacher.yaml")))
-    assert what == "final weights" and gb == pytest.approx(20 * 64 * 5120 * 40 * 2 / 1e9)
+    assert what == "final LoRA adapters" and gb == pytest.approx(20 * 64 * 5120 * 40 * 2 / 1e9)
+    what, gb = output(load_spec(str(STAGES / "opd-student.yaml")))  # full: bf16 weights
+    assert what == "final weights" and gb == pytest.approx(8.2 * 2)
+
+
+def test_egress_prices_by_hand() -> None:
+    """0.5 GB from aws us-east-1: to us-west-2 inter_region, to eu-west-1 inter_continent (the
+    catalog's inter_continent row, else its inter_region one), to gcp the internet; the same
+    region is same_zone. Each costs GB x the catalog's rate for that path from aws."""
+    from optimizer.costs.network import egress_rate, egress_rows
+    from providers.registry import load_catalog
+
+    cat = load_catalog("embedded")
+    pricer = Pricer(cat, 24.0)
+    rows = egress_rows(cat)
+    for dst, path in ((("aws", "us-west-2"), "inter_region"),
+                      (("aws", "eu-west-1"), "inter_continent"),
+                      (("gcp", "us-central1"), "internet"), (("aws", "us-east-1"), "same_zone")):
+        eg = pricer.egress(("aws", "us-east-1"), dst, 0.5)
+        rate = egress_rate(rows, "aws", path)
+        assert eg.path == path
+        assert eg.cost == pytest.approx(0.5 * (rate.usd_per_gb if rate else 0.0))
+    assert pricer.egress(("aws", "us-east-1"), ("gcp", "us-central1"), 0.5).cost > 0
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,8 @@ def output(spec: ProjectSpec) -> tuple[str, float]:
         tokens = (d.prompts or 0) * (d.samples_per_prompt or 0) * \
             ((d.prompt_tokens or 0) + (d.response_tokens or 0))
         return "generated data", tokens * BYTES_PER_TOKEN / 1e9
-    return "final weights", weights_gb(build_demand(spec))
+    what = "final LoRA adapters" if spec.model.finetune == "lora" else "final weights"
+    return what, weights_gb(build_demand(spec))
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Egress:
     path: str
     usd_per_gb: float
     cost: float
+    note: str = ""
+    """Set when the catalog has no rate for the path (priced $0, and said so)."""
 
 
 class Pricer:
@@ -70,5 +73,9 @@ class Pricer:
     def egress(self, src: tuple[str, str], dst: tuple[str, str], gb: float) -> Egress:
         path = path_between((src[0], src[1], ""), (dst[0], dst[1], ""))
         rate = egress_rate(self.rows, src[0], path)
-        usd = rate.usd_per_gb if rate is not None else 0.0
-        return Egress(path, usd, gb * usd)
+        if rate is None:
+            note = "" if path == "same_zone" else (
+                f"catalog {self.catalog.name} has no {path} egress rate from {src[0]}: "
+                "priced $0")
+            return Egress(path, 0.0, 0.0, note)
+        return Egress(path, rate.usd_per_gb, gb * rate.usd_per_gb)

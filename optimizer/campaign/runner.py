@@ -160,7 +160,7 @@ def report(c: Any, names: list[str], specs: dict[str, ProjectSpec], path: str | 
                           "src": {"provider": p.provider, "region": p.region},
                           "dst": {"provider": q.provider, "region": q.region},
                           "path": eg.path, "usd_per_gb": eg.usd_per_gb,
-                          "cost_usd": money(eg.cost)})
+                          "cost_usd": money(eg.cost), "note": eg.note})
     stage_cost = sum(float(plans[n].total_cost_usd) for n in names)
     hand = sum(float(x["cost_usd"]) for x in stored) + sum(float(x["cost_usd"]) for x in moves)
     return {
