@@ -31,7 +31,12 @@ GOLDEN = ROOT / "tests" / "golden" / "figures"
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
 TODAY = "2026-12-03"
 PORTFOLIOS = {"portfolio.yaml", "portfolio-commitments.yaml"}
-"""Examples that are ``ptplan reserve`` portfolios; every other example is a project spec."""
+"""Examples that are ``ptplan reserve`` portfolios; ``campaign-*`` are campaigns (``ptplan plan``
+detects them); every other example is a project spec."""
+
+
+def is_campaign(name: str) -> bool:
+    return name.startswith("campaign-")
 
 
 def _h(x: float | None) -> str | None:
@@ -81,6 +86,21 @@ def reserve_figures(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def campaign_figures(r: dict[str, Any]) -> dict[str, Any]:
+    """Total, hand-overs, makespan, critical path; per stage its chosen point, schedule, place
+    and plan total."""
+    return {
+        "total_cost_usd": f"{r['total_cost_usd']:.2f}",
+        "handover_cost_usd": f"{r['handover_cost_usd']:.2f}",
+        "makespan_hours": _h(r["makespan_hours"]), "critical_path": r["critical_path"],
+        "stages": [f"{s['name']}: point {s['point']} of {len(s['frontier'])}, "
+                   f"{s['start_hours']:.6f}-{s['end_hours']:.6f} h, {s['plan']['provider']}:"
+                   f"{s['plan']['region']}, ${s['plan']['total_cost_usd']}" for s in r["stages"]],
+        "handovers": [f"{h['from']} -> {h['to']} {h['path']} {h['gb']:.6f} GB {h['cost_usd']}"
+                      for h in r["handovers"]],
+    }
+
+
 def _figures(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setenv("PTPLAN_TODAY", TODAY)
     out = tmp_path / "out.json"
@@ -89,6 +109,8 @@ def _figures(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict
     result = CliRunner().invoke(app, [*cmd, "--format", "json", "-o", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))
+    if is_campaign(name):
+        return campaign_figures(data)
     return reserve_figures(data) if name in PORTFOLIOS else plan_figures(data)
 
 

@@ -31,6 +31,8 @@ CASES: dict[str, list[str]] = {
     "plan-opd-8b-from-32b.json": ["plan", str(EX / "opd-8b-from-32b.yaml"), "--explain",
                                   "--no-timings"],
     "plan-sft-8b.json": ["plan", str(EX / "sft-8b.yaml"), "--explain", "--no-timings"],
+    "plan-generate-32b.json": ["plan", str(EX / "generate-32b.yaml"), "--explain",
+                               "--no-timings"],
     "pareto-grpo.json": ["pareto", str(EX / "grpo-7b.yaml"), "--points", "3"],
     "pareto-sft.json": ["pareto", str(EX / "sft-8b.yaml"), "--points", "4"],
     "whatif-grpo.json": ["whatif", str(EX / "grpo-7b.yaml"), "--price",

@@ -204,7 +204,7 @@ def _example_plans() -> list[tuple[str, Plan]]:
     cat = load_catalog("embedded")
     out = []
     for path in sorted((ROOT / "examples").glob("*.yaml")):
-        if path.name.startswith("portfolio"):
+        if path.name.startswith("portfolio") or path.name.startswith("campaign-"):
             continue
         p = make_plan(load_spec(str(path)), cat, explain=False, timings=False)
         if any(a.capacity_type == "spot" for pool in p.pools for a in pool.allocations):

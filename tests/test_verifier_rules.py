@@ -39,6 +39,7 @@ GOLDEN = ROOT / "tests" / "golden" / "cli"
 GRPO = "plan-grpo-7b.json"
 OPD = "plan-opd-8b-from-32b.json"
 SFT = "plan-sft-8b.json"
+GEN = "plan-generate-32b.json"
 runner = CliRunner()
 
 Plan_ = dict[str, Any]
@@ -168,6 +169,37 @@ def b_budget(p: Plan_) -> None:
 
 def b_policy(p: Plan_) -> None:
     """The policy the plan records forbids spot for rollout."""
+    p["policy"]["phases"]["rollout"]["capacity_types"] = ["on_demand", "reserved"]
+
+
+# ---- method generate: the sampling-only plan (one stateless pool "all", spot) ----------------
+
+def g_coverage(p: Plan_) -> None:
+    """The generation does not process its tokens in its busy hours."""
+    _phase(p, "rollout")["tokens"] *= 3
+
+
+def g_spot_stateless(p: Plan_) -> None:
+    """A spot generation node with no interruption overhead (the rates follow it)."""
+    pool = _pool(p, "all")
+    pool["allocations"][0]["effective_fraction"] = 1.0
+    effective = sum(a["nodes"] * a["effective_fraction"] for a in pool["allocations"])
+    ph = _phase(p, "rollout")
+    ph["tokens_per_node_hour"] = ph["tokens"] / (
+        ph["busy_hours"] * effective * ph["usable_node_fraction"])
+
+
+def g_capacity_spot(p: Plan_) -> None:
+    """Spot where the pool does not allow it."""
+    _pool(p, "all")["spot_ok"] = False
+
+
+def g_hold(p: Plan_) -> None:
+    _pool(p, "all")["idle_hours"] += 1.0
+
+
+def g_policy(p: Plan_) -> None:
+    """The recorded policy forbids spot for the rollout phase the job samples in."""
     p["policy"]["phases"]["rollout"]["capacity_types"] = ["on_demand", "reserved"]
 
 
@@ -415,6 +447,14 @@ def check_catalog(plan: Plan) -> list[str]:
 
 CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str]]]] = {
     # case: (plan, break, family printed, rule function)
+    "gen_coverage": (GEN, g_coverage, "coverage", rules_phases.check_coverage),
+    "gen_spot_stateless": (GEN, g_spot_stateless, "spot_overhead",
+                           rules_pools.check_spot_overheads),
+    "gen_capacity_spot": (GEN, g_capacity_spot, "capacity", rules_pools.check_capacity),
+    "gen_hold": (GEN, g_hold, "hold", rules_pools.check_hold),
+    "gen_deadline": (GEN, b_deadline, "deadline", rules_costs.check_deadline_budget),
+    "gen_budget": (GEN, b_budget, "budget", rules_costs.check_deadline_budget),
+    "gen_totals": (GEN, b_totals_total, "totals", rules_costs.check_totals),
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
     "zones": (GRPO, b_zone, "zones", rules_pools.check_zones),
     "hold": (GRPO, b_hold, "hold", rules_pools.check_hold),
@@ -494,7 +534,8 @@ ONLY_FAMILY = {"storage_price": {"storage", "totals"}, "budget": {"budget", "pol
                "storage_cents": {"storage", "totals"},
                "capacity_spot": {"capacity", "policy"}, "spot_ok": {"policy", "capacity"},
                "gpu_hours": {"allocations"}, "pool_phases": {"allocations"},
-               "held": {"hold"}, "flow": {"network", "spec_match"}}
+               "held": {"hold"}, "flow": {"network", "spec_match"},
+               "gen_budget": {"budget", "policy"}, "gen_capacity_spot": {"capacity", "policy"}}
 """Cases whose break legitimately shows in a second family: a dearer item moves the totals; the
 policy's ``budget.stop_at`` is a share of the same budget; a pool in a second region breaks the
 policy's ``split_regions``; a phase's cost is a part of compute and the sum of its

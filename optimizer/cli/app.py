@@ -9,6 +9,7 @@ Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no
 from __future__ import annotations
 
 from optimizer.cli import (  # noqa: F401
+    compare,
     plan,
     prices,
     prices_blocks,

@@ -87,18 +87,35 @@ def plan(
 
     def go() -> None:
         from optimizer.cli.report import html_page
+        from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
         from optimizer.planner.api import plan as make_plan
         from optimizer.report.tables import plan_markdown, plan_table
         from optimizer.spec.project import load_spec
         from policies.model import load_policy
         from providers.registry import load_catalog
 
+        if is_campaign_file(spec):
+            if risk is not None or objective.value != "cost":
+                from optimizer.core.errors import InputError
+
+                raise InputError("a campaign is planned for the least cost within its deadline "
+                                 "and budget: --risk and --objective time apply to one spec")
+            if str(fmt) == "html":
+                from optimizer.core.errors import InputError
+
+                raise InputError("--format html: a campaign has no HTML report yet; use table, "
+                                 "markdown or json")
+            plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
+            return
         if calibration is not None:
             from optimizer.spec.calibration import load_spec_calibrated
 
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
             s = load_spec(str(spec))
+        if s.data.generated_by is not None:
+            info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
+                 "cost is not in this plan; `ptplan compare` and campaigns count it")
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
@@ -159,12 +176,16 @@ def check(
     when it was made on it."""
 
     def go() -> None:
+        from optimizer.cli.campaign import check_campaign_cmd, is_campaign_file
         from optimizer.core.yamlio import quoted, read_mapping, validate
         from optimizer.plan.rules_catalog import check_against_catalog, packaged_catalog
         from optimizer.plan.schema import Plan
         from optimizer.plan.verify import verify_against_spec, verify_plan
         from optimizer.spec.project import load_spec
 
+        if is_campaign_file(plan_file):
+            check_campaign_cmd(plan_file)
+            return
         p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
         problems = verify_plan(p)
         made_on = packaged_catalog(p)

@@ -45,6 +45,12 @@ def render(
         from optimizer.spec.project import load_spec
 
         parse_framework(framework)  # an unsupported version is one line, before anything else
+        from optimizer.cli.campaign import is_campaign_file, render_campaign_cmd
+
+        if is_campaign_file(plan_file):
+            render_campaign_cmd(plan_file, target.value, output, image, cluster, framework,
+                                check)
+            return
         p = load_plan(plan_file)
         problems = verify_plan(p)
         if problems:

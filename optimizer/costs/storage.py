@@ -90,7 +90,7 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
     if spec.method == "sft":
         tokens = (d.examples or 0) * (d.tokens_per_example or 0)
     else:
-        tokens = demand.steps * (d.prompts_per_step or 0) * (d.prompt_tokens or 0)
+        tokens = demand.steps * spec.prompts_per_run * (d.prompt_tokens or 0)
     out.append(DataClass("dataset", "ms", (ObjectGroup(1, tokens * BYTES_PER_TOKEN / 1e9, 0, 1),)))
     n = demand.checkpoints
     if n > 0:

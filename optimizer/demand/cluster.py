@@ -85,7 +85,7 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
         precision[phase] = best.precision
         layout[phase] = best.layout_for(g / gpn)
     ws = 0.0
-    if mode != "colocated" and spec.method != "sft":
+    if mode != "colocated" and spec.method not in ("sft", "generate"):
         ws = demand.weight_sync_gb_per_step / spec.efficiency.weight_sync_gb_per_s
     ckpt = demand.checkpoint_stall_hours * 3600.0
     if mode == "async":

@@ -122,6 +122,8 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
         "algorithm": spec.algorithm,
         "steps": demand.steps,
         "step_unit": ("optimizer step" if spec.method == "sft"
+                      else "one offline generation batch (every prompt at once)"
+                      if spec.method == "generate"
                       else "rollout→update step (optimizer mini-batches inside are counted "
                            "separately)"),
         "pipeline_assumed": spec.pipeline,

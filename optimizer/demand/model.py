@@ -177,6 +177,18 @@ def build_demand(spec: ProjectSpec) -> Demand:
                           d.tokens_per_example, lora_rank=lora))
         steps = spec.total_steps
         prompt_default = 512
+    elif spec.method == "generate":  # one offline batch: every prompt submitted at once
+        assert d.prompts and d.samples_per_prompt and d.prompt_tokens and d.response_tokens
+        steps = 1
+        seqs = d.prompts * d.samples_per_prompt
+        lengths = response_lengths(spec)
+        parts.append(Part("rollout", "prefill", "policy", "prefill",
+                          prefill_sequences(spec) * d.prompt_tokens, policy, d.prompt_tokens))
+        parts.append(Part("rollout", "decode", "policy", "decode", seqs * d.response_tokens,
+                          policy, d.prompt_tokens + spec.max_response_tokens,
+                          d.prompt_tokens + lengths.mean_age, lengths=lengths,
+                          run_sequences=seqs, runs=1, prompt_tokens=d.prompt_tokens))
+        prompt_default = d.prompt_tokens
     else:
         assert d.steps and d.prompts_per_step and d.samples_per_prompt
         assert d.prompt_tokens and d.response_tokens
@@ -236,14 +248,15 @@ def build_demand(spec: ProjectSpec) -> Demand:
                               prompt_tokens=prompt))
     if not eff.attention_flops:
         parts = [replace(p, attention=False) for p in parts]
-    n_ckpt = steps // spec.checkpoint_every_steps
+    n_ckpt = steps // spec.checkpoint_every_steps if spec.trains else 0
     eval_runs = steps // spec.eval.every_steps if spec.eval is not None else 0
     return Demand(
         spec=spec,
         parts=tuple(parts),
         checkpoints=n_ckpt,
         checkpoint_gb=checkpoint_gb(spec),
-        weight_sync_gb_per_step=policy.params_b * BYTES_PER_PARAM["bf16"],  # bf16 weights
+        # bf16 weights to the rollout engines after each update (none when nothing trains)
+        weight_sync_gb_per_step=policy.params_b * BYTES_PER_PARAM["bf16"] if spec.trains else 0.0,
         steps=steps,
         notes=tuple(notes),
         eval_runs=eval_runs,
@@ -268,8 +281,8 @@ def prefill_sequences(spec: ProjectSpec) -> float:
     caches full 16-token blocks, so each further sample re-prefills at most the last partial
     block plus one block: (P mod 16) + 16 tokens); without it every sample prefills."""
     d = spec.data
-    assert d.prompts_per_step and d.samples_per_prompt and d.prompt_tokens
-    groups = d.prompts_per_step * spec.oversample_factor
+    assert spec.prompts_per_run and d.samples_per_prompt and d.prompt_tokens
+    groups = spec.prompts_per_run * spec.oversample_factor
     n = d.samples_per_prompt
     if not spec.efficiency.prefix_caching or n == 1:
         return groups * n

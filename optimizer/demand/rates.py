@@ -113,7 +113,7 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
     engine shares the GPUs with resident training state."""
     policy = policy or default_policy()
     synchronous = tail if phase in GEN_PHASES else True
-    together = colocated and demand.spec.method != "sft"
+    together = colocated and demand.spec.method not in ("sft", "generate")
     key = (phase, gpu.name, gpn, synchronous, together, policy.model_dump_json())
     hit = demand.memo.get(key)
     if hit is None:

@@ -45,7 +45,7 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
     if spec.pipeline not in ("auto", plan.pipeline_mode):
         v.append(f"spec_match: pipeline {plan.pipeline_mode} but the spec asks {spec.pipeline}")
     rollout = any(p.name == "rollout" for p in plan.pools)
-    want_w = demand.weight_sync_gb_per_step if spec.method != "sft" else 0.0
+    want_w = demand.weight_sync_gb_per_step if spec.method != "sft" else 0.0  # 0 for generate
     if not close(plan.weight_sync_gb_per_node_step, want_w):
         v.append(f"spec_match: weight_sync_gb_per_node_step {plan.weight_sync_gb_per_node_step}"
                  f" != {want_w:.6g} (the policy's weights in bf16)")

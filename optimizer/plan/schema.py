@@ -16,6 +16,8 @@ Schema history (see README "Plan JSON"):
   ``disk_usd_per_gb_month``, ``disk_usd_per_hour`` and ``disk_cost_usd``, and the plan's
   ``disk_cost_usd``; total = compute + disks + storage + network (compute stays the instances
   alone, and phase costs + idle still add up to it). Older plans read as disks unpriced ($0).
+* 5 = ``method: generate`` (sampling-only jobs; ``data.prompts`` and ``data.generated_by``)
+  and ``calibration[].runs`` (the ledger runs a calibrated cell came from; optional).
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -41,12 +43,12 @@ from pydantic import (
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema plans are written with; plans of schema 1 to this one are read. 3: phases record
 their parallel layout (training) and engine (generation); ``calibration`` lists the measured
 cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
 size (generation drains, so it is not one number per node shape). 4: boot disks are priced
-(per pool and in the total)."""
+(per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
 __all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
@@ -312,7 +314,7 @@ class Plan(StrictModel):
         "enum": list(range(1, SCHEMA_VERSION + 1)), **INFO})
     spec_name: str = Field(json_schema_extra=SPEC)
     spec_digest: str = Field(json_schema_extra=SPEC)
-    method: Literal["sft", "rl", "opd"] = Field(json_schema_extra=SPEC)
+    method: Literal["sft", "rl", "opd", "generate"] = Field(json_schema_extra=SPEC)
     algorithm: str | None = Field(json_schema_extra=SPEC)
     status: Status
     objective: str = Field(pattern="^(cost|time)$", json_schema_extra=_kind(
@@ -387,6 +389,15 @@ class Plan(StrictModel):
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
+LATER_SPEC_FIELDS = ("generated_by", "prompts")
+"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
+made before them still match their specs."""
+
+
 def spec_digest(spec_dump: dict[str, Any]) -> str:
+    data = spec_dump.get("data")
+    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
+        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
+                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
     canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

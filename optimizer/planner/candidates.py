@@ -191,7 +191,7 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
         return PoolSpec(name, runs, "spot" in kinds, "update" in runs, stall_hours, parts,
                         kinds, policy.max_spot_share, remote_ok)
 
-    if spec.method == "sft":
+    if spec.method in ("sft", "generate"):  # one pool; generate: rollout only, stateless
         return [Layout("colocated", "colocated", (pool("all", work, stall, ckpt),), tail=True,
                        policy=policy)]
     ws_hours = demand.steps * demand.weight_sync_gb_per_step / eff.weight_sync_gb_per_s / 3600.0

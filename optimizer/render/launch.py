@@ -23,6 +23,10 @@ NO_SPEC = ("ptplan: rendered without --spec: the run settings the plan was price
            "samples, lengths, eval, checkpoint contents) are not in the plan; re-render with "
            "--spec SPEC")
 
+NO_GENERATE = ("ptplan: no launch for method generate: veRL 0.9 and OpenRLHF 0.11 launch "
+               "trainers, not offline sampling jobs; start your generation script (e.g. vLLM "
+               "LLM.generate) on the rendered pools yourself")
+
 
 def _pool(plan: Plan, name: str | None) -> Any:
     return pool(plan, name)
@@ -48,7 +52,11 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     notes.append(f"image: the launch scripts, the SkyPilot setup and the RayJob's runtime "
                  f"environment (pip) install {fw.spec}; an --image that already holds it saves "
                  "that install at each start")
-    if facts.run is None:
+    if plan.method == "generate":
+        notes.append(NO_GENERATE)
+        out.update(module=None, torchrun=False, settings=[], config_name=None, ray_roles={},
+                   words=["sh", "-c", f"echo {shlex.quote(NO_GENERATE)} >&2; exit 2"])
+    elif facts.run is None:
         notes.append(NO_SPEC)
         out.update(module=None, torchrun=False, settings=[], config_name=None, ray_roles={},
                    words=["sh", "-c", f"echo {shlex.quote(NO_SPEC)} >&2; exit 2"])

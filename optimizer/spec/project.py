@@ -21,6 +21,16 @@ from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_
 from optimizer.core.yamlio import quoted, read_mapping, validate
 from optimizer.spec.efficiency import Efficiency
 from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
+from optimizer.spec.methods import (
+    GEN_EFFICIENCY,
+    GEN_FIELDS,
+    GEN_REQUIRED,
+    RL_FIELDS,
+    RL_REQUIRED,
+    SFT_FIELDS,
+    SFT_REQUIRED,
+    _generate_rules,
+)
 from optimizer.spec.types import (
     Algorithm,
     Amount,
@@ -102,6 +112,12 @@ class Data(_Strict):
     epochs: Amount | None = None
     batch_size: Count | None = None
     """SFT: examples per optimizer step (defines a step for eval/checkpoint cadence)."""
+    generated_by: Annotated[str, Field(min_length=1, max_length=500)] | None = None
+    """SFT: the ``method: generate`` spec (a path, relative to this spec) that produced the
+    data; ``ptplan compare`` and campaigns plan it and count its cost."""
+    # generate
+    prompts: Count | None = None
+    """generate: prompts submitted (all at once: offline batched generation)."""
     # rl / opd
     steps: Count | None = None
     prompts_per_step: Count | None = None
@@ -119,24 +135,6 @@ class Data(_Strict):
     mini_batches_per_step: Count | None = None
     """Optimizer steps inside one rollout→update step: no FLOPs change, but each is a
     sequential forward + backward in the update's per-step latency floor."""
-
-
-SFT_FIELDS = ("examples", "tokens_per_example", "epochs", "batch_size")
-RL_FIELDS = (
-    "steps",
-    "prompts_per_step",
-    "samples_per_prompt",
-    "prompt_tokens",
-    "response_tokens",
-    "max_response_tokens",
-    "response_length",
-    "oversample_factor",
-    "update_epochs",
-    "mini_batches_per_step",
-)
-SFT_REQUIRED = ("examples", "tokens_per_example")
-RL_REQUIRED = ("steps", "prompts_per_step", "samples_per_prompt", "prompt_tokens",
-               "response_tokens")
 
 
 class Eval(_Strict):
@@ -253,12 +251,12 @@ class ProjectSpec(_Strict):
         if self.critic is not None and self.algorithm != "ppo":
             raise ValueError("critic applies to algorithm ppo only")
         given = {k for k, v in self.data.model_dump().items() if v is not None}
-        own, other, required = (
-            (SFT_FIELDS, RL_FIELDS, SFT_REQUIRED) if m == "sft"
-            else (RL_FIELDS, SFT_FIELDS, RL_REQUIRED)
-        )
-        for key in other:
-            if key in given:
+        own, required = {"sft": (SFT_FIELDS, SFT_REQUIRED),
+                         "generate": (GEN_FIELDS, GEN_REQUIRED)}.get(m, (RL_FIELDS, RL_REQUIRED))
+        if m == "generate":
+            _generate_rules(self)
+        for key in (*SFT_FIELDS, *GEN_FIELDS, *RL_FIELDS):
+            if key in given and key not in own:
                 raise ValueError(f"data.{key} is not used by method {m}; use {', '.join(own)}")
         for key in required:
             if key not in given:
@@ -284,6 +282,9 @@ class ProjectSpec(_Strict):
             if m == "sft" and any(p in self.precisions for p in ("rollout", "scoring")):
                 raise ValueError("precisions: method sft has no rollout or scoring phase; "
                                  "list update and eval only")
+            if m == "generate" and any(p != "rollout" for p in self.precisions):
+                raise ValueError("precisions: method generate has only a rollout phase; "
+                                 "list rollout only")
         phases = self.phase_names
         seen: set[tuple[str, str, str]] = set()
         for i, c in enumerate(self.calibration):
@@ -301,6 +302,8 @@ class ProjectSpec(_Strict):
     @property
     def phase_names(self) -> set[str]:
         """The phases this job runs."""
+        if self.method == "generate":
+            return {"rollout"}
         phases = {"update"} | ({"eval"} if self.eval is not None else set())
         if self.method != "sft":
             phases |= {"rollout"}
@@ -309,8 +312,19 @@ class ProjectSpec(_Strict):
         return phases
 
     @property
+    def trains(self) -> bool:
+        """False for ``method: generate`` (sampling only: no update, no checkpoints)."""
+        return self.method != "generate"
+
+    @property
+    def prompts_per_run(self) -> int:
+        """Prompts per synchronous generation run: a step's (rl/opd) or all of them (generate:
+        one offline batch)."""
+        return (self.data.prompts if self.method == "generate" else self.data.prompts_per_step) or 0
+
+    @property
     def uses_reference(self) -> bool:
-        if self.method == "sft":
+        if self.method in ("sft", "generate"):
             return False
         if self.reference_model is not None:
             return self.reference_model
@@ -346,6 +360,8 @@ class ProjectSpec(_Strict):
             import math
 
             return max(1, math.ceil((self.data.examples or 0) * self.epochs / self.sft_batch_size))
+        if self.method == "generate":
+            return 1
         return self.data.steps or 0
 
     @property
@@ -376,6 +392,10 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             out.append("data.epochs = 1")
         if d.batch_size is None:
             out.append(f"data.batch_size = {spec.sft_batch_size} examples per optimizer step")
+    elif spec.method == "generate":
+        if d.max_response_tokens is None:
+            out.append(f"data.max_response_tokens = {spec.max_response_tokens} (2 x mean)")
+        out.append("one offline batch: all prompts submitted at once (continuous batching)")
     else:
         if d.max_response_tokens is None:
             out.append(f"data.max_response_tokens = {spec.max_response_tokens} (2 x mean)")
@@ -393,11 +413,11 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             out.append("reward_model absent: rule-based reward on CPU (no GPU work)")
     if spec.model.finetune == "lora" and spec.model.lora_rank is None:
         out.append("model.lora_rank = 16")
-    if spec.checkpoints.every_steps is None:
+    if spec.checkpoints.every_steps is None and spec.trains:
         out.append(f"checkpoints.every_steps = {spec.checkpoint_every_steps} (10 % of steps)")
     cp_defaults = Checkpoints()
     for key in ("keep_hot", "archive_every", "retention_days"):
-        if key not in spec.checkpoints.model_fields_set:
+        if key not in spec.checkpoints.model_fields_set and spec.trains:
             out.append(f"checkpoints.{key} = {getattr(cp_defaults, key)}")
     eff_set = spec.efficiency.model_fields_set
     defaults = Efficiency()
@@ -411,6 +431,8 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     for key in Efficiency.model_fields:
         if key in eff_set or (spec.method == "sft" and key in rl_only):
             continue
+        if not spec.trains and key not in GEN_EFFICIENCY:
+            continue
         if spec.method != "sft" and key == "train_mfu":
             continue
         value = getattr(defaults, key)
@@ -419,7 +441,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")
         out.append(f"efficiency.{key} = {shown}")
-    if spec.method != "sft" and "pipeline" not in spec.model_fields_set:
+    if spec.method not in ("sft", "generate") and "pipeline" not in spec.model_fields_set:
         out.append("pipeline = auto (colocated, sync and async are compared)")
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
         if key not in spec.placement.model_fields_set:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from optimizer.core.yamlio import StrictModel
 
-Method = Literal["sft", "rl", "opd"]
+Method = Literal["sft", "rl", "opd", "generate"]
 Algorithm = Literal["ppo", "grpo", "dapo"]
 Pipeline = Literal["auto", "colocated", "sync", "async"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]

@@ -1,0 +1,167 @@
+"""Campaigns through ``plan``, ``check`` and ``render`` (:mod:`optimizer.campaign`;
+docs/campaigns.md): the commands detect a campaign file and come here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import Format, ProgressBar, _emit_as, dumps, info
+
+
+def read_any(path: Path, what: str) -> dict[str, Any]:
+    from optimizer.core.yamlio import read_mapping
+
+    return read_mapping(str(path), what)
+
+
+def is_campaign_file(path: Path) -> bool:
+    """A YAML campaign (top-level ``stages``) or a campaign JSON (``kind: campaign``)."""
+    from optimizer.core.errors import InputError
+
+    try:
+        data = read_any(path, "plan")
+    except InputError:
+        return False  # the command's own reader reports it
+    return "stages" in data or data.get("kind") == "campaign"
+
+
+def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str, fmt: Format,
+                      output: Path | None) -> None:
+    from optimizer.campaign.runner import plan_campaign
+    from optimizer.planner.api import pareto, plan
+    from policies.model import load_policy
+    from providers.registry import load_catalog
+
+    pol = load_policy(str(policy) if policy else None)
+    cat = load_catalog(catalog)
+    info(f"planning campaign {path} on catalog {cat.name}, policy {pol.name}...")
+
+    def frontier(spec: Any, points: int) -> list[dict[str, Any]]:
+        return list(pareto(spec, cat, points, solver, pol)["points"])
+
+    def plan_at(spec: Any, hours: float) -> Any:
+        s = spec.model_copy(update={"sla": spec.sla.model_copy(
+            update={"deadline_hours": hours * (1 + 1e-9)})})
+        return plan(s, cat, "cost", solver, explain=False, timings=False, policy=pol)
+
+    with ProgressBar("campaign") as bar:
+        r = plan_campaign(path, cat, frontier, plan_at, solver,
+                          lambda d, t, label: bar(d, t, label))
+    _emit_as(fmt, output, lambda: dumps(r), lambda: campaign_markdown(r),
+             lambda: campaign_table(r))
+
+
+def campaign_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["stage", "method", "after", "point", "where", "start h", "end h", "cost $"]
+    rows = []
+    for s in r["stages"]:
+        p = s["plan"]
+        rows.append([s["name"], s["method"], ", ".join(s["after"]) or "-",
+                     f"{s['point'] + 1} of {len(s['frontier'])}",
+                     f"{p['provider']}:{p['region']}", f"{s['start_hours']:.2f}",
+                     f"{s['end_hours']:.2f}", p["total_cost_usd"]])
+    for st in r["stored"]:
+        rows.append([f"store {st['stage']}", st["what"], f"{st['gb']:.1f} GB", "",
+                     f"{st['provider']}:{st['region']} {st['tier']}", "", "",
+                     f"{st['cost_usd']:.2f}"])
+    for h in r["handovers"]:
+        rows.append([f"{h['from']} -> {h['to']}", h["what"], f"{h['gb']:.1f} GB", "",
+                     h["path"], "", "", f"{h['cost_usd']:.2f}"])
+    rows.append(["total", "", "", "", "", "0.00", f"{r['makespan_hours']:.2f}",
+                 f"{r['total_cost_usd']:.2f}"])
+    return head, rows
+
+
+def campaign_footer(r: dict[str, Any]) -> list[str]:
+    budget = f"${r['budget_usd']:,.2f}" if r["budget_usd"] is not None else "none"
+    return [f"campaign {r['name']}: makespan {r['makespan_hours']:.2f} h (deadline "
+            f"{r['deadline_hours']:g} h), total ${r['total_cost_usd']:,.2f} = stages "
+            f"${r['stages_cost_usd']:,.2f} + hand-overs ${r['handover_cost_usd']:,.2f}; budget "
+            f"{budget}", "critical path: " + " -> ".join(r["critical_path"]),
+            f"solver {r['solver']['name']}: {r['solver']['status']}", r["note"]]
+
+
+def campaign_table(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import _table
+
+    return _table(f"ptplan plan: campaign {r['name']}", *campaign_rows(r), campaign_footer(r))
+
+
+def campaign_markdown(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import md_table
+
+    return (f"# ptplan plan: campaign {r['name']}\n\n" + md_table(*campaign_rows(r)) + "\n"
+            + "\n".join(f"- {line}" for line in campaign_footer(r)) + "\n")
+
+
+def load_campaign_json(path: Path) -> dict[str, Any]:
+    from optimizer.core.errors import InputError
+    from optimizer.core.yamlio import quoted
+
+    r = read_any(path, "campaign")
+    need = ("stages", "stored", "handovers", "deadline_hours", "budget_usd", "makespan_hours",
+            "stages_cost_usd", "handover_cost_usd", "total_cost_usd")
+    missing = [k for k in need if k not in r]
+    if missing or not isinstance(r.get("stages"), list):
+        raise InputError(f"campaign {quoted(path)}: not a campaign plan (missing "
+                         f"{', '.join(missing) or 'stages'}); regenerate it with `ptplan plan "
+                         "CAMPAIGN.yaml --format json`")
+    return r
+
+
+def check_campaign_cmd(path: Path) -> None:
+    from optimizer.campaign.check import check_campaign
+    from optimizer.core.errors import InputError
+    from optimizer.core.yamlio import quoted
+
+    r = load_campaign_json(path)
+    try:
+        problems = check_campaign(r)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"campaign {quoted(path)}: malformed ({type(exc).__name__}: {exc}); "
+                         "regenerate it with `ptplan plan CAMPAIGN.yaml --format json`") from None
+    if problems:
+        for line in problems:
+            typer.echo(f"violation: {line}")
+        typer.echo(f"{len(problems)} violation(s) in {quoted(path)}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"ok: {quoted(path)} is a consistent campaign ({len(r['stages'])} stages, "
+               f"makespan {r['makespan_hours']:.2f} h, total ${r['total_cost_usd']:.2f})")
+
+
+def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None,
+                        cluster: Any, framework: Any, check: bool) -> None:
+    """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec)."""
+    from optimizer.campaign.check import check_campaign
+    from optimizer.plan.schema import Plan
+    from optimizer.render.targets import DEFAULT_IMAGE, render_plan, write_files
+    from optimizer.spec.project import load_spec
+
+    r = load_campaign_json(path)
+    problems = check_campaign(r)
+    if problems:
+        for line in problems:
+            typer.echo(f"violation: {line}", err=True)
+        typer.echo(f"error: campaign {path} fails its check ({len(problems)} violation(s)); "
+                   "not rendered", err=True)
+        raise typer.Exit(1)
+    for s in r["stages"]:
+        p = Plan.model_validate(s["plan"])
+        spec = load_spec(s["spec"]) if Path(s["spec"]).is_file() else None
+        files, notes = render_plan(p, target, spec, image or DEFAULT_IMAGE, cluster, framework)
+        for note in notes:
+            typer.echo(f"note: {s['name']}: {note}", err=True)
+        for written in write_files(files, output / s["name"]):
+            info(f"wrote {written}")
+        if check:
+            from optimizer.render.check import check_render
+
+            found = check_render(p, files)
+            for line in found:
+                typer.echo(f"violation: {s['name']}: {line}", err=True)
+            if found:
+                typer.echo("error: the rendered files fail the deployment check", err=True)
+                raise typer.Exit(1)

@@ -1,0 +1,144 @@
+"""``ptplan compare SPEC... [--risk FILE]``: candidate methods for one goal by their whole cost
+(:mod:`optimizer.compare`; docs/compare.md). The table, Markdown and chart are drawn here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import Format, ProgressBar, _emit_as, _run, app, dumps, info
+from optimizer.core.kinds import Solver
+
+
+@app.command()
+def compare(
+    specs: list[Path] = typer.Argument(..., metavar="SPEC...", help="Candidate specs (two or "
+                                       "more) for the same goal."),
+    risk: Path = typer.Option(None, "--risk", help="Risk file: forgetting priors per method or "
+                              "spec, with their rework and source (docs/compare.md). Without "
+                              "it only break-even probabilities are shown."),
+    ledger: str = typer.Option(None, "--ledger", help="Run ledger URL for priors (not "
+                               "available yet: use --risk)."),
+    catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
+    policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
+                                "policies/default.yaml)."),
+    solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
+    fmt: Format = typer.Option(Format.table, "--format"),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    chart: Path = typer.Option(None, "--chart", help="Expected cost vs forgetting probability "
+                               "per candidate (.png/.svg)."),
+) -> None:
+    """Candidate methods side by side: planned cost and time, data generation, eval share,
+    forgetting prior and rework, expected cost, P90, and the break-even forgetting
+    probability at which the ranking flips."""
+
+    def go() -> None:
+        from optimizer.compare.runner import compare as run
+        from optimizer.core.errors import InputError
+        from optimizer.planner.api import plan as make_plan
+        from optimizer.report.charts import chart_suffix
+        from policies.model import load_policy
+        from providers.registry import load_catalog
+
+        if ledger is not None:
+            raise InputError("--ledger: the run ledger is not available in this version; write "
+                             "the priors in a risk file and pass --risk FILE")
+        if chart is not None:
+            chart_suffix(chart)
+        pol = load_policy(str(policy) if policy else None)
+        cat = load_catalog(catalog)
+        info(f"comparing {len(specs)} specs on catalog {cat.name}, policy {pol.name}...")
+        with ProgressBar("compare") as bar:
+            report = run([str(s) for s in specs],
+                         lambda s: make_plan(s, cat, "cost", solver.value, explain=False,
+                                             timings=False, policy=pol),
+                         str(risk) if risk is not None else None,
+                         lambda d, t, label: bar(d, t, label))
+        if chart is not None:
+            compare_chart(report, chart)
+            info(f"wrote {chart}")
+        _emit_as(fmt, output, lambda: dumps(report), lambda: compare_markdown(report),
+                 lambda: compare_table(report))
+
+    _run(go)
+
+
+def _usd(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.2f}"
+
+
+def compare_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["candidate", "method", "run $", "data gen $", "planned $", "hours", "eval share",
+            "P(forget)", "rework $", "expected $", "P90 $", "cheapest while"]
+    rows = []
+    for c in r["candidates"]:
+        prior = c["prior"]
+        gen = c["data_generation"]
+        rows.append([c["name"], c["method"], _usd(c["run_cost_usd"]),
+                     _usd(gen["cost_usd"]) if gen else "-", _usd(c["planned_cost_usd"]),
+                     f"{c['hours']:.2f}", f"{100 * c['eval_share']:.1f}%",
+                     f"{prior['p_forgetting']:.3f}" if prior else "no prior",
+                     _usd(prior["rework"]["cost_usd"]) if prior else "-",
+                     _usd(c["expected_cost_usd"]), _usd(c["p90_cost_usd"]), c["break_even"]])
+    return head, rows
+
+
+def compare_footer(r: dict[str, Any]) -> list[str]:
+    out = [r["statement"]] if r["statement"] else [f"priors: {r['priors']}"]
+    for c in r["candidates"]:
+        if c["prior"]:
+            p = c["prior"]
+            w = p["rework"]
+            how = (f"recovery spec {w['spec']} planned" if w["kind"] == "spec"
+                   else f"{w['fraction']:g} x the run")
+            out.append(f"{c['name']}: P(forget) {p['p_forgetting']:g} from {p['from']} "
+                       f"(source: {p['source']}); rework {how} = ${w['cost_usd']:,.2f}")
+        if c["data_generation"]:
+            g = c["data_generation"]
+            out.append(f"{c['name']}: data generated by {g['spec']} (${g['cost_usd']:,.2f}, "
+                       f"{g['makespan_hours']:.2f} h before the run)")
+    out.append("cheapest while: the candidate's forgetting probability below which it is the "
+               "cheapest in expectation, the others at "
+               + ("their priors" if r["priors"] else "p = 0")
+               + "; break-even rework: the prior's, else one more run")
+    by = "expected cost" if r["ranked_by"] == "expected_cost_usd" else "planned cost"
+    out.append(f"ranking by {by}: " + " < ".join(r["ranking"]))
+    out += [f"note: {n}" for n in r["notes"]]
+    return out
+
+
+def compare_table(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import _table
+
+    return _table("ptplan compare", *compare_rows(r), compare_footer(r))
+
+
+def compare_markdown(r: dict[str, Any]) -> str:
+    from optimizer.report.tables import md_table
+
+    return ("# ptplan compare\n\n" + md_table(*compare_rows(r)) + "\n"
+            + "\n".join(f"- {line}" for line in compare_footer(r)) + "\n")
+
+
+def compare_chart(r: dict[str, Any], path: Path) -> None:
+    """Expected cost vs forgetting probability, one line per candidate; the prior (if any) as a
+    dot on its line."""
+    from optimizer.compare.runner import curve
+    from optimizer.report.charts import pyplot, save
+
+    with pyplot("ptplan-compare") as plt:
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        for s in curve(r):
+            (line,) = ax.plot(s["p"], s["expected_cost_usd"], label=f"{s['name']} ({s['method']})")
+            if s["prior_p"] is not None:
+                i = round(s["prior_p"] * (len(s["p"]) - 1))
+                ax.plot([s["p"][i]], [s["expected_cost_usd"][i]], "o", color=line.get_color())
+        ax.set_xlabel("forgetting probability p")
+        ax.set_ylabel("expected cost (USD)")
+        ax.set_title("expected cost = planned + p x rework"
+                     + ("" if r["priors"] else " (no priors: rework = one more run)"))
+        ax.legend(loc="best")
+        fig.tight_layout()
+        save(plt, fig, path)
