@@ -86,8 +86,8 @@ def plan(
     the NN-th percentile of simulated runs)."""
 
     def go() -> None:
-        from optimizer.cli.report import html_page
         from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
+        from optimizer.cli.report import html_page
         from optimizer.planner.api import plan as make_plan
         from optimizer.report.tables import plan_markdown, plan_table
         from optimizer.spec.project import load_spec
@@ -105,7 +105,7 @@ def plan(
 
                 raise InputError("--format html: a campaign has no HTML report yet; use table, "
                                  "markdown or json")
-            plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
+            plan_campaign_cmd(spec, catalog, policy, solver.value, Format(str(fmt)), output)
             return
         if calibration is not None:
             from optimizer.spec.calibration import load_spec_calibrated
@@ -134,7 +134,7 @@ def plan(
 
 
 def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings: bool,
-               risk: str, trials: int, seed: int, correlated: float, fmt: Format,
+               risk: str, trials: int, seed: int, correlated: float, fmt: ReportFormat,
                output: Path | None, explain: bool) -> None:
     """``plan --risk pNN`` (:mod:`optimizer.risk.tighten`)."""
     from optimizer.cli.simulate import risk_lines
@@ -156,11 +156,17 @@ def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings:
     with ProgressBar(f"plan --risk {opt.label}: candidates") as bar:
         p, report = risk_plan(s, lambda spec: make_plan(
             spec, cat, objective, solver, explain=True, timings=timings, policy=pol), opt, bar)
-    if fmt == Format.json:
+    if str(fmt) in ("json", "html"):
         info(report["statement"])
     lines = "".join(line + "\n" for line in risk_lines(report))
+
+    def html() -> str:
+        from optimizer.cli.report import html_page
+
+        return html_page("plan", json.loads(p.to_json()))
+
     _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain) + "\n" + lines,
-             lambda: plan_table(p, explain) + lines)
+             lambda: plan_table(p, explain) + lines, html)
 
 
 @app.command()
