@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from optimizer.cli.app import app
 from optimizer.core.errors import InputError
 from optimizer.demand.model import build_demand
-from optimizer.spec.project import applied_defaults, load_spec, parse_spec
+from optimizer.spec.defaults import applied_defaults
+from optimizer.spec.project import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "generate-32b.yaml"

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from optimizer.core.errors import InputError
 from optimizer.core.yamlio import parse_mapping
-from optimizer.spec.project import ProjectSpec, applied_defaults, load_spec, parse_spec
+from optimizer.spec.defaults import applied_defaults
+from optimizer.spec.project import ProjectSpec, load_spec, parse_spec
 
 # ------------------------------------------------------------------------------ examples
 

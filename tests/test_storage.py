@@ -146,7 +146,7 @@ def test_defaults_applied_names_the_lifecycle_storage_was_priced_with():
     """Where the spec omits keep_hot / archive_every / retention_days the policy's values price
     the storage; ``defaults_applied`` lists those values (and the policy), not the spec's own
     defaults, in the same place of the list."""
-    from optimizer.spec.project import applied_defaults
+    from optimizer.spec.defaults import applied_defaults
 
     long = parse_policy("name: long\nextends: default\nstorage: {retention_days: 90, "
                         "keep_hot: 2}\n")

@@ -23,7 +23,8 @@ from optimizer.demand.cells import (
     precision_options,
 )
 from optimizer.demand.model import Demand, build_demand
-from optimizer.spec.project import ProjectSpec, applied_defaults
+from optimizer.spec.defaults import applied_defaults
+from optimizer.spec.project import ProjectSpec
 
 SCHEMA_VERSION = 2
 """2: reference pools, decode drain, training layouts, calibration factors (tail_factor gone)."""

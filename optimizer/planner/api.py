@@ -9,7 +9,7 @@ verification is never returned. Infeasible inputs raise
 the plan feasible.
 
 ``defaults_applied`` lists what was filled in for the user, as it was applied: the spec's
-defaults (:func:`optimizer.spec.project.applied_defaults`), except that a checkpoint lifecycle
+defaults (:func:`optimizer.spec.defaults.applied_defaults`), except that a checkpoint lifecycle
 value the spec leaves out (``keep_hot``, ``archive_every``, ``retention_days``) is the policy's
 (:func:`optimizer.costs.storage.lifecycle`), so the plan lists the policy's value and names it.
 """
@@ -64,7 +64,7 @@ LIFECYCLE_KEYS = ("keep_hot", "archive_every", "retention_days")
 
 def defaults_applied(spec: ProjectSpec, spec_defaults: list[str], life: Lifecycle | None,
                      policy_name: str) -> list[str]:
-    """``spec_defaults`` (the spec's :func:`~optimizer.spec.project.applied_defaults`) with each
+    """``spec_defaults`` (the spec's :func:`~optimizer.spec.defaults.applied_defaults`) with each
     checkpoint lifecycle value the spec omits replaced by the value the storage was priced with,
     the policy's: ``checkpoints.retention_days = 90 (policy long-retention)``."""
     if life is None:

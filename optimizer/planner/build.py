@@ -38,7 +38,7 @@ from optimizer.plan.schema import (
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
 from optimizer.planner.engine import Context, LayoutRun, run_hours, solution_key
 from optimizer.planner.plan_items import network_items, plan_site, storage_items
-from optimizer.spec.project import applied_defaults
+from optimizer.spec.defaults import applied_defaults
 
 
 def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float

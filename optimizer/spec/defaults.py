@@ -1,0 +1,74 @@
+"""The defaults a spec's loader filled in, listed as they were applied (shown in every
+output: plans, estimates, reports). Split from :mod:`optimizer.spec.project`."""
+
+from __future__ import annotations
+
+from optimizer.spec.efficiency import Efficiency
+from optimizer.spec.methods import GEN_EFFICIENCY
+from optimizer.spec.project import Checkpoints, ProjectSpec
+
+
+def applied_defaults(spec: ProjectSpec) -> list[str]:
+    """Human-readable list of defaults the loader filled in (shown in every output)."""
+    out: list[str] = []
+    d = spec.data
+    if spec.method == "sft":
+        if d.epochs is None:
+            out.append("data.epochs = 1")
+        if d.batch_size is None:
+            out.append(f"data.batch_size = {spec.sft_batch_size} examples per optimizer step")
+    elif spec.method == "generate":
+        if d.max_response_tokens is None:
+            out.append(f"data.max_response_tokens = {spec.max_response_tokens} (2 x mean)")
+        out.append("one offline batch: all prompts submitted at once (continuous batching)")
+    else:
+        if d.max_response_tokens is None:
+            out.append(f"data.max_response_tokens = {spec.max_response_tokens} (2 x mean)")
+        if d.oversample_factor is None:
+            out.append(f"data.oversample_factor = {spec.oversample_factor}"
+                       + (" (DAPO dynamic sampling)" if spec.algorithm == "dapo" else ""))
+        if d.update_epochs is None:
+            out.append("data.update_epochs = 1")
+        if spec.reference_model is None:
+            out.append(f"reference_model = {str(spec.uses_reference).lower()}"
+                       f" (default for {spec.algorithm or spec.method})")
+        if spec.algorithm == "ppo" and spec.critic is None:
+            out.append("critic = same shape as model (PPO)")
+        if spec.reward_model is None:
+            out.append("reward_model absent: rule-based reward on CPU (no GPU work)")
+    if spec.model.finetune == "lora" and spec.model.lora_rank is None:
+        out.append("model.lora_rank = 16")
+    if spec.checkpoints.every_steps is None and spec.trains:
+        out.append(f"checkpoints.every_steps = {spec.checkpoint_every_steps} (10 % of steps)")
+    cp_defaults = Checkpoints()
+    for key in ("keep_hot", "archive_every", "retention_days"):
+        if key not in spec.checkpoints.model_fields_set and spec.trains:
+            out.append(f"checkpoints.{key} = {getattr(cp_defaults, key)}")
+    eff_set = spec.efficiency.model_fields_set
+    defaults = Efficiency()
+    rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
+               "lost_work_minutes"}
+    rl_only |= {"prefix_caching", "colocated_rollout_memory_fraction"}
+    if spec.eval is None:  # SFT generates only for eval
+        rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
+                    "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
+                    "decode_compute_efficiency", "max_batch_per_replica"}
+    for key in Efficiency.model_fields:
+        if key in eff_set or (spec.method == "sft" and key in rl_only):
+            continue
+        if not spec.trains and key not in GEN_EFFICIENCY:
+            continue
+        if spec.method != "sft" and key == "train_mfu":
+            continue
+        value = getattr(defaults, key)
+        shown = str(value).lower() if isinstance(value, bool) else value
+        if key == "internode_gb_per_s_per_gpu" and value is None:
+            shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
+                     "GPU's reference system)")
+        out.append(f"efficiency.{key} = {shown}")
+    if spec.method not in ("sft", "generate") and "pipeline" not in spec.model_fields_set:
+        out.append("pipeline = auto (colocated, sync and async are compared)")
+    for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
+        if key not in spec.placement.model_fields_set:
+            out.append(f"placement.{key} = {getattr(spec.placement, key)}")
+    return out
