@@ -108,7 +108,8 @@ def test_purchase_report_by_hand() -> None:
                   "spot_cost_usd": "0.00", "existing_only_cost_usd": _money(existing_only),
                   "on_demand_only_cost_usd": _money(od_only),
                   "demand_node_hours": pytest.approx((3 * 52 + 26) * 168.0),
-                  "committed_node_hours_used": pytest.approx(3 * H52)}
+                  "committed_node_hours_used": pytest.approx(3 * H52),
+                  "spend_covered_node_hours": 0.0}
     # the products left at the catalog's rate are named; the horizon and scenario defaults
     assert rep["defaults_applied"] == [
         "horizon_weeks = 52", "scenarios = [expected: weight 1, demand_multiplier 1]",
@@ -126,7 +127,8 @@ def test_purchase_report_by_hand() -> None:
     assert len(cov) == 52 and len(rep["coverage"]) == 104
     assert cov[25] == {"scenario": "expected", **P5, "week": 25, "demand_nodes": 3.0,
                        "spot_ok_nodes": 0.0, "committed_nodes": 2.0,
-                       "committed_used_nodes": 2.0, "on_demand_nodes": 1.0, "spot_nodes": 0.0}
+                       "committed_used_nodes": 2.0,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 1.0, "spot_nodes": 0.0}
     assert cov[26]["demand_nodes"] == 2.0 and cov[26]["on_demand_nodes"] == 0.0
 
 
@@ -179,20 +181,24 @@ def test_scenario_report_by_hand() -> None:
             "spot_cost_usd": _money(spot), "existing_only_cost_usd": _money(total),
             "on_demand_only_cost_usd": _money(od[name]),
             "demand_node_hours": pytest.approx(node_weeks * 168.0),
-            "committed_node_hours_used": pytest.approx(2 * 168.0)}
+            "committed_node_hours_used": pytest.approx(2 * 168.0),
+                  "spend_covered_node_hours": 0.0}
     cov = {(c["scenario"], c["instance_type"], c["week"]): c for c in rep["coverage"]}
     assert len(cov) == 12  # per scenario: p5 in 4 weeks, g6e in weeks 1 and 2
     assert cov["low", "p5.48xlarge", 0] == {
         "scenario": "low", **P5, "week": 0, "demand_nodes": 1.0, "spot_ok_nodes": 0.0,
-        "committed_nodes": 1.0, "committed_used_nodes": 1.0, "on_demand_nodes": 0.0,
+        "committed_nodes": 1.0, "committed_used_nodes": 1.0,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 0.0,
         "spot_nodes": 0.0}
     assert cov["high", "p5.48xlarge", 3] == {
         "scenario": "high", **P5, "week": 3, "demand_nodes": 2.0, "spot_ok_nodes": 0.0,
-        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 2.0,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 2.0,
         "spot_nodes": 0.0}
     assert cov["high", "g6e.xlarge", 2] == {
         "scenario": "high", **G6E, "week": 2, "demand_nodes": 4.0, "spot_ok_nodes": 4.0,
-        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 0.0,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 0.0,
         "spot_nodes": 4.0}
 
 
@@ -422,18 +428,21 @@ def test_fractional_figures_are_rounded_to_their_places() -> None:
     cov = {(c["scenario"], c["instance_type"], c["week"]): c for c in rep["coverage"]}
     assert cov["a", "p5.48xlarge", 0] == {
         "scenario": "a", **P5, "week": 0, "demand_nodes": 0.123457, "spot_ok_nodes": 0.0,
-        "committed_nodes": 1.0, "committed_used_nodes": 0.123457, "on_demand_nodes": 0.0,
+        "committed_nodes": 1.0, "committed_used_nodes": 0.123457,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 0.0,
         "spot_nodes": 0.0}
     assert cov["b", "p5.48xlarge", 3]["on_demand_nodes"] == 0.123457
     assert cov["b", "g6e.xlarge", 4] == {
         "scenario": "b", **G6E, "week": 4, "demand_nodes": 0.765432, "spot_ok_nodes": 0.765432,
-        "committed_nodes": 0.0, "committed_used_nodes": 0.0, "on_demand_nodes": 0.0,
+        "committed_nodes": 0.0, "committed_used_nodes": 0.0,
+        "spend_covered_nodes": 0.0, "on_demand_nodes": 0.0,
         "spot_nodes": 0.765432}
     for scenario in ("a", "b"):
         for w in range(3):
             assert cov[scenario, "h100x8", w] == {
                 "scenario": scenario, **lab, "week": w, "demand_nodes": 0.0,
                 "spot_ok_nodes": 0.0, "committed_nodes": 1.0, "committed_used_nodes": 0.0,
+        "spend_covered_nodes": 0.0,
                 "on_demand_nodes": 0.0, "spot_nodes": 0.0}
         assert (scenario, "h100x8", 3) not in cov
     assert len(cov) == 2 * (5 + 5 + 3)
