@@ -9,6 +9,13 @@ option is matched or beaten by the same plan with the other one, in every mode, 
 is non-decreasing in each pool's busy time and cost = run time × Σ usd_per_hour. The one
 approximation: spot offers of one shape and region with *different* interruption rates are
 ordered by price/(1−ω), which is exact when the rates are equal (the embedded catalog's case).
+A second one, for pools whose spot nodes may sit in other zones (rollout): at a site the
+sequence takes every spot node of the site's zone before any remote one, so a cheap remote
+node behind a dear local offer of the same shape is never taken alone. Found by
+``tests/test_properties.py::test_adding_an_offer_never_costs_more`` (not derandomised: two
+H100 spot offers in zone a at $3 and $19/h, one in zone b at $3.15/h; adding the $19 offer
+raises a GRPO plan from $63.77 to $63.99); the fix is a second, cheapest-first arrangement
+across zones with its remote nodes counted, to be added with its own exactness tests.
 
 With egress (the rollout pool's nodes outside the trainer's zone or region) options are pruned
 in (busy time, price per hour, nodes paying egress) instead (:func:`pareto_mask3`), which is
