@@ -149,16 +149,22 @@ def _guarded(pages: Iterable[dict[str, Any]], what: str, attempts: int
         yield page
 
 
-def _clients(endpoint: str | None, attempts: int) -> tuple[Any, Callable[[str], Any]]:
+def sdk(needs: str, attempts: int) -> tuple[Any, Any]:
+    """A boto3 session and the client config of every ptplan AWS call (standard retries up to
+    ``attempts``, timeouts, user agent); ``needs`` opens the error when the SDK is missing
+    ("live Savings Plans rates need")."""
     try:
         import boto3
         from botocore.config import Config
     except ImportError:
-        raise ProviderError("--provider aws needs the AWS SDK: pip install 'ptplan[aws]'"
-                            ) from None
-    session = boto3.session.Session()
-    config = Config(retries={"mode": "standard", "total_max_attempts": attempts},
-                    connect_timeout=10, read_timeout=60, user_agent_extra="ptplan")
+        raise ProviderError(f"{needs} the AWS SDK: pip install 'ptplan[aws]'") from None
+    return boto3.session.Session(), Config(
+        retries={"mode": "standard", "total_max_attempts": attempts}, connect_timeout=10,
+        read_timeout=60, user_agent_extra="ptplan")
+
+
+def _clients(endpoint: str | None, attempts: int) -> tuple[Any, Callable[[str], Any]]:
+    session, config = sdk("--provider aws needs", attempts)
     pricing = session.client("pricing", region_name=PRICING_REGION, endpoint_url=endpoint,
                              config=config)
 

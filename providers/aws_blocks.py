@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from optimizer.core.errors import InputError, ProviderError
-from providers.aws import _guarded, max_attempts, validate_instance_types, validate_regions
+from providers.aws import _guarded, max_attempts, sdk, validate_instance_types, validate_regions
 from providers.base import PriceListModel, validation_detail
 from providers.cache import utc_now
 
@@ -90,17 +90,9 @@ def fetch_block_offerings(region: str, instance_type: str, count: int, duration_
     if start_after is not None and (start_after - now).days > MAX_DAYS_AHEAD:
         raise InputError(f"--start-after: {start_after} is more than 8 weeks after today "
                          f"({now}); capacity blocks start at most {MAX_DAYS_AHEAD} days ahead")
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError:
-        raise ProviderError("live capacity block offerings need the AWS SDK: pip install "
-                            "'ptplan[aws]'") from None
     attempts = max_attempts()
-    config = Config(retries={"mode": "standard", "total_max_attempts": attempts},
-                    connect_timeout=10, read_timeout=60, user_agent_extra="ptplan")
-    ec2 = boto3.session.Session().client("ec2", region_name=region, endpoint_url=endpoint,
-                                         config=config)
+    session, config = sdk("live capacity block offerings need", attempts)
+    ec2 = session.client("ec2", region_name=region, endpoint_url=endpoint, config=config)
     kwargs: dict[str, Any] = {"InstanceType": instance_type, "InstanceCount": count,
                               "CapacityDurationHours": duration_hours}
     if start_after is not None:

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from optimizer.core.errors import InputError, ProviderError
-from providers.aws import _guarded, max_attempts, validate_instance_types
+from providers.aws import _guarded, max_attempts, sdk, validate_instance_types
 from providers.aws import validate_regions as aws_regions
 from providers.base import PriceListModel, validation_detail
 from providers.cache import utc_now
@@ -85,17 +85,10 @@ def fetch_savings_plan_rates(regions: Iterable[str], instance_types: Iterable[st
     if not types:
         raise InputError("--instance-type: give at least one instance type, e.g. p5.48xlarge")
     region_list = aws_regions(regions)
-    try:
-        import boto3
-        from botocore.config import Config
-    except ImportError:
-        raise ProviderError("live Savings Plans rates need the AWS SDK: pip install "
-                            "'ptplan[aws]'") from None
     attempts = max_attempts()
-    config = Config(retries={"mode": "standard", "total_max_attempts": attempts},
-                    connect_timeout=10, read_timeout=60, user_agent_extra="ptplan")
-    client = boto3.session.Session().client("savingsplans", region_name=SIGNING_REGION,
-                                            endpoint_url=endpoint, config=config)
+    session, config = sdk("live Savings Plans rates need", attempts)
+    client = session.client("savingsplans", region_name=SIGNING_REGION, endpoint_url=endpoint,
+                            config=config)
     filters = [{"name": "instanceType", "values": list(types)},
                {"name": "tenancy", "values": ["shared"]},
                {"name": "productDescription", "values": ["Linux/UNIX"]}]
