@@ -390,3 +390,23 @@ def test_calibration_rescales_every_precision_of_that_phase_and_gpu() -> None:
             * (1 - 1e-9)
     assert rates["fp16"].calibration is not None
     assert rates["fp16"].calibration.precision == "bf16"
+
+
+def test_decode_grid_is_per_range_and_read_only() -> None:
+    """A distribution's decode grids (shared by every engine that drains it) are kept per
+    (start, end, points): two ranges never share a grid, each equals what it replaces
+    (linspace, survival at max(j, 1), residual survival), a second call returns the same
+    arrays, and they cannot be written to (they are shared)."""
+    dist = ld.max_entropy(900.0, 4096.0)
+    a = dist.decode_grid(0.0, 4096.0, inf.GRID)
+    b = dist.decode_grid(1.0, 2500.0, inf.GRID)
+    for (j, surv, res), (start, end) in ((a, (0.0, 4096.0)), (b, (1.0, 2500.0))):
+        want = np.linspace(start, end, inf.GRID)
+        assert np.array_equal(j, want)
+        assert np.array_equal(surv, dist.survival(np.maximum(want, 1.0)))
+        assert np.array_equal(res, dist.residual_survival(want))
+        assert not any(x.flags.writeable for x in (j, surv, res))
+    assert a[0][-1] == 4096.0 and b[0][-1] == 2500.0
+    assert all(x is y for x, y in zip(dist.decode_grid(1.0, 2500.0, inf.GRID), b, strict=True))
+    assert dist.decode_grid(1.0, 2500.0, 8)[0].shape == (8,)
+    assert dist.longest(512.0) == dist._longest(512.0) != dist.longest(4.0)
