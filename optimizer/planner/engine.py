@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
@@ -67,15 +68,12 @@ class Context:
     offers_considered: int
     offers: list = field(default_factory=list)
 
-    @property
+    @cached_property
     def caps(self) -> dict[str, int | None]:
         """Real caps by offer key (split searches hand pools shares of capped offers);
-        computed once per offer list (plan building asks for every allocation)."""
-        held = self.__dict__.get("_caps")
-        if held is None or held[0] is not self.offers:
-            held = (self.offers, {o.key: o.max_nodes for o in self.offers})
-            self.__dict__["_caps"] = held
-        return held[1]
+        computed once (plan building asks for every allocation; ``offers`` is never
+        reassigned, and ``dataclasses.replace`` makes a new context)."""
+        return {o.key: o.max_nodes for o in self.offers}
 
 
 def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
