@@ -16,7 +16,9 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from optimizer.core.yamlio import StrictModel
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Price = Annotated[float, Field(ge=0)]
@@ -24,8 +26,11 @@ FREE_WORDS = ("free", "sunk")
 """A zero price is valid only in a row whose note says why (a sunk reservation is free)."""
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+class _Row(StrictModel):
+    """ptplan's strict file model, with strict types on top: a cache written by another tool
+    must not have a price stored as text coerced back to a number."""
+
+    model_config = ConfigDict(strict=True)
 
     @field_validator("*", mode="before")
     @classmethod
