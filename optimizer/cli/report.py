@@ -1,9 +1,9 @@
 """``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan``,
-``pareto``, ``whatif`` and ``reserve``: self-contained HTML reports (:mod:`optimizer.report.html`;
+``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self-contained HTML reports (:mod:`optimizer.report.html`;
 docs/report.md).
 
 This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
-of the sibling packages (what-if rows, the reserve command's tables), which only the CLI layer
+of the sibling packages (what-if rows, the reserve command's tables, the compare and review tables), which only the CLI layer
 may import together. ``report`` detects each file's kind from its JSON; a file of no known kind,
 or one that lacks what its kind needs, is one ``error:`` line, exit 2.
 """
@@ -18,7 +18,7 @@ import typer
 from optimizer.cli.common import _emit, _run, app
 from optimizer.core.errors import InputError
 
-KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve")
+KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve", "compare", "review")
 
 
 def detect_kind(data: dict[str, Any]) -> str | None:
@@ -28,6 +28,10 @@ def detect_kind(data: dict[str, Any]) -> str | None:
         return str(kind)
     if "portfolio" in data and "purchases" in data and "coverage" in data:
         return "reserve"
+    if "compare_schema_version" in data and "candidates" in data:
+        return "compare"
+    if all(k in data for k in ("thresholds", "runs", "groups", "totals", "recommendations")):
+        return "review"
     if "points" in data and "fastest_hours" in data and "cheapest_usd" in data:
         return "pareto"
     if "pools" in data and "phases" in data and "spec_digest" in data:
@@ -51,6 +55,16 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
         title, tables, footer = _sections(data)
         return reserve_doc(data, title, tables, footer)
+    if kind == "compare":
+        from optimizer.cli.compare import compare_footer, compare_rows
+        from optimizer.report.html_methods import compare_doc
+
+        return compare_doc(data, compare_rows(data), compare_footer(data))
+    if kind == "review":
+        from optimizer.cli.runs_report import _sections as review_sections
+        from optimizer.report.html_methods import review_doc
+
+        return review_doc(data, *review_sections(data))
     from optimizer.report import html_analysis as h
     from optimizer.whatif import rows as w
 
@@ -79,7 +93,7 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     kind = detect_kind(data)
     if kind is None:
         raise InputError(f"report: {quoted(path)} is not a ptplan plan, pareto, whatif, sweep, "
-                         "break-even or reserve JSON; pass the --format json output of one of "
+                         "break-even, reserve, compare or runs review JSON; pass the --format json output of one of "
                          "those commands")
     if kind == "plan":
         from optimizer.plan.schema import Plan
@@ -111,11 +125,13 @@ def pages(files: list[Path]) -> str:
 @app.command()
 def report(
     files: list[Path] = typer.Argument(..., metavar="FILE.json", help="JSON outputs of "
-                                       "plan, pareto, whatif or reserve (--format json)."),
+                                       "plan, pareto, whatif, reserve, compare or runs review "
+                                       "(--format json)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """One self-contained HTML report (offline, interactive charts) of ptplan JSON outputs.
 
-    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve) is detected from
+    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve, compare, runs
+    review) is detected from
     its content. A frontier is marked with the plan of the same spec among the files."""
     _run(lambda: _emit(pages(files), output))
