@@ -21,6 +21,8 @@ CASES: dict[str, list[Path]] = {
     "sweep-grpo": [DATA / "sweep-grpo.json"],
     "break-even-grpo": [DATA / "break-even-grpo.json"],
     "reserve": [CLI_GOLDEN / "reserve.json"],
+    "compare-sft-opd": [DATA / "compare-sft-opd.json"],
+    "review": [DATA / "review.json"],
 }
 """Every report kind on the examples: name -> input JSON files (one page)."""
 
@@ -35,8 +37,9 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def hostile_inputs(tmp: Path) -> list[Path]:
-    """The plan, what-if and reserve examples with the hostile name in every free-text field
-    a user controls (spec, scenario, portfolio names; warnings and notes)."""
+    """The plan, what-if, reserve, compare and review examples with the hostile name in every
+    free-text field a user controls (spec, scenario, portfolio, candidate, run and model family
+    names; warnings, notes, sources and recommendations)."""
     plan = load(CLI_GOLDEN / "plan-grpo-7b.json")
     plan["spec_name"] = HOSTILE
     plan["warnings"].append(HOSTILE)
@@ -54,8 +57,19 @@ def hostile_inputs(tmp: Path) -> list[Path]:
     for c in res["coverage"]:
         if c["scenario"] == old:
             c["scenario"] = HOSTILE
+    cmp = load(DATA / "compare-sft-opd.json")
+    old = cmp["candidates"][0]["name"]
+    cmp["candidates"][0]["name"] = HOSTILE
+    cmp["candidates"][0]["prior"]["source"] = HOSTILE
+    cmp["ranking"] = [HOSTILE if n == old else n for n in cmp["ranking"]]
+    cmp["notes"].append(HOSTILE)
+    rv = load(DATA / "review.json")
+    rv["runs"][0]["id"] = HOSTILE
+    rv["groups"]["family"][0]["group"] = HOSTILE
+    rv["recommendations"][0]["text"] += " " + HOSTILE
     out = []
-    for name, data in (("plan", plan), ("whatif", what), ("reserve", res)):
+    for name, data in (("plan", plan), ("whatif", what), ("reserve", res), ("compare", cmp),
+                       ("review", rv)):
         f = tmp / f"hostile-{name}.json"
         f.write_text(json.dumps(data), encoding="utf-8")
         out.append(f)
