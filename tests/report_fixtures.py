@@ -23,6 +23,7 @@ CASES: dict[str, list[Path]] = {
     "reserve": [CLI_GOLDEN / "reserve.json"],
     "compare-sft-opd": [DATA / "compare-sft-opd.json"],
     "review": [DATA / "review.json"],
+    "campaign-cheap-teacher": [DATA / "campaign-cheap-teacher.json"],
 }
 """Every report kind on the examples: name -> input JSON files (one page)."""
 
@@ -37,9 +38,9 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def hostile_inputs(tmp: Path) -> list[Path]:
-    """The plan, what-if, reserve, compare and review examples with the hostile name in every
-    free-text field a user controls (spec, scenario, portfolio, candidate, run and model family
-    names; warnings, notes, sources and recommendations)."""
+    """The plan, what-if, reserve, compare, review and campaign examples with the hostile name
+    in every free-text field a user controls (spec, scenario, portfolio, candidate, run, model
+    family, campaign and stage names; warnings, notes, sources and recommendations)."""
     plan = load(CLI_GOLDEN / "plan-grpo-7b.json")
     plan["spec_name"] = HOSTILE
     plan["warnings"].append(HOSTILE)
@@ -67,9 +68,23 @@ def hostile_inputs(tmp: Path) -> list[Path]:
     rv["runs"][0]["id"] = HOSTILE
     rv["groups"]["family"][0]["group"] = HOSTILE
     rv["recommendations"][0]["text"] += " " + HOSTILE
+    camp = load(DATA / "campaign-cheap-teacher.json")
+    camp["name"] = HOSTILE
+    first = camp["stages"][0]["name"]
+
+    def rename(x: str) -> str:
+        return HOSTILE if x == first else x
+
+    for st in camp["stages"]:
+        st["name"], st["after"] = rename(st["name"]), [rename(a) for a in st["after"]]
+    camp["critical_path"] = [rename(x) for x in camp["critical_path"]]
+    for st in camp["stored"]:
+        st["stage"] = rename(st["stage"])
+    for h in camp["handovers"]:
+        h["from"], h["to"] = rename(h["from"]), rename(h["to"])
     out = []
     for name, data in (("plan", plan), ("whatif", what), ("reserve", res), ("compare", cmp),
-                       ("review", rv)):
+                       ("review", rv), ("campaign", camp)):
         f = tmp / f"hostile-{name}.json"
         f.write_text(json.dumps(data), encoding="utf-8")
         out.append(f)

@@ -29,7 +29,7 @@ CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
                                         if Path("/usr/bin/chromium").exists() else None)
 
 HOSTILE_CASES = ("hostile-plan", "hostile-whatif", "hostile-reserve", "hostile-compare",
-                 "hostile-review")
+                 "hostile-review", "hostile-campaign")
 EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep")
 """Optional parts absent (tests/report_fixtures.py:edge_inputs)."""
 
@@ -168,6 +168,13 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
             [f"{c['planned_cost_usd']:,.2f}" for c in data["candidates"]]
         assert [r.locator("td").nth(9).inner_text() for r in cells] == \
             [f"{c['expected_cost_usd']:,.2f}" for c in data["candidates"]]
+    elif kind == "campaign":
+        for key in ("total_cost_usd", "stages_cost_usd", "handover_cost_usd"):
+            assert _field(page, key) == f"${data[key]:,.2f}"
+        # each stage's plan page follows, its total the stage plan's
+        shown = page.locator("article[data-kind='plan'] [data-field='total_cost_usd']")
+        assert shown.all_inner_texts() == [f"${s['plan']['total_cost_usd']}"
+                                           for s in data["stages"]]
     elif kind == "review":
         for key in ("actual_usd", "planned_usd", "rework_usd", "tco_usd"):
             assert _field(page, key) == f"${data['totals'][key]}"
@@ -180,7 +187,7 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
 
 
 @pytest.mark.parametrize("name", ["plan-grpo-7b", "reserve", "sweep-grpo", "pareto-grpo",
-                                  "compare-sft-opd", "review"])
+                                  "compare-sft-opd", "review", "campaign-cheap-teacher"])
 def test_screenshots_are_not_blank(loaded: dict[str, Loaded], name: str) -> None:
     from PIL import Image, ImageStat
 

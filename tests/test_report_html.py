@@ -9,8 +9,9 @@ examples/grpo-7b.yaml --sweep 'capacity_type=spot *=' --from 0.5 --to 3 --steps 
 --no-timings --format json`` and ``... --break-even capacity_type=spot --from 0.5 --to 3
 --tolerance 0.01 ...``), a comparison (``ptplan compare examples/compare/sft-8b-distilled-data.yaml
 examples/compare/opd-8b-from-32b.yaml --risk tests/data/reports/compare-risk.yaml --format
-json``) and a runs review (``ptplan runs review --format json`` of the seeded ledger of
-tests/ledger_seed.py). Regenerate the goldens with ``PTPLAN_UPDATE_GOLDEN=1``.
+json``), a runs review (``ptplan runs review --format json`` of the seeded ledger of
+tests/ledger_seed.py) and a campaign (``ptplan plan examples/campaign-cheap-teacher.yaml
+--format json``). Regenerate the goldens with ``PTPLAN_UPDATE_GOLDEN=1``.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def test_kind_detection() -> None:
         "pareto-grpo": ["pareto"], "pareto-sft-with-plan": ["pareto", "plan"],
         "whatif-grpo": ["whatif"], "sweep-grpo": ["sweep"],
         "break-even-grpo": ["break_even"], "reserve": ["reserve"],
-        "compare-sft-opd": ["compare"], "review": ["review"]}
+        "compare-sft-opd": ["compare"], "review": ["review"],
+        "campaign-cheap-teacher": ["campaign"]}
     assert detect_kind({"schema_version": 1, "name": "x"}) is None
 
 
@@ -334,3 +336,26 @@ def test_review_page_draws_the_json_figures() -> None:
     assert len(re.findall(r'<figure class="chart"', page)) == len(
         re.findall(r'<div class="pair"><figure class="chart" id="chart-\d+"[^>]*></figure>'
                    r'<div class="data"><table>', page)) == 5
+
+
+def test_campaign_page(tmp_path: Path, monkeypatch: Any) -> None:
+    """``plan CAMPAIGN.yaml --format html`` is the report of its JSON: the campaign page (the
+    timeline's bars are the stages' start and end hours, the money bars add up to the total)
+    followed by each stage's plan page."""
+    monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
+    monkeypatch.chdir(ROOT)
+    page = render(["plan", "examples/campaign-cheap-teacher.yaml", "--format", "html"],
+                  tmp_path)
+    assert strip_library(page) == \
+        (GOLDEN / "campaign-cheap-teacher.html").read_text(encoding="utf-8")
+    data = load(DATA_REPORTS / "campaign-cheap-teacher.json")
+    specs = json.loads(re.search(r'id="ptplan-charts">(.*?)</script>', page, re.S).group(1))
+    bars = specs["chart-1"]["layer"][0]["data"]["values"]
+    assert [(b["stage"], b["start"], b["end"]) for b in bars] == \
+        [(s["name"], s["start_hours"], s["end_hours"]) for s in data["stages"]]
+    money = specs["chart-3"]["data"]["values"]
+    assert sum(m["usd"] for m in money) == pytest.approx(data["total_cost_usd"], abs=0.011)
+    kinds = re.findall(r'<article class="report" data-kind="(\w+)"', page)
+    assert kinds == ["campaign"] + ["plan"] * len(data["stages"])
+    for s in data["stages"]:
+        assert f"<h1>stage {esc(s['name'])}: ptplan plan: " in page

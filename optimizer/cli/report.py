@@ -1,5 +1,5 @@
 """``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan``,
-``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self-contained HTML reports (:mod:`optimizer.report.html`;
+``pareto``, ``whatif``, ``reserve``, ``compare``, ``runs review`` and a campaign's ``plan``: self-contained HTML reports (:mod:`optimizer.report.html`;
 docs/report.md).
 
 This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
@@ -18,13 +18,14 @@ import typer
 from optimizer.cli.common import _emit, _run, app
 from optimizer.core.errors import InputError
 
-KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve", "compare", "review")
+KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve", "compare", "review",
+         "campaign")
 
 
 def detect_kind(data: dict[str, Any]) -> str | None:
     """The report kind of a ptplan JSON output, or None."""
     kind = data.get("kind")
-    if kind in ("whatif", "sweep", "break_even"):
+    if kind in ("whatif", "sweep", "break_even", "campaign"):
         return str(kind)
     if "portfolio" in data and "purchases" in data and "coverage" in data:
         return "reserve"
@@ -40,7 +41,8 @@ def detect_kind(data: dict[str, Any]) -> str | None:
 
 
 def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> Any:
-    """The :class:`~optimizer.report.html.Doc` of one report of ``kind``."""
+    """The :class:`~optimizer.report.html.Doc` of one report of ``kind`` (a campaign: a list,
+    its own page then each stage's plan page)."""
     if kind == "plan":
         from optimizer.report.html_plan import plan_doc
 
@@ -55,6 +57,11 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
         title, tables, footer = _sections(data)
         return reserve_doc(data, title, tables, footer)
+    if kind == "campaign":
+        from optimizer.cli.campaign import campaign_footer, campaign_rows
+        from optimizer.report.html_campaign import campaign_docs
+
+        return campaign_docs(data, campaign_rows(data), campaign_footer(data))
     if kind == "compare":
         from optimizer.cli.compare import compare_footer, compare_rows
         from optimizer.report.html_methods import compare_doc
@@ -83,7 +90,11 @@ def html_page(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
     """One report as a self-contained HTML page."""
     from optimizer.report.html import render_page
 
-    return render_page([build_doc(kind, data, chosen)])
+    return render_page(_as_list(build_doc(kind, data, chosen)))
+
+
+def _as_list(doc: Any) -> list[Any]:
+    return doc if isinstance(doc, list) else [doc]
 
 
 def _load(path: Path) -> tuple[str, dict[str, Any]]:
@@ -93,7 +104,7 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     kind = detect_kind(data)
     if kind is None:
         raise InputError(f"report: {quoted(path)} is not a ptplan plan, pareto, whatif, sweep, "
-                         "break-even, reserve, compare or runs review JSON; pass the --format json output of one of "
+                         "break-even, reserve, compare, runs review or campaign JSON; pass the --format json output of one of "
                          "those commands")
     if kind == "plan":
         from optimizer.plan.schema import Plan
@@ -114,7 +125,7 @@ def pages(files: list[Path]) -> str:
     for f, kind, data in loaded:
         chosen = plans.get(data.get("spec_name", "")) if kind == "pareto" else None
         try:
-            docs.append(build_doc(kind, data, chosen))
+            docs += _as_list(build_doc(kind, data, chosen))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise InputError(f"report: {quoted(f)} looks like a {kind} report but its field "
                              f"{exc!s} is missing or malformed; regenerate it with the ptplan "
@@ -125,13 +136,13 @@ def pages(files: list[Path]) -> str:
 @app.command()
 def report(
     files: list[Path] = typer.Argument(..., metavar="FILE.json", help="JSON outputs of "
-                                       "plan, pareto, whatif, reserve, compare or runs review "
-                                       "(--format json)."),
+                                       "plan (or a campaign), pareto, whatif, reserve, compare or "
+                                       "runs review (--format json)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """One self-contained HTML report (offline, interactive charts) of ptplan JSON outputs.
 
     The kind of each file (plan, pareto, whatif, sweep, break-even, reserve, compare, runs
-    review) is detected from
+    review, campaign) is detected from
     its content. A frontier is marked with the plan of the same spec among the files."""
     _run(lambda: _emit(pages(files), output))
