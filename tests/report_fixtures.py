@@ -94,7 +94,7 @@ def hostile_inputs(tmp: Path) -> list[Path]:
 def edge_inputs(tmp: Path) -> list[Path]:
     """Reports with their optional parts absent: a plan without deadline, budget, storage or
     network; a what-if whose scenario has no feasible plan; a sweep with an infeasible point
-    and no switch."""
+    and no switch; a comparison without priors; a review without target results."""
     plan = load(CLI_GOLDEN / "plan-sft-8b.json")
     plan.update(deadline_hours=None, budget_usd=None, budget_warn_usd=None,
                 budget_stop_usd=None, storage=[], network=[], warnings=[])
@@ -109,8 +109,22 @@ def edge_inputs(tmp: Path) -> list[Path]:
                 status="infeasible", error="deadline 72 h: too slow (test input)",
                 matched_quantity=None, matched_spend_usd=None)
     sweep["switches"] = [w for w in sweep["switches"] if w["between"][1] != last["value"]]
+    cmp = load(DATA / "compare-sft-opd.json")  # no priors: only break-evens (one more run)
+    cmp.update(priors=None, statement="no priors (test input)", ranked_by="planned_cost_usd")
+    for c in cmp["candidates"]:
+        c.update(prior=None, expected_cost_usd=None, p90_cost_usd=None,
+                 break_even_rework_usd=c["run_cost_usd"],
+                 break_even_rework_basis="one more run")
+    rv = load(DATA / "review.json")  # no target results: no gains, no dollars per point
+    for r in rv["runs"]:
+        r.update(target_gain=None, cost_per_point_usd=None)
+    for groups in rv["groups"].values():
+        for g in groups:
+            g.update(target_gain=None, cost_per_point_usd=None, tco_per_point_usd=None)
+    rv["recommendations"] = []
     out = []
-    for name, data in (("plan", plan), ("whatif", what), ("sweep", sweep)):
+    for name, data in (("plan", plan), ("whatif", what), ("sweep", sweep), ("compare", cmp),
+                       ("review", rv)):
         f = tmp / f"edge-{name}.json"
         f.write_text(json.dumps(data), encoding="utf-8")
         out.append(f)

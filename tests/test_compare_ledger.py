@@ -161,8 +161,8 @@ def test_family_from_the_ledgers_runs_of_the_same_shape(tmp_path: Path) -> None:
 
 
 def test_no_runs_of_a_method_no_prior(tmp_path: Path) -> None:
-    """A ledger of SFT runs only: OPD gets no prior (only its break-even); an empty ledger:
-    the statement says no candidate has one."""
+    """A ledger of SFT runs only: OPD gets no prior (only its break-even); a ledger of RL runs
+    only: the statement says no candidate has one."""
     url = f"sqlite:///{tmp_path / 'sft.sqlite'}"
     seed(url, [r for r in SEED if r.method == "sft"])
     r = _compare(tmp_path, "--ledger", url, "--family", "llama-8b")
@@ -172,9 +172,9 @@ def test_no_runs_of_a_method_no_prior(tmp_path: Path) -> None:
     assert any("opd-8b-from-32b: no prior in the ledger (no opd run with general results)"
                in n for n in r["notes"])
     assert r["ranked_by"] == "planned_cost_usd"
-    empty = f"sqlite:///{tmp_path / 'empty.sqlite'}"
-    db.Ledger(empty).close()
-    r = _compare(tmp_path, "--ledger", empty)
+    rl = f"sqlite:///{tmp_path / 'rl.sqlite'}"
+    seed(rl, [r for r in SEED if r.method == "rl"])
+    r = _compare(tmp_path, "--ledger", rl)
     assert r["statement"].startswith("no priors: ledger ") and "any candidate" in r["statement"]
     assert all(c["prior"] is None for c in r["candidates"])
 
@@ -211,8 +211,12 @@ def test_table_and_markdown_show_counts_and_source(tmp_path: Path) -> None:
     (["--family", "llama-8b"], "--family"),
     (["--ledger", "mysql://u@h/d"], "not a SQLite or PostgreSQL URL"),
     (["--ledger", "sqlite:///x.sqlite", "--min-runs", "0"], "--min-runs"),
+    (["--ledger", "EMPTY"], "has no runs"),
 ])
-def test_bad_ledger_options_are_one_line_exit_2(args: list[str], words: str) -> None:
+def test_bad_ledger_options_are_one_line_exit_2(args: list[str], words: str,
+                                                tmp_path: Path) -> None:
+    """(An empty ledger is refused: most likely a wrong path, as `runs review` says.)"""
+    args = [str(tmp_path / "empty.sqlite") if a == "EMPTY" else a for a in args]
     res = runner.invoke(app, ["-q", "compare", str(SFT), str(OPD), *args])
     assert res.exit_code == 2, res.output
     lines = [x for x in res.output.splitlines() if x.strip()]

@@ -30,7 +30,7 @@ CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
 
 HOSTILE_CASES = ("hostile-plan", "hostile-whatif", "hostile-reserve", "hostile-compare",
                  "hostile-review", "hostile-campaign")
-EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep")
+EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep", "edge-compare", "edge-review")
 """Optional parts absent (tests/report_fixtures.py:edge_inputs)."""
 
 

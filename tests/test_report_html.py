@@ -243,8 +243,9 @@ def test_html_format_of_whatif_and_reserve_is_their_golden(name: str, args: list
 
 def test_optional_parts_absent(tmp_path: Path) -> None:
     """No deadline, budget, storage or network; an infeasible scenario; an infeasible sweep
-    point: the page says so instead of failing."""
-    plan, what, sweep = edge_inputs(tmp_path)
+    point; a comparison without priors; a review without target results: the page says so
+    instead of failing."""
+    plan, what, sweep, cmp, rv = edge_inputs(tmp_path)
     page = render(["report", str(plan)], tmp_path, "plan.html")
     assert '<dd data-field="budget_usd">-</dd>' in page
     assert "not priced (no tiers in the catalog)" in page and "<li>no flows</li>" in page
@@ -254,6 +255,12 @@ def test_optional_parts_absent(tmp_path: Path) -> None:
     assert "no offers: the rules left none (test input)" in page
     page = render(["report", str(sweep)], tmp_path, "sweep.html")
     assert "deadline 72 h: too slow (test input)" in page
+    page = render(["report", str(cmp)], tmp_path, "compare.html")
+    assert "<li>no priors (test input)</li>" in page and "no prior" in page
+    assert "cheapest by planned cost" in page
+    page = render(["report", str(rv)], tmp_path, "review.html")
+    assert "Dollars per target point" not in page and "Runs: target points" not in page
+    assert "<li>none: no method on a model family is outdone" in page
 
 
 def test_hostile_spec_name_through_the_planner(tmp_path: Path, monkeypatch: Any) -> None:

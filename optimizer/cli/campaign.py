@@ -50,10 +50,11 @@ def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str
     with ProgressBar("campaign") as bar:
         r = plan_campaign(path, cat, frontier, plan_at, solver,
                           lambda d, t, label: bar(d, t, label))
-    def html() -> str:
-        from optimizer.cli.report import html_page
+    def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
+        from optimizer.report.html import render_page
+        from optimizer.report.html_campaign import campaign_docs
 
-        return html_page("campaign", r)
+        return render_page(campaign_docs(r, campaign_rows(r), campaign_footer(r)))
 
     _emit_as(fmt, output, lambda: dumps(r), lambda: campaign_markdown(r),
              lambda: campaign_table(r), html)

@@ -75,10 +75,12 @@ def compare(
         if chart is not None:
             compare_chart(report, chart)
             info(f"wrote {chart}")
-        def html() -> str:
-            from optimizer.cli.report import html_page
+        def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
+            from optimizer.report.html import render_page
+            from optimizer.report.html_methods import compare_doc
 
-            return html_page("compare", report)
+            return render_page([compare_doc(report, compare_rows(report),
+                                            compare_footer(report))])
 
         _emit_as(fmt, output, lambda: dumps(report), lambda: compare_markdown(report),
                  lambda: compare_table(report), html)
@@ -192,6 +194,7 @@ def ledger_lookup(url: str, family: str | None, min_runs: int,
     runs whose recorded spec trains a model of the candidate's shape (params_b, layers,
     hidden_size); with none or several, the method-level prior (and a note saying why)."""
     from optimizer.compare.priors import LedgerPrior
+    from optimizer.core.errors import InputError
     from optimizer.ledger.db import open_ledger
     from optimizer.ledger.priors import Observed, Priors
     from optimizer.ledger.records import load_runs
@@ -205,6 +208,9 @@ def ledger_lookup(url: str, family: str | None, min_runs: int,
     finally:
         led.close()
     label = led.display.strip("'")
+    if not runs:
+        raise InputError(f"--ledger: the ledger {label!r} has no runs, so it gives no prior; "
+                         "record runs with `ptplan runs record`, or check the path or URL")
     priors = Priors(runs, Thresholds(forgetting_points=forgetting_points), min_runs)
 
     def to_prior(o: Observed, how: str) -> LedgerPrior:

@@ -1,11 +1,12 @@
-"""``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan``,
-``pareto``, ``whatif``, ``reserve``, ``compare``, ``runs review`` and a campaign's ``plan``: self-contained HTML reports (:mod:`optimizer.report.html`;
-docs/report.md).
+"""``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan`` (a campaign
+too), ``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self-contained HTML
+reports (:mod:`optimizer.report.html`; docs/report.md).
 
 This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
-of the sibling packages (what-if rows, the reserve command's tables, the compare and review tables), which only the CLI layer
-may import together. ``report`` detects each file's kind from its JSON; a file of no known kind,
-or one that lacks what its kind needs, is one ``error:`` line, exit 2.
+of the sibling packages and commands (what-if rows, the reserve, compare, review and campaign
+tables), which only the CLI layer may import together. ``report`` detects each file's kind
+from its JSON; a file of no known kind, or one that lacks what its kind needs, is one
+``error:`` line, exit 2.
 """
 
 from __future__ import annotations
@@ -104,8 +105,8 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     kind = detect_kind(data)
     if kind is None:
         raise InputError(f"report: {quoted(path)} is not a ptplan plan, pareto, whatif, sweep, "
-                         "break-even, reserve, compare, runs review or campaign JSON; pass the --format json output of one of "
-                         "those commands")
+                         "break-even, reserve, compare, runs review or campaign JSON; pass the "
+                         "--format json output of one of those commands")
     if kind == "plan":
         from optimizer.plan.schema import Plan
 

@@ -12,7 +12,6 @@ from typing import Any
 import typer
 
 from optimizer.cli.common import (
-    Format,
     ReportFormat,
     TableOrJson,
     _emit,

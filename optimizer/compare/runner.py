@@ -24,9 +24,9 @@ from optimizer.plan.schema import Plan
 from optimizer.spec.project import ProjectSpec, load_spec
 
 COMPARE_SCHEMA_VERSION = 2
-NO_PRIORS = ("no priors: no risk file (--risk FILE) and no ledger (--ledger URL); forgetting probabilities are not "
-             "shown as facts, only the break-even probability of each candidate (rework = one "
-             "more run)")
+NO_PRIORS = ("no priors: no risk file (--risk FILE) and no ledger (--ledger URL); forgetting "
+             "probabilities are not shown as facts, only the break-even probability of each "
+             "candidate (rework = one more run)")
 
 Planner = Callable[[ProjectSpec], Plan]
 
