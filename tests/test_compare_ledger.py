@@ -16,13 +16,15 @@ from typing import Any
 
 import ledger_support
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ledger_seed import SEED
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
 from optimizer.ledger import db
-from optimizer.ledger.priors import Priors, spec_shape
-from optimizer.ledger.records import RunRecord, load_runs, record
+from optimizer.ledger.priors import Priors, chain_cents, spec_shape
+from optimizer.ledger.records import Cost, Result, RunRecord, load_runs, record
 
 ledger_url = ledger_support.ledger_url
 pg_server = ledger_support.pg_server
@@ -221,3 +223,61 @@ def test_bad_ledger_options_are_one_line_exit_2(args: list[str], words: str,
     assert res.exit_code == 2, res.output
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], res.output
+
+
+@st.composite
+def ledgers(draw: st.DrawFn) -> list[RunRecord]:
+    """Repair forests over two families, with or without general results."""
+    n = draw(st.integers(1, 14))
+    out: list[RunRecord] = []
+    for i in range(n):
+        cause = draw(st.none() | st.integers(0, i - 1)) if i else None
+        general = draw(st.none() | st.floats(-6, 3, allow_nan=False))
+        out.append(RunRecord(
+            id=f"r{i}", recorded_on="2026-11-01", project="p",
+            method=draw(st.sampled_from(["sft", "opd"])),
+            model_family=draw(st.sampled_from(["f", "g"])), outcome="kept",
+            repairs=None if cause is None else f"r{cause}",
+            costs=[Cost(phase="update", capacity_type="spot",
+                        usd=f"{draw(st.integers(1, 10**6)) / 100:.2f}")],
+            results=[] if general is None else
+            [Result(kind="general", name="mmlu", before=60.0, after=60.0 + general)]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=ledgers())
+def test_priors_are_consistent_with_the_runs(runs: list[RunRecord]) -> None:
+    """Each repair run belongs to exactly one root's chain (so the chains of all root runs sum
+    to all repair costs); the method level counts exactly the families' runs; 0 <= p <= 1."""
+    pr = Priors(runs, min_runs=1)
+    by_id = {r.id: r for r in runs}
+
+    def root(r: RunRecord) -> str:
+        while r.repairs:
+            r = by_id[r.repairs]
+        return r.id
+
+    roots = [r for r in runs if not r.repairs]
+    for r in roots:
+        assert chain_cents(pr.by_id, r.id) == sum(x.actual_cents for x in runs
+                                                  if x.repairs and root(x) == r.id)
+    assert sum(chain_cents(pr.by_id, r.id) for r in roots) == \
+        sum(x.actual_cents for x in runs if x.repairs)
+    for method in ("sft", "opd"):
+        whole = pr.observed(method, None)
+        fams = [pr.observed(method, f) for f in ("f", "g")]
+        counted = [r for r in roots if r.method == method and r.results]
+        if not counted:
+            assert whole is None
+            continue
+        assert whole is not None and whole.n == len(counted)
+        assert 0 <= whole.p_forgetting <= 1
+        assert whole.forgot == sum(r.results[0].after - r.results[0].before < -2
+                                   for r in counted)
+        fam_level = [o for o in fams if o is not None and o.level == "family"]
+        assert sum(o.n for o in fam_level) == whole.n
+        assert sum(o.forgot for o in fam_level) == whole.forgot
+        assert sum(o.rework_cents for o in fam_level) == whole.rework_cents
+        if whole.rework_fraction is not None:
+            assert whole.rework_fraction >= 0
