@@ -178,8 +178,6 @@ def test_bad_risk_files_are_one_line_exit_2(tmp_path: Path, text: str, words: st
     assert words in lines[0], lines[0]
 
 
-def test_compare_needs_two_specs_and_no_ledger_yet() -> None:
+def test_compare_needs_two_specs() -> None:
     one = runner.invoke(app, ["-q", "compare", str(SFT)])
     assert one.exit_code == 2 and "at least two specs" in one.output
-    led = runner.invoke(app, ["-q", "compare", str(SFT), str(OPD), "--ledger", "x"])
-    assert led.exit_code == 2 and "--risk FILE" in led.output

@@ -28,8 +28,9 @@ from optimizer.cli.report import pages
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
                                         if Path("/usr/bin/chromium").exists() else None)
 
-HOSTILE_CASES = ("hostile-plan", "hostile-whatif", "hostile-reserve")
-EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep")
+HOSTILE_CASES = ("hostile-plan", "hostile-whatif", "hostile-reserve", "hostile-compare",
+                 "hostile-review", "hostile-campaign")
+EDGE_CASES = ("edge-plan", "edge-whatif", "edge-sweep", "edge-compare", "edge-review")
 """Optional parts absent (tests/report_fixtures.py:edge_inputs)."""
 
 
@@ -155,6 +156,29 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
     elif kind in ("whatif", "sweep", "break_even"):
         base = data["baseline"]["total_cost_usd"]
         assert _field(page, "total_cost_usd") == f"${base}"
+    elif kind == "compare":
+        for k, c in enumerate(data["candidates"], start=1):
+            e = c["expected_cost_usd"]
+            shown = _field(page, f"candidate-{k}")
+            assert shown == f"${e if e is not None else c['planned_cost_usd']:,.2f}"
+        # the side-by-side table's planned and expected columns are the JSON's
+        cells = page.locator("table:has(caption:text-is('candidates (as the terminal "
+                             "table)')) tbody tr").all()
+        assert [r.locator("td").nth(4).inner_text() for r in cells] == \
+            [f"{c['planned_cost_usd']:,.2f}" for c in data["candidates"]]
+        assert [r.locator("td").nth(9).inner_text() for r in cells] == \
+            [f"{c['expected_cost_usd']:,.2f}" for c in data["candidates"]]
+    elif kind == "campaign":
+        for key in ("total_cost_usd", "stages_cost_usd", "handover_cost_usd"):
+            assert _field(page, key) == f"${data[key]:,.2f}"
+        # each stage's plan page follows, its total the stage plan's
+        shown = page.locator("article[data-kind='plan'] [data-field='total_cost_usd']")
+        assert shown.all_inner_texts() == [f"${s['plan']['total_cost_usd']}"
+                                           for s in data["stages"]]
+    elif kind == "review":
+        for key in ("actual_usd", "planned_usd", "rework_usd", "tco_usd"):
+            assert _field(page, key) == f"${data['totals'][key]}"
+        assert _field(page, "runs") == str(data["totals"]["runs"])
     else:
         assert kind == "reserve"
         for key in ("expected_total_cost_usd", "existing_only_cost_usd",
@@ -162,7 +186,8 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
             assert float(_field(page, key).lstrip("$").replace(",", "")) == float(data[key])
 
 
-@pytest.mark.parametrize("name", ["plan-grpo-7b", "reserve", "sweep-grpo", "pareto-grpo"])
+@pytest.mark.parametrize("name", ["plan-grpo-7b", "reserve", "sweep-grpo", "pareto-grpo",
+                                  "compare-sft-opd", "review", "campaign-cheap-teacher"])
 def test_screenshots_are_not_blank(loaded: dict[str, Loaded], name: str) -> None:
     from PIL import Image, ImageStat
 

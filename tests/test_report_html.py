@@ -7,7 +7,11 @@ The inputs are the golden JSON outputs of ``tests/golden/cli`` and, for a sweep 
 break-even search, ``tests/data/reports`` (written by ``PTPLAN_TODAY=2026-12-03 ptplan whatif
 examples/grpo-7b.yaml --sweep 'capacity_type=spot *=' --from 0.5 --to 3 --steps 6 --workers 1
 --no-timings --format json`` and ``... --break-even capacity_type=spot --from 0.5 --to 3
---tolerance 0.01 ...``). Regenerate the goldens with ``PTPLAN_UPDATE_GOLDEN=1``.
+--tolerance 0.01 ...``), a comparison (``ptplan compare examples/compare/sft-8b-distilled-data.yaml
+examples/compare/opd-8b-from-32b.yaml --risk tests/data/reports/compare-risk.yaml --format
+json``), a runs review (``ptplan runs review --format json`` of the seeded ledger of
+tests/ledger_seed.py) and a campaign (``ptplan plan examples/campaign-cheap-teacher.yaml
+--format json``). Regenerate the goldens with ``PTPLAN_UPDATE_GOLDEN=1``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from report_fixtures import CASES, CLI_GOLDEN, HOSTILE, ROOT, edge_inputs, hostile_inputs, load
+from report_fixtures import DATA as DATA_REPORTS
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
@@ -155,7 +160,9 @@ def test_kind_detection() -> None:
         "plan-grpo-7b": ["plan"], "plan-opd-8b-from-32b": ["plan"], "plan-sft-8b": ["plan"],
         "pareto-grpo": ["pareto"], "pareto-sft-with-plan": ["pareto", "plan"],
         "whatif-grpo": ["whatif"], "sweep-grpo": ["sweep"],
-        "break-even-grpo": ["break_even"], "reserve": ["reserve"]}
+        "break-even-grpo": ["break_even"], "reserve": ["reserve"],
+        "compare-sft-opd": ["compare"], "review": ["review"],
+        "campaign-cheap-teacher": ["campaign"]}
     assert detect_kind({"schema_version": 1, "name": "x"}) is None
 
 
@@ -236,8 +243,9 @@ def test_html_format_of_whatif_and_reserve_is_their_golden(name: str, args: list
 
 def test_optional_parts_absent(tmp_path: Path) -> None:
     """No deadline, budget, storage or network; an infeasible scenario; an infeasible sweep
-    point: the page says so instead of failing."""
-    plan, what, sweep = edge_inputs(tmp_path)
+    point; a comparison without priors; a review without target results: the page says so
+    instead of failing."""
+    plan, what, sweep, cmp, rv = edge_inputs(tmp_path)
     page = render(["report", str(plan)], tmp_path, "plan.html")
     assert '<dd data-field="budget_usd">-</dd>' in page
     assert "not priced (no tiers in the catalog)" in page and "<li>no flows</li>" in page
@@ -247,6 +255,12 @@ def test_optional_parts_absent(tmp_path: Path) -> None:
     assert "no offers: the rules left none (test input)" in page
     page = render(["report", str(sweep)], tmp_path, "sweep.html")
     assert "deadline 72 h: too slow (test input)" in page
+    page = render(["report", str(cmp)], tmp_path, "compare.html")
+    assert "<li>no priors (test input)</li>" in page and "no prior" in page
+    assert "cheapest by planned cost" in page
+    page = render(["report", str(rv)], tmp_path, "review.html")
+    assert "Dollars per target point" not in page and "Runs: target points" not in page
+    assert "<li>none: no method on a model family is outdone" in page
 
 
 def test_hostile_spec_name_through_the_planner(tmp_path: Path, monkeypatch: Any) -> None:
@@ -261,3 +275,94 @@ def test_hostile_spec_name_through_the_planner(tmp_path: Path, monkeypatch: Any)
     assert f"<h1>ptplan plan: {esc(name)} (sft)</h1>" in page
     assert len(re.findall(r"<script\b", page)) == 4
     assert "<img" not in _body_text_outside_scripts(page)
+
+
+def test_html_format_of_compare_and_review_is_their_golden(tmp_path: Path,
+                                                            monkeypatch: Any) -> None:
+    """``compare --format html`` and ``runs review --format html`` write the page ``ptplan
+    report`` makes of their JSON (tests/data/reports: the same commands' --format json)."""
+    monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
+    monkeypatch.chdir(ROOT)  # the JSON records the spec paths as given
+    page = render(["compare", "examples/compare/sft-8b-distilled-data.yaml",
+                   "examples/compare/opd-8b-from-32b.yaml", "--risk",
+                   "tests/data/reports/compare-risk.yaml", "--format", "html"], tmp_path)
+    assert strip_library(page) == (GOLDEN / "compare-sft-opd.html").read_text(encoding="utf-8")
+    from ledger_seed import SEED
+
+    from optimizer.ledger import db
+    from optimizer.ledger.records import record
+
+    url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    led = db.Ledger(url)
+    with led.write() as conn:
+        for r in SEED:
+            record(conn, r)
+    led.close()
+    page = render(["runs", "review", "--ledger", url, "--format", "html"], tmp_path, "rv.html")
+    assert strip_library(page) == (GOLDEN / "review.html").read_text(encoding="utf-8")
+
+
+def test_compare_page_draws_the_json_figures() -> None:
+    """The lines pass through each candidate's planned cost at p = 0 and its expected cost at
+    its prior; the break-even diamond sits at the JSON's p* on the candidate's line, where it
+    meets the best other candidate's expected cost (E_opd = C_opd (1 + 0.05 x 0.5))."""
+    data = load(DATA_REPORTS / "compare-sft-opd.json")
+    page = pages([DATA_REPORTS / "compare-sft-opd.json"])
+    specs = json.loads(re.search(r'id="ptplan-charts">(.*?)</script>', page, re.S).group(1))
+    lines, priors, _, marks = (layer["data"]["values"] for layer in specs["chart-1"]["layer"])
+    sft, opd = data["candidates"]
+    at0 = {v["candidate"]: v["usd"] for v in lines if v["p"] == 0}
+    assert at0 == {sft["name"]: sft["planned_cost_usd"], opd["name"]: opd["planned_cost_usd"]}
+    assert [(v["p"], v["usd"]) for v in priors] == [(0.3, sft["expected_cost_usd"]),
+                                                     (0.05, opd["expected_cost_usd"])]
+    assert len(marks) == 1 and marks[0]["p"] == sft["break_even_p"]
+    assert marks[0]["usd"] == pytest.approx(opd["expected_cost_usd"])
+    assert opd["expected_cost_usd"] == pytest.approx(opd["planned_cost_usd"] * 1.025)
+    for k, c in enumerate(data["candidates"], start=1):
+        assert (f'<dd data-field="candidate-{k}">${c["expected_cost_usd"]:,.2f}</dd>') in page
+    parts = specs["chart-2"]["data"]["values"]
+    for c in data["candidates"]:
+        assert sum(v["usd"] for v in parts if v["candidate"] == c["name"]) == \
+            pytest.approx(c["expected_cost_usd"])
+
+
+def test_review_page_draws_the_json_figures() -> None:
+    """Per group the bars add up to its TCO (own runs + rework caused); the page's totals are
+    the review's."""
+    data = load(DATA_REPORTS / "review.json")
+    page = pages([DATA_REPORTS / "review.json"])
+    specs = json.loads(re.search(r'id="ptplan-charts">(.*?)</script>', page, re.S).group(1))
+    tco = specs["chart-1"]["data"]["values"]
+    for g in data["groups"]["method"]:
+        assert sum(v["usd"] for v in tco if v["group"] == g["group"]) == \
+            pytest.approx(float(g["tco_usd"]))
+    sft = {v["part"]: v["usd"] for v in tco if v["group"] == "sft"}
+    assert sft == {"own runs": 6100.0, "rework caused": 1700.0}  # tests/test_ledger_review.py
+    for key in ("actual_usd", "planned_usd", "rework_usd", "tco_usd"):
+        assert f'<dd data-field="{key}">${data["totals"][key]}</dd>' in page
+    assert len(re.findall(r'<figure class="chart"', page)) == len(
+        re.findall(r'<div class="pair"><figure class="chart" id="chart-\d+"[^>]*></figure>'
+                   r'<div class="data"><table>', page)) == 5
+
+
+def test_campaign_page(tmp_path: Path, monkeypatch: Any) -> None:
+    """``plan CAMPAIGN.yaml --format html`` is the report of its JSON: the campaign page (the
+    timeline's bars are the stages' start and end hours, the money bars add up to the total)
+    followed by each stage's plan page."""
+    monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
+    monkeypatch.chdir(ROOT)
+    page = render(["plan", "examples/campaign-cheap-teacher.yaml", "--format", "html"],
+                  tmp_path)
+    assert strip_library(page) == \
+        (GOLDEN / "campaign-cheap-teacher.html").read_text(encoding="utf-8")
+    data = load(DATA_REPORTS / "campaign-cheap-teacher.json")
+    specs = json.loads(re.search(r'id="ptplan-charts">(.*?)</script>', page, re.S).group(1))
+    bars = specs["chart-1"]["layer"][0]["data"]["values"]
+    assert [(b["stage"], b["start"], b["end"]) for b in bars] == \
+        [(s["name"], s["start_hours"], s["end_hours"]) for s in data["stages"]]
+    money = specs["chart-3"]["data"]["values"]
+    assert sum(m["usd"] for m in money) == pytest.approx(data["total_cost_usd"], abs=0.011)
+    kinds = re.findall(r'<article class="report" data-kind="(\w+)"', page)
+    assert kinds == ["campaign"] + ["plan"] * len(data["stages"])
+    for s in data["stages"]:
+        assert f"<h1>stage {esc(s['name'])}: ptplan plan: " in page

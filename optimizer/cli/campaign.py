@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, ProgressBar, _emit_as, dumps, info
+from optimizer.cli.common import Format, ProgressBar, ReportFormat, _emit_as, dumps, info
 
 
 def read_any(path: Path, what: str) -> dict[str, Any]:
@@ -28,8 +28,8 @@ def is_campaign_file(path: Path) -> bool:
     return "stages" in data or data.get("kind") == "campaign"
 
 
-def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str, fmt: Format,
-                      output: Path | None) -> None:
+def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str,
+                      fmt: Format | ReportFormat, output: Path | None) -> None:
     from optimizer.campaign.runner import plan_campaign
     from optimizer.planner.api import pareto, plan
     from policies.model import load_policy
@@ -50,8 +50,14 @@ def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str
     with ProgressBar("campaign") as bar:
         r = plan_campaign(path, cat, frontier, plan_at, solver,
                           lambda d, t, label: bar(d, t, label))
+    def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
+        from optimizer.report.html import render_page
+        from optimizer.report.html_campaign import campaign_docs
+
+        return render_page(campaign_docs(r, campaign_rows(r), campaign_footer(r)))
+
     _emit_as(fmt, output, lambda: dumps(r), lambda: campaign_markdown(r),
-             lambda: campaign_table(r))
+             lambda: campaign_table(r), html)
 
 
 def campaign_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:

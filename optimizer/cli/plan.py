@@ -100,12 +100,7 @@ def plan(
 
                 raise InputError("a campaign is planned for the least cost within its deadline "
                                  "and budget: --risk and --objective time apply to one spec")
-            if str(fmt) == "html":
-                from optimizer.core.errors import InputError
-
-                raise InputError("--format html: a campaign has no HTML report yet; use table, "
-                                 "markdown or json")
-            plan_campaign_cmd(spec, catalog, policy, solver.value, Format(str(fmt)), output)
+            plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
             return
         if calibration is not None:
             from optimizer.spec.calibration import load_spec_calibrated

@@ -1,11 +1,12 @@
-"""``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan``,
-``pareto``, ``whatif`` and ``reserve``: self-contained HTML reports (:mod:`optimizer.report.html`;
-docs/report.md).
+"""``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan`` (a campaign
+too), ``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self-contained HTML
+reports (:mod:`optimizer.report.html`; docs/report.md).
 
 This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
-of the sibling packages (what-if rows, the reserve command's tables), which only the CLI layer
-may import together. ``report`` detects each file's kind from its JSON; a file of no known kind,
-or one that lacks what its kind needs, is one ``error:`` line, exit 2.
+of the sibling packages and commands (what-if rows, the reserve, compare, review and campaign
+tables), which only the CLI layer may import together. ``report`` detects each file's kind
+from its JSON; a file of no known kind, or one that lacks what its kind needs, is one
+``error:`` line, exit 2.
 """
 
 from __future__ import annotations
@@ -18,16 +19,21 @@ import typer
 from optimizer.cli.common import _emit, _run, app
 from optimizer.core.errors import InputError
 
-KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve")
+KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve", "compare", "review",
+         "campaign")
 
 
 def detect_kind(data: dict[str, Any]) -> str | None:
     """The report kind of a ptplan JSON output, or None."""
     kind = data.get("kind")
-    if kind in ("whatif", "sweep", "break_even"):
+    if kind in ("whatif", "sweep", "break_even", "campaign"):
         return str(kind)
     if "portfolio" in data and "purchases" in data and "coverage" in data:
         return "reserve"
+    if "compare_schema_version" in data and "candidates" in data:
+        return "compare"
+    if all(k in data for k in ("thresholds", "runs", "groups", "totals", "recommendations")):
+        return "review"
     if "points" in data and "fastest_hours" in data and "cheapest_usd" in data:
         return "pareto"
     if "pools" in data and "phases" in data and "spec_digest" in data:
@@ -36,7 +42,8 @@ def detect_kind(data: dict[str, Any]) -> str | None:
 
 
 def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> Any:
-    """The :class:`~optimizer.report.html.Doc` of one report of ``kind``."""
+    """The :class:`~optimizer.report.html.Doc` of one report of ``kind`` (a campaign: a list,
+    its own page then each stage's plan page)."""
     if kind == "plan":
         from optimizer.report.html_plan import plan_doc
 
@@ -51,6 +58,21 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
         title, tables, footer = _sections(data)
         return reserve_doc(data, title, tables, footer)
+    if kind == "campaign":
+        from optimizer.cli.campaign import campaign_footer, campaign_rows
+        from optimizer.report.html_campaign import campaign_docs
+
+        return campaign_docs(data, campaign_rows(data), campaign_footer(data))
+    if kind == "compare":
+        from optimizer.cli.compare import compare_footer, compare_rows
+        from optimizer.report.html_methods import compare_doc
+
+        return compare_doc(data, compare_rows(data), compare_footer(data))
+    if kind == "review":
+        from optimizer.cli.runs_report import _sections as review_sections
+        from optimizer.report.html_methods import review_doc
+
+        return review_doc(data, *review_sections(data))
     from optimizer.report import html_analysis as h
     from optimizer.whatif import rows as w
 
@@ -69,7 +91,11 @@ def html_page(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
     """One report as a self-contained HTML page."""
     from optimizer.report.html import render_page
 
-    return render_page([build_doc(kind, data, chosen)])
+    return render_page(_as_list(build_doc(kind, data, chosen)))
+
+
+def _as_list(doc: Any) -> list[Any]:
+    return doc if isinstance(doc, list) else [doc]
 
 
 def _load(path: Path) -> tuple[str, dict[str, Any]]:
@@ -79,8 +105,8 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     kind = detect_kind(data)
     if kind is None:
         raise InputError(f"report: {quoted(path)} is not a ptplan plan, pareto, whatif, sweep, "
-                         "break-even or reserve JSON; pass the --format json output of one of "
-                         "those commands")
+                         "break-even, reserve, compare, runs review or campaign JSON; pass the "
+                         "--format json output of one of those commands")
     if kind == "plan":
         from optimizer.plan.schema import Plan
 
@@ -100,7 +126,7 @@ def pages(files: list[Path]) -> str:
     for f, kind, data in loaded:
         chosen = plans.get(data.get("spec_name", "")) if kind == "pareto" else None
         try:
-            docs.append(build_doc(kind, data, chosen))
+            docs += _as_list(build_doc(kind, data, chosen))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise InputError(f"report: {quoted(f)} looks like a {kind} report but its field "
                              f"{exc!s} is missing or malformed; regenerate it with the ptplan "
@@ -111,11 +137,13 @@ def pages(files: list[Path]) -> str:
 @app.command()
 def report(
     files: list[Path] = typer.Argument(..., metavar="FILE.json", help="JSON outputs of "
-                                       "plan, pareto, whatif or reserve (--format json)."),
+                                       "plan (or a campaign), pareto, whatif, reserve, compare or "
+                                       "runs review (--format json)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """One self-contained HTML report (offline, interactive charts) of ptplan JSON outputs.
 
-    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve) is detected from
+    The kind of each file (plan, pareto, whatif, sweep, break-even, reserve, compare, runs
+    review, campaign) is detected from
     its content. A frontier is marked with the plan of the same spec among the files."""
     _run(lambda: _emit(pages(files), output))

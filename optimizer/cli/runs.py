@@ -11,7 +11,16 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, TableOrJson, _emit, _emit_as, _run, app, dumps, info
+from optimizer.cli.common import (
+    ReportFormat,
+    TableOrJson,
+    _emit,
+    _emit_as,
+    _run,
+    app,
+    dumps,
+    info,
+)
 from optimizer.core.errors import InputError
 
 runs_app = typer.Typer(no_args_is_help=True, help="The run ledger: what each run was planned "
@@ -228,7 +237,8 @@ def show_text(run: Any, secs: dict[str, tuple[float, int]], n_metrics: int) -> s
 
 @runs_app.command("review")
 def review(
-    fmt: Format = typer.Option(Format.table, "--format"),
+    fmt: ReportFormat = typer.Option(ReportFormat.table, "--format",
+                                     help="html: a self-contained report (docs/report.md)."),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
     by: list[GroupBy] = typer.Option([GroupBy.method, GroupBy.family], "--by",
                                      help="Group tables (repeatable)."),
@@ -262,8 +272,13 @@ def review(
             from optimizer.ledger.review import attach_plans
 
             attach_plans(rv, _plan_now(alternative, catalog))
+        def html() -> str:
+            from optimizer.cli.report import html_page
+
+            return html_page("review", rv)
+
         _emit_as(fmt, output, lambda: dumps(rv), lambda: review_markdown(rv),
-                 lambda: review_table(rv))
+                 lambda: review_table(rv), html)
 
     _run(go)
 

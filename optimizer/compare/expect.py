@@ -52,9 +52,13 @@ class Candidate:
 
     @property
     def p90(self) -> float | None:
-        if self.p is None or self.rework_usd is None:
+        if self.p is None:
             return None
-        return self.planned_usd + (self.rework_usd if self.p > TAIL else 0.0)
+        if self.p <= TAIL:
+            return self.planned_usd
+        if self.rework_usd is None:  # (a ledger prior with p > 0 always observed a rework)
+            return None
+        return self.planned_usd + self.rework_usd
 
 
 def break_even(cands: list[Candidate], i: int) -> float | None:

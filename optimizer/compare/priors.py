@@ -1,4 +1,5 @@
-"""The risk file of ``ptplan compare --risk FILE``: forgetting priors the user writes.
+"""The priors of ``ptplan compare``: the risk file (``--risk FILE``) the user writes, and the
+shape of a prior observed in the run ledger (``--ledger URL``, :class:`LedgerPrior`).
 
 A prior is never invented: the file gives, per method (``methods``) or per candidate spec name
 (``specs``, which wins), the probability that the run forgets (``p_forgetting``), what the
@@ -10,13 +11,16 @@ unknown keys, missing fields and out-of-range numbers are one-line input errors 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from optimizer.core.errors import InputError
 from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
+from optimizer.spec.project import ProjectSpec
 from optimizer.spec.types import Method
 
 Probability = Annotated[float, Field(ge=0, le=1, strict=False)]
@@ -77,3 +81,23 @@ def rework_spec_path(risk_path: str | Path, rework: Rework) -> Path:
                          f"not found (looked at {quoted(p)}); give a spec path relative to "
                          "the risk file")
     return p
+
+
+@dataclass(frozen=True)
+class LedgerPrior:
+    """A prior observed in the run ledger (built by the CLI from :mod:`optimizer.ledger.priors`,
+    a sibling this package never imports): numbers, their counts and where they come from."""
+
+    p_forgetting: float
+    rework_fraction: float | None
+    """Rework of the runs that forgot ÷ their own cost (None: no run forgot, none observed)."""
+    found: str
+    """Which runs: ``ledger family F`` or ``ledger method M (every family)``."""
+    source: str
+    """The counts in words (shown beside the numbers)."""
+    counts: dict[str, Any]
+    """The JSON of the observation (n, forgot, runs, fallback, family resolution)."""
+
+
+LedgerLookup = Callable[[ProjectSpec], tuple[LedgerPrior | None, list[str]]]
+"""A candidate's ledger prior and the notes that explain it (family resolution, fallback)."""

@@ -10,16 +10,23 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.compare.expect import Candidate, break_even, describe
-from optimizer.compare.priors import RiskFile, load_risk, prior_for, rework_spec_path
+from optimizer.compare.priors import (
+    LedgerLookup,
+    LedgerPrior,
+    RiskFile,
+    load_risk,
+    prior_for,
+    rework_spec_path,
+)
 from optimizer.core.errors import InputError, PlannerError
 from optimizer.core.yamlio import quoted
 from optimizer.plan.schema import Plan
 from optimizer.spec.project import ProjectSpec, load_spec
 
-COMPARE_SCHEMA_VERSION = 1
-NO_PRIORS = ("no priors: no risk file given (--risk FILE); forgetting probabilities are not "
-             "shown as facts, only the break-even probability of each candidate (rework = one "
-             "more run)")
+COMPARE_SCHEMA_VERSION = 2
+NO_PRIORS = ("no priors: no risk file (--risk FILE) and no ledger (--ledger URL); forgetting "
+             "probabilities are not shown as facts, only the break-even probability of each "
+             "candidate (rework = one more run)")
 
 Planner = Callable[[ProjectSpec], Plan]
 
@@ -70,9 +77,42 @@ def phase_share(plan: Plan, phase: str) -> float:
     return cost / total if total > 0 else 0.0
 
 
+def _risk_prior(risk: RiskFile, risk_path: str, spec: ProjectSpec, run: Plan,
+                plans: Plans) -> tuple[dict[str, Any] | None, float | None, float | None]:
+    """The risk file's prior of a candidate as JSON, its p and its rework cost."""
+    prior, found = prior_for(risk, spec.name, spec.method)
+    if prior is None:
+        return None, None, None
+    if prior.rework.spec is not None:
+        rpath = rework_spec_path(risk_path, prior.rework)
+        rplan = plans.of(rpath, load_spec(str(rpath)))
+        rework_usd = float(rplan.total_cost_usd)
+        rework = {"kind": "spec", "spec": str(rpath), "cost_usd": rework_usd,
+                  "makespan_hours": rplan.makespan_hours}
+    else:
+        assert prior.rework.fraction_of_run is not None
+        rework_usd = prior.rework.fraction_of_run * float(run.total_cost_usd)
+        rework = {"kind": "fraction_of_run", "fraction": prior.rework.fraction_of_run,
+                  "cost_usd": rework_usd}
+    return ({"origin": "risk_file", "p_forgetting": prior.p_forgetting, "source": prior.source,
+             "from": found, "rework": rework}, prior.p_forgetting, rework_usd)
+
+
+def _ledger_prior(lp: LedgerPrior, run: Plan) -> tuple[dict[str, Any], float, float | None]:
+    rework_usd = (None if lp.rework_fraction is None
+                  else lp.rework_fraction * float(run.total_cost_usd))
+    rework = (None if lp.rework_fraction is None else
+              {"kind": "ledger_ratio", "fraction": lp.rework_fraction, "cost_usd": rework_usd})
+    return ({"origin": "ledger", "p_forgetting": lp.p_forgetting, "source": lp.source,
+             "from": lp.found, "rework": rework, "counts": lp.counts},
+            lp.p_forgetting, rework_usd)
+
+
 def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = None,
-            progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
-    """The comparison report (JSON-ready; docs/compare.md)."""
+            progress: Callable[[int, int, str], None] | None = None,
+            ledger: LedgerLookup | None = None, ledger_label: str = "") -> dict[str, Any]:
+    """The comparison report (JSON-ready; docs/compare.md). ``ledger``: the run ledger's prior
+    of a candidate; where the risk file also has one, the risk file's wins (said in a note)."""
     if len(spec_paths) < 2:
         raise InputError("compare: give at least two specs (the candidate methods)")
     risk: RiskFile | None = load_risk(risk_path) if risk_path is not None else None
@@ -92,28 +132,32 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
         run = plans.of(path, spec)
         gen = load_generator(spec, path)
         gen_plan = plans.of(*gen) if gen is not None else None
-        prior, found = prior_for(risk, spec.name, spec.method) if risk else (None, "")
-        rework: dict[str, Any] | None = None
+        prior: dict[str, Any] | None = None
+        p: float | None = None
         rework_usd: float | None = None
-        if prior is not None:
+        if risk is not None:
             assert risk_path is not None
-            if prior.rework.spec is not None:
-                rpath = rework_spec_path(risk_path, prior.rework)
-                rplan = plans.of(rpath, load_spec(str(rpath)))
-                rework_usd = float(rplan.total_cost_usd)
-                rework = {"kind": "spec", "spec": str(rpath), "cost_usd": rework_usd,
-                          "makespan_hours": rplan.makespan_hours}
-            else:
-                assert prior.rework.fraction_of_run is not None
-                rework_usd = prior.rework.fraction_of_run * float(run.total_cost_usd)
-                rework = {"kind": "fraction_of_run", "fraction": prior.rework.fraction_of_run,
-                          "cost_usd": rework_usd}
-        elif risk is not None:
-            notes.append(f"{spec.name}: the risk file has no prior for it (no specs.{spec.name} "
-                         f"and no methods.{spec.method}); only its break-even is shown")
+            prior, p, rework_usd = _risk_prior(risk, risk_path, spec, run, plans)
+        lp: LedgerPrior | None = None
+        if ledger is not None:
+            lp, why = ledger(spec)
+            notes += [f"{spec.name}: {w}" for w in why]
+        if prior is not None and lp is not None:
+            notes.append(f"{spec.name}: the risk file's prior ({prior['from']}, P(forget) "
+                         f"{prior['p_forgetting']:g}) wins over the ledger's ({lp.found}, "
+                         f"P(forget) {lp.p_forgetting:.3f}, {lp.source})")
+        elif lp is not None:
+            prior, p, rework_usd = _ledger_prior(lp, run)
+        if prior is None and (risk is not None or ledger is not None):
+            where = " or ".join(w for w, on in (
+                (f"the risk file (no specs.{spec.name}, no methods.{spec.method})",
+                 risk is not None),
+                (f"the ledger (no {spec.method} run with general results)", ledger is not None))
+                if on)
+            notes.append(f"{spec.name}: no prior in {where}; only its break-even is shown")
         cand = Candidate(spec.name, spec.method, float(run.total_cost_usd),
                          float(gen_plan.total_cost_usd) if gen_plan is not None else 0.0,
-                         prior.p_forgetting if prior is not None else None, rework_usd)
+                         p, rework_usd)
         cands.append(cand)
         rows.append({
             "name": spec.name, "spec": str(path), "method": spec.method,
@@ -125,9 +169,7 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
             "hours": run.makespan_hours + (gen_plan.makespan_hours if gen_plan else 0.0),
             "eval_share": phase_share(run, "eval"),
             "deadline_hours": spec.sla.deadline_hours, "budget_usd": spec.budget.max_usd,
-            "prior": None if prior is None else {
-                "p_forgetting": prior.p_forgetting, "source": prior.source, "from": found,
-                "rework": rework},
+            "prior": prior,
             "expected_cost_usd": cand.expected() if prior is not None else None,
             "p90_cost_usd": cand.p90,
         })
@@ -144,9 +186,18 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
     have = [r for r in rows if r["expected_cost_usd"] is not None]
     key = "expected_cost_usd" if len(have) == len(rows) else "planned_cost_usd"
     ranking = [r["name"] for r in sorted(rows, key=lambda r: (r[key], r["name"]))]
+    sources = [s for s, on in ((f"risk file {risk_path}", risk is not None),
+                               (f"ledger {ledger_label}", ledger is not None)) if on]
+    statement = None
+    if not sources:
+        statement = NO_PRIORS
+    elif not have:
+        statement = ("no priors: neither " if len(sources) > 1 else "no priors: ") + \
+            " nor ".join(sources) + " gives one for any candidate; only the break-even " \
+            "probabilities are shown (rework = one more run)"
     return {"compare_schema_version": COMPARE_SCHEMA_VERSION,
-            "priors": (f"risk file {risk_path}" if risk is not None else None),
-            "statement": (None if risk is not None else NO_PRIORS),
+            "priors": "; ".join(sources) or None,
+            "statement": statement,
             "ranked_by": key, "ranking": ranking, "candidates": rows, "notes": notes}
 
 
