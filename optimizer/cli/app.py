@@ -18,6 +18,7 @@ from optimizer.cli import (  # noqa: F401
     reserve,
     runs,
     simulate,
+    spend,
     whatif,
 )
 from optimizer.cli.common import app

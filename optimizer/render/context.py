@@ -75,6 +75,26 @@ def _labels(project: str, pool: str, phase: str, method: str, capacity: str,
             "ptplan-capacity-type": sanitize(capacity)}
 
 
+SANITIZE: dict[str, Callable[[str], str]] = {"k8s": k8s_label, "gcp": gcp_label, "aws": aws_tag}
+GROUP_TAGS = {"phase": "ptplan-phase", "pool": "ptplan-pool",
+              "capacity_type": "ptplan-capacity-type"}
+"""``ptplan spend --group``: the cost tag that splits the bill."""
+
+
+def run_cost_tags(plan: Plan, platform: str) -> dict[str, str]:
+    """The run-level cost tags on every rendered resource, as ``platform`` spells them: what
+    ``ptplan spend`` filters the bill by and ``render --target budgets`` filters budgets by."""
+    f = SANITIZE[platform]
+    return {"ptplan-project": f(plan.spec_name), "ptplan-method": f(plan.method)}
+
+
+def group_tag_value(pool: Any, capacity_type: str, group: str, platform: str) -> str:
+    """The value of the ``GROUP_TAGS[group]`` tag on a pool's nodes of one capacity type."""
+    value = {"phase": "-".join(pool.phases), "pool": pool.name,
+             "capacity_type": CAPACITY_LABEL.get(capacity_type, capacity_type)}[group]
+    return SANITIZE[platform](value)
+
+
 def _label_sets(plan: Plan, pool: str, phase: str, capacity: str) -> dict[str, dict[str, str]]:
     return {name: _labels(plan.spec_name, pool, phase, plan.method, capacity, f)
             for name, f in (("k8s", k8s_label), ("gcp", gcp_label), ("aws", aws_tag))}
