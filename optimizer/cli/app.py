@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from optimizer.cli import (  # noqa: F401
     compare,
+    guard,
     plan,
     prices,
     prices_blocks,
