@@ -24,6 +24,7 @@ from typing import Any
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render import gpudirect
+from optimizer.render.budgets import extra_context
 from optimizer.render.deploy import (
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
@@ -230,4 +231,5 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
             (g["gpudirect"]["nics"] for g in groups if g["gpudirect"]), default=0)),
         "deploy_notes": [*deploy_notes, boot_disk_note(plan), *gpudirect.notes(plan, groups)],
         "abort_days": ABORT_MULTIPART_DAYS,
+        **extra_context(plan),
     }
