@@ -128,6 +128,7 @@ class FakeBigQuery:
     def __init__(self, items: list[Item]) -> None:
         self.items = items
         self.status: dict[int, int] = {}
+        self.rate_limited = 0  # next N jobs.query calls: 403 rateLimitExceeded (retried)
         self.rows: list[list[Any]] = []
         self.queries: list[dict[str, Any]] = []
         self.local = LocalServer(self.answer)
@@ -174,6 +175,12 @@ class FakeBigQuery:
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         parts = url.path.split("/")
         if method == "POST" and url.path.endswith("/queries"):
+            if self.rate_limited > 0:
+                self.rate_limited -= 1
+                return 403, {}, {"error": {"code": 403, "message": "Exceeded rate limits",
+                                           "errors": [{"reason": "rateLimitExceeded",
+                                                       "message": "Exceeded rate limits"}],
+                                           "status": "PERMISSION_DENIED"}}
             if self.status.get(0):
                 return self.status[0], {}, {"error": {"code": self.status[0], "message":
                                                       "injected", "status": "UNAVAILABLE"}}

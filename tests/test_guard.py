@@ -270,3 +270,13 @@ def test_act_gke_node_pools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert verbs[:3] == [("POST", "setAutoscaling"), ("GET", "op"), ("POST", "setSize")]
     assert len(t.gke_node_pools) >= 3 and f"done: GKE node pool {t.gke_node_pools[0]}: " \
         "autoscaling off, 0 nodes" in res.stdout
+
+
+def test_act_without_kubernetes_configuration(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+    res = runner.invoke(app, ["guard", plan_file(tmp_path), "--spend-from",
+                              str(spend_file(tmp_path, 8)), "--act"])
+    assert res.exit_code == 3 and "no Kubernetes configuration" in res.output, res.output
+    assert res.output.count("error:") == 1

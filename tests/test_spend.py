@@ -248,3 +248,36 @@ def test_gcp_failed_page_keeps_the_cache(bq: FakeBigQuery, tmp_path: Path) -> No
     bq.status = {0: 400}
     res = gcp_spend(bq, tmp_path)
     assert res.exit_code == 3 and "spend cache is unchanged" in res.output
+
+
+def test_gcp_rate_limit_is_retried(bq: FakeBigQuery, tmp_path: Path) -> None:
+    bq.rate_limited = 1
+    res = gcp_spend(bq, tmp_path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    posts = [c for c in bq.local.calls if c["method"] == "POST"]
+    assert len(posts) == 2 and json.loads(res.stdout)["actual_usd"] == 390.0
+
+
+def test_gcp_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+    res = runner.invoke(app, ["spend", GCP_PLAN, "--provider", "gcp", "--bq-table", TABLE,
+                              "--since", "2026-12-01", "--until", "2026-12-02", "--cache",
+                              str(tmp_path / "s.sqlite")])
+    assert res.exit_code == 3, res.output
+    assert "no GCP credentials found by Application Default Credentials" in res.output
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    """guard --spend-from aws: the same pull as spend (cached), then the decision; grpo-aws's
+    budget is $25,000, so 130 $/h for 3 h with no progress data is on track:
+    F = 390 + 130 * (7.360869721429597 - 3) = 956.91."""
+    res = runner.invoke(app, ["guard", AWS_PLAN, "--spend-from", "aws", "--since",
+                              "2026-12-01T00", "--until", "2026-12-01T06", "--endpoint", ce.url,
+                              "--cache", str(tmp_path / "s.sqlite"), "--window", "2",
+                              "--format", "json"])
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.stdout)
+    assert (r["decision"], r["spent_usd"], r["burn_usd_per_hour"]) == ("ok", 390.0, 130.0)
+    assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 3), 2) == 956.91
+    assert ce.requests[0]["Granularity"] == "HOURLY"
