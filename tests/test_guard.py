@@ -96,6 +96,12 @@ def test_reasons_name_the_figures() -> None:
     assert r["target"]["projected_at_completion"] == pytest.approx(0.65)
 
 
+def test_an_empty_bill_is_a_warning() -> None:
+    r = decide(plan(), [], 0.0, None, window=2)
+    assert r["decision"] == "warn" and r["spent_usd"] == 0
+    assert any("no cost of the plan's tags in the bill yet" in x for x in r["reasons"])
+
+
 def test_plan_without_budget_uses_its_total() -> None:
     p = load_plan(PLANS / "grpo-aws.json").model_copy(update={
         "budget_usd": None, "budget_warn_usd": None, "budget_stop_usd": None})

@@ -17,8 +17,9 @@ Figures (docs/spend.md):
 
 Decision: ``stop`` when the spend has reached the stop threshold without the target, or the
 forecast reaches it (and the target is not reached); ``warn`` when the spend or the forecast
-reaches the warn threshold, the spend reached stop with the target met, or the target's
-trajectory misses it at step ``S``; else ``ok``. Every reason is one line.
+reaches the warn threshold, the spend reached stop with the target met, the target's
+trajectory misses it at step ``S``, or the bill holds no cost of the plan's tags at all (the
+guard would be blind); else ``ok``. Every reason is one line.
 """
 
 from __future__ import annotations
@@ -149,6 +150,10 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         elif projected is not None and not target.met(projected):
             reasons.append(("warn", f"target {target}: trajectory reaches {projected:.4g} at "
                             f"step {total_steps} (latest {latest:g}), short of it"))
+    if not any(c > 0 for _, c in series):
+        reasons.append(("warn", "no cost of the plan's tags in the bill yet: the tags may not "
+                        "be active as cost allocation tags, or the bill lags; the guard sees "
+                        "nothing"))
     if steps_done is None:
         reasons.append(("ok", "no progress data (--metrics): forecast from the plan's hours"))
     if not any(level != "ok" for level, _ in reasons):
