@@ -97,8 +97,10 @@ def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: P
     assert [q.get("NextPageToken") for q in ce.requests] == [None, "2", "4"]
     assert all("AKIAFAKEFORTESTS0000" in c["headers"]["authorization"]
                for c in ce.local.calls)
-    # the other project's 999 $/h is filtered out: 130 $/h of this run
-    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS
+    # the other project's 999 $/h is filtered out: 130 $/h of this run; the hours after it
+    # stopped are periods without cost, so the curve goes flat
+    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS + [0.0] * 3
+    assert [p["hours"] for p in r["periods"]] == [1, 2, 3, 4, 5, 6]
     assert r["run_start"] == "2026-12-01T00:00:00Z"
     second = r["periods"][1]
     planned = (2 * (4 * 2.4655 + 113.9328) + 2 * 0.10958904 + 17.02 * 2 / 7.360869721429597)
@@ -106,11 +108,11 @@ def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: P
     assert second["planned_cumulative_usd"] == round(planned, 2) == 252.43
     assert second["variance_usd"] == round(260 - planned, 2) == 7.57
     assert second["variance_pct"] == round(100 * (260 - planned) / planned, 2)
-    assert r["actual_usd"] == 390.0
+    assert r["actual_usd"] == 390.0 and r["hours"] == 6
     groups = {g["group"]: g for g in r["groups"]}
     assert groups["update-checkpoint"]["by_purchase_type"] == {"On Demand Instances": 360.0}
     assert groups["update-checkpoint"]["planned_usd"] == round(
-        3 * 113.9328 + 3 * 0.021917808, 2)
+        6 * 113.9328 + 6 * 0.021917808, 2)
     assert groups["scoring"]["actual_usd"] == 15.0
     assert SECRET not in res.output
 
@@ -228,7 +230,7 @@ def test_gcp_bigquery_query_and_result_pages(bq: FakeBigQuery, tmp_path: Path) -
     tokens = [c["path"] for c in bq.local.calls if "/queries/" in c["path"]]
     assert len(tokens) == 4 and all("pageToken=" in t for t in tokens)
     r = json.loads(res.stdout)
-    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS
+    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS + [0.0]
     groups = {g["group"]: g for g in r["groups"]}
     assert groups["scoring"]["by_purchase_type"] == {"Spot": 15.0}
     assert groups["update-checkpoint"]["by_purchase_type"] == {"On Demand": 360.0}
@@ -272,12 +274,18 @@ def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> No
     """guard --spend-from aws: the same pull as spend (cached), then the decision; grpo-aws's
     budget is $25,000, so 130 $/h for 3 h with no progress data is on track:
     F = 390 + 130 * (7.360869721429597 - 3) = 956.91."""
-    res = runner.invoke(app, ["guard", AWS_PLAN, "--spend-from", "aws", "--since",
-                              "2026-12-01T00", "--until", "2026-12-01T06", "--endpoint", ce.url,
-                              "--cache", str(tmp_path / "s.sqlite"), "--window", "2",
-                              "--format", "json"])
-    assert res.exit_code == 0, res.output
-    r = json.loads(res.stdout)
+    def guard(until: str) -> dict[str, Any]:
+        res = runner.invoke(app, ["guard", AWS_PLAN, "--spend-from", "aws", "--since",
+                                  "2026-12-01T00", "--until", until, "--endpoint", ce.url,
+                                  "--cache", str(tmp_path / "s.sqlite"), "--window", "2",
+                                  "--format", "json"])
+        assert res.exit_code == 0, res.output
+        return dict(json.loads(res.stdout))
+
+    r = guard("2026-12-01T03")
     assert (r["decision"], r["spent_usd"], r["burn_usd_per_hour"]) == ("ok", 390.0, 130.0)
     assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 3), 2) == 956.91
     assert ce.requests[0]["Granularity"] == "HOURLY"
+    # three hours later with no cost: no burn over the last 2 h, the forecast is what was spent
+    r = guard("2026-12-01T06")
+    assert (r["hours"], r["burn_usd_per_hour"], r["forecast_usd"]) == (6, 0.0, 390.0)

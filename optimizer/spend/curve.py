@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from optimizer.plan.schema import Allocation, Plan, PoolPlan
-from optimizer.spend.bill import BillPull, parse_instant
+from optimizer.spend.bill import PERIOD_HOURS, BillPull, iso, parse_instant
 
 GroupKey = Callable[[PoolPlan, Allocation], str]
 OTHER = "storage+network"
@@ -54,6 +54,24 @@ def planned_by_group(plan: Plan, hours: float, key: GroupKey) -> dict[str, float
     return out
 
 
+def _grid(pull: BillPull, t0: dt.datetime | None, first: str | None, as_of: dt.datetime
+          ) -> list[tuple[dt.datetime, dt.datetime]]:
+    """Every billing period from the one holding the run's start (or its first cost) to the
+    end of the window or the time of the pull: periods without cost count as 0, so a run
+    that stopped shows a flat curve and no burn."""
+    if t0 is None:
+        return []
+    step = dt.timedelta(hours=PERIOD_HOURS[pull.by])
+    starts = [t0] + ([parse_instant(first, "start", "hour")] if first else [])
+    at = parse_instant(iso(min(starts)), "start", pull.by)
+    end = min(parse_instant(pull.until, "until", "hour"), as_of)
+    out = []
+    while at < end:
+        out.append((at, at + step))
+        at += step
+    return out
+
+
 def _pct(variance: float, planned: float) -> float | None:
     return round(100.0 * variance / planned, 2) if planned > 0 else None
 
@@ -62,26 +80,25 @@ def spend_report(plan: Plan, pull: BillPull, key: GroupKey, start: str | None = 
                  ) -> dict[str, Any]:
     """Per period: actual, cumulative actual, planned cumulative, variance; per group and
     purchase type: the actual total beside the plan's share at the same hour."""
-    by_period: dict[tuple[str, str], float] = {}
+    by_start: dict[str, float] = {}
     for r in pull.rows:
-        by_period[(r.start, r.end)] = by_period.get((r.start, r.end), 0.0) + r.usd
-    periods = sorted(by_period)
-    first = next((s for s, e in periods if by_period[(s, e)] > 0), None)
+        by_start[r.start] = by_start.get(r.start, 0.0) + r.usd
+    first = next((s for s in sorted(by_start) if by_start[s] > 0), None)
     run_start = start or first
     out_periods: list[dict[str, Any]] = []
     cum = 0.0
     hours = 0.0
     t0 = parse_instant(run_start, "start", "hour") if run_start else None
     as_of = dt.datetime.fromisoformat(pull.as_of.replace("Z", "+00:00"))
-    for s, e in periods:
-        cum += by_period[(s, e)]
-        end = min(parse_instant(e, "end", "hour"), as_of)  # a day not over yet counts to now
+    for s, e in _grid(pull, t0, first, as_of):
+        cum += by_start.get(iso(s), 0.0)
+        end = min(e, as_of)  # a period not over yet counts to the time of the pull
         hours = max(0.0, (end - t0).total_seconds() / 3600) if t0 else 0.0
         planned = planned_cumulative(plan, hours) if t0 else 0.0
         out_periods.append({
-            "start": s, "end": e, "hours": round(hours, 4),
-            "actual_usd": round(by_period[(s, e)], 2), "actual_cumulative_usd": round(cum, 2),
-            "planned_cumulative_usd": round(planned, 2),
+            "start": iso(s), "end": iso(e), "hours": round(hours, 4),
+            "actual_usd": round(by_start.get(iso(s), 0.0), 2),
+            "actual_cumulative_usd": round(cum, 2), "planned_cumulative_usd": round(planned, 2),
             "variance_usd": round(cum - planned, 2), "variance_pct": _pct(cum - planned,
                                                                           planned)})
     planned_total = planned_cumulative(plan, hours) if t0 else 0.0
