@@ -20,7 +20,7 @@ from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render.targets import load_plan
 from optimizer.spend import act as act_mod
-from optimizer.spend.guard import cumulative_at, decide, parse_target, trend
+from optimizer.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"
@@ -41,6 +41,11 @@ def test_burn_rate_and_interpolation_by_hand() -> None:
     s = [(1.0, 100.0), (2.0, 200.0), (3.0, 400.0)]
     assert cumulative_at(s, 1.5) == 150.0 and cumulative_at(s, 0) == 0
     assert cumulative_at(s, 9) == 400.0
+    # the bill's edge: the last period whose cost rose; later empty periods are lag
+    assert billed_edge([*s, (4.0, 400.0), (5.0, 400.0)], 5.0) == 3.0
+    r = decide(plan(), [*s, (4.0, 400.0), (5.0, 400.0)], 5.0, None, window=2)
+    assert (r["burn_usd_per_hour"], r["billed_to_hours"]) == (150.0, 3.0)
+    assert any("over the last 2 h of billed cost (to hour 3)" in x for x in r["reasons"])
     r = decide(plan(), s, 3.0, None, window=2)
     assert r["burn_usd_per_hour"] == (400 - 100) / 2
     r = decide(plan(), s, 3.0, None, window=1.5)
@@ -86,7 +91,8 @@ def test_reasons_name_the_figures() -> None:
     r = decide(plan(), SERIES, 3.0, 100, None, None, window=2)
     assert r["reasons"] == [
         "stop: forecast $1,170.00 ≥ stop $1,000.00 (the plan's budget): spent $390.00 in 3 h, "
-        "burn $130.00/h over the last 2 h, forecast $1,170.00 at completion (100/300 steps in "
+        "burn $130.00/h over the last 2 h of billed cost, forecast $1,170.00 at completion "
+        "(100/300 steps in "
         "3 h)"]
     r = decide(plan(), SERIES, 8.0, 250, GOAL, [(200, 0.55), (250, 0.6)], window=2)
     assert r["reasons"][0] == ("stop: spent $1,040.00 ≥ stop $1,000.00 (the plan's budget) "

@@ -286,6 +286,8 @@ def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> No
     assert (r["decision"], r["spent_usd"], r["burn_usd_per_hour"]) == ("ok", 390.0, 130.0)
     assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 3), 2) == 956.91
     assert ce.requests[0]["Granularity"] == "HOURLY"
-    # three hours later with no cost: no burn over the last 2 h, the forecast is what was spent
+    # three hours later with no cost yet (the bill lags, or the run stopped): the burn is the
+    # last billed one, to hour 3; the plan's hours left are 7.3609 - 6
     r = guard("2026-12-01T06")
-    assert (r["hours"], r["burn_usd_per_hour"], r["forecast_usd"]) == (6, 0.0, 390.0)
+    assert (r["hours"], r["billed_to_hours"], r["burn_usd_per_hour"]) == (6, 3, 130.0)
+    assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 6), 2) == 566.91

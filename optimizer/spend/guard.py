@@ -4,8 +4,11 @@ and the progress, and decide ``ok`` / ``warn`` / ``stop`` by the plan's budget t
 Figures (docs/spend.md):
 
 * spent ``A`` at ``t`` hours since the run started (the bill's cumulative cost);
-* burn rate ``r = (A(t) − A(t − w)) / w`` over the last ``w = min(window, t)`` hours (the
-  cumulative cost interpolated linearly between period ends);
+* burn rate ``r = (A(e) − A(e − w)) / w`` over the last ``w = min(window, e)`` hours before
+  the bill's edge ``e``, the end of the last period whose cost rose (the bill lags usage:
+  Cost Explorer by up to a day, the BigQuery export by hours, so empty last periods are more
+  often lag than a stopped run, and the guard errs on the side of spending); the cumulative
+  cost is linear between period ends;
 * progress ``s`` of the plan's ``S`` steps (the largest step in the metrics); the run takes
   ``t / s`` hours a step, so the hours left are ``(S − s) · t / s``; without progress data the
   plan's own hours left, ``max(0, makespan − t)``;
@@ -75,6 +78,16 @@ def cumulative_at(series: list[tuple[float, float]], hours: float) -> float:
     return pts[-1][1]
 
 
+def billed_edge(series: list[tuple[float, float]], hours: float) -> float:
+    """The end of the last period (up to ``hours``) whose cost rose: the bill's edge."""
+    edge, last = 0.0, 0.0
+    for h, c in sorted(series):
+        if h <= hours and c > last:
+            edge = h
+        last = max(last, c)
+    return edge
+
+
 def trend(points: list[tuple[int, float]], at: int) -> float | None:
     """Least-squares line through the last TREND_POINTS (step, value), evaluated at ``at``."""
     pts = sorted(points)[-TREND_POINTS:]
@@ -104,8 +117,9 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
     if window <= 0:
         raise InputError(f"--window: {window:g} hours; give a positive number of hours")
     spent = cumulative_at(series, hours)
-    w = min(window, hours)
-    burn = (spent - cumulative_at(series, hours - w)) / w if w > 0 else 0.0
+    edge = billed_edge(series, hours)
+    w = min(window, edge)
+    burn = (cumulative_at(series, edge) - cumulative_at(series, edge - w)) / w if w > 0 else 0.0
     total_steps = plan.steps
     if steps_done is not None and steps_done > 0:
         left = max(0.0, (total_steps - steps_done) * hours / steps_done)
@@ -125,7 +139,8 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         if reached:
             reasons.append(("ok", f"target {target} reached at step {latest_step} "
                             f"({target.name} = {latest:g}): the run has what it was for"))
-    money = (f"spent ${spent:,.2f} in {hours:g} h, burn ${burn:,.2f}/h over the last {w:g} h, "
+    money = (f"spent ${spent:,.2f} in {hours:g} h, burn ${burn:,.2f}/h over the last {w:g} h "
+             f"of billed cost{'' if edge >= hours else f' (to hour {edge:g})'}, "
              f"forecast ${forecast:,.2f} at completion ({basis})")
     if spent >= stop_usd:
         if reached:
@@ -165,6 +180,7 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         "reasons": [f"{level}: {text}" for level, text in reasons],
         "spent_usd": round(spent, 2), "hours": round(hours, 4),
         "burn_usd_per_hour": round(burn, 4), "burn_window_hours": round(w, 4),
+        "billed_to_hours": round(edge, 4),
         "steps_done": steps_done, "steps": total_steps, "hours_left": round(left, 4),
         "forecast_usd": round(forecast, 2), "warn_usd": round(warn_usd, 2),
         "stop_usd": round(stop_usd, 2), "thresholds_from": source,
