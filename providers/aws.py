@@ -66,7 +66,8 @@ SOURCE_SPOT = "AWS EC2 DescribeSpotPriceHistory (Linux/UNIX)"
 
 _REGION_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+$")
 _THROTTLE = {"Throttling", "ThrottlingException", "RequestLimitExceeded",
-             "TooManyRequestsException", "RequestThrottled", "SlowDown"}
+             "TooManyRequestsException", "RequestThrottled", "SlowDown",
+             "LimitExceededException"}  # Cost Explorer's rate limit
 _CREDENTIALS = {"UnrecognizedClientException", "InvalidClientTokenId", "AuthFailure",
                 "ExpiredToken", "ExpiredTokenException", "SignatureDoesNotMatch",
                 "AccessDeniedException", "AccessDenied", "UnauthorizedOperation",

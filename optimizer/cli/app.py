@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from optimizer.cli import (  # noqa: F401
     compare,
+    guard,
     plan,
     prices,
     prices_blocks,
@@ -18,6 +19,7 @@ from optimizer.cli import (  # noqa: F401
     reserve,
     runs,
     simulate,
+    spend,
     whatif,
 )
 from optimizer.cli.common import app

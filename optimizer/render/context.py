@@ -24,6 +24,7 @@ from typing import Any
 from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render import gpudirect
+from optimizer.render.budgets import extra_context
 from optimizer.render.deploy import (
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
@@ -73,6 +74,26 @@ def _labels(project: str, pool: str, phase: str, method: str, capacity: str,
     return {"ptplan-project": sanitize(project), "ptplan-pool": sanitize(pool),
             "ptplan-phase": sanitize(phase), "ptplan-method": sanitize(method),
             "ptplan-capacity-type": sanitize(capacity)}
+
+
+SANITIZE: dict[str, Callable[[str], str]] = {"k8s": k8s_label, "gcp": gcp_label, "aws": aws_tag}
+GROUP_TAGS = {"phase": "ptplan-phase", "pool": "ptplan-pool",
+              "capacity_type": "ptplan-capacity-type"}
+"""``ptplan spend --group``: the cost tag that splits the bill."""
+
+
+def run_cost_tags(plan: Plan, platform: str) -> dict[str, str]:
+    """The run-level cost tags on every rendered resource, as ``platform`` spells them: what
+    ``ptplan spend`` filters the bill by and ``render --target budgets`` filters budgets by."""
+    f = SANITIZE[platform]
+    return {"ptplan-project": f(plan.spec_name), "ptplan-method": f(plan.method)}
+
+
+def group_tag_value(pool: Any, capacity_type: str, group: str, platform: str) -> str:
+    """The value of the ``GROUP_TAGS[group]`` tag on a pool's nodes of one capacity type."""
+    value = {"phase": "-".join(pool.phases), "pool": pool.name,
+             "capacity_type": CAPACITY_LABEL.get(capacity_type, capacity_type)}[group]
+    return SANITIZE[platform](value)
 
 
 def _label_sets(plan: Plan, pool: str, phase: str, capacity: str) -> dict[str, dict[str, str]]:
@@ -210,4 +231,5 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
             (g["gpudirect"]["nics"] for g in groups if g["gpudirect"]), default=0)),
         "deploy_notes": [*deploy_notes, boot_disk_note(plan), *gpudirect.notes(plan, groups)],
         "abort_days": ABORT_MULTIPART_DAYS,
+        **extra_context(plan),
     }

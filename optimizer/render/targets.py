@@ -29,7 +29,10 @@ __all__ = ["DEFAULT_IMAGE", "RENDERERS", "TARGETS", "NotApplicable", "build_cont
            "facts_for", "k8s_label", "lifecycle_rules", "load_plan", "render_plan",
            "write_files"]
 
-TARGETS: tuple[str, ...] = tuple(t.value for t in Target if t is not Target.all)
+OPT_IN = (Target.guard, Target.budgets)
+"""Targets only written when asked for by name (``--target all`` leaves them out)."""
+TARGETS: tuple[str, ...] = tuple(t.value for t in Target
+                                 if t is not Target.all and t not in OPT_IN)
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -194,10 +197,29 @@ def _t_lifecycle(ctx: dict[str, Any]) -> dict[str, str]:
     return {"lifecycle/gcs-lifecycle.json": _json(gcs_lifecycle(b["rules"], prefix))}
 
 
+def _t_guard(ctx: dict[str, Any]) -> dict[str, str]:
+    from optimizer.render.budgets import guard_files
+
+    _one_region(ctx, "guard")
+    if ctx["project"]["provider"] not in ("aws", "gcp"):
+        raise NotApplicable("guard: the plan runs on neither aws nor gcp; the guard reads "
+                            "their bills only")
+    return guard_files(ctx)
+
+
+def _t_budgets(ctx: dict[str, Any]) -> dict[str, str]:
+    from optimizer.render.budgets import budget_files
+
+    if ctx["project"]["provider"] not in ("aws", "gcp"):
+        raise NotApplicable("budgets: the plan runs on neither aws nor gcp")
+    return budget_files(ctx)
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], dict[str, str]]] = {
     "skypilot": _t_skypilot, "kuberay": _t_kuberay, "karpenter": _t_karpenter,
     "kueue": _t_kueue, "terraform-aws": _t_terraform("aws"),
     "terraform-gcp": _t_terraform("gcp"), "lifecycle": _t_lifecycle,
+    "guard": _t_guard, "budgets": _t_budgets,
 }
 
 

@@ -1,0 +1,198 @@
+"""``ptplan spend PLAN.json``: the run's actual cost from the provider's bill (selected by the
+plan's cost tags) beside the plan's expected cumulative cost (:mod:`optimizer.spend`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from optimizer.cli.common import Format, _emit_as, _run, app, dumps, info
+
+
+class Provider(StrEnum):
+    aws = "aws"
+    gcp = "gcp"
+
+
+class By(StrEnum):
+    day = "day"
+    hour = "hour"
+
+
+class Group(StrEnum):
+    phase = "phase"
+    capacity_type = "capacity_type"
+    pool = "pool"
+
+
+DEFAULT_DAYS = 14
+"""Without --since: the last 14 days (Cost Explorer keeps hourly data that long)."""
+
+
+def window(by: str, since: str | None, until: str | None) -> tuple[str, str]:
+    from optimizer.core.errors import InputError
+    from optimizer.spend.bill import iso, parse_instant
+
+    now = dt.datetime.now(dt.UTC)
+    end = parse_instant(until, "--until", by) if until else parse_instant(
+        now.isoformat(), "--until", by) + (dt.timedelta(days=1) if by == "day"
+                                             else dt.timedelta(hours=1))
+    start = parse_instant(since, "--since", by) if since else end - dt.timedelta(
+        days=DEFAULT_DAYS)
+    if start >= end:
+        raise InputError(f"--since {iso(start)} is not before --until {iso(end)}; give a "
+                         "start before the end")
+    return iso(start), iso(end)
+
+
+def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
+               until: str | None, bq_table: str | None, endpoint: str | None,
+               cache: Path | None, cached: bool) -> Any:
+    """The pull: from the cache with --cached, else from the provider, then cached (a failed
+    pull raises ProviderError and leaves the cache as it was)."""
+    from optimizer.core.errors import InputError
+    from optimizer.render.context import GROUP_TAGS, run_cost_tags
+    from optimizer.spend import bill
+
+    tags = run_cost_tags(plan, provider)
+    start, end = window(by, since, until)
+    path = bill.resolve_cache(cache)
+    key = bill.pull_key(provider, tags, GROUP_TAGS[group], by, start, end)
+    if cached:
+        pull = bill.load(key, path)
+        if pull is None:
+            raise InputError(f"--cached: no pull of {provider} spend for this plan, --by {by}, "
+                             f"--group {group}, {start} to {end} in {str(path)!r}; run without "
+                             "--cached first")
+        return pull
+    if provider == "aws":
+        from optimizer.spend.aws import fetch_aws_spend
+
+        pull = fetch_aws_spend(tags, GROUP_TAGS[group], by, start, end, endpoint)
+    else:
+        from optimizer.spend.gcp import check_table, fetch_gcp_spend
+
+        pull = fetch_gcp_spend(check_table(bq_table), tags, GROUP_TAGS[group], by, start, end,
+                               endpoint)
+    bill.store(pull, path)
+    info(f"pulled {len(pull.rows)} cost rows from {pull.source}; cached in {path}")
+    return pull
+
+
+def spend_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["period start", "h", "actual $", "actual cum $", "planned cum $", "variance $",
+            "variance %"]
+    rows = [[p["start"], f"{p['hours']:g}", f"{p['actual_usd']:.2f}",
+             f"{p['actual_cumulative_usd']:.2f}", f"{p['planned_cumulative_usd']:.2f}",
+             f"{p['variance_usd']:+.2f}",
+             "-" if p["variance_pct"] is None else f"{p['variance_pct']:+.1f}"]
+            for p in r["periods"]]
+    return head, rows
+
+
+def spend_footer(r: dict[str, Any]) -> list[str]:
+    pct = "" if r["variance_pct"] is None else f" ({r['variance_pct']:+.1f}%)"
+    tags = ", ".join(f"{k}={v}" for k, v in r["tags"].items())
+    lines = [f"actual ${r['actual_usd']:.2f} vs planned ${r['planned_usd']:.2f} at "
+             f"{r['hours']:g} h since the run started ({r['run_start'] or 'no cost yet'}): "
+             f"variance ${r['variance_usd']:+.2f}{pct}; plan total ${r['plan_total_usd']} over "
+             f"{r['plan_makespan_hours']:g} h",
+             f"source: {r['source']}, tags {tags}, as of {r['as_of']}"
+             + (" (AWS marks some figures estimated)" if r["estimated"] else "")]
+    for g in r["groups"]:
+        split = ", ".join(f"{k} ${v:.2f}" for k, v in g["by_purchase_type"].items())
+        lines.append(f"{r['group_by']}={g['group']}: actual ${g['actual_usd']:.2f}, planned "
+                     f"${g['planned_usd']:.2f}" + (f" ({split})" if split else ""))
+    return lines
+
+
+def spend_chart(r: dict[str, Any], path: Path) -> None:
+    """Actual vs planned cumulative cost over the hours since the run started."""
+    from optimizer.report.charts import pyplot, save
+
+    hours = [0.0] + [p["hours"] for p in r["periods"]]
+    actual = [0.0] + [p["actual_cumulative_usd"] for p in r["periods"]]
+    planned = [0.0] + [p["planned_cumulative_usd"] for p in r["periods"]]
+    with pyplot("ptplan-spend") as plt:
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+        ax.step(hours, actual, where="post", color="#d62728", label="actual (bill)")
+        ax.plot(hours, planned, color="#1f77b4", linestyle="--", label="planned")
+        for key, label, colour in (("budget_warn_usd", "warn", "#ff7f0e"),
+                                   ("budget_stop_usd", "stop", "black")):
+            if r[key] is not None:
+                ax.axhline(float(r[key]), color=colour, linestyle=":", linewidth=1,
+                           label=f"{label} ${r[key]}")
+        ax.set_xlabel("hours since the run started")
+        ax.set_ylabel("cumulative cost (USD)")
+        ax.set_title(f"{r['provider']} spend: actual vs planned cumulative")
+        ax.legend(loc="best")
+        fig.tight_layout()
+        save(plt, fig, path)
+
+
+@app.command()
+def spend(
+    plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="The plan that was "
+                                     "rendered and is running."),
+    provider: Provider = typer.Option(..., "--provider", help="Whose bill: aws (Cost "
+                                      "Explorer) or gcp (the billing export in BigQuery)."),
+    since: str = typer.Option(None, "--since", help="First day or hour (UTC) to pull; default "
+                              "14 days before --until."),
+    until: str = typer.Option(None, "--until", help="End (exclusive); default: now."),
+    by: By = typer.Option(By.day, "--by", help="Billing periods: day or hour."),
+    group: Group = typer.Option(Group.phase, "--group", help="Split by the phase, "
+                                "capacity_type or pool cost tag (and purchase type)."),
+    bq_table: str = typer.Option(None, "--bq-table", help="gcp: the billing export table "
+                                 "PROJECT.DATASET.TABLE."),
+    run_start: str = typer.Option(None, "--run-start", help="When the run started (UTC); "
+                                  "default: the first period with a cost."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Override the API endpoint "
+                                 "(mirrors, tests)."),
+    cache: Path = typer.Option(None, "--cache", help="Spend cache file (default "
+                               "$PTPLAN_SPEND_CACHE or spend.sqlite in the user cache)."),
+    cached: bool = typer.Option(False, "--cached", help="Use the cached pull; call no API."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table, json or markdown."),
+    output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    chart: Path = typer.Option(None, "--chart", help="Actual vs planned cumulative cost "
+                               "(.png/.svg)."),
+) -> None:
+    """Actual cost of the run from the bill (by the plan's cost tags) vs the plan's expected
+    cumulative cost; variance. Exit 3 when the pull fails (the cache keeps the last pull)."""
+
+    def go() -> None:
+        from optimizer.render.context import group_tag_value
+        from optimizer.render.targets import load_plan
+        from optimizer.report.charts import chart_suffix
+        from optimizer.report.tables import _table, md_table
+        from optimizer.spend.bill import parse_instant
+        from optimizer.spend.curve import spend_report
+
+        if chart is not None:
+            chart_suffix(chart)
+        if run_start is not None:
+            parse_instant(run_start, "--run-start", "hour")
+        plan = load_plan(plan_file)
+        pull = pull_spend(plan, provider.value, by.value, group.value, since, until, bq_table,
+                          endpoint, cache, cached)
+        start = None
+        if run_start is not None:
+            from optimizer.spend.bill import iso
+
+            start = iso(parse_instant(run_start, "--run-start", "hour"))
+        report = spend_report(plan, pull, lambda p, a: group_tag_value(
+            p, a.capacity_type, group.value, provider.value), start)
+        if chart is not None:
+            spend_chart(report, chart)
+            info(f"wrote {chart}")
+        head, rows = spend_rows(report)
+        _emit_as(fmt, output, lambda: dumps(report),
+                 lambda: md_table(head, rows) + "\n" + "\n".join(
+                     f"- {line}" for line in spend_footer(report)) + "\n",
+                 lambda: _table(f"ptplan spend: {plan.spec_name}", head, rows,
+                                spend_footer(report)))
+
+    _run(go)

@@ -1,0 +1,293 @@
+"""``ptplan spend``: the bill by the plan's cost tags beside the planned cumulative cost,
+through the real boto3 Cost Explorer client and the real google-cloud-bigquery client against
+local servers speaking their protocols (tests/spend_fakes.py): request shape, pagination,
+throttling, a failure mid-pull (exit 3, the cache keeps the last pull), missing credentials,
+the figures by hand from the formula in optimizer/spend/curve.py."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spend_fakes import FakeBigQuery, FakeCostExplorer, Item, run_items
+from test_aws import SECRET, aws_env
+from typer.testing import CliRunner
+
+from optimizer.cli.app import app
+from optimizer.render.targets import load_plan
+from optimizer.spend.curve import planned_cumulative
+
+runner = CliRunner()
+PLANS = Path(__file__).parent / "data" / "plans"
+AWS_PLAN = str(PLANS / "grpo-aws.json")
+GCP_PLAN = str(PLANS / "grpo-gcp.json")
+TABLE = "billing-proj.billing.gcp_billing_export_v1_0000"
+# grpo-aws.json: pools rollout (phases rollout, eval, weight_sync: 2 spot nodes at 2.4655 $/h),
+# scoring (2 spot at 2.4655), update (update, checkpoint: 1 on-demand at 113.9328); all held
+# 7.360869721429597 h; disks 0.043835616, 0.043835616, 0.021917808 $/h; storage 17.02 $,
+# network 0.00 $.
+PHASES = {"rollout-eval-weight_sync": ("Spot Instances", 5.0),
+          "scoring": ("Spot Instances", 5.0),
+          "update-checkpoint": ("On Demand Instances", 120.0)}
+HOURS = 3
+
+
+def items() -> list[Item]:
+    return run_items("grpo-7b-math", "rl", PHASES, HOURS)
+
+
+@pytest.fixture
+def ce(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCostExplorer]:
+    aws_env(monkeypatch, tmp_path)
+    fake = FakeCostExplorer(items())
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def bq() -> Iterator[FakeBigQuery]:
+    fake = FakeBigQuery(items())
+    yield fake
+    fake.close()
+
+
+def aws_spend(fake: Any, tmp_path: Path, *extra: str) -> Any:
+    return runner.invoke(app, ["spend", AWS_PLAN, "--provider", "aws", "--since",
+                               "2026-12-01T00", "--until", "2026-12-01T06", "--by", "hour",
+                               "--endpoint", fake.url, "--cache", str(tmp_path / "s.sqlite"),
+                               *extra])
+
+
+def test_planned_curve_by_hand() -> None:
+    """P(2 h) of grpo-aws from the formula: compute + disks + storage spread over the
+    makespan."""
+    plan = load_plan(AWS_PLAN)
+    by_hand = (2 * (2 * 2.4655 + 2 * 2.4655 + 1 * 113.9328)
+               + 2 * (0.043835616 + 0.043835616 + 0.021917808)
+               + 17.02 * 2 / 7.360869721429597)
+    assert planned_cumulative(plan, 2.0) == pytest.approx(by_hand, abs=1e-9)
+    assert by_hand == pytest.approx(252.4332, abs=1e-4)
+    assert planned_cumulative(plan, 0) == 0
+    # capped at the makespan: the plan's total, up to the cents each item was rounded to
+    for name in ("grpo-aws", "grpo-gcp", "opd-aws-mixed", "opd-gcp-mixed", "sft-gcp"):
+        p = load_plan(PLANS / f"{name}.json")
+        assert planned_cumulative(p, p.makespan_hours + 5) == pytest.approx(
+            float(p.total_cost_usd), abs=0.01 * (3 + sum(len(x.allocations) for x in p.pools)))
+
+
+def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    res = aws_spend(ce, tmp_path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.stdout)
+    # the request: tag filter of the run, grouped by the phase tag and purchase type, hourly
+    req = ce.requests[0]
+    assert req["Granularity"] == "HOURLY" and req["Metrics"] == ["UnblendedCost"]
+    assert req["TimePeriod"] == {"Start": "2026-12-01T00:00:00Z", "End": "2026-12-01T06:00:00Z"}
+    assert req["Filter"] == {"And": [
+        {"Tags": {"Key": "ptplan-method", "Values": ["rl"], "MatchOptions": ["EQUALS"]}},
+        {"Tags": {"Key": "ptplan-project", "Values": ["grpo-7b-math"],
+                  "MatchOptions": ["EQUALS"]}}]}
+    assert req["GroupBy"] == [{"Type": "TAG", "Key": "ptplan-phase"},
+                              {"Type": "DIMENSION", "Key": "PURCHASE_TYPE"}]
+    # 6 hourly periods in pages of 2: three calls, the second and third with the token
+    assert [q.get("NextPageToken") for q in ce.requests] == [None, "2", "4"]
+    assert all("AKIAFAKEFORTESTS0000" in c["headers"]["authorization"]
+               for c in ce.local.calls)
+    # the other project's 999 $/h is filtered out: 130 $/h of this run; the hours after it
+    # stopped are periods without cost, so the curve goes flat
+    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS + [0.0] * 3
+    assert [p["hours"] for p in r["periods"]] == [1, 2, 3, 4, 5, 6]
+    assert r["run_start"] == "2026-12-01T00:00:00Z"
+    second = r["periods"][1]
+    planned = (2 * (4 * 2.4655 + 113.9328) + 2 * 0.10958904 + 17.02 * 2 / 7.360869721429597)
+    assert second["hours"] == 2
+    assert second["planned_cumulative_usd"] == round(planned, 2) == 252.43
+    assert second["variance_usd"] == round(260 - planned, 2) == 7.57
+    assert second["variance_pct"] == round(100 * (260 - planned) / planned, 2)
+    assert r["actual_usd"] == 390.0 and r["hours"] == 6
+    groups = {g["group"]: g for g in r["groups"]}
+    assert groups["update-checkpoint"]["by_purchase_type"] == {"On Demand Instances": 360.0}
+    assert groups["update-checkpoint"]["planned_usd"] == round(
+        6 * 113.9328 + 6 * 0.021917808, 2)
+    assert groups["scoring"]["actual_usd"] == 15.0
+    assert SECRET not in res.output
+
+
+@pytest.mark.parametrize(("group", "key", "expect"), [
+    ("capacity_type", "ptplan-capacity-type", {"spot", "on-demand"}),
+    ("pool", "ptplan-pool", {"rollout", "scoring", "update"}),
+])
+def test_group_tag_matches_what_render_puts_on_nodes(ce: FakeCostExplorer, tmp_path: Path,
+                                                       group: str, key: str,
+                                                       expect: set[str]) -> None:
+    res = aws_spend(ce, tmp_path, "--group", group, "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert ce.requests[0]["GroupBy"][0] == {"Type": "TAG", "Key": key}
+    r = json.loads(res.stdout)
+    # the planned groups are the tag values render writes (render/context.py group labels)
+    assert {g["group"] for g in r["groups"] if g["planned_usd"] > 0} - {"storage+network"} \
+        == expect
+
+
+def test_daily_table_markdown_and_chart(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    res = runner.invoke(app, ["spend", AWS_PLAN, "--provider", "aws", "--since", "2026-12-01",
+                              "--until", "2026-12-03", "--endpoint", ce.url, "--cache",
+                              str(tmp_path / "s.sqlite"), "--run-start", "2026-12-01T00:00Z",
+                              "--format", "markdown", "--chart", str(tmp_path / "c.svg")])
+    assert res.exit_code == 0, res.output
+    assert ce.requests[0]["Granularity"] == "DAILY"
+    assert ce.requests[0]["TimePeriod"] == {"Start": "2026-12-01", "End": "2026-12-03"}
+    # P(24 h) = P(makespan) = the sum of unrounded items: 929.06, the plan rounds to 929.07
+    assert "| 2026-12-01T00:00:00Z | 24 | 390.00 | 390.00 | 929.06 | -539.06 |" in res.stdout
+    svg = (tmp_path / "c.svg").read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg
+
+
+def test_throttling_is_retried_then_exit_3(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    ce.throttle = 1
+    assert aws_spend(ce, tmp_path).exit_code == 0
+    ce.throttle = 10
+    res = aws_spend(ce, tmp_path)
+    assert res.exit_code == 3
+    assert "throttled" in res.output and "LimitExceededException" in res.output
+    assert "spend cache is unchanged" in res.output
+
+
+def test_failure_mid_pull_keeps_the_cache(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    first = aws_spend(ce, tmp_path, "--format", "json")
+    assert first.exit_code == 0
+    before = (tmp_path / "s.sqlite").read_bytes()
+    ce.items = [*ce.items, Item(0, (("ptplan-project", "grpo-7b-math"),
+                                    ("ptplan-method", "rl")), "On Demand Instances", 1.0)]
+    ce.fail_token = "4"  # the third page fails after two were read
+    res = aws_spend(ce, tmp_path, "--format", "json")
+    assert res.exit_code == 3, res.output
+    assert "InvalidNextTokenException" in res.output and res.stdout == ""
+    assert (tmp_path / "s.sqlite").read_bytes() == before
+    calls = len(ce.requests)
+    cached = aws_spend(ce, tmp_path, "--format", "json", "--cached")
+    assert cached.exit_code == 0 and len(ce.requests) == calls  # no API call
+    assert json.loads(cached.stdout)["periods"] == json.loads(first.stdout)["periods"]
+    with sqlite3.connect(tmp_path / "s.sqlite") as con:
+        assert con.execute("SELECT count(*) FROM pulls").fetchone() == (1,)
+        assert SECRET not in con.execute("SELECT body FROM pulls").fetchone()[0]
+
+
+def test_malformed_amount_is_exit_3(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    ce.malformed = True
+    res = aws_spend(ce, tmp_path)
+    assert res.exit_code == 3 and "malformed" in res.output
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    aws_env(monkeypatch, tmp_path, credentials=False)
+    fake = FakeCostExplorer(items())
+    try:
+        res = aws_spend(fake, tmp_path)
+    finally:
+        fake.close()
+    assert res.exit_code == 3 and "no AWS credentials" in res.output
+    assert fake.requests == []
+
+
+def test_input_errors(tmp_path: Path) -> None:
+    base = ["spend", AWS_PLAN, "--provider", "aws", "--cache", str(tmp_path / "s.sqlite")]
+    for extra, needle in ((["--since", "yesterday"], "--since: 'yesterday' is not a date"),
+                          (["--since", "2026-12-05", "--until", "2026-12-01"], "not before"),
+                          (["--cached", "--since", "2026-12-01", "--until", "2026-12-02"],
+                           "run without --cached first"),
+                          (["--chart", str(tmp_path / "c.gif")], "use .png or .svg")):
+        res = runner.invoke(app, [*base, *extra])
+        assert res.exit_code == 2 and needle in res.output, res.output
+        assert res.output.count("\n") == 1
+    res = runner.invoke(app, ["spend", GCP_PLAN, "--provider", "gcp", "--bq-table", "nope"])
+    assert res.exit_code == 2 and "--bq-table: 'nope' is not PROJECT.DATASET.TABLE" in res.output
+
+
+def gcp_spend(fake: Any, tmp_path: Path, *extra: str) -> Any:
+    return runner.invoke(app, ["spend", GCP_PLAN, "--provider", "gcp", "--bq-table", TABLE,
+                               "--since", "2026-12-01T00", "--until", "2026-12-01T04", "--by",
+                               "hour", "--endpoint", fake.url, "--cache",
+                               str(tmp_path / "s.sqlite"), *extra])
+
+
+def test_gcp_bigquery_query_and_result_pages(bq: FakeBigQuery, tmp_path: Path) -> None:
+    res = gcp_spend(bq, tmp_path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    q = bq.queries[0]
+    params = {p["name"]: p["parameterValue"]["value"] for p in q["queryParameters"]}
+    assert params["group_key"] == "ptplan-phase"
+    assert {params["k0"]: params["v0"], params["k1"]: params["v1"]} == {
+        "ptplan-method": "rl", "ptplan-project": "grpo-7b-math"}
+    assert f"FROM `{TABLE}`" in q["query"] and q["useLegacySql"] is False
+    assert "TIMESTAMP_TRUNC(usage_start_time, HOUR)" in q["query"]
+    # 9 rows (3 hours x 3 phases) in pages of 2: jobs.query, then getQueryResults by token
+    tokens = [c["path"] for c in bq.local.calls if "/queries/" in c["path"]]
+    assert len(tokens) == 4 and all("pageToken=" in t for t in tokens)
+    r = json.loads(res.stdout)
+    assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS + [0.0]
+    groups = {g["group"]: g for g in r["groups"]}
+    assert groups["scoring"]["by_purchase_type"] == {"Spot": 15.0}
+    assert groups["update-checkpoint"]["by_purchase_type"] == {"On Demand": 360.0}
+    # grpo-gcp at 1 h: compute 5.65474 + 3.3436 + 44.26095, disks, storage 15.28 over 16.517 h
+    plan_1h = (5.65474 + 8 * 0.26155 + 4 * 0.3128 + 44.26095
+               + 0.02739726 + 0.328767123 + 0.02739726 + 15.28 / 16.517242694771394)
+    assert r["periods"][0]["planned_cumulative_usd"] == round(plan_1h, 2)
+
+
+def test_gcp_failed_page_keeps_the_cache(bq: FakeBigQuery, tmp_path: Path) -> None:
+    assert gcp_spend(bq, tmp_path).exit_code == 0
+    before = (tmp_path / "s.sqlite").read_bytes()
+    bq.status = {2: 403}
+    res = gcp_spend(bq, tmp_path)
+    assert res.exit_code == 3 and "rejected the credentials" in res.output, res.output
+    assert (tmp_path / "s.sqlite").read_bytes() == before
+    bq.status = {0: 400}
+    res = gcp_spend(bq, tmp_path)
+    assert res.exit_code == 3 and "spend cache is unchanged" in res.output
+
+
+def test_gcp_rate_limit_is_retried(bq: FakeBigQuery, tmp_path: Path) -> None:
+    bq.rate_limited = 1
+    res = gcp_spend(bq, tmp_path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    posts = [c for c in bq.local.calls if c["method"] == "POST"]
+    assert len(posts) == 2 and json.loads(res.stdout)["actual_usd"] == 390.0
+
+
+def test_gcp_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+    res = runner.invoke(app, ["spend", GCP_PLAN, "--provider", "gcp", "--bq-table", TABLE,
+                              "--since", "2026-12-01", "--until", "2026-12-02", "--cache",
+                              str(tmp_path / "s.sqlite")])
+    assert res.exit_code == 3, res.output
+    assert "no GCP credentials found by Application Default Credentials" in res.output
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    """guard --spend-from aws: the same pull as spend (cached), then the decision; grpo-aws's
+    budget is $25,000, so 130 $/h for 3 h with no progress data is on track:
+    F = 390 + 130 * (7.360869721429597 - 3) = 956.91."""
+    def guard(until: str) -> dict[str, Any]:
+        res = runner.invoke(app, ["guard", AWS_PLAN, "--spend-from", "aws", "--since",
+                                  "2026-12-01T00", "--until", until, "--endpoint", ce.url,
+                                  "--cache", str(tmp_path / "s.sqlite"), "--window", "2",
+                                  "--format", "json"])
+        assert res.exit_code == 0, res.output
+        return dict(json.loads(res.stdout))
+
+    r = guard("2026-12-01T03")
+    assert (r["decision"], r["spent_usd"], r["burn_usd_per_hour"]) == ("ok", 390.0, 130.0)
+    assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 3), 2) == 956.91
+    assert ce.requests[0]["Granularity"] == "HOURLY"
+    # three hours later with no cost yet (the bill lags, or the run stopped): the burn is the
+    # last billed one, to hour 3; the plan's hours left are 7.3609 - 6
+    r = guard("2026-12-01T06")
+    assert (r["hours"], r["billed_to_hours"], r["burn_usd_per_hour"]) == (6, 3, 130.0)
+    assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 6), 2) == 566.91
