@@ -595,6 +595,19 @@ def test_rule_fires_through_check(case: str, tmp_path: Path) -> None:
     assert got and all(x.startswith((family, "totals")) for x in got), got
 
 
+@pytest.mark.parametrize("notes", [True, 3, "one note", None, {}])
+def test_edited_catalog_notes_are_another_catalog_not_a_traceback(notes: object,
+                                                                  tmp_path: Path) -> None:
+    """Found by the fuzzer: ``catalog.notes`` edited to a non-list made ``check`` raise
+    (``list(True)``). Such a plan names a catalog that is not the embedded snapshot: it is
+    checked without the catalog rules, and its unchanged figures still hold."""
+    plan = _load("plan-grpo-7b.json")
+    plan["catalog"]["notes"] = notes
+    code, out = _check(tmp_path, plan)
+    assert code == 0, out
+    assert out.startswith("ok:")
+
+
 def test_spec_match_fires_with_spec(tmp_path: Path) -> None:
     """``check --spec``: the spec's deadline differs from the plan's (nothing else changed)."""
     spec = ROOT / "examples" / "sft-8b.yaml"

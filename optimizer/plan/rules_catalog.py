@@ -26,7 +26,8 @@ def packaged_catalog(plan: Plan) -> Catalog | None:
     from providers.embedded import embedded_catalog
 
     catalog = embedded_catalog()
-    if (info.get("as_of"), info.get("offers"), list(info.get("notes") or [])) != \
+    # compared as read: an edited ``notes`` (a number, a string) is simply another catalog
+    if (info.get("as_of"), info.get("offers"), info.get("notes", [])) != \
             (catalog.as_of, len(catalog.offers), list(catalog.notes)):
         return None  # another snapshot, or what-if prices (their rules are in the notes)
     return catalog
