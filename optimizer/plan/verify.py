@@ -33,8 +33,8 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
 :mod:`optimizer.plan.rules_phases` (coverage, latency floors, memory),
-:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, totals, deadline and
-budget).
+:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, other costs, totals,
+deadline and budget).
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
@@ -54,6 +54,7 @@ from optimizer.plan.rules_costs import (
     check_disks,
     check_makespan,
     check_network,
+    check_other_costs,
     check_storage,
     check_totals,
 )
@@ -83,8 +84,8 @@ def check_policy(plan: Plan) -> list[str]:
 RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
     check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_disks,
-    check_storage,
-    check_network, check_totals, check_deadline_budget, check_policy, check_allocations,
+    check_storage, check_network, check_other_costs, check_totals, check_deadline_budget,
+    check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""

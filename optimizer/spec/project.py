@@ -31,6 +31,7 @@ from optimizer.spec.methods import (
     SFT_REQUIRED,
     _generate_rules,
 )
+from optimizer.spec.other_costs import OtherCosts
 from optimizer.spec.types import (
     Algorithm,
     Amount,
@@ -232,6 +233,8 @@ class ProjectSpec(_Strict):
     calibration: list[Calibration] = []
     agent: Agent | None = None
     """Multi-turn tool-calling rollouts (rl/opd; docs/spec.md, docs/demand-model.md §4.8)."""
+    other_costs: OtherCosts | None = None
+    """Costs beyond compute: data, annotation, review, A/B tests, operations (docs/spec.md)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -251,6 +254,12 @@ class ProjectSpec(_Strict):
         m = self.method
         if self.agent is not None:
             _agent_rules(self, self.agent)
+        o = self.other_costs
+        if o is not None and o.human_review_usd_per_sample > 0 \
+                and o.human_review_samples is None and self.eval is None:
+            raise ValueError("other_costs.human_review_usd_per_sample needs the samples it is "
+                             "paid for: set other_costs.human_review_samples (there is no eval "
+                             "block whose samples it would default to)")
         if m == "rl" and self.algorithm is None:
             raise ValueError("method rl needs algorithm: ppo, grpo or dapo")
         if m != "rl" and self.algorithm is not None:
