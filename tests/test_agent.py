@@ -221,5 +221,26 @@ def test_observations_lengthen_trained_sequences_and_prefill() -> None:
 def test_floor_holds_the_slowest_episodes_tool_waits() -> None:
     s = spec(agent(tool_latency_s={"mean": 100, "p90": 400}))
     t = rollout_seconds(s, 4096.0)  # so many GPUs that only the floor binds
-    assert t >= 10 * (7 * 400 + 20)
+    _, _, ro = _engine(s)
+    # the longest episode of 256 makes (K − 1)·ℓ*/μ = 7·ℓ*/2048 tool calls
+    calls = 7 * ro.longest / ro.lengths.mean
+    assert ro.longest > ro.lengths.mean and ag.slowest_episode_calls(ro, s.agent) == calls
+    assert t >= 10 * (calls * 400 + 20)
+    without = rollout_seconds(spec(agent(tool_latency_s={"mean": 0, "p90": 0},
+                                         sandbox=None)), 4096.0)
+    assert t == pytest.approx(without + 10 * (calls * 400 + 20), rel=1e-9)
     assert np.isfinite(t)
+
+
+def test_tool_workers_bound_a_step_by_the_tool_work() -> None:
+    free = spec(agent(tool_latency_s={"mean": 2, "p90": 3}))
+    capped = spec(agent(tool_latency_s={"mean": 2, "p90": 3}, tool_workers=16))
+    _, _, ro = _engine(capped)
+    assert ro.sequences == 32 * 8
+    work = 256 * 7 * 2 / 16  # N·(K − 1)·w / W per step
+    assert ag.tool_capacity_seconds(ro, capped.agent) == work  # type: ignore[arg-type]
+    t = rollout_seconds(capped, 4096.0)
+    assert t >= 10 * work and t > rollout_seconds(free, 4096.0)
+    # more workers never lengthen a step
+    more = spec(agent(tool_latency_s={"mean": 2, "p90": 3}, tool_workers=64))
+    assert rollout_seconds(more, 4096.0) <= t

@@ -18,8 +18,10 @@ docs/demand-model.md §4.8.
   the KV capacity C: the share that survives is h = clamp((C − b*·S) / ((c − b*)·S), 0, 1)
   (1 when nothing waits, 0 without prefix caching). An evicted context is prefilled again at
   the next turn: (1 − h) · Σ_{i=2..K} (P + (i−1)·τ + (i−2)·o) tokens per episode.
-* **Floor.** However many GPUs: the slowest episode's K − 1 tool calls at the p90 each, plus
-  its sandbox start-up, add to the longest response generated alone.
+* **Floor.** However many GPUs: the slowest episode, the step's longest (ℓ* generated tokens,
+  so (K − 1)·ℓ*/μ tool calls), waits for each call at the p90 and for its sandbox start-up, on
+  top of generating its ℓ* tokens alone; and with ``tool_workers`` W, a run's N·(K − 1) calls
+  take at least N·(K − 1)·w / W on the workers (the floor is the larger of the two).
 """
 
 from __future__ import annotations
@@ -92,6 +94,22 @@ def cache_hit_share(engine: Engine, ro: Rollout, agent: Agent, batch: float,
     return min(1.0, max(0.0, free / (waiting * context)))
 
 
+def slowest_episode_calls(ro: Rollout, agent: Agent) -> float:
+    """Tool calls of a step's slowest episode: its longest one, ℓ* generated tokens (the
+    response-length distribution's expected longest of the step, §4.1), makes (K − 1)·ℓ*/μ calls
+    at the mean's K − 1 calls per μ tokens."""
+    mean = ro.lengths.mean
+    return agent.tool_calls * (ro.longest / mean if mean > 0 else 1.0)
+
+
+def tool_capacity_seconds(ro: Rollout, agent: Agent) -> float:
+    """With ``tool_workers`` W: a run's N episodes make N·(K − 1) calls of mean w, which W
+    workers cannot finish in less than N·(K − 1)·w / W (0 when unset: a worker per episode)."""
+    if agent.tool_workers is None:
+        return 0.0
+    return ro.sequences * agent.tool_calls * agent.tool_latency_s.mean / agent.tool_workers
+
+
 def agent_engine(engine: Engine, ro: Rollout, agent: Agent, kv_batch: int, prompt: float,
                  prefix_caching: bool) -> AgentEngine:
     """The agent loop on one replica whose engine sustains ``kv_batch`` sequences; ``prompt``
@@ -102,7 +120,8 @@ def agent_engine(engine: Engine, ro: Rollout, agent: Agent, kv_batch: int, promp
     ctx = ro.prompt_tokens + ro.lengths.mean_age
     full = kv_batch / float(engine.iteration_seconds(max(kv_batch, 1), ctx))
     held = b / float(engine.iteration_seconds(max(b, 1.0), ctx))
-    floor = agent.tool_calls * agent.tool_latency_s.p90 \
-        + (agent.sandbox.startup_s if agent.sandbox is not None else 0.0)
+    floor = max(slowest_episode_calls(ro, agent) * agent.tool_latency_s.p90
+                + (agent.sandbox.startup_s if agent.sandbox is not None else 0.0),
+                tool_capacity_seconds(ro, agent))
     return AgentEngine(b, kv_batch, h, (1.0 - h) * context_tokens_reprefilled(prompt, agent),
                        max(0.0, 1.0 - held / full) if full > 0 else 0.0, floor)

@@ -53,6 +53,9 @@ class Agent(_Strict):
     sandbox: Sandbox | None = None
     concurrency_per_replica: Count
     """Episodes in flight per inference replica."""
+    tool_workers: Count | None = None
+    """Tool calls that can run at once in the whole job (sandboxes, environment workers);
+    unset: one per episode in flight (never the bottleneck)."""
 
     @property
     def tool_calls(self) -> int:
