@@ -21,8 +21,10 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
 * ``disks`` (schema 4): each pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per held
   hour; the plan's disk cost is the pools' sum.
-* ``totals``: compute = Σ pools; total = compute + disks + storage + network; idle = Σ idle;
-  phase costs + idle = compute.
+* ``other_costs`` (schema 6): each of the spec's other costs is quantity × $/unit, a per-hour
+  line billed for the run's hours; their sum is ``other_cost_usd``.
+* ``totals``: compute = Σ pools; total = compute + disks + storage + network (+ other costs);
+  idle = Σ idle; phase costs + idle = compute.
 * ``deadline``, ``budget``.
 * ``allocations``, ``status``, ``calibration`` and further branches of the families above:
   what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
