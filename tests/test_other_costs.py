@@ -154,3 +154,14 @@ def test_cli_plan_shows_other_costs(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "optimizer.cli.app", "plan", str(bad)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_json_schema_validates_a_plan_with_other_costs() -> None:
+    import jsonschema
+
+    schema = Plan.model_json_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    p = json.loads(planned(json.dumps({"annotation_usd": 10, "ops_usd_per_hour": 1})).to_json())
+    assert list(validator.iter_errors(p)) == []
+    p["other_costs"][0]["basis"] = "per_fortnight"
+    assert list(validator.iter_errors(p))
