@@ -244,3 +244,17 @@ def test_tool_workers_bound_a_step_by_the_tool_work() -> None:
     # more workers never lengthen a step
     more = spec(agent(tool_latency_s={"mean": 2, "p90": 3}, tool_workers=64))
     assert rollout_seconds(more, 4096.0) <= t
+
+
+def test_agent_defaults_are_listed() -> None:
+    from optimizer.spec.defaults import applied_defaults
+
+    bare = spec({"turns": 4, "tokens_per_turn": 100, "concurrency_per_replica": 8})
+    listed = applied_defaults(bare)
+    assert "data.response_tokens = agent.turns x agent.tokens_per_turn = 400 " \
+        "(generated tokens per episode)" in listed
+    assert "agent.observation_tokens_per_turn = 0" in listed
+    assert "agent.tool_latency_s = {mean: 0, p90: 0}" in listed
+    full = applied_defaults(spec(agent(tool_workers=4)))
+    assert not any(x.startswith("agent.") for x in full)
+    assert not any("agent" in x for x in applied_defaults(spec(None)))
