@@ -159,6 +159,15 @@ def b_totals_total(p: Plan_) -> None:
     p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 5:.2f}"
 
 
+def b_other_costs(p: Plan_) -> None:
+    """Schema 6: an other-cost line whose cost is not quantity × rate (the totals follow it)."""
+    p["schema_version"] = 6
+    p["other_costs"] = [{"name": "ops", "basis": "per_hour", "quantity": p["makespan_hours"],
+                         "usd_per_unit": 10.0, "cost_usd": "1.00"}]
+    p["other_cost_usd"] = "1.00"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
+
+
 def b_deadline(p: Plan_) -> None:
     p["deadline_hours"] = p["makespan_hours"] / 2
 
@@ -498,6 +507,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_storage": (GRPO, b_totals_storage, "totals", rules_costs.check_totals),
     "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
     "storage_cents": (GRPO, b_storage_cents, "storage", rules_costs.check_storage),
+    "other_costs": (GRPO, b_other_costs, "other_costs", rules_costs.check_other_costs),
     "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
     "disks_rate": (GRPO, b_disks_rate, "disks", rules_costs.check_disks),
     "disks_cost": (OPD, b_disks_cost, "disks", rules_costs.check_disks),

@@ -28,6 +28,7 @@ from optimizer.demand.decode import (
     DecodeCurve,
     decode_curve,
     decode_engine,
+    rollout_batch,
     rollout_of,
     usable_bytes,
 )
@@ -116,7 +117,7 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     if isinstance(engine, str):
         return Cell(False, reason=engine)
     ro = rollout_of(part)
-    batch, _ = inf.effective_batch(engine, ro)
+    batch, _, _ = rollout_batch(engine, part, spec)
     if batch < 1:
         return Cell(False, reason=f"no room for one {ro.prompt_tokens + part.lengths.cap:.0f}"  # type: ignore[union-attr]
                                   f"-token sequence's KV cache on {engine.gpus} x {gpu.name}")

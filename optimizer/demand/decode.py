@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from optimizer.core.hardware import BYTES_PER_PARAM, GPU
+from optimizer.demand import agent as ag
 from optimizer.demand import inference as inf
 from optimizer.demand.model import GB, KV_HEADROOM, MAX_REPLICA_GPUS, Cell, Part
 from optimizer.spec.project import ProjectSpec
@@ -78,15 +79,26 @@ class DecodeOption:
     """Prefill seconds per token on one replica (preempted sequences are re-prefilled)."""
     asynchronous: inf.AsyncModel | None = None
     floor: float = 0.0
-    """The longest response generated alone on this engine."""
+    """The longest response generated alone on this engine (with ``agent:``, plus the
+    slowest episode's tool waits and sandbox start-up)."""
+    agent: ag.AgentEngine | None = None
+    """Multi-turn rollouts: the agent loop on this engine (§4.8)."""
 
     def run_seconds(self, n: np.ndarray, rollout: inf.Rollout, synchronous: bool
                     ) -> np.ndarray:
         if synchronous and self.step is not None:
-            return self.step.seconds(n) + self.step.preempted(n) \
+            t = self.step.seconds(n) + self.step.preempted(n) \
                 * self.step.recompute_tokens_per_seq * self.recompute_seconds_per_token
-        assert self.asynchronous is not None
-        return self.asynchronous.seconds(n)
+        else:
+            assert self.asynchronous is not None
+            t = self.asynchronous.seconds(n)
+        if self.agent is None:
+            return t
+        # fewer than one episode decoding on average: the engine idles between them
+        stretch = 1.0 / self.agent.batch if self.agent.batch < 1.0 else 1.0
+        t = t * stretch + np.asarray(n, dtype=float) * self.agent.reprefill_tokens \
+            * self.recompute_seconds_per_token
+        return np.maximum(t, self.floor) if not synchronous else t
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,19 @@ def part_memo(part: Part) -> dict[Any, DecodeOption]:
     return held[1]
 
 
+def rollout_batch(engine: inf.Engine, part: Part, spec: ProjectSpec
+                  ) -> tuple[int, float, ag.AgentEngine | None]:
+    """(batch, admitted, agent loop): the engine's sustained batch, or with ``agent:`` the
+    sequences its episodes keep decoding while their tools run (§4.8)."""
+    ro = rollout_of(part)
+    batch, admitted = inf.effective_batch(engine, ro)
+    if spec.agent is None or part.phase != "rollout" or batch < 1:
+        return batch, admitted, None
+    a = ag.agent_engine(engine, ro, spec.agent, batch, float(spec.data.prompt_tokens or 0),
+                        spec.efficiency.prefix_caching)
+    return max(1, int(a.batch)), admitted, a
+
+
 def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
                  gpu: GPU, precision: str, cond: Conditions) -> DecodeCurve:
     assert c.engine is not None
@@ -186,7 +211,7 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
             if hit.batch >= 1:
                 options.append(hit)
             continue
-        batch, admitted = inf.effective_batch(engine, ro)
+        batch, admitted, agent = rollout_batch(engine, part, spec)
         if batch < 1:
             continue
         step = inf.step_model(engine, ro, batch, admitted) if synchronous else None
@@ -194,7 +219,7 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
                                                   engine.gpus, spec.efficiency,
                                                   ro.prompt_tokens + ro.lengths.mean_age)
         asyn = None if synchronous else inf.async_model(engine, ro, batch)
-        memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn,
-                                          inf.single_stream_seconds(engine, ro))
+        floor = inf.single_stream_seconds(engine, ro) + (agent.floor_seconds if agent else 0.0)
+        memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn, floor, agent)
         options.append(option)
     return DecodeCurve(part.runs, part.run_sequences, synchronous, ro, tuple(options))

@@ -195,18 +195,24 @@ def build_demand(spec: ProjectSpec) -> Demand:
         steps = d.steps
         trained_seqs = d.steps * d.prompts_per_step * d.samples_per_prompt
         generated_seqs = trained_seqs * spec.oversample_factor
-        seq = d.prompt_tokens + d.response_tokens
-        max_seq = d.prompt_tokens + spec.max_response_tokens
+        # agent: the (K − 1)·o observation tokens are in every trained sequence; a decoding
+        # turn sees half of them on average (§4.8)
+        obs = spec.agent.observation_tokens if spec.agent is not None else 0
+        seq = d.prompt_tokens + d.response_tokens + obs
+        max_seq = d.prompt_tokens + spec.max_response_tokens + obs
         lengths = response_lengths(spec)
-        context = d.prompt_tokens + lengths.mean_age
+        prompt = d.prompt_tokens + obs / 2.0 if obs else d.prompt_tokens
+        context = prompt + lengths.mean_age
         per_step = d.prompts_per_step * d.samples_per_prompt * spec.oversample_factor
-        parts.append(Part("rollout", "prefill", "policy", "prefill",
-                          d.steps * prefill_sequences(spec) * d.prompt_tokens, policy,
+        prefill = d.steps * prefill_sequences(spec) * d.prompt_tokens
+        if obs:  # each observation is prefilled once when appended (re-prefill: decode.py)
+            prefill += generated_seqs * obs
+        parts.append(Part("rollout", "prefill", "policy", "prefill", prefill, policy,
                           d.prompt_tokens))
         parts.append(Part("rollout", "decode", "policy", "decode",
                           generated_seqs * d.response_tokens, policy, max_seq, context,
                           lengths=lengths, run_sequences=per_step, runs=d.steps,
-                          prompt_tokens=d.prompt_tokens))
+                          prompt_tokens=prompt))
         if spec.uses_reference:
             parts.append(Part("scoring", "reference", "reference", "forward",
                               trained_seqs * seq, policy, seq, max_seq_tokens=max_seq))

@@ -1,5 +1,5 @@
 """Verifier rules on the run and its cost: ``makespan``, ``disks``, ``storage``, ``network``,
-``totals``, ``deadline`` and ``budget`` (see :mod:`optimizer.plan.verify`)."""
+``other_costs``, ``totals``, ``deadline`` and ``budget`` (see :mod:`optimizer.plan.verify`)."""
 
 from __future__ import annotations
 
@@ -140,6 +140,8 @@ def check_totals(plan: Plan) -> list[str]:
         v.append(f"totals: storage {plan.storage_cost_usd} != {storage:.2f} from its items")
     total = money(plan.compute_cost_usd) + money(plan.disk_cost_usd) + \
         money(plan.storage_cost_usd) + money(plan.network_cost_usd)
+    if plan.other_cost_usd is not None:
+        total += money(plan.other_cost_usd)
     # the parts add up to the cent (compute is the balance); plans before schema 4 were
     # written with four separate roundings
     if not close(money(plan.total_cost_usd), total,
@@ -152,6 +154,29 @@ def check_totals(plan: Plan) -> list[str]:
     tol = 0.006 * (len(plan.phases) + 1)
     if not close(parts, money(plan.compute_cost_usd), abs_=tol):
         v.append(f"totals: phases + idle = {parts:.2f} != compute {plan.compute_cost_usd}")
+    return v
+
+
+def check_other_costs(plan: Plan) -> list[str]:
+    """Schema 6: each of the spec's other costs is quantity × $/unit, a per-hour line is billed
+    for the run's hours, a fixed line once; their sum is ``other_cost_usd``."""
+    if plan.other_costs is None or plan.other_cost_usd is None:
+        return []
+    v: list[str] = []
+    total = 0.0
+    for item in plan.other_costs:
+        if item.basis == "per_hour" and not close(item.quantity, plan.makespan_hours, abs_=1e-6):
+            v.append(f"other_costs: {item.name} is billed for {item.quantity:g} h, the run "
+                     f"lasts {plan.makespan_hours:g} h")
+        if item.basis == "fixed" and item.quantity != 1.0:
+            v.append(f"other_costs: {item.name} is fixed but counted {item.quantity:g} times")
+        want = item.quantity * item.usd_per_unit
+        if not close(money(item.cost_usd), want, abs_=0.006):
+            v.append(f"other_costs: {item.name} {item.cost_usd} != quantity x $/unit = "
+                     f"{want:.2f}")
+        total += money(item.cost_usd)
+    if not close(money(plan.other_cost_usd), total, abs_=0.006 * (len(plan.other_costs) + 1)):
+        v.append(f"totals: other costs {plan.other_cost_usd} != {total:.2f} from their lines")
     return v
 
 

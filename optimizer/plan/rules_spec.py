@@ -3,9 +3,9 @@ per-phase demand of :func:`optimizer.plan.verify.verify_against_spec`: the job (
 algorithm, steps, budget, placement limits, spot model), the lifecycle the storage was priced
 with (spec where set, else the plan's policy), the storage data classes (GB, retrieval, billed
 GB-months at the plan's run time on each item's tier; a class is absent when the catalog has
-no tier for it) and the network flows (which exist and
-how many GB each moves). Everything is recomputed with the demand and cost models under the
-policy the plan records; nothing reads the catalog or calls the planner.
+no tier for it), the network flows (which exist and how many GB each moves) and the other
+costs (lines, basis, rate, quantity). Everything is recomputed with the demand and cost models
+under the policy the plan records; nothing reads the catalog or calls the planner.
 """
 
 from __future__ import annotations
@@ -53,6 +53,35 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
         v += _storage(plan, demand, policy)
         v += _network(plan, demand, policy, rollout)
     v += _calibration(plan, spec)
+    v += _other_costs(plan, demand)
+    return v
+
+
+def _other_costs(plan: Plan, demand: Any) -> list[str]:
+    """The spec's ``other_costs`` lines, recomputed (:mod:`optimizer.costs.other`): which lines,
+    their basis, rate and quantity (per-hour lines: the plan's run hours, checked by
+    ``check_other_costs``)."""
+    from optimizer.costs.other import other_cost_model
+
+    model = other_cost_model(demand)
+    if model is None:
+        return ["spec_match: the plan lists other costs, the spec has none"] \
+            if plan.other_costs is not None else []
+    if plan.other_costs is None:
+        return ["spec_match: the spec has other_costs, the plan does not list them"]
+    want = {ln.name: ln for ln in model.lines}
+    got: dict[str, Any] = {i.name: i for i in plan.other_costs}
+    v: list[str] = []
+    if sorted(want) != sorted(got):
+        v.append(f"spec_match: other costs {sorted(got)} != spec {sorted(want)}")
+    for name in sorted(set(want) & set(got)):
+        w, g = want[name], got[name]
+        if g.basis != w.basis or not close(g.usd_per_unit, w.usd_per_unit):
+            v.append(f"spec_match: other cost {name} {g.basis} ${g.usd_per_unit:g}/unit != spec "
+                     f"{w.basis} ${w.usd_per_unit:g}/unit")
+        if w.basis != "per_hour" and not close(g.quantity, w.quantity):
+            v.append(f"spec_match: other cost {name} quantity {g.quantity:g} != spec "
+                     f"{w.quantity:g}")
     return v
 
 

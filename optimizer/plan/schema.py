@@ -27,7 +27,6 @@ published by ``ptplan schema plan``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any, Literal
@@ -37,22 +36,28 @@ from pydantic import (
     Field,
     StringConstraints,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
+from optimizer.plan.digest import spec_digest
 
-SCHEMA_VERSION = 5
-"""The schema plans are written with; plans of schema 1 to this one are read. 3: phases record
+SCHEMA_VERSION = 6
+"""The newest schema plans are written with; plans of schema 1 to it are read. 3: phases record
 their parallel layout (training) and engine (generation); ``calibration`` lists the measured
 cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
 size (generation drains, so it is not one number per node shape). 4: boot disks are priced
-(per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job)."""
+(per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job). 6:
+``other_cost_usd`` and ``other_costs[]`` (the spec's ``other_costs:``) in the total; a plan
+without them is still written as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA`)."""
+PLAIN_SCHEMA = 5
+"""The schema of a plan that uses nothing added after it (no other costs)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
-           "ParallelLayout", "Plan", "Status"]
+__all__ = ["PLAIN_SCHEMA", "SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow",
+           "NetworkPath", "OtherCostItem", "ParallelLayout", "Plan", "Status", "spec_digest"]
 
 
 CHECK_KINDS = ("derived", "spec", "catalog", "informational")
@@ -231,6 +236,19 @@ class StorageItem(StrictModel):
     cost_usd: Money
 
 
+class OtherCostItem(StrictModel):
+    """Schema 6: one line of the spec's ``other_costs`` (cost = quantity × usd_per_unit)."""
+
+    model_config = ConfigDict(json_schema_extra=SPEC)
+
+    name: Literal["data_collection", "annotation", "ab_test", "human_review", "ops"]
+    basis: Literal["fixed", "per_sample", "per_hour"]
+    quantity: NonNegative = Field(json_schema_extra=_kind("derived"))
+    """1 (fixed), reviewed samples (per_sample) or the run's hours (per_hour)."""
+    usd_per_unit: NonNegative
+    cost_usd: Money = Field(json_schema_extra=_kind("derived"))
+
+
 class Lifecycle(StrictModel):
     """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
     otherwise the policy); deployment configs (``ptplan render``) enforce these."""
@@ -365,6 +383,10 @@ class Plan(StrictModel):
     catalog_as_of: str = Field(json_schema_extra=INFO)
     calibration: list[CalibrationRecord] = []
     """Schema 3: measured cells that bound the model, and the precisions they rescaled."""
+    other_cost_usd: Money | None = None
+    """Schema 6: Σ ``other_costs[]`` (in the total); absent when the spec has none."""
+    other_costs: list[OtherCostItem] | None = None
+    """Schema 6: the spec's costs beyond compute, line by line; absent when it has none."""
     explain: Explain
 
     @field_validator("schema_version")
@@ -385,19 +407,30 @@ class Plan(StrictModel):
                              f"{REGENERATE}")
         return self
 
+    @model_validator(mode="after")
+    def _other_costs_schema(self) -> Plan:
+        if (self.other_cost_usd is None) != (self.other_costs is None):
+            raise ValueError("other_cost_usd and other_costs come together (schema 6); "
+                             f"{REGENERATE}")
+        if self.other_costs is not None and self.schema_version < 6:
+            raise ValueError(f"other_costs needs schema 6, the plan says "
+                             f"{self.schema_version}; {REGENERATE}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _drop_absent_later_fields(self, handler: Any) -> Any:
+        """Fields added with schema 6 are left out when absent, so that a plan without them
+        is the same JSON as before (schema 5)."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for key in LATER_PLAN_FIELDS:
+                if key in out and out[key] is None:
+                    del out[key]
+        return out
+
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-LATER_SPEC_FIELDS = ("generated_by", "prompts")
-"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
-made before them still match their specs."""
+LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs")
 
-
-def spec_digest(spec_dump: dict[str, Any]) -> str:
-    data = spec_dump.get("data")
-    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
-        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
-                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
-    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

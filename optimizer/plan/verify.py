@@ -21,8 +21,10 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
 * ``disks`` (schema 4): each pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per held
   hour; the plan's disk cost is the pools' sum.
-* ``totals``: compute = Σ pools; total = compute + disks + storage + network; idle = Σ idle;
-  phase costs + idle = compute.
+* ``other_costs`` (schema 6): each of the spec's other costs is quantity × $/unit, a per-hour
+  line billed for the run's hours; their sum is ``other_cost_usd``.
+* ``totals``: compute = Σ pools; total = compute + disks + storage + network (+ other costs);
+  idle = Σ idle; phase costs + idle = compute.
 * ``deadline``, ``budget``.
 * ``allocations``, ``status``, ``calibration`` and further branches of the families above:
   what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
@@ -33,8 +35,8 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
 :mod:`optimizer.plan.rules_phases` (coverage, latency floors, memory),
-:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, totals, deadline and
-budget).
+:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, other costs, totals,
+deadline and budget).
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
@@ -54,6 +56,7 @@ from optimizer.plan.rules_costs import (
     check_disks,
     check_makespan,
     check_network,
+    check_other_costs,
     check_storage,
     check_totals,
 )
@@ -83,8 +86,8 @@ def check_policy(plan: Plan) -> list[str]:
 RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
     check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_disks,
-    check_storage,
-    check_network, check_totals, check_deadline_budget, check_policy, check_allocations,
+    check_storage, check_network, check_other_costs, check_totals, check_deadline_budget,
+    check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""

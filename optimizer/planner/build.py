@@ -17,12 +17,15 @@ from optimizer.core.hardware import HIGH_PRECISIONS
 from optimizer.costs.storage import lifecycle
 from optimizer.demand.rates import PhaseRate
 from optimizer.plan.schema import (
+    PLAIN_SCHEMA,
+    SCHEMA_VERSION,
     Allocation,
     CalibrationRecord,
     CapacityType,
     Explain,
     Lifecycle,
     NetworkItem,
+    OtherCostItem,
     ParallelLayout,
     PhasePlan,
     Plan,
@@ -196,10 +199,13 @@ class _Costs:
     network_items: list[NetworkItem]
     network: float
     disks: float = 0.0
+    other_items: list[OtherCostItem] | None = None
+    """The spec's ``other_costs`` (None without the section)."""
+    other: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.compute + self.disks + self.storage + self.network
+        return self.compute + self.disks + self.storage + self.network + self.other
 
 
 def compute_share(costs: _Costs) -> str:
@@ -207,6 +213,8 @@ def compute_share(costs: _Costs) -> str:
     so that the printed parts add up to the printed total to the cent (compute, the largest
     part, takes the rounding: at most 2 cents from its exact figure)."""
     parts = Decimal(usd(costs.disks)) + Decimal(usd(costs.storage)) + Decimal(usd(costs.network))
+    if costs.other_items is not None:
+        parts += Decimal(usd(costs.other))
     return str(Decimal(usd(costs.total)) - parts)
 
 
@@ -218,7 +226,16 @@ def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Co
     disks = sum(chosen[p.name].disk_usd_per_hour * held for p in pools)
     stored, storage_total = storage_items(winner, chosen, held)
     sent, network_total = network_items(winner, chosen)
-    return _Costs(compute, idle, stored, storage_total, sent, network_total, disks)
+    model = winner.cands.other
+    if model is None:
+        return _Costs(compute, idle, stored, storage_total, sent, network_total, disks)
+    items = [OtherCostItem(name=ln.name, basis=ln.basis,  # type: ignore[arg-type]
+                           quantity=held if ln.basis == "per_hour" else ln.quantity,
+                           usd_per_unit=ln.usd_per_unit, cost_usd=usd(ln.cost(held)))
+             for ln in model.lines]  # type: ignore[attr-defined]
+    other = float(model.cost(held))  # type: ignore[attr-defined]
+    return _Costs(compute, idle, stored, storage_total, sent, network_total, disks, items,
+                  other)
 
 
 def _unpriced_disks(lay: Layout, chosen: dict[str, PoolOption]) -> list[str]:
@@ -357,7 +374,16 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
         solver=_solver_info(ctx, runs, solver, optimality, start, timings),
         warnings=warnings, calibration=_calibration(lay, chosen),
         explain=Explain(summary=[], binding=[], marginal=[], alternatives=[]),
+        **_other_fields(costs),
     )
+
+
+def _other_fields(costs: _Costs) -> dict[str, Any]:
+    """Schema 6 fields, only when the spec has ``other_costs`` (else the plan is schema 5)."""
+    if costs.other_items is None:
+        return {"schema_version": PLAIN_SCHEMA}
+    return {"schema_version": SCHEMA_VERSION, "other_cost_usd": usd(costs.other),
+            "other_costs": costs.other_items}
 
 
 def _warnings(ctx: Context, chosen: dict[str, PoolOption]) -> list[str]:

@@ -172,6 +172,7 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
                            share_keys=share_keys, changed=frozenset(shares),
                            sites=memo.sites, places=memo.places)
     sub.storage = c.storage
+    sub.other = c.other
     out = sub, best(sub, deadline, budget, objective, limit=limit)
     memo.evaluated[skey] = (*out, limit)
     return out

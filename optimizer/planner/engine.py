@@ -28,6 +28,7 @@ from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
 from optimizer.costs.disks import DiskModel
 from optimizer.costs.network import network_model
+from optimizer.costs.other import other_cost_model
 from optimizer.costs.storage import StorageModel, data_classes, weights_gb
 from optimizer.demand.cells import phase_cell
 from optimizer.demand.model import Demand, build_demand
@@ -103,8 +104,10 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
     runs = [build_candidates(demand, replace(lay, disks=disks), filt.offers, cap, cache,
                              grid_cache=grid_cache, network=network, split=policy.split_regions)
             for lay in layouts(demand, policy)]
+    other = other_cost_model(demand)
     for c in runs:
         c.storage = storage
+        c.other = other
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
 
 

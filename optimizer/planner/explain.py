@@ -52,6 +52,12 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
             f"pool: {where} (rollout nodes outside the trainer's zone or region pay "
             f"{plan.weight_sync_gb_per_node_step:g} GB x steps each; network total "
             f"${plan.network_cost_usd})")
+    if plan.other_costs is not None:
+        lines = "; ".join(f"{i.name} {i.quantity:g} x ${i.usd_per_unit:g} = ${i.cost_usd}"
+                          for i in plan.other_costs)
+        summary.append(f"costs beyond compute (spec other_costs, in the total and the budget, "
+                       f"not optimised): ${plan.other_cost_usd}" + (f" ({lines})" if lines
+                                                                     else ""))
     binding: list[str] = []
     for pool in plan.pools:
         kinds = sorted({a.capacity_type for a in pool.allocations})

@@ -121,6 +121,8 @@ class Candidates:
     """Regions of the rollout pool's cross-region entries (``split_regions``)."""
     memo: dict = field(default_factory=dict, repr=False)
     """Results derived from the frontiers (e.g. region bounds), computed once."""
+    other: object | None = None
+    """A :class:`optimizer.costs.other.OtherCostModel` (``other_costs:``): fixed + per hour."""
 
     def storage_cost(self, region: int, run_hours):
         """Storage cost (USD) at site ``region`` at run time(s) D (0 without a storage model)."""
@@ -140,5 +142,9 @@ class Candidates:
         return float(self.memo[key])
 
     def extra_cost(self, region: int, run_hours):
-        """Storage + fixed network cost at site ``region`` for run time(s) D."""
-        return self.storage_cost(region, run_hours) + self.fixed_network(region)
+        """Storage + fixed network cost at site ``region`` for run time(s) D (+ the spec's
+        other costs, which do not depend on the site)."""
+        extra = self.storage_cost(region, run_hours) + self.fixed_network(region)
+        if self.other is not None:
+            extra = extra + self.other.cost(run_hours)  # type: ignore[attr-defined]
+        return extra

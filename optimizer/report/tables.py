@@ -148,11 +148,21 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
         flows = sorted({f"{i.flow} {i.path}" for i in plan.network})
         rows.append(["network", f"{len(plan.network)} flows", "", ", ".join(flows), "", "", "",
                      "", "", plan.network_cost_usd, ""])
+    if getattr(plan, "other_costs", None):
+        names = ", ".join(f"{i.name} ${i.cost_usd}" for i in plan.other_costs)
+        rows.append(["other", f"{len(plan.other_costs)} lines", "", names, "", "", "", "", "",
+                     plan.other_cost_usd, ""])
     where = f"{plan.provider} {plan.region}" + (f" ({plan.zone})" if plan.zone else "")
     rows.append(["total", "", "", where, "",
                  str(sum(p.nodes for p in plan.pools)), "", f"{plan.makespan_hours:,.2f}", "",
                  plan.total_cost_usd, plan.idle_cost_usd])
     return header, rows
+
+
+def _other_term(plan: Any) -> str:
+    """`` + other $X`` for a plan with the spec's other costs (schema 6), else nothing."""
+    other = getattr(plan, "other_cost_usd", None)
+    return f" + other ${other}" if other is not None else ""
 
 
 def _plan_footer(plan: Any, explain: bool) -> list[str]:
@@ -164,7 +174,8 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
         f"${plan.idle_cost_usd}) + disks ${plan.disk_cost_usd} + storage "
-        f"${plan.storage_cost_usd} + network ${plan.network_cost_usd}; budget "
+        f"${plan.storage_cost_usd} + network ${plan.network_cost_usd}"
+        f"{_other_term(plan)}; budget "
         f"{'-' if plan.budget_usd is None else '$' + plan.budget_usd}",
         "disks: " + ("; ".join(
             f"{p.name} {p.nodes} x {p.boot_disk_gb} GB on {p.disk_tier or 'no block tier'} "

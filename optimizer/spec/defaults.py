@@ -36,6 +36,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             out.append("critic = same shape as model (PPO)")
         if spec.reward_model is None:
             out.append("reward_model absent: rule-based reward on CPU (no GPU work)")
+    out += _agent_defaults(spec)
     if spec.model.finetune == "lora" and spec.model.lora_rank is None:
         out.append("model.lora_rank = 16")
     if spec.checkpoints.every_steps is None and spec.trains:
@@ -71,4 +72,23 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
         if key not in spec.placement.model_fields_set:
             out.append(f"placement.{key} = {getattr(spec.placement, key)}")
+    return out
+
+
+def _agent_defaults(spec: ProjectSpec) -> list[str]:
+    """What an ``agent:`` section left to its defaults (docs/spec.md §16)."""
+    a = spec.agent
+    if a is None:
+        return []
+    out = [f"data.response_tokens = agent.turns x agent.tokens_per_turn = {a.response_tokens}"
+           " (generated tokens per episode)"]
+    given = a.model_fields_set
+    if "observation_tokens_per_turn" not in given:
+        out.append("agent.observation_tokens_per_turn = 0")
+    if "tool_latency_s" not in given:
+        out.append("agent.tool_latency_s = {mean: 0, p90: 0}")
+    if "sandbox" not in given:
+        out.append("agent.sandbox absent: no sandbox start-up in the step's floor")
+    if "tool_workers" not in given:
+        out.append("agent.tool_workers = one per episode in flight (tool capacity never binds)")
     return out

@@ -19,6 +19,7 @@ from pydantic import (
 
 from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
 from optimizer.core.yamlio import quoted, read_mapping, validate
+from optimizer.spec.agent import Agent
 from optimizer.spec.efficiency import Efficiency
 from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
 from optimizer.spec.methods import (
@@ -30,6 +31,7 @@ from optimizer.spec.methods import (
     SFT_REQUIRED,
     _generate_rules,
 )
+from optimizer.spec.other_costs import OtherCosts
 from optimizer.spec.types import (
     Algorithm,
     Amount,
@@ -229,10 +231,35 @@ class ProjectSpec(_Strict):
     precisions: dict[PhaseName, list[Precision]] | None = None
     efficiency: Efficiency = Efficiency()
     calibration: list[Calibration] = []
+    agent: Agent | None = None
+    """Multi-turn tool-calling rollouts (rl/opd; docs/spec.md, docs/demand-model.md §4.8)."""
+    other_costs: OtherCosts | None = None
+    """Costs beyond compute: data, annotation, review, A/B tests, operations (docs/spec.md)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agent_response(cls, data: Any) -> Any:
+        """With ``agent:``, ``data.response_tokens`` defaults to turns × tokens_per_turn."""
+        if not isinstance(data, dict) or not isinstance(data.get("agent"), dict) \
+                or not isinstance(data.get("data"), dict) or "response_tokens" in data["data"]:
+            return data
+        a = data["agent"]
+        turns, per = a.get("turns"), a.get("tokens_per_turn")
+        if type(turns) is int and type(per) is int and turns > 0 and per > 0:
+            return {**data, "data": {**data["data"], "response_tokens": turns * per}}
+        return data
 
     @model_validator(mode="after")
     def _method_rules(self) -> ProjectSpec:
         m = self.method
+        if self.agent is not None:
+            _agent_rules(self, self.agent)
+        o = self.other_costs
+        if o is not None and o.human_review_usd_per_sample > 0 \
+                and o.human_review_samples is None and self.eval is None:
+            raise ValueError("other_costs.human_review_usd_per_sample needs the samples it is "
+                             "paid for: set other_costs.human_review_samples (there is no eval "
+                             "block whose samples it would default to)")
         if m == "rl" and self.algorithm is None:
             raise ValueError("method rl needs algorithm: ppo, grpo or dapo")
         if m != "rl" and self.algorithm is not None:
@@ -380,6 +407,17 @@ class ProjectSpec(_Strict):
     @property
     def lora_rank(self) -> int:
         return self.model.lora_rank or 16
+
+
+def _agent_rules(spec: ProjectSpec, a: Agent) -> None:
+    if spec.method not in ("rl", "opd"):
+        raise ValueError(f"agent applies to methods rl and opd (multi-turn rollouts); remove "
+                         f"it for method {spec.method}")
+    rt = spec.data.response_tokens
+    if rt is not None and rt != a.response_tokens:
+        raise ValueError(f"data.response_tokens {rt} differs from agent.turns × "
+                         f"agent.tokens_per_turn = {a.response_tokens}; omit response_tokens "
+                         "(it is derived) or make them agree")
 
 
 def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:

@@ -1,0 +1,28 @@
+"""The spec digest a plan records (``spec_digest``): sha256 of the normalised spec, with the
+fields added after a plan schema left out when unset, so that plans made before them still
+match their specs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+LATER_SPEC_FIELDS = ("generated_by", "prompts")
+"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
+made before them still match their specs."""
+LATER_TOP_FIELDS = ("agent", "other_costs")
+"""Top-level spec sections added with schema 6 (issue #25): left out of the digest when unset,
+so that a spec without them keeps its digest."""
+
+
+def spec_digest(spec_dump: dict[str, Any]) -> str:
+    if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
+        spec_dump = {k: v for k, v in spec_dump.items()
+                     if not (k in LATER_TOP_FIELDS and v is None)}
+    data = spec_dump.get("data")
+    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
+        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
+                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
+    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
