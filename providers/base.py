@@ -137,6 +137,8 @@ class Catalog:
     exclusions: tuple[str, ...] = ()
     """Rows that could not become offers, with the reason (they reach ``Plan.warnings``)."""
     notes: tuple[str, ...] = field(default=())
+    cpu_offers: tuple[Offer, ...] = ()
+    """CPU instance types (``gpus_per_node`` 0): only the plan's CPU pools use them."""
 
     def age_days(self, today: dt.date | None = None) -> int | None:
         try:

@@ -35,6 +35,7 @@ from pydantic import (
 from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
 from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.cpu import CPU_GPU, is_cpu
 
 _Strict = StrictModel
 """The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
@@ -47,7 +48,8 @@ class CustomOffer(_Strict):
     zone: str = ""
     instance_type: str = Field(min_length=1)
     gpu: str
-    gpus_per_node: Annotated[int, Field(gt=0, le=1024, strict=True)]
+    gpus_per_node: Annotated[int, Field(ge=0, le=1024, strict=True)]
+    """0 for a CPU instance type (``gpu: none``, with ``vcpus`` and ``memory_gib``)."""
     vcpus: PositiveFloat | None = None
     memory_gib: PositiveFloat | None = None
     on_demand_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
@@ -64,10 +66,22 @@ class CustomOffer(_Strict):
     @field_validator("gpu")
     @classmethod
     def _known_gpu(cls, value: str) -> str:
+        if value == CPU_GPU:
+            return value
         canon = canonical_gpu_name(value)
         if canon is None:
             raise ValueError(unknown_gpu_message(value))
         return canon
+
+    @model_validator(mode="after")
+    def _cpu_shape(self) -> CustomOffer:
+        if (self.gpus_per_node == 0) != (self.gpu == CPU_GPU):
+            raise ValueError(f"{self.instance_type}: a CPU instance type has gpu: {CPU_GPU} and "
+                             "gpus_per_node: 0 (both or neither)")
+        if self.gpus_per_node == 0 and (self.vcpus is None or self.memory_gib is None):
+            raise ValueError(f"{self.instance_type}: a CPU instance type needs vcpus and "
+                             "memory_gib (the CPU pools are sized by them)")
+        return self
 
 
 class CustomStorage(_Strict):
@@ -192,7 +206,8 @@ def load_custom_catalog(path: str) -> Catalog:
     return Catalog(
         name=name,
         as_of=as_of,
-        offers=tuple(offers),
+        offers=tuple(o for o in offers if not is_cpu(o)),
+        cpu_offers=tuple(o for o in offers if is_cpu(o)),
         storage_tiers=tuple(
             StorageTier(s.provider, s.region, s.tier, s.usd_per_gb_month, s.min_days,
                         s.retrieval_usd_per_gb, s.access, source, "custom")

@@ -38,6 +38,7 @@ from typing import Any
 
 from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.cpu import embedded_cpu_offers
 from providers.gcp_machines import machine as gcp_machine
 
 AS_OF = "2025-12-01"
@@ -335,6 +336,7 @@ def embedded_catalog() -> Catalog:
         egress=tuple(EgressRate(p, path, rate, _REF, status) for p, path, rate, status in EGRESS),
         reserved_rates=tuple(rates),
         exclusions=tuple(exclusions),
+        cpu_offers=embedded_cpu_offers(),
         notes=(
             f"{SOURCE}; as_of {AS_OF} is approximate (see providers/data/SOURCE.md)",
             f"spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per zone (not in the snapshot)",

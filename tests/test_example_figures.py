@@ -68,6 +68,9 @@ def plan_figures(p: dict[str, Any]) -> dict[str, Any]:
         "storage": {i["data_class"]: f"{i['tier']} {i['cost_usd']}" for i in p["storage"]},
         "network": [f"{i['flow']} {i['path']} {i['gb']:.6f} GB {i['cost_usd']}"
                     for i in p["network"]],
+        **({"cpu_pools": [f"{c['name']}: {c['nodes']} x {c['instance_type']} "
+                          f"{c['capacity_type']} {c['node_hours']:.6f} node-h {c['cost_usd']}"
+                          for c in p["cpu_pools"]]} if p.get("cpu_pools") else {}),
     }
 
 

@@ -11,8 +11,8 @@ from typing import Any
 LATER_SPEC_FIELDS = ("generated_by", "prompts")
 """``data`` fields added with schema 5: left out of the digest when unset, so that the plans
 made before them still match their specs."""
-LATER_TOP_FIELDS = ("agent", "other_costs")
-"""Top-level spec sections added with schema 6 (issue #25): left out of the digest when unset,
+LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
+"""Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when unset,
 so that a spec without them keeps its digest."""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from optimizer.costs.network import egress_rate, egress_rows
 from optimizer.costs.storage import tiers_for
 from optimizer.plan.rules_base import close
+from optimizer.plan.rules_cpu import check_cpu_against_catalog
 from optimizer.plan.schema import Plan
 from providers.base import Catalog
 
@@ -75,4 +76,4 @@ def check_against_catalog(plan: Plan, catalog: Catalog) -> list[str]:
         if not close(net.usd_per_gb, want, abs_=1e-12):
             v.append(f"catalog_match: {net.flow} on {net.path} from {net.src.provider} at "
                      f"${net.usd_per_gb}/GB; the catalog says ${want}")
-    return v
+    return v + check_cpu_against_catalog(plan, catalog)

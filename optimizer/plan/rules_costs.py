@@ -142,6 +142,8 @@ def check_totals(plan: Plan) -> list[str]:
         money(plan.storage_cost_usd) + money(plan.network_cost_usd)
     if plan.other_cost_usd is not None:
         total += money(plan.other_cost_usd)
+    if plan.cpu_cost_usd is not None:
+        total += money(plan.cpu_cost_usd)
     # the parts add up to the cent (compute is the balance); plans before schema 4 were
     # written with four separate roundings
     if not close(money(plan.total_cost_usd), total,

@@ -54,6 +54,9 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
         v += _network(plan, demand, policy, rollout)
     v += _calibration(plan, spec)
     v += _other_costs(plan, demand)
+    from optimizer.plan.rules_cpu import check_cpu_against_spec
+
+    v += check_cpu_against_spec(plan, demand)
     return v
 
 

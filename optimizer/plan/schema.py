@@ -28,13 +28,11 @@ published by ``ptplan schema plan``.
 from __future__ import annotations
 
 import json
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     ConfigDict,
     Field,
-    StringConstraints,
     field_validator,
     model_serializer,
     model_validator,
@@ -43,64 +41,40 @@ from pydantic import (
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
 from optimizer.plan.digest import spec_digest
+from optimizer.plan.schema_base import (
+    CHECK_KINDS,
+    INFO,
+    SPEC,
+    Count,
+    Fraction,
+    Hours,
+    Money,
+    NonNegative,
+    Positive,
+    _kind,
+    check_kind,
+    hours,
+    usd,
+)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The newest schema plans are written with; plans of schema 1 to it are read. 3: phases record
 their parallel layout (training) and engine (generation); ``calibration`` lists the measured
 cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
 size (generation drains, so it is not one number per node shape). 4: boot disks are priced
 (per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job). 6:
 ``other_cost_usd`` and ``other_costs[]`` (the spec's ``other_costs:``) in the total; a plan
-without them is still written as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA`)."""
+without them is still written as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA`). 7:
+``cpu_cost_usd`` and ``cpu_pools[]`` (sandbox and reward CPU pools) in the total."""
 PLAIN_SCHEMA = 5
 """The schema of a plan that uses nothing added after it (no other costs)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["PLAIN_SCHEMA", "SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow",
-           "NetworkPath", "OtherCostItem", "ParallelLayout", "Plan", "Status", "spec_digest"]
+__all__ = ["CHECK_KINDS", "PLAIN_SCHEMA", "SCHEMA_VERSION", "CalibrationRecord", "CapacityType",
+           "CpuPoolItem", "Flow", "NetworkPath", "OtherCostItem", "ParallelLayout", "Plan",
+           "Status", "check_kind", "hours", "spec_digest", "usd"]
 
 
-CHECK_KINDS = ("derived", "spec", "catalog", "informational")
-"""How ``ptplan check`` treats a field (``x-check`` in the JSON Schema; absent: inherited from
-the enclosing object, ``derived`` at the top): ``derived`` fields are re-derived from the rest
-of the plan and compared; ``spec`` fields only from the spec (``check --spec``); ``catalog``
-fields (prices, minimum durations, fees) from the catalog the plan names, when ``check`` has it
-(the embedded snapshot; :mod:`optimizer.plan.rules_catalog`);
-``informational`` fields (text, timings, versions, solver statistics, the planner's notes) are
-not checked. The tamper suite (``tests/test_tamper.py``) holds the schema to this: a
-tampered ``derived`` field fails ``check``, a ``spec`` field fails ``check --spec``."""
-
-
-def check_kind(node: dict[str, Any]) -> str | None:
-    """The ``x-check`` of a JSON Schema node, if it declares one."""
-    kind = node.get("x-check")
-    return kind if isinstance(kind, str) else None
-
-
-def _kind(kind: str, **extra: Any) -> dict[str, Any]:
-    assert kind in CHECK_KINDS
-    return {"x-check": kind, **extra}
-
-
-def usd(x: float) -> str:
-    """Money as a decimal string with cents."""
-    return str(Decimal(repr(float(x))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
-
-
-def hours(x: float) -> float:
-    """Hours at full float precision (repr is deterministic; tables round for display)."""
-    return float(x)
-
-
-Money = Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]{2}$")]
-"""USD with cents, as a decimal string ("1234.50"); never negative in a plan."""
-Hours = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=0)]
-Positive = Annotated[int, Field(ge=1)]
-NonNegative = Annotated[float, Field(ge=0)]
-Fraction = Annotated[float, Field(ge=0, le=1)]
-INFO = _kind("informational")
-SPEC = _kind("spec")
 
 
 class SpotModel(StrictModel):
@@ -249,6 +223,27 @@ class OtherCostItem(StrictModel):
     cost_usd: Money = Field(json_schema_extra=_kind("derived"))
 
 
+class CpuPoolItem(StrictModel):
+    """Schema 7: a CPU pool (docs/demand-model.md §4.9): node_hours × usd_per_hour."""
+
+    name: Literal["sandbox", "reward"] = Field(json_schema_extra=SPEC)
+    basis: Literal["held", "work"] = Field(json_schema_extra=SPEC)
+    vcpus_needed: NonNegative = Field(json_schema_extra=SPEC)
+    memory_gib_needed: NonNegative = Field(json_schema_extra=SPEC)
+    vcpu_hours: NonNegative = Field(json_schema_extra=SPEC)
+    """The run's vCPU-hours of work (``work``); 0 for a pool held for the run."""
+    provider: str
+    region: str
+    instance_type: str = Field(json_schema_extra=_kind("catalog"))
+    capacity_type: CapacityType
+    vcpus_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
+    memory_gib_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
+    nodes: int = Field(ge=1, json_schema_extra=_kind("derived"))
+    node_hours: NonNegative = Field(json_schema_extra=_kind("derived"))
+    usd_per_hour: NonNegative = Field(json_schema_extra=_kind("catalog"))
+    cost_usd: Money = Field(json_schema_extra=_kind("derived"))
+
+
 class Lifecycle(StrictModel):
     """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
     otherwise the policy); deployment configs (``ptplan render``) enforce these."""
@@ -387,6 +382,9 @@ class Plan(StrictModel):
     """Schema 6: Σ ``other_costs[]`` (in the total); absent when the spec has none."""
     other_costs: list[OtherCostItem] | None = None
     """Schema 6: the spec's costs beyond compute, line by line; absent when it has none."""
+    cpu_cost_usd: Money | None = None
+    cpu_pools: list[CpuPoolItem] | None = None
+    """Schema 7: Σ ``cpu_pools[]`` (in the total) and the pools; absent without CPU work."""
     explain: Explain
 
     @field_validator("schema_version")
@@ -412,9 +410,12 @@ class Plan(StrictModel):
         if (self.other_cost_usd is None) != (self.other_costs is None):
             raise ValueError("other_cost_usd and other_costs come together (schema 6); "
                              f"{REGENERATE}")
-        if self.other_costs is not None and self.schema_version < 6:
-            raise ValueError(f"other_costs needs schema 6, the plan says "
+        if (self.other_costs is not None and self.schema_version < 6) \
+                or (self.cpu_pools is not None and self.schema_version < 7):
+            raise ValueError(f"other_costs needs schema 6 and cpu_pools 7, the plan says "
                              f"{self.schema_version}; {REGENERATE}")
+        if (self.cpu_cost_usd is None) != (self.cpu_pools is None):
+            raise ValueError(f"cpu_cost_usd and cpu_pools come together; {REGENERATE}")
         return self
 
     @model_serializer(mode="wrap")
@@ -432,5 +433,5 @@ class Plan(StrictModel):
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs")
+LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools")
 

@@ -23,8 +23,11 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
   hour; the plan's disk cost is the pools' sum.
 * ``other_costs`` (schema 6): each of the spec's other costs is quantity × $/unit, a per-hour
   line billed for the run's hours; their sum is ``other_cost_usd``.
-* ``totals``: compute = Σ pools; total = compute + disks + storage + network (+ other costs);
-  idle = Σ idle; phase costs + idle = compute.
+* ``cpu_pools`` (schema 7): each CPU pool in the plan's region, with the nodes its vCPUs and
+  memory need, node-hours by its basis (held for the run, or its work), cost = node-hours × $/h,
+  spot only where the policy allows; their sum is ``cpu_cost_usd`` (:mod:`rules_cpu`).
+* ``totals``: compute = Σ pools; total = compute + disks + storage + network (+ other costs
+  + CPU pools); idle = Σ idle; phase costs + idle = compute.
 * ``deadline``, ``budget``.
 * ``allocations``, ``status``, ``calibration`` and further branches of the families above:
   what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
@@ -60,6 +63,7 @@ from optimizer.plan.rules_costs import (
     check_storage,
     check_totals,
 )
+from optimizer.plan.rules_cpu import check_cpu_pools
 from optimizer.plan.rules_phases import check_coverage, check_latency_floors, check_memory_fit
 from optimizer.plan.rules_pools import (
     check_capacity,
@@ -86,8 +90,8 @@ def check_policy(plan: Plan) -> list[str]:
 RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_pool_accounting, check_zones, check_hold, check_coverage, check_latency_floors,
     check_spot_overheads, check_memory_fit, check_capacity, check_makespan, check_disks,
-    check_storage, check_network, check_other_costs, check_totals, check_deadline_budget,
-    check_policy, check_allocations,
+    check_storage, check_network, check_other_costs, check_cpu_pools, check_totals,
+    check_deadline_budget, check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""

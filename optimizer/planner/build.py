@@ -22,6 +22,7 @@ from optimizer.plan.schema import (
     Allocation,
     CalibrationRecord,
     CapacityType,
+    CpuPoolItem,
     Explain,
     Lifecycle,
     NetworkItem,
@@ -39,6 +40,7 @@ from optimizer.plan.schema import (
     usd,
 )
 from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
+from optimizer.planner.cpu_items import cpu_pool_items
 from optimizer.planner.engine import Context, LayoutRun, run_hours, solution_key
 from optimizer.planner.plan_items import network_items, plan_site, storage_items
 from optimizer.spec.defaults import applied_defaults
@@ -202,10 +204,13 @@ class _Costs:
     other_items: list[OtherCostItem] | None = None
     """The spec's ``other_costs`` (None without the section)."""
     other: float = 0.0
+    cpu_items: list[CpuPoolItem] | None = None
+    """The CPU pools (None without CPU work)."""
+    cpu: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.compute + self.disks + self.storage + self.network + self.other
+        return self.compute + self.disks + self.storage + self.network + self.other + self.cpu
 
 
 def compute_share(costs: _Costs) -> str:
@@ -215,6 +220,8 @@ def compute_share(costs: _Costs) -> str:
     parts = Decimal(usd(costs.disks)) + Decimal(usd(costs.storage)) + Decimal(usd(costs.network))
     if costs.other_items is not None:
         parts += Decimal(usd(costs.other))
+    if costs.cpu_items is not None:
+        parts += Decimal(usd(costs.cpu))
     return str(Decimal(usd(costs.total)) - parts)
 
 
@@ -226,16 +233,19 @@ def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Co
     disks = sum(chosen[p.name].disk_usd_per_hour * held for p in pools)
     stored, storage_total = storage_items(winner, chosen, held)
     sent, network_total = network_items(winner, chosen)
+    site = plan_site(chosen)
+    cpu_items, cpu = cpu_pool_items(winner.cands.cpu, site[0], site[1], held)
     model = winner.cands.other
     if model is None:
-        return _Costs(compute, idle, stored, storage_total, sent, network_total, disks)
+        return _Costs(compute, idle, stored, storage_total, sent, network_total, disks,
+                      cpu_items=cpu_items, cpu=cpu)
     items = [OtherCostItem(name=ln.name, basis=ln.basis,  # type: ignore[arg-type]
                            quantity=held if ln.basis == "per_hour" else ln.quantity,
                            usd_per_unit=ln.usd_per_unit, cost_usd=usd(ln.cost(held)))
              for ln in model.lines]  # type: ignore[attr-defined]
     other = float(model.cost(held))  # type: ignore[attr-defined]
     return _Costs(compute, idle, stored, storage_total, sent, network_total, disks, items,
-                  other)
+                  other, cpu_items, cpu)
 
 
 def _unpriced_disks(lay: Layout, chosen: dict[str, PoolOption]) -> list[str]:
@@ -379,11 +389,16 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
 
 
 def _other_fields(costs: _Costs) -> dict[str, Any]:
-    """Schema 6 fields, only when the spec has ``other_costs`` (else the plan is schema 5)."""
-    if costs.other_items is None:
-        return {"schema_version": PLAIN_SCHEMA}
-    return {"schema_version": SCHEMA_VERSION, "other_cost_usd": usd(costs.other),
-            "other_costs": costs.other_items}
+    """Schema 6 fields, only when the spec has ``other_costs``, and schema 7 fields, only with
+    CPU pools (else the plan is schema 5)."""
+    out: dict[str, Any] = {"schema_version": PLAIN_SCHEMA}
+    if costs.other_items is not None:
+        out.update(schema_version=6, other_cost_usd=usd(costs.other),
+                   other_costs=costs.other_items)
+    if costs.cpu_items is not None:
+        out.update(schema_version=SCHEMA_VERSION, cpu_cost_usd=usd(costs.cpu),
+                   cpu_pools=costs.cpu_items)
+    return out
 
 
 def _warnings(ctx: Context, chosen: dict[str, PoolOption]) -> list[str]:

@@ -173,6 +173,7 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
                            sites=memo.sites, places=memo.places)
     sub.storage = c.storage
     sub.other = c.other
+    sub.cpu = c.cpu
     out = sub, best(sub, deadline, budget, objective, limit=limit)
     memo.evaluated[skey] = (*out, limit)
     return out

@@ -26,6 +26,7 @@ from functools import cached_property
 
 from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
+from optimizer.costs.cpu import cpu_pool_model
 from optimizer.costs.disks import DiskModel
 from optimizer.costs.network import network_model
 from optimizer.costs.other import other_cost_model
@@ -105,9 +106,11 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
                              grid_cache=grid_cache, network=network, split=policy.split_regions)
             for lay in layouts(demand, policy)]
     other = other_cost_model(demand)
+    cpu = cpu_pool_model(demand, catalog, policy)
     for c in runs:
         c.storage = storage
         c.other = other
+        c.cpu = cpu
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
 
 

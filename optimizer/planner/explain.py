@@ -58,6 +58,14 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
         summary.append(f"costs beyond compute (spec other_costs, in the total and the budget, "
                        f"not optimised): ${plan.other_cost_usd}" + (f" ({lines})" if lines
                                                                      else ""))
+    for c in plan.cpu_pools or []:
+        size = (f"{c.vcpus_needed:g} vCPUs, {c.memory_gib_needed:g} GiB held for the run"
+                if c.basis == "held" else
+                f"{c.vcpu_hours:,.1f} vCPU-hours of work, {c.vcpus_needed:g} vCPUs at its peak")
+        summary.append(f"CPU pool {c.name} ({size}): {c.nodes} x {c.instance_type} "
+                       f"{c.capacity_type} in {c.region}, {c.node_hours:,.1f} node-hours x "
+                       f"${c.usd_per_hour:g}/h = ${c.cost_usd} (sized so the CPU work does not "
+                       "slow the step; in the total and the budget)")
     binding: list[str] = []
     for pool in plan.pools:
         kinds = sorted({a.capacity_type for a in pool.allocations})

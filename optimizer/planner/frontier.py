@@ -123,6 +123,8 @@ class Candidates:
     """Results derived from the frontiers (e.g. region bounds), computed once."""
     other: object | None = None
     """A :class:`optimizer.costs.other.OtherCostModel` (``other_costs:``): fixed + per hour."""
+    cpu: object | None = None
+    """A :class:`optimizer.costs.cpu.CpuPoolModel` (sandbox and reward CPU pools) per region."""
 
     def storage_cost(self, region: int, run_hours):
         """Storage cost (USD) at site ``region`` at run time(s) D (0 without a storage model)."""
@@ -147,4 +149,7 @@ class Candidates:
         extra = self.storage_cost(region, run_hours) + self.fixed_network(region)
         if self.other is not None:
             extra = extra + self.other.cost(run_hours)  # type: ignore[attr-defined]
+        if self.cpu is not None:
+            provider, name = self.regions[region][:2]
+            extra = extra + self.cpu.cost(provider, name, run_hours)  # type: ignore[attr-defined]
         return extra

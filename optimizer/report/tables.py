@@ -148,6 +148,11 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
         flows = sorted({f"{i.flow} {i.path}" for i in plan.network})
         rows.append(["network", f"{len(plan.network)} flows", "", ", ".join(flows), "", "", "",
                      "", "", plan.network_cost_usd, ""])
+    for c in getattr(plan, "cpu_pools", None) or []:
+        rows.append([f"cpu:{c.name}", POOL_ROLE.get(c.name, ""), c.capacity_type,
+                     c.instance_type, f"CPU {c.vcpus_per_node:g} vCPU", str(c.nodes),
+                     f"{c.usd_per_hour:,.4g}", f"{c.node_hours / c.nodes:,.2f}", "", c.cost_usd,
+                     ""])
     if getattr(plan, "other_costs", None):
         names = ", ".join(f"{i.name} ${i.cost_usd}" for i in plan.other_costs)
         rows.append(["other", f"{len(plan.other_costs)} lines", "", names, "", "", "", "", "",
@@ -159,10 +164,17 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+POOL_ROLE = {"sandbox": "agent sandboxes", "reward": "reward (CPU)"}
+"""What each CPU pool serves (plan table)."""
+
+
 def _other_term(plan: Any) -> str:
-    """`` + other $X`` for a plan with the spec's other costs (schema 6), else nothing."""
+    """`` + other $X`` for a plan with the spec's other costs (schema 6), `` + CPU $Y`` with CPU
+    pools (schema 7), else nothing."""
     other = getattr(plan, "other_cost_usd", None)
-    return f" + other ${other}" if other is not None else ""
+    cpu = getattr(plan, "cpu_cost_usd", None)
+    return (f" + other ${other}" if other is not None else "") \
+        + (f" + CPU ${cpu}" if cpu is not None else "")
 
 
 def _plan_footer(plan: Any, explain: bool) -> list[str]:

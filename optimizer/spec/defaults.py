@@ -35,7 +35,9 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
         if spec.algorithm == "ppo" and spec.critic is None:
             out.append("critic = same shape as model (PPO)")
         if spec.reward_model is None:
-            out.append("reward_model absent: rule-based reward on CPU (no GPU work)")
+            out.append("reward_model absent: rule-based reward on CPU (no GPU work)"
+                       + ("; reward.cpu_seconds_per_sample priced as a CPU pool"
+                          if spec.reward is not None else ""))
     out += _agent_defaults(spec)
     if spec.model.finetune == "lora" and spec.model.lora_rank is None:
         out.append("model.lora_rank = 16")

@@ -20,6 +20,7 @@ from pydantic import (
 from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
 from optimizer.core.yamlio import quoted, read_mapping, validate
 from optimizer.spec.agent import Agent
+from optimizer.spec.cpu import Reward
 from optimizer.spec.efficiency import Efficiency
 from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
 from optimizer.spec.methods import (
@@ -235,6 +236,8 @@ class ProjectSpec(_Strict):
     """Multi-turn tool-calling rollouts (rl/opd; docs/spec.md, docs/demand-model.md §4.8)."""
     other_costs: OtherCosts | None = None
     """Costs beyond compute: data, annotation, review, A/B tests, operations (docs/spec.md)."""
+    reward: Reward | None = None
+    """CPU work of a rule-based reward (rl/opd without ``reward_model``): a CPU pool."""
 
     @model_validator(mode="before")
     @classmethod
@@ -254,6 +257,10 @@ class ProjectSpec(_Strict):
         m = self.method
         if self.agent is not None:
             _agent_rules(self, self.agent)
+        if self.reward is not None and (m == "sft" or self.reward_model is not None):
+            raise ValueError("reward.cpu_seconds_per_sample is the CPU cost of a rule-based reward "
+                             "(rl/opd without reward_model); remove the reward section or "
+                             "reward_model")
         o = self.other_costs
         if o is not None and o.human_review_usd_per_sample > 0 \
                 and o.human_review_samples is None and self.eval is None:
