@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     Field,
     PositiveFloat,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -73,11 +74,17 @@ class CustomOffer(_Strict):
             raise ValueError(unknown_gpu_message(value))
         return canon
 
+    @field_validator("gpus_per_node")
+    @classmethod
+    def _cpu_or_gpu(cls, value: int, info: ValidationInfo) -> int:
+        gpu = info.data.get("gpu")
+        if gpu is not None and (value == 0) != (gpu == CPU_GPU):
+            raise ValueError(f"{value} with gpu {gpu}: a CPU instance type has gpu: {CPU_GPU} "
+                             "and gpus_per_node: 0 (both or neither)")
+        return value
+
     @model_validator(mode="after")
     def _cpu_shape(self) -> CustomOffer:
-        if (self.gpus_per_node == 0) != (self.gpu == CPU_GPU):
-            raise ValueError(f"{self.instance_type}: a CPU instance type has gpu: {CPU_GPU} and "
-                             "gpus_per_node: 0 (both or neither)")
         if self.gpus_per_node == 0 and (self.vcpus is None or self.memory_gib is None):
             raise ValueError(f"{self.instance_type}: a CPU instance type needs vcpus and "
                              "memory_gib (the CPU pools are sized by them)")

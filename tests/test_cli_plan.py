@@ -398,7 +398,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6, 7]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(grpo_plan)) == []
@@ -466,9 +466,9 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     assert _ok(_invoke("check", _write_json(tmp_path / "v3-ok.json", v3))).stdout \
         .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 7
-    _assert_error(_invoke("check", _write_json(tmp_path / "v7.json", newer)), 2, "v7.json",
-                  "schema 7", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 8
+    _assert_error(_invoke("check", _write_json(tmp_path / "v8.json", newer)), 2, "v8.json",
+                  "schema 8", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",

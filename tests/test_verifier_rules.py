@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from optimizer.cli.app import app
 from optimizer.plan import (
     rules_catalog,
+    rules_cpu,
     rules_costs,
     rules_phases,
     rules_pools,
@@ -165,6 +166,20 @@ def b_other_costs(p: Plan_) -> None:
     p["other_costs"] = [{"name": "ops", "basis": "per_hour", "quantity": p["makespan_hours"],
                          "usd_per_unit": 10.0, "cost_usd": "1.00"}]
     p["other_cost_usd"] = "1.00"
+    p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
+
+
+def b_cpu_pools(p: Plan_) -> None:
+    """Schema 7: a CPU pool whose cost is not node-hours × rate (the totals follow it)."""
+    p["schema_version"] = 7
+    held = p["makespan_hours"]
+    p["cpu_pools"] = [{"name": "sandbox", "basis": "held", "vcpus_needed": 64.0,
+                       "memory_gib_needed": 128.0, "vcpu_hours": 0.0, "provider": p["provider"],
+                       "region": p["region"], "instance_type": "c7i.16xlarge",
+                       "capacity_type": "on_demand", "vcpus_per_node": 64.0,
+                       "memory_gib_per_node": 128.0, "nodes": 1, "node_hours": held,
+                       "usd_per_hour": 2.856, "cost_usd": "1.00"}]
+    p["cpu_cost_usd"] = "1.00"
     p["total_cost_usd"] = f"{float(p['total_cost_usd']) + 1:.2f}"
 
 
@@ -508,6 +523,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_phases": (GRPO, b_totals_phases, "totals", rules_costs.check_totals),
     "storage_cents": (GRPO, b_storage_cents, "storage", rules_costs.check_storage),
     "other_costs": (GRPO, b_other_costs, "other_costs", rules_costs.check_other_costs),
+    "cpu_pools": (GRPO, b_cpu_pools, "cpu_pools", rules_cpu.check_cpu_pools),
     "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
     "disks_rate": (GRPO, b_disks_rate, "disks", rules_costs.check_disks),
     "disks_cost": (OPD, b_disks_cost, "disks", rules_costs.check_disks),
@@ -672,7 +688,7 @@ def _families_in_source() -> set[str]:
     string literal (``policy {line}`` for the policy family)."""
     found: set[str] = set()
     for mod in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec, rules_catalog,
-                verify):
+                rules_cpu, verify):
         src = inspect.getsource(mod)
         found |= set(re.findall(r'f?"([a-z_]+): ', src))
         found |= set(re.findall(r'f"(policy) \{', src))

@@ -15,7 +15,7 @@ POOL_PHASE = {"sandbox": "rollout", "reward": "scoring"}
 
 
 def check_cpu_pools(plan: Plan) -> list[str]:
-    """Each pool: in the plan's region, enough nodes for its vCPUs and memory, node-hours =
+    """Each pool: in the plan's region, the fewest nodes that hold its vCPUs and memory, node-hours =
     nodes × the run (held) or vCPU-hours ÷ vCPUs per node (work), cost = node-hours × $/h, spot
     only where the recorded policy lets its phase use spot; Σ = ``cpu_cost_usd``."""
     if plan.cpu_pools is None or plan.cpu_cost_usd is None:
@@ -33,7 +33,7 @@ def check_cpu_pools(plan: Plan) -> list[str]:
         if p.memory_gib_needed > 0:
             want = max(want, math.ceil(p.memory_gib_needed / p.memory_gib_per_node - 1e-9)
                        if p.memory_gib_per_node > 0 else 10**18)
-        if p.nodes < want:
+        if p.nodes != want:
             v.append(f"{tag} has {p.nodes} nodes; {p.vcpus_needed:g} vCPUs and "
                      f"{p.memory_gib_needed:g} GiB need {want} of {p.instance_type}")
         hours = p.nodes * plan.makespan_hours if p.basis == "held" else \

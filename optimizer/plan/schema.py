@@ -235,7 +235,7 @@ class CpuPoolItem(StrictModel):
     provider: str
     region: str
     instance_type: str = Field(json_schema_extra=_kind("catalog"))
-    capacity_type: CapacityType
+    capacity_type: CapacityType = Field(json_schema_extra=_kind("catalog"))
     vcpus_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
     memory_gib_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
     nodes: int = Field(ge=1, json_schema_extra=_kind("derived"))

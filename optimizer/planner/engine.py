@@ -26,7 +26,7 @@ from functools import cached_property
 
 from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
-from optimizer.costs.cpu import cpu_pool_model
+from optimizer.costs.cpu import CpuPoolModel, cpu_pool_model
 from optimizer.costs.disks import DiskModel
 from optimizer.costs.network import network_model
 from optimizer.costs.other import other_cost_model
@@ -107,11 +107,26 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
             for lay in layouts(demand, policy)]
     other = other_cost_model(demand)
     cpu = cpu_pool_model(demand, catalog, policy)
+    if cpu is not None:
+        _cpu_offered(cpu, catalog, sorted({(o.provider, o.region) for o in filt.offers}))
     for c in runs:
         c.storage = storage
         c.other = other
         c.cpu = cpu
     return Context(spec, demand, catalog, runs, len(filt.offers), filt.offers)
+
+
+def _cpu_offered(cpu: CpuPoolModel, catalog: Catalog, places: list[tuple[str, str]]) -> None:
+    """The spec's CPU pools need CPU offers in a region the GPU pools may use."""
+    if any(cpu.choices(p, r) is not None for p, r in places):
+        return
+    names = ", ".join(n.name for n in cpu.needs)
+    raise InfeasibleError(
+        f"no CPU offers: the spec's CPU pools ({names}) run in the region of the GPU pools, and "
+        f"catalog {catalog.name} has no CPU instance type for them in "
+        f"{', '.join(f'{p}/{r}' for p, r in places[:6])}{' ...' if len(places) > 6 else ''}; "
+        "widen placement.regions or add CPU offers (gpu: none, gpus_per_node: 0) to a custom "
+        "catalog")
 
 
 def best_over_layouts(ctx: Context, deadline: float | None, budget: float | None,

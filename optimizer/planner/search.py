@@ -262,6 +262,8 @@ def regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, di
         arrs = _region_arrays(c, region)
         if any(len(a[0]) == 0 for a in arrs.values()):
             continue
+        if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
+            continue  # the spec's CPU pools have no CPU offer in this region
         out.append((region_bound(c, arrs, objective, region), region, arrs))
     out.sort(key=lambda x: (x[0], x[1]))
     c.memo[("regions_by_bound", objective)] = out

@@ -1,0 +1,326 @@
+"""CPU pools (issue #25 item 2): agent sandboxes and the CPU reward, sized, placed in the plan's
+region, priced on CPU instance types, in the total and re-checked by the verifier.
+
+Expected figures are derived by hand from docs/demand-model.md §4.9 and the embedded CPU rows
+(providers/data/cpu_vms.csv): c7i.16xlarge 64 vCPU / 128 GiB at $2.856/h on-demand, spot
+$2.856 × 0.4 = $1.1424/h; m7i.16xlarge 64 vCPU / 256 GiB at $3.2256/h, spot $1.29024/h.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import assert_one_line, example_dict
+from typer.testing import CliRunner
+
+from optimizer.cli.app import app
+from optimizer.core.errors import InfeasibleError, InputError
+from optimizer.costs.cpu import cpu_needs
+from optimizer.demand.model import build_demand
+from optimizer.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
+from optimizer.plan.schema import PLAIN_SCHEMA, Plan
+from optimizer.plan.verify import verify_against_spec, verify_plan
+from optimizer.planner.api import plan
+from optimizer.spec.project import ProjectSpec, parse_spec
+from policies.model import parse_policy
+from providers.custom import load_custom_catalog
+from providers.embedded import embedded_catalog
+
+runner = CliRunner()
+N_STEP = 64 * 8  # prompts_per_step x samples_per_prompt of the agentic example
+STEPS = 200
+
+
+def _cents(x: float) -> str:
+    return str(Decimal(repr(x)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agentic-swe-rl.yaml"
+_AGENT = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+
+
+def agentic() -> dict[str, Any]:
+    return copy.deepcopy(_AGENT)
+
+
+def agent_spec(**edits: Any) -> ProjectSpec:
+    d = agentic()
+    for key, value in edits.items():
+        section, _, field = key.partition("__")
+        if field:
+            sub = d.setdefault(section, {})
+            if value is None:
+                sub.pop(field, None)
+            else:
+                sub[field] = value
+        elif value is None:
+            d.pop(section, None)
+        else:
+            d[section] = value
+    return parse_spec(d)
+
+
+@cache
+def planned(edits: str = "{}", policy: str | None = None) -> Plan:
+    pol = parse_policy(policy) if policy else None
+    return plan(agent_spec(**json.loads(edits)), embedded_catalog(), timings=False, policy=pol)
+
+
+def test_sandbox_and_reward_pools_by_hand() -> None:
+    p = planned()
+    assert p.schema_version == 7 and p.cpu_pools is not None
+    pools = {c.name: c for c in p.cpu_pools}
+    sb, rw = pools["sandbox"], pools["reward"]
+    # sandbox: 512 episodes in flight x (2 vCPU, 4 GiB) = 1024 vCPU, 2048 GiB, held for the run;
+    # c7i: 1024/64 = 16 nodes (memory 2048/128 = 16 too) at $1.1424/h spot (rollout may use spot)
+    assert (sb.vcpus_needed, sb.memory_gib_needed, sb.basis) == (1024.0, 2048.0, "held")
+    assert (sb.nodes, sb.instance_type, sb.capacity_type) == (16, "c7i.16xlarge", "spot")
+    assert sb.usd_per_hour == pytest.approx(1.1424)
+    assert sb.node_hours == pytest.approx(16 * p.makespan_hours)
+    assert sb.cost_usd == _cents(16 * 1.1424 * p.makespan_hours)
+    # reward: 200 steps x 512 samples x 30 s = 853.33 vCPU-hours = 13.33 node-hours of 64 vCPUs
+    assert rw.basis == "work" and rw.vcpu_hours == pytest.approx(STEPS * N_STEP * 30 / 3600)
+    assert rw.node_hours == pytest.approx(STEPS * N_STEP * 30 / 3600 / 64)
+    assert rw.nodes == N_STEP // 64  # one vCPU per sample of a step at the peak
+    assert rw.cost_usd == _cents(STEPS * N_STEP * 30 / 3600 / 64 * 1.1424)
+    assert (sb.provider, sb.region, rw.region) == (p.provider, p.region, p.region)
+    cpu = Decimal(sb.cost_usd) + Decimal(rw.cost_usd)
+    assert Decimal(p.cpu_cost_usd or "0") == cpu
+    assert verify_plan(p) == []
+    assert verify_against_spec(p, agent_spec()) == []
+
+
+def test_cpu_pools_do_not_move_the_gpu_plan() -> None:
+    """Sandboxes that start at once (startup_s 0, so the rollout floor is that of no sandbox)
+    and a CPU reward, against neither: same GPU pools and makespan; the total differs by
+    exactly the CPU pools."""
+    with_cpu = planned(json.dumps({"agent__sandbox": {"vcpus": 2, "memory_gib": 4}}))
+    without = planned(json.dumps({"reward": None, "agent__sandbox": None}))
+    assert without.cpu_pools is None and without.cpu_cost_usd is None
+    assert without.makespan_hours == pytest.approx(with_cpu.makespan_hours)
+    assert [x.allocations for x in without.pools] == [x.allocations for x in with_cpu.pools]
+    assert Decimal(with_cpu.total_cost_usd) - Decimal(without.total_cost_usd) == \
+        Decimal(with_cpu.cpu_cost_usd or "0")
+    assert without.schema_version == 6  # other costs only
+    assert '"cpu_pools"' not in without.to_json()
+
+
+def test_reward_cost_scales_with_samples_times_seconds() -> None:
+    a = {c.name: c for c in planned(json.dumps({"reward": {"cpu_seconds_per_sample": 30}}))
+         .cpu_pools or []}["reward"]
+    b = {c.name: c for c in planned(json.dumps({"reward": {"cpu_seconds_per_sample": 90}}))
+         .cpu_pools or []}["reward"]
+    assert b.vcpu_hours == pytest.approx(3 * a.vcpu_hours)
+    assert b.node_hours * b.usd_per_hour == pytest.approx(3 * a.node_hours * a.usd_per_hour)
+
+
+def test_tool_workers_cap_the_sandboxes_and_memory_picks_the_type() -> None:
+    """W = 100 tool workers: 100 sandboxes of 1 vCPU and 8 GiB = 100 vCPU, 800 GiB (spot
+    $/h): c7i.2xlarge max(13, 50) = 50 nodes ($7.14), c7i.16xlarge max(2, 7) = 7 ($7.9968),
+    m7i.8xlarge max(4, 7) = 7 ($4.51584), m7i.16xlarge max(2, 4) = 4 ($5.16096), m7i.2xlarge
+    max(13, 25) = 25 ($4.032): m7i.2xlarge, the cheapest."""
+    d = {"agent__tool_workers": 100, "agent__sandbox": {"vcpus": 1, "memory_gib": 8}}
+    need = next(n for n in cpu_needs(build_demand(agent_spec(**d))) if n.name == "sandbox")
+    assert (need.vcpus, need.memory_gib) == (100.0, 800.0)
+    sb = {c.name: c for c in planned(json.dumps(d)).cpu_pools or []}["sandbox"]
+    assert (sb.instance_type, sb.nodes) == ("m7i.2xlarge", 25)
+    assert sb.usd_per_hour == pytest.approx(0.4032 * 0.4)
+
+
+def test_policy_without_spot_puts_the_pools_on_demand() -> None:
+    pol = ("name: no-spot\nextends: default\nphases:\n  rollout: {capacity_types: [on_demand]}\n"
+           "  scoring: {capacity_types: [on_demand]}\n")
+    p = planned("{}", pol)
+    assert {c.capacity_type for c in p.cpu_pools or []} == {"on_demand"}
+    sb = {c.name: c for c in p.cpu_pools or []}["sandbox"]
+    assert sb.usd_per_hour == pytest.approx(2.856)
+    assert verify_plan(p) == []
+
+
+def test_no_cpu_offer_in_the_region_is_infeasible() -> None:
+    d = agentic()
+    d["placement"] = {**d["placement"], "providers": ["gcp"], "regions": ["europe-west4"]}
+    with pytest.raises(InfeasibleError) as e:
+        plan(parse_spec(d), embedded_catalog(), timings=False)
+    assert_one_line(str(e.value))
+    assert "no CPU offers" in str(e.value) and "sandbox, reward" in str(e.value)
+
+
+def test_specs_without_cpu_work_stay_schema_5() -> None:
+    p = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
+    assert p.schema_version == PLAIN_SCHEMA and p.cpu_pools is None
+    assert '"cpu_pools"' not in p.to_json() and '"cpu_cost_usd"' not in p.to_json()
+
+
+@pytest.mark.parametrize("bad, word", [
+    ({"reward": {"cpu_seconds_per_sample": -1}}, "cpu_seconds_per_sample"),
+    ({"reward": {"cpu_seconds_per_sample": 0}}, "cpu_seconds_per_sample"),
+    ({"reward": {"cpu_s": 3}}, "cpu_s"),
+])
+def test_bad_reward_sections_are_one_line(bad: dict[str, Any], word: str) -> None:
+    d = agentic()
+    d.update(bad)
+    with pytest.raises(InputError) as e:
+        parse_spec(d)
+    assert_one_line(str(e.value))
+    assert word in str(e.value)
+
+
+def test_reward_with_a_reward_model_or_sft_is_an_input_error() -> None:
+    d = example_dict("sft-8b.yaml")
+    d["reward"] = {"cpu_seconds_per_sample": 5}
+    with pytest.raises(InputError) as e:
+        parse_spec(d)
+    assert_one_line(str(e.value))
+    assert "reward" in str(e.value)
+
+
+# ---- the verifier ----------------------------------------------------------------------------
+
+def _broken(change) -> Plan:  # type: ignore[no-untyped-def]
+    data = json.loads(planned().to_json())
+    change(data)
+    return Plan.model_validate(data)
+
+
+def _pool(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in data["cpu_pools"] if c["name"] == name)
+
+
+def test_rule_fires_on_too_few_nodes() -> None:
+    def change(d):  # type: ignore[no-untyped-def]
+        sb = _pool(d, "sandbox")
+        sb["nodes"] = 15
+        sb["node_hours"] = 15 * d["makespan_hours"]
+        sb["cost_usd"] = _cents(sb["node_hours"] * sb["usd_per_hour"])
+    out = check_cpu_pools(_broken(change))
+    assert any("has 15 nodes" in x and "need 16" in x for x in out), out
+
+
+def test_rule_fires_on_too_many_nodes() -> None:
+    """The reward pool's peak is one vCPU per sample of a step: 512 / 64 = 8 nodes, not 9."""
+    out = check_cpu_pools(_broken(lambda d: _pool(d, "reward").update(nodes=9)))
+    assert any("reward has 9 nodes" in x and "need 8" in x for x in out), out
+
+
+def test_rule_fires_on_another_region_and_on_cost() -> None:
+    def change(d):  # type: ignore[no-untyped-def]
+        _pool(d, "reward")["region"] = "us-west-2"
+        _pool(d, "sandbox")["cost_usd"] = "1.00"
+    out = check_cpu_pools(_broken(change))
+    assert any("reward is in aws/us-west-2" in x for x in out), out
+    assert any("sandbox 1.00 != node-hours x $/h" in x for x in out), out
+    assert any(x.startswith("totals: CPU pools") for x in out), out
+
+
+def test_rule_fires_on_spot_the_policy_forbids() -> None:
+    def change(d):  # type: ignore[no-untyped-def]
+        d["policy"]["phases"]["rollout"]["capacity_types"] = ["on_demand"]
+    out = check_cpu_pools(_broken(change))
+    assert any("sandbox is on spot" in x for x in out), out
+
+
+def test_spec_and_catalog_rules_fire() -> None:
+    def vcpus(d):  # type: ignore[no-untyped-def]
+        _pool(d, "sandbox")["vcpus_needed"] = 512.0
+    out = verify_against_spec(_broken(vcpus), agent_spec())
+    assert any("CPU pool sandbox vcpus_needed 512.0 != spec 1024.0" in x for x in out), out
+
+    def price(d):  # type: ignore[no-untyped-def]
+        _pool(d, "sandbox")["usd_per_hour"] = 0.5
+    out = check_cpu_against_catalog(_broken(price), embedded_catalog())
+    assert any("catalog_match: CPU c7i.16xlarge spot" in x for x in out), out
+
+    def dearer(d):  # type: ignore[no-untyped-def]
+        sb = _pool(d, "sandbox")
+        sb.update(instance_type="m7i.16xlarge", usd_per_hour=1.29024, memory_gib_per_node=256.0)
+    out = check_cpu_against_catalog(_broken(dearer), embedded_catalog())
+    assert any("c7i.16xlarge spot would cost" in x for x in out), out
+
+
+def test_cli_plan_check_and_table(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    spec = str(EXAMPLE)
+    r = runner.invoke(app, ["plan", spec, "--format", "json", "--no-timings", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["check", str(out), "--spec", spec])
+    assert r.exit_code == 0 and r.output.startswith("ok:"), r.output
+    bad = json.loads(out.read_text())
+    _pool(bad, "sandbox")["nodes"] = 3
+    bad_path = tmp_path / "bad.json"
+    bad_path.write_text(json.dumps(bad))
+    r = runner.invoke(app, ["check", str(bad_path)])
+    assert r.exit_code == 1 and "violation: cpu_pools: sandbox has 3 nodes" in r.output
+    r = runner.invoke(app, ["plan", spec, "--explain"])
+    assert r.exit_code == 0
+    assert "cpu:sandbox" in r.output and "CPU pool sandbox (1024 vCPUs" in r.output
+
+
+# ---- catalogs -------------------------------------------------------------------------------
+
+def test_embedded_cpu_offers_never_reach_gpu_pools() -> None:
+    cat = embedded_catalog()
+    assert cat.cpu_offers and all(o.gpus_per_node == 0 for o in cat.cpu_offers)
+    assert all(o.gpus_per_node > 0 for o in cat.offers)
+    od = {(o.region, o.instance_type): o for o in cat.cpu_offers if o.capacity_type == "on_demand"}
+    assert od[("us-east-1", "c7i.8xlarge")].usd_per_hour == 1.428
+    # GCP n2-standard-8: 8 x $0.031611 + 32 x $0.004237 per hour
+    assert od[("us-central1", "n2-standard-8")].usd_per_hour == pytest.approx(
+        8 * 0.031611 + 32 * 0.004237, abs=1e-6)
+
+
+CUSTOM = """
+as_of: 2026-11-01
+offers:
+  - {provider: lab, region: local, instance_type: h100x8, gpu: H100, gpus_per_node: 8,
+     on_demand_usd_per_hour: 20.0}
+  - {provider: lab, region: local, instance_type: cpu64, gpu: none, gpus_per_node: 0,
+     vcpus: 64, memory_gib: 256, on_demand_usd_per_hour: 2.0}
+"""
+
+
+def test_custom_catalog_cpu_rows(tmp_path: Path) -> None:
+    path = tmp_path / "cat.yaml"
+    path.write_text(CUSTOM)
+    cat = load_custom_catalog(str(path))
+    assert [o.instance_type for o in cat.offers] == ["h100x8"]
+    assert [(o.instance_type, o.vcpus, o.gpus_per_node) for o in cat.cpu_offers] == \
+        [("cpu64", 64.0, 0)]
+    d = agentic()
+    d["placement"] = {"providers": ["lab"], "gpus": ["H100"]}
+    p = plan(parse_spec(d), cat, timings=False)
+    sb = {c.name: c for c in p.cpu_pools or []}["sandbox"]
+    # 1024 vCPU / 64 = 16 nodes, 2048 GiB / 256 = 8: 16 nodes x $2/h for the run
+    assert (sb.instance_type, sb.nodes, sb.capacity_type) == ("cpu64", 16, "on_demand")
+    assert sb.cost_usd == _cents(16 * 2.0 * p.makespan_hours)
+    assert verify_plan(p) == []
+
+
+@pytest.mark.parametrize("row, word", [
+    ("{provider: lab, region: local, instance_type: c, gpu: none, gpus_per_node: 2, vcpus: 8, "
+     "memory_gib: 8, on_demand_usd_per_hour: 1.0}", "both or neither"),
+    ("{provider: lab, region: local, instance_type: c, gpu: none, gpus_per_node: 0, "
+     "on_demand_usd_per_hour: 1.0}", "needs vcpus and memory_gib"),
+])
+def test_bad_custom_cpu_rows_are_one_line(tmp_path: Path, row: str, word: str) -> None:
+    path = tmp_path / "cat.yaml"
+    path.write_text(f"as_of: 2026-11-01\noffers:\n  - {row}\n")
+    with pytest.raises(InputError) as e:
+        load_custom_catalog(str(path))
+    assert_one_line(str(e.value))
+    assert word in str(e.value)
+
+
+def test_copy_is_independent() -> None:
+    """The cached plan is not edited by the breaking helpers."""
+    before = planned().to_json()
+    _broken(lambda d: _pool(d, "sandbox").update(nodes=1))
+    assert planned().to_json() == before
+    assert copy.deepcopy(before) == before
