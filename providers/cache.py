@@ -333,7 +333,8 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
     return Catalog(
         name=f"cache:{target.name}" if explicit else "cache",
         as_of=min(i.as_of for i in infos),
-        offers=tuple(offers),
+        offers=tuple(o for o in offers if o.gpus_per_node > 0),
+        cpu_offers=tuple(o for o in offers if o.gpus_per_node == 0),
         storage_tiers=_storage(providers),
         egress=_egress(providers),
         reserved_rates=tuple(rates),

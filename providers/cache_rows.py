@@ -53,7 +53,8 @@ class OfferRow(_Row):
     zone: Annotated[str, Field(max_length=200)]
     instance_type: Name
     gpu: Name
-    gpus_per_node: Annotated[int, Field(ge=1, le=1024)]
+    gpus_per_node: Annotated[int, Field(ge=0, le=1024)]
+    """0 for a CPU instance type (``gpu`` ``none``, with vcpus and memory_gib)."""
     capacity_type: Literal["on_demand", "spot", "reserved"]
     usd_per_hour: Price
     vcpus: Annotated[float, Field(gt=0)] | None
@@ -68,6 +69,14 @@ class OfferRow(_Row):
     @classmethod
     def _int_is_a_number(cls, value: Any) -> Any:
         return _real(value)
+
+    @model_validator(mode="after")
+    def _cpu_shape(self) -> OfferRow:
+        if (self.gpus_per_node == 0) != (self.gpu == "none"):
+            raise ValueError("gpus_per_node is 0 exactly when gpu is none (a CPU instance type)")
+        if self.gpus_per_node == 0 and (self.vcpus is None or self.memory_gib is None):
+            raise ValueError("a CPU instance type (gpus_per_node 0) needs vcpus and memory_gib")
+        return self
 
     @model_validator(mode="after")
     def _free_only_when_said(self) -> OfferRow:

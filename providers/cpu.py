@@ -21,6 +21,7 @@ import csv
 import math
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from providers.base import Offer
 
@@ -44,7 +45,7 @@ def embedded_cpu_offers() -> tuple[Offer, ...]:
     text = resources.files("providers").joinpath("data/cpu_vms.csv").read_text()
     for row in csv.DictReader(text.splitlines()):
         price = float(row["usd_per_hour"])
-        common = dict(provider=row["provider"], region=row["region"], zone="",
+        common: dict[str, Any] = dict(provider=row["provider"], region=row["region"], zone="",
                       instance_type=row["instance_type"], gpu=CPU_GPU, gpus_per_node=0,
                       vcpus=float(row["vcpus"]), memory_gib=float(row["memory_gib"]),
                       as_of=row["as_of"], source=row["source"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cache
 from pathlib import Path
@@ -21,7 +22,7 @@ from conftest import assert_one_line, example_dict
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
-from optimizer.core.errors import InfeasibleError, InputError
+from optimizer.core.errors import InfeasibleError, InputError, ProviderError
 from optimizer.costs.cpu import cpu_needs
 from optimizer.demand.model import build_demand
 from optimizer.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
@@ -324,3 +325,32 @@ def test_copy_is_independent() -> None:
     _broken(lambda d: _pool(d, "sandbox").update(nodes=1))
     assert planned().to_json() == before
     assert copy.deepcopy(before) == before
+
+
+def test_price_cache_stores_and_loads_cpu_offers(tmp_path: Path) -> None:
+    """A pull holding a CPU offer round-trips through the SQLite cache into ``cpu_offers``; a
+    CPU row without its shape is a bad row (the pull is refused, the cache unchanged)."""
+    from providers.base import Offer
+    from providers.cache import Pull, load_cache_catalog, store_pull
+
+    as_of = "2026-12-01T00:00:00Z"
+    gpu = Offer(provider="aws", region="us-east-1", zone="", instance_type="p5.48xlarge",
+                gpu="H100", gpus_per_node=8, capacity_type="on_demand", usd_per_hour=55.04,
+                vcpus=192.0, memory_gib=2048.0, as_of=as_of, source="t", note="n")
+    cpu = Offer(provider="aws", region="us-east-1", zone="", instance_type="c7i.8xlarge",
+                gpu="none", gpus_per_node=0, capacity_type="on_demand", usd_per_hour=1.428,
+                vcpus=32.0, memory_gib=64.0, as_of=as_of, source="t", note="n")
+    db = tmp_path / "prices.sqlite"
+    store_pull(Pull(provider="aws", as_of=as_of, source="aws api", regions=(),
+                    offers=(gpu, cpu), reserved_rates=(), exclusions=(), notes=()), db)
+    cat = load_cache_catalog(db)
+    assert [o.instance_type for o in cat.offers] == ["p5.48xlarge"]
+    assert [(o.instance_type, o.vcpus, o.memory_gib) for o in cat.cpu_offers] == \
+        [("c7i.8xlarge", 32.0, 64.0)]
+    shapeless = replace(cpu, vcpus=None)
+    with pytest.raises((InputError, ProviderError)) as e:
+        store_pull(Pull(provider="aws", as_of=as_of, source="aws api", regions=(),
+                        offers=(gpu, shapeless), reserved_rates=(), exclusions=(), notes=()), db)
+    assert_one_line(str(e.value))
+    assert "vcpus and memory_gib" in str(e.value)
+    assert len(load_cache_catalog(db).cpu_offers) == 1

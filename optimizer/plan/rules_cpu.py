@@ -66,7 +66,7 @@ def check_cpu_against_spec(plan: Plan, demand: Any) -> list[str]:
     from optimizer.costs.cpu import cpu_needs
 
     needs = {n.name: n for n in cpu_needs(demand)}
-    got = {p.name: p for p in plan.cpu_pools or []}
+    got: dict[str, Any] = {p.name: p for p in plan.cpu_pools or []}
     if sorted(needs) != sorted(got):
         return [f"spec_match: CPU pools {sorted(got)} != spec {sorted(needs)}"]
     v = []
