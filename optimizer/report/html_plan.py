@@ -253,6 +253,10 @@ def _headline(p: dict[str, Any]) -> list[tuple[str, str, str]]:
              "compute_cost_usd"),
             ("disks / storage / network", f"${p['disk_cost_usd']} / ${p['storage_cost_usd']} / "
              f"${p['network_cost_usd']}", "other_cost_usd"),
+            *([("CPU pools", "; ".join(f"{c['name']} {c['nodes']} x {c['instance_type']} "
+                                       f"{c['capacity_type']} ${c['cost_usd']}"
+                                       for c in p["cpu_pools"]) + f" = ${p['cpu_cost_usd']}",
+                "cpu_cost_usd")] if p.get("cpu_pools") else []),
             ("makespan", span, "makespan_hours"),
             ("budget", budget, "budget_usd"),
             ("pipeline", f"{p['pipeline_mode']} ({p['layout']})", "layout"),
