@@ -255,6 +255,8 @@ def test_agent_defaults_are_listed() -> None:
         "(generated tokens per episode)" in listed
     assert "agent.observation_tokens_per_turn = 0" in listed
     assert "agent.tool_latency_s = {mean: 0, p90: 0}" in listed
-    full = applied_defaults(spec(agent(tool_workers=4)))
+    assert any(x.startswith("agent.trajectory_days = checkpoints.retention_days") for x in listed)
+    assert any(x.startswith("agent.replay_state_mb = 0") for x in listed)
+    full = applied_defaults(spec(agent(tool_workers=4, trajectory_days=30, replay_state_mb=0.0)))
     assert not any(x.startswith("agent.") for x in full)
     assert not any("agent" in x for x in applied_defaults(spec(None)))

@@ -354,3 +354,50 @@ def test_price_cache_stores_and_loads_cpu_offers(tmp_path: Path) -> None:
     assert_one_line(str(e.value))
     assert "vcpus and memory_gib" in str(e.value)
     assert len(load_cache_catalog(db).cpu_offers) == 1
+
+
+# ---- agent trajectories: a storage data class with its own lifecycle ---------------------------
+
+def test_agent_trajectories_by_hand() -> None:
+    """102,400 episodes (200 steps x 64 prompts x 8) of 2,048 + 24 x 512 + 23 x 768 = 32,000
+    tokens x 4 B = 13.1072 GB, kept 30 days (retention_days): S3 Standard-IA would bill 30 days
+    x $0.0125 = $0.1616, Glacier Instant Retrieval its 90-day minimum x $0.004 = $0.1551:
+    Glacier IR, $0.16."""
+    p = planned()
+    t = next(s for s in p.storage if s.data_class == "agent_trajectories")
+    assert t.gb == pytest.approx(102_400 * 32_000 * 4 / 1e9)
+    assert (t.tier, t.access, t.min_days) == ("s3_glacier_instant", "ms", 90.0)
+    assert t.gb_months == pytest.approx(t.gb * 90 * 24 / 730)
+    assert t.cost_usd == "0.16"
+    # a specs without agent has no such class
+    grpo = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
+    assert all(s.data_class != "agent_trajectories" for s in grpo.storage)
+
+
+def test_trajectory_days_and_replay_state() -> None:
+    """7 days and 50 MB of replay state per episode: 102,400 x (128 kB + 50 MB) = 5,133.1 GB;
+    7 days on S3 Standard (the cheapest tier without a longer minimum): GB x 7 x 24/730 x
+    $0.023."""
+    agent = dict(_AGENT["agent"], trajectory_days=7, replay_state_mb=50.0)
+    p = planned(json.dumps({"agent": agent}))
+    t = next(s for s in p.storage if s.data_class == "agent_trajectories")
+    gb = 102_400 * (32_000 * 4 + 50e6) / 1e9
+    assert t.gb == pytest.approx(gb)
+    assert t.tier == "s3_standard"
+    assert t.cost_usd == _cents(gb * 7 * 24 / 730 * 0.023)
+    assert verify_against_spec(p, agent_spec(agent=agent)) == []
+
+
+def test_trajectories_get_their_own_bucket_rule(tmp_path: Path) -> None:
+    """The lifecycle target writes a rule for the trajectories' prefix that expires them after
+    the days they were priced for (the tier's 90-day minimum binds here)."""
+    out = tmp_path / "plan.json"
+    out.write_text(planned().to_json())
+    r = runner.invoke(app, ["render", str(out), "--target", "lifecycle", "-o",
+                            str(tmp_path / "r"), "--spec", str(EXAMPLE)])
+    assert r.exit_code == 0, r.output
+    rules = json.loads((tmp_path / "r" / "lifecycle" / "s3-lifecycle.json").read_text())
+    rule = next(x for x in rules["Rules"] if x["ID"] == "agent-trajectories")
+    assert rule["Filter"]["Prefix"] == "agentic-swe-rl/trajectories/"
+    assert rule["Expiration"]["Days"] == 90
+    assert rule["Transitions"] == [{"Days": 0, "StorageClass": "GLACIER_IR"}]

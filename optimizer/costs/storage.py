@@ -14,6 +14,9 @@ retained_checkpoints        the others (neither hot nor archived) after they lea
 archived_checkpoints        every ``archive_every``-th checkpoint, weights only (bf16), kept  hours
                             ``metrics_days``; one expected retrieval
 rollout_logs                generated tokens × 8 B (token id, log-prob); rollout_log_days    hours
+agent_trajectories          agent runs: every episode's full trajectory (prompt, turns and     ms
+                            observations) × 4 B + ``agent.replay_state_mb``; each kept
+                            ``agent.trajectory_days`` (default ``retention_days``) after written
 eval_outputs                eval tokens × 4 B, ``metrics_days``                              hours
 ==========================  ==============================================================  =====
 
@@ -121,11 +124,28 @@ def data_classes(demand: Demand, policy: Policy) -> list[DataClass]:
     if generated:
         out.append(DataClass("rollout_logs", "hours", (ObjectGroup(
             1, generated * LOG_BYTES_PER_TOKEN / 1e9, life["rollout_log_days"] * 24.0, 0),)))
+    if spec.agent is not None:
+        out.append(agent_trajectories(demand, life))
     evaluated = sum(p.tokens for p in demand.phase_parts("eval") if p.kind == "decode")
     if evaluated:
         out.append(DataClass("eval_outputs", "hours", (ObjectGroup(
             1, evaluated * BYTES_PER_TOKEN / 1e9, life["metrics_days"] * 24.0, 0),)))
     return [c for c in out if c.gb > 0]
+
+
+def agent_trajectories(demand: Demand, life: dict[str, int]) -> DataClass:
+    """Trajectory logs and replay state of an agent run (issue #25): the run's episodes, each
+    P + K·τ + (K − 1)·o tokens of text at 4 B plus its replay state, written through the run and
+    each kept ``trajectory_days`` after it is written (an age rule expires it: GB × days)."""
+    spec = demand.spec
+    agent = spec.agent
+    assert agent is not None
+    episodes = demand.steps * spec.prompts_per_run * (spec.data.samples_per_prompt or 1)
+    tokens = (spec.data.prompt_tokens or 0) + agent.response_tokens + agent.observation_tokens
+    gb = episodes * (tokens * BYTES_PER_TOKEN + agent.replay_state_mb * 1e6) / 1e9
+    days = agent.trajectory_days if agent.trajectory_days is not None \
+        else life["retention_days"]
+    return DataClass("agent_trajectories", "ms", (ObjectGroup(1, gb, days * 24.0, 0),))
 
 
 def weights_gb(demand: Demand) -> float:

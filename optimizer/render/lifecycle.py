@@ -3,7 +3,8 @@
 The planner (:mod:`optimizer.costs.storage`) puts each data class on one tier and bills each object
 for its lifetime (or the tier's minimum duration). Buckets only know *age-based* rules, so each
 data class gets its own prefix (``<project>/checkpoints/``, ``archive/``, ``rollout_logs/``,
-``eval/``, ``dataset/``) and rules by age in whole days:
+``eval/``, ``dataset/``, ``trajectories/``) and rules by age in whole days (agent trajectories:
+expired after the days their storage item was priced for):
 
 * day 0: move to the class's tier (same as uploading with that storage class);
 * checkpoints: hot until deleted, ⌈keep_hot × checkpoint interval / 24 h⌉ + ``retention_days``
@@ -97,6 +98,12 @@ def lifecycle_rules(plan: Plan, facts: Facts, prefix: str) -> tuple[list[dict[st
                              ("eval_outputs", facts.metrics_days)):
         if data_class in items and (c := cls(data_class)):
             add(data_class.replace("_", "-"), [data_class], [(0, c)], max(1, days))
+    traj = items.get("agent_trajectories")
+    if traj is not None and traj.gb > 0 and (c := cls("agent_trajectories")):
+        # each trajectory was priced for max(trajectory_days, the tier's minimum) days
+        # (GB-months = GB x days x 24 / 730): expire it then, never earlier
+        days = math.ceil(traj.gb_months * 730.0 / (traj.gb * 24.0) - 1e-9)
+        add("agent-trajectories", ["agent_trajectories"], [(0, c)], max(1, days))
     return rules, notes
 
 

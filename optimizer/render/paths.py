@@ -12,7 +12,8 @@ from __future__ import annotations
 
 PREFIX = {"dataset": "dataset", "hot_checkpoints": "checkpoints",
           "retained_checkpoints": "checkpoints", "archived_checkpoints": "archive",
-          "rollout_logs": "rollout_logs", "eval_outputs": "eval"}
+          "rollout_logs": "rollout_logs", "eval_outputs": "eval",
+          "agent_trajectories": "trajectories"}
 """Object prefix (under the project prefix) of each storage data class."""
 
 MOUNT = "/checkpoints"

@@ -56,6 +56,12 @@ class Agent(_Strict):
     tool_workers: Count | None = None
     """Tool calls that can run at once in the whole job (sandboxes, environment workers);
     unset: one per episode in flight (never the bottleneck)."""
+    trajectory_days: Annotated[int, Field(ge=1, le=3650, strict=True)] | None = None
+    """Days each episode's trajectory (and replay state) is kept after it is written (the
+    ``agent_trajectories`` storage class); unset: the checkpoints' ``retention_days``."""
+    replay_state_mb: Annotated[float, Field(ge=0, le=1e6, strict=True)] = 0.0
+    """Replay state stored per episode beside its trajectory (e.g. the sandbox's file-system
+    diff, in MB = 10^6 bytes); 0: the trajectory's actions replay it on the task image."""
 
     @property
     def tool_calls(self) -> int:

@@ -93,4 +93,9 @@ def _agent_defaults(spec: ProjectSpec) -> list[str]:
         out.append("agent.sandbox absent: no sandbox start-up in the step's floor")
     if "tool_workers" not in given:
         out.append("agent.tool_workers = one per episode in flight (tool capacity never binds)")
+    if "trajectory_days" not in given:
+        out.append("agent.trajectory_days = checkpoints.retention_days (trajectories kept as "
+                   "long as retained checkpoints)")
+    if "replay_state_mb" not in given:
+        out.append("agent.replay_state_mb = 0 (episodes replay from their trajectory)")
     return out
