@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 from optimizer.cli.app import app
 from optimizer.plan import (
     rules_catalog,
-    rules_cpu,
     rules_costs,
+    rules_cpu,
     rules_phases,
     rules_pools,
     rules_record,

@@ -15,9 +15,9 @@ POOL_PHASE = {"sandbox": "rollout", "reward": "scoring"}
 
 
 def check_cpu_pools(plan: Plan) -> list[str]:
-    """Each pool: in the plan's region, the fewest nodes that hold its vCPUs and memory, node-hours =
-    nodes × the run (held) or vCPU-hours ÷ vCPUs per node (work), cost = node-hours × $/h, spot
-    only where the recorded policy lets its phase use spot; Σ = ``cpu_cost_usd``."""
+    """Each pool: in the plan's region, the fewest nodes that hold its vCPUs and memory,
+    node-hours = nodes × the run (held) or vCPU-hours ÷ vCPUs per node (work), cost = node-hours
+    × $/h, spot only where the recorded policy lets its phase use spot; Σ = ``cpu_cost_usd``."""
     if plan.cpu_pools is None or plan.cpu_cost_usd is None:
         return []
     v: list[str] = []
