@@ -401,3 +401,49 @@ def test_trajectories_get_their_own_bucket_rule(tmp_path: Path) -> None:
     assert rule["Filter"]["Prefix"] == "agentic-swe-rl/trajectories/"
     assert rule["Expiration"]["Days"] == 90
     assert rule["Transitions"] == [{"Days": 0, "StorageClass": "GLACIER_IR"}]
+
+
+# ---- data preparation ------------------------------------------------------------------------
+
+@cache
+def sft_prep(prep: float, hours: float | None = None) -> Plan:
+    d = example_dict("sft-8b.yaml")
+    d["data"]["prep_cpu_hours"] = prep
+    if hours is not None:
+        d["data"]["prep_hours"] = hours
+    d["placement"] = {**(d.get("placement") or {}), "providers": ["gcp"],
+                      "regions": ["us-central1"]}
+    return plan(parse_spec(d), embedded_catalog(), timings=False)
+
+
+def test_data_preparation_pool_by_hand() -> None:
+    """500 vCPU-hours in 1 h (the default) in us-central1: the least $/vCPU-hour is
+    n2-highcpu-32 ($1.147136/h / 32 = $0.035848, spot x 0.4 = $0.4588544/h); 500/32 = 15.625
+    node-hours = $7.17, on ceil(500/32) = 16 nodes; in 4 h, ceil(500/128) = 4 nodes, same
+    cost. The GPU plan and its makespan do not move."""
+    p = sft_prep(500.0)
+    prep = {c.name: c for c in p.cpu_pools or []}["prep"]
+    assert (prep.instance_type, prep.capacity_type, prep.nodes) == ("n2-highcpu-32", "spot", 16)
+    assert prep.node_hours == pytest.approx(500 / 32)
+    assert prep.cost_usd == _cents(500 / 32 * 1.147136 * 0.4) == "7.17"
+    assert "data.prep_hours = 1 (the preparation stage's wall time; sizes its CPU pool)" \
+        in p.defaults_applied
+    slow = {c.name: c for c in sft_prep(500.0, 4.0).cpu_pools or []}["prep"]
+    assert slow.nodes == 4 and slow.cost_usd == prep.cost_usd
+    base = plan(parse_spec({**example_dict("sft-8b.yaml"), "placement": {
+        **(example_dict("sft-8b.yaml").get("placement") or {}), "providers": ["gcp"],
+        "regions": ["us-central1"]}}), embedded_catalog(), timings=False)
+    assert base.makespan_hours == pytest.approx(p.makespan_hours)
+    assert Decimal(p.total_cost_usd) - Decimal(base.total_cost_usd) == Decimal("7.17")
+    assert verify_plan(p) == []
+
+
+@pytest.mark.parametrize("field, value", [("prep_cpu_hours", -5), ("prep_cpu_hours", "lots"),
+                                          ("prep_hours", 0)])
+def test_bad_preparation_fields_are_one_line(field: str, value: Any) -> None:
+    d = example_dict("sft-8b.yaml")
+    d["data"] = {**d["data"], "prep_cpu_hours": 10, field: value}
+    with pytest.raises(InputError) as e:
+        parse_spec(d)
+    assert_one_line(str(e.value))
+    assert f"data.{field}" in str(e.value)

@@ -12,10 +12,15 @@ that the plan sizes, places in the region of its GPU pools and prices (docs/dema
   pods) bills them on the type with the least $/vCPU-hour: node-hours = N·c / (3600·v_node),
   cost = node-hours × $/h; at its peak it holds one vCPU per sample of a step,
   ⌈N_step / v_node⌉ nodes, so a step's scoring takes c seconds of wall time.
+* **Preparation pool** (``data.prep_cpu_hours`` H, ``data.prep_hours`` T, default 1 h): the
+  data-preparation stage before the GPU run bills H/v node-hours on the type with the least
+  $/vCPU-hour, on ⌈H / (T·v)⌉ nodes so that it takes T; the deadline is the GPU run's (the
+  stage's T is listed, not added to the makespan).
 
-Both are stateless (a reclaimed sandbox restarts its episode, a reclaimed scorer its sample):
-spot where the policy lets the phase they serve (sandbox: rollout, reward: scoring) use spot and
-``max_spot_share`` is 1, else on-demand. A region without CPU offers cannot hold the plan."""
+All three are stateless (a reclaimed sandbox restarts its episode, a reclaimed scorer its
+sample, a preparation worker its shard): spot where the policy lets the phase they serve
+(sandbox and prep: rollout, reward: scoring) use spot and ``max_spot_share`` is 1, else
+on-demand. A region without CPU offers cannot hold the plan."""
 
 from __future__ import annotations
 
@@ -28,13 +33,16 @@ from optimizer.demand.model import Demand
 from policies.model import Policy
 from providers.base import Catalog, Offer
 
+PREP_HOURS = 1.0
+"""Default wall time of the data-preparation stage (``data.prep_hours``)."""
+
 
 @dataclass(frozen=True)
 class CpuNeed:
     """What one CPU pool needs, before an instance type is chosen."""
 
     name: str
-    """``sandbox`` or ``reward``."""
+    """``sandbox``, ``reward`` or ``prep``."""
     basis: str
     """``held`` (the whole run) or ``work`` (vCPU-hours billed as used)."""
     vcpus: float
@@ -77,6 +85,11 @@ def cpu_needs(demand: Demand) -> list[CpuNeed]:
         s = n_step if agent.tool_workers is None else min(n_step, agent.tool_workers)
         out.append(CpuNeed("sandbox", "held", s * agent.sandbox.vcpus,
                            s * agent.sandbox.memory_gib, 0.0, "rollout"))
+    d = spec.data
+    if d.prep_cpu_hours is not None:
+        hours = d.prep_hours if d.prep_hours is not None else PREP_HOURS
+        out.append(CpuNeed("prep", "work", d.prep_cpu_hours / hours, 0.0, d.prep_cpu_hours,
+                           "rollout"))
     if spec.reward is not None and n_step > 0:
         samples = n_step * (spec.data.steps or 0)
         out.append(CpuNeed("reward", "work", float(n_step), 0.0,

@@ -8,9 +8,9 @@ import hashlib
 import json
 from typing import Any
 
-LATER_SPEC_FIELDS = ("generated_by", "prompts")
-"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
-made before them still match their specs."""
+LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
+"""``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
+unset, so that the plans made before them still match their specs."""
 LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
 """Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when unset,
 so that a spec without them keeps its digest."""

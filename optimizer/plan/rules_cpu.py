@@ -10,7 +10,7 @@ from typing import Any
 from optimizer.plan.rules_base import close, money
 from optimizer.plan.schema import Plan
 
-POOL_PHASE = {"sandbox": "rollout", "reward": "scoring"}
+POOL_PHASE = {"sandbox": "rollout", "reward": "scoring", "prep": "rollout"}
 """The phase whose capacity types each CPU pool follows."""
 
 

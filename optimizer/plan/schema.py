@@ -226,7 +226,7 @@ class OtherCostItem(StrictModel):
 class CpuPoolItem(StrictModel):
     """Schema 7: a CPU pool (docs/demand-model.md §4.9): node_hours × usd_per_hour."""
 
-    name: Literal["sandbox", "reward"] = Field(json_schema_extra=SPEC)
+    name: Literal["sandbox", "reward", "prep"] = Field(json_schema_extra=SPEC)
     basis: Literal["held", "work"] = Field(json_schema_extra=SPEC)
     vcpus_needed: NonNegative = Field(json_schema_extra=SPEC)
     memory_gib_needed: NonNegative = Field(json_schema_extra=SPEC)

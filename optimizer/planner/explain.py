@@ -62,10 +62,13 @@ def explain_plan(ctx: Context, runs: list[LayoutRun], plan: Plan, objective: str
         size = (f"{c.vcpus_needed:g} vCPUs, {c.memory_gib_needed:g} GiB held for the run"
                 if c.basis == "held" else
                 f"{c.vcpu_hours:,.1f} vCPU-hours of work, {c.vcpus_needed:g} vCPUs at its peak")
+        why = (f"before the GPU run, sized to take {c.vcpu_hours / c.vcpus_needed:g} h "
+               "(data.prep_hours; not in the makespan)" if c.name == "prep"
+               else "sized so the CPU work does not slow the step")
         summary.append(f"CPU pool {c.name} ({size}): {c.nodes} x {c.instance_type} "
                        f"{c.capacity_type} in {c.region}, {c.node_hours:,.1f} node-hours x "
-                       f"${c.usd_per_hour:g}/h = ${c.cost_usd} (sized so the CPU work does not "
-                       "slow the step; in the total and the budget)")
+                       f"${c.usd_per_hour:g}/h = ${c.cost_usd} ({why}; in the total and the "
+                       "budget)")
     binding: list[str] = []
     for pool in plan.pools:
         kinds = sorted({a.capacity_type for a in pool.allocations})

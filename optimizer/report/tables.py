@@ -164,7 +164,8 @@ def plan_rows(plan: Any) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-POOL_ROLE = {"sandbox": "agent sandboxes", "reward": "reward (CPU)"}
+POOL_ROLE = {"sandbox": "agent sandboxes", "reward": "reward (CPU)",
+             "prep": "data preparation"}
 """What each CPU pool serves (plan table)."""
 
 

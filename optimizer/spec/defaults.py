@@ -39,6 +39,8 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
                        + ("; reward.cpu_seconds_per_sample priced as a CPU pool"
                           if spec.reward is not None else ""))
     out += _agent_defaults(spec)
+    if spec.data.prep_cpu_hours is not None and spec.data.prep_hours is None:
+        out.append("data.prep_hours = 1 (the preparation stage's wall time; sizes its CPU pool)")
     if spec.model.finetune == "lora" and spec.model.lora_rank is None:
         out.append("model.lora_rank = 16")
     if spec.checkpoints.every_steps is None and spec.trains:

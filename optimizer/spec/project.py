@@ -137,6 +137,11 @@ class Data(_Strict):
     mini_batches_per_step: Count | None = None
     """Optimizer steps inside one rollout→update step: no FLOPs change, but each is a
     sequential forward + backward in the update's per-step latency floor."""
+    prep_cpu_hours: Annotated[float, Field(gt=0, le=1e9, strict=True)] | None = None
+    """vCPU-hours of data preparation (cleaning, de-duplication, tokenisation) before the run:
+    a CPU pool (docs/demand-model.md §4.9)."""
+    prep_hours: Annotated[float, Field(gt=0, le=8760, strict=True)] | None = None
+    """Wall time the preparation stage may take (default 1 h): sizes its CPU pool."""
 
 
 class Eval(_Strict):
