@@ -447,3 +447,63 @@ def test_bad_preparation_fields_are_one_line(field: str, value: Any) -> None:
         parse_spec(d)
     assert_one_line(str(e.value))
     assert f"data.{field}" in str(e.value)
+
+
+# ---- render: the CPU pools as Karpenter NodePools -----------------------------------------------
+
+def _rendered_cpu() -> dict[str, str]:
+    from optimizer.render.targets import render_plan
+
+    return render_plan(planned(), "karpenter")[0]
+
+
+def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
+    import jsonschema
+    from test_render import crd_schemas
+
+    from optimizer.render.check import check_render
+
+    files = _rendered_cpu()
+    docs = [d for d in yaml.safe_load_all(files["karpenter/cpu-nodepools.yaml"]) if d]
+    schemas = crd_schemas()
+    for d in docs:
+        errors = list(jsonschema.Draft7Validator(schemas[(d["apiVersion"], d["kind"])])
+                      .iter_errors(d))
+        assert not errors, f"{d['kind']} {d['metadata']['name']}: {errors[0].message}"
+    pools = {d["spec"]["template"]["metadata"]["labels"]["ptplan.io/cpu-pool"]: d
+             for d in docs if d["kind"] == "NodePool"}
+    assert sorted(pools) == ["reward", "sandbox"]
+    assert pools["sandbox"]["spec"]["limits"] == {"cpu": "1024", "nodes": "16"}
+    assert pools["sandbox"]["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
+    assert pools["reward"]["spec"]["limits"] == {"cpu": "512", "nodes": "8"}
+    assert pools["reward"]["spec"]["disruption"]["consolidationPolicy"] == \
+        "WhenEmptyOrUnderutilized"
+    assert check_render(planned(), files) == []
+
+
+@pytest.mark.parametrize("edit, word", [
+    (lambda t: t.replace('{"cpu": "1024", "nodes": "16"}', '{"cpu": "2048", "nodes": "32"}'),
+     "limits"),
+    (lambda t: t.replace('"value": "sandbox"', '"value": "other"'), "lacks the taint"),
+    (lambda t: t.replace('"ptplan.io/cpu-pool": "reward"', '"ptplan.io/cpu-pool": "extra"'),
+     "which the plan does not have"),
+])
+def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # type: ignore[no-untyped-def]
+    from optimizer.render.check import check_render
+
+    files = dict(_rendered_cpu())
+    files["karpenter/cpu-nodepools.yaml"] = edit(files["karpenter/cpu-nodepools.yaml"])
+    out = check_render(planned(), files)
+    assert any(x.startswith("cpu_pools:") and word in x for x in out), out
+
+
+def test_plans_without_cpu_pools_render_no_cpu_file() -> None:
+    from optimizer.render.targets import render_plan
+
+    grpo = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
+    if grpo.provider == "aws":
+        assert "karpenter/cpu-nodepools.yaml" not in render_plan(grpo, "karpenter")[0]
+    assert grpo.cpu_pools is None
+    _, notes = render_plan(planned(), "lifecycle")
+    assert any(n.startswith("cpu pools: sandbox 16 x c7i.16xlarge, reward 8 x c7i.16xlarge "
+                            "are rendered only as Karpenter NodePools") for n in notes), notes

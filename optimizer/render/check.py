@@ -54,6 +54,7 @@ from typing import Any
 
 from optimizer.plan.schema import Plan
 from optimizer.render.check_io import _docs, _hcl, _rayjob, _resources
+from optimizer.render.cpu_pools import check_cpu_node_pools
 from optimizer.render.deploy import boot_disk_gb, site_zone
 from optimizer.render.names import k8s_label
 
@@ -399,6 +400,7 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     as planned. Rules whose objects were not rendered are skipped."""
     out: list[str] = []
     _check_pools(plan, files, out)
+    check_cpu_node_pools(plan, files, out)
     _check_admission(files, out)
     _check_taints(files, out)
     _check_disks(plan, files, out)

@@ -25,6 +25,7 @@ from optimizer.core.errors import InputError
 from optimizer.plan.schema import Plan
 from optimizer.render import gpudirect
 from optimizer.render.budgets import extra_context
+from optimizer.render.cpu_pools import cpu_groups
 from optimizer.render.deploy import (
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
@@ -213,6 +214,7 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "labels": project_labels,
         "storage_labels": _label_sets(plan, "storage", "checkpoint", "none"),
         "groups": groups, "flavors": flavors,
+        "cpu_groups": cpu_groups(plan, slug, _label_sets),
         "resources": resources,
         "bucket": {"name": dns_name(f"ptplan-{slug}-{plan.spec_digest[7:15]}", 63),
                    "store": "s3" if plan.provider == "aws" else "gcs",

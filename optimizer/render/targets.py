@@ -143,7 +143,9 @@ def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
     if ctx["project"]["provider"] != "aws":
         raise NotApplicable(f"karpenter: the plan runs on {ctx['project']['provider']}; "
                             "Karpenter NodePools are emitted for AWS plans only")
-    return {"karpenter/nodepools.yaml": render("karpenter/nodepools.yaml.j2", **ctx)}
+    cpu = ({"karpenter/cpu-nodepools.yaml": render("karpenter/cpu_nodepools.yaml.j2", **ctx)}
+           if ctx["cpu_groups"] else {})
+    return {"karpenter/nodepools.yaml": render("karpenter/nodepools.yaml.j2", **ctx), **cpu}
 
 
 def _t_kueue(ctx: dict[str, Any]) -> dict[str, str]:
@@ -259,6 +261,11 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
     if any(p.startswith("launch/") for p in files):
         notes += [f"launch: {n}" for n in ctx["launch"]["notes"]]
     notes += [f"deploy: {n}" for n in ctx["deploy_notes"]]
+    if plan.cpu_pools and "karpenter/cpu-nodepools.yaml" not in files:
+        notes.append("cpu pools: " + ", ".join(f"{c.name} {c.nodes} x {c.instance_type}"
+                                                for c in plan.cpu_pools)
+                     + " are rendered only as Karpenter NodePools (--target karpenter, AWS "
+                     "plans); provision them yourself here")
     return dict(sorted(files.items())), notes
 
 

@@ -1,0 +1,82 @@
+"""The plan's CPU pools (sandboxes, CPU reward, data preparation; plan schema 7) as Karpenter
+NodePools (``karpenter/cpu-nodepools.yaml``, AWS plans): one EC2NodeClass and one NodePool per
+pool, its instance type and capacity type, limited to the planned nodes and vCPUs, tainted so
+that only the pods of that pool land there (``ptplan.io/cpu-pool=<name>:NoSchedule``). A pool
+held for the run (sandboxes) is consolidated only when empty; a pool billed by its work (reward,
+preparation) also when under-used, so it scales with its queue as the plan priced it.
+
+``render --check`` reads the file back (:func:`check_cpu_node_pools`): every CPU pool of the plan
+has exactly one NodePool with its type, capacity type, node and vCPU limits, and no NodePool
+is left over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from optimizer.plan.schema import Plan
+from optimizer.render.names import dns_name
+
+CPU_TAINT = "ptplan.io/cpu-pool"
+"""Label and taint key of a CPU pool's nodes (value: the pool's name)."""
+CAPACITY = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+PATH = "karpenter/cpu-nodepools.yaml"
+
+
+def cpu_groups(plan: Plan, slug: str,
+               label_sets: Callable[[Plan, str, str, str], dict[str, dict[str, str]]]
+               ) -> list[dict[str, Any]]:
+    out = []
+    for c in plan.cpu_pools or []:
+        cap = CAPACITY.get(c.capacity_type, str(c.capacity_type))
+        out.append({
+            "name": c.name, "full_name": dns_name(f"{slug}-cpu-{c.name}", 63),
+            "instance_type": c.instance_type, "capacity_label": cap, "nodes": c.nodes,
+            "vcpus": round(c.nodes * c.vcpus_per_node), "basis": c.basis,
+            "consolidation": "WhenEmpty" if c.basis == "held" else "WhenEmptyOrUnderutilized",
+            "labels": label_sets(plan, f"cpu-{c.name}", c.name, cap),
+            "node_labels": {CPU_TAINT: c.name, "ptplan.io/capacity-type": cap},
+            "taints": [{"key": CPU_TAINT, "value": c.name, "effect": "NoSchedule"}],
+            "cost_usd": c.cost_usd})
+    return out
+
+
+def check_cpu_node_pools(plan: Plan, files: dict[str, str], out: list[str]) -> None:
+    if PATH not in files:
+        return
+    docs = [d for d in yaml.safe_load_all(files[PATH]) if d]
+    got: dict[str, dict[str, Any]] = {}
+    for d in docs:
+        if d.get("kind") != "NodePool":
+            continue
+        tmpl = d["spec"]["template"]
+        name = tmpl["metadata"].get("labels", {}).get(CPU_TAINT, "")
+        req = {r["key"]: r["values"] for r in tmpl["spec"]["requirements"]
+               if r["operator"] == "In"}
+        got[name] = {"where": f"{PATH} NodePool {d['metadata']['name']}",
+                     "types": req.get("node.kubernetes.io/instance-type", []),
+                     "capacity": req.get("karpenter.sh/capacity-type", []),
+                     "limits": d["spec"].get("limits", {}),
+                     "taints": tmpl["spec"].get("taints", [])}
+    want = {c.name: c for c in plan.cpu_pools or []}
+    for name in sorted(set(got) - set(want)):
+        out.append(f"cpu_pools: {got[name]['where']} is for CPU pool {name!r}, which the plan "
+                   "does not have")
+    for name, c in sorted(want.items()):
+        g = got.get(name)
+        if g is None:
+            out.append(f"cpu_pools: the plan's CPU pool {name} has no NodePool in {PATH}")
+            continue
+        cap = CAPACITY.get(c.capacity_type, str(c.capacity_type))
+        vcpus = str(round(c.nodes * c.vcpus_per_node))
+        if g["types"] != [c.instance_type] or g["capacity"] != [cap]:
+            out.append(f"cpu_pools: {g['where']} runs {g['types']} {g['capacity']}; the plan "
+                       f"priced {c.instance_type} {cap}")
+        if g["limits"] != {"cpu": vcpus, "nodes": str(c.nodes)}:
+            out.append(f"cpu_pools: {g['where']} limits {g['limits']}; the plan priced "
+                       f"{c.nodes} nodes, {vcpus} vCPUs")
+        if {"key": CPU_TAINT, "value": name, "effect": "NoSchedule"} not in g["taints"]:
+            out.append(f"cpu_pools: {g['where']} lacks the taint {CPU_TAINT}={name}:NoSchedule "
+                       "(GPU work could land on it)")
