@@ -42,6 +42,7 @@ from typing import Any
 from optimizer.core.errors import InputError, ProviderError
 from providers.aws_prices import (
     BASE_FILTERS,
+    CPU_FAMILIES,
     DEFAULT_INSTANCE_TYPES,
     FAMILY_GPU,
     SOURCE_PRICING,
@@ -81,9 +82,10 @@ def validate_regions(regions: Iterable[str]) -> tuple[str, ...]:
 def validate_instance_types(types: Iterable[str]) -> tuple[str, ...]:
     out = tuple(sorted(set(types)))
     for t in out:
-        if aws_family(t) not in FAMILY_GPU:
+        if aws_family(t) not in FAMILY_GPU and aws_family(t) not in CPU_FAMILIES:
             raise InputError(f"--instance-type: {t!r} is not in a known GPU family; use one of "
-                             f"the families {', '.join(sorted(FAMILY_GPU))}")
+                             f"the families {', '.join(sorted(FAMILY_GPU))} (or the CPU "
+                             f"families {', '.join(CPU_FAMILIES)})")
     return out
 
 

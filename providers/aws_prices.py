@@ -36,6 +36,7 @@ from optimizer.core.errors import ProviderError
 from optimizer.core.hardware import canonical_gpu_name, gpus
 from providers.base import Offer, PriceListModel, ReservedRate, validation_detail
 from providers.cache import UNCHANGED
+from providers.cpu import CPU_GPU
 from providers.embedded import aws_family as family
 
 HOURS_PER_YEAR = 8760
@@ -66,6 +67,10 @@ FAMILY_GPU: dict[str, str] = {
     "trn1n": "Trainium",
     "trn2": "Trainium2",
 }
+
+CPU_FAMILIES: tuple[str, ...] = ("c6i", "c7a", "c7i", "m6i", "m7a", "m7i", "r7i")
+"""CPU instance families (issue #25 CPU pools): pulled only when ``--instance-type`` names them;
+their offers have ``gpu`` none and ``gpus_per_node`` 0 and need the item's vcpu and memory."""
 
 ACCELERATOR_COUNT: dict[str, int] = {
     # GPUs / Trainium chips per instance: AWS instance type pages, as tabulated in the embedded
@@ -225,8 +230,15 @@ class TypeInfo:
 
 
 def _type_info(attrs: Attributes, exclusions: list[str]) -> TypeInfo | None:
-    """The GPU, count and shape of the item's type, or None (recorded in ``exclusions``)."""
+    """The GPU, count and shape of the item's type (a CPU type: gpu none, 0), or None (recorded
+    in ``exclusions``)."""
     itype, region = attrs.instance_type, attrs.region
+    if family(itype) in CPU_FAMILIES:
+        if attrs.vcpu is None or attrs.memory_gib is None:
+            exclusions.append(f"aws {itype} {region}: a CPU type without vcpu and memory "
+                              "attributes cannot size a CPU pool")
+            return None
+        return TypeInfo(itype, CPU_GPU, 0, attrs.vcpu, attrs.memory_gib)
     accel = FAMILY_GPU.get(family(itype))
     gpu = canonical_gpu_name(accel) if accel else None
     if gpu is None:

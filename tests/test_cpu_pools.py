@@ -507,3 +507,66 @@ def test_plans_without_cpu_pools_render_no_cpu_file() -> None:
     _, notes = render_plan(planned(), "lifecycle")
     assert any(n.startswith("cpu pools: sandbox 16 x c7i.16xlarge, reward 8 x c7i.16xlarge "
                             "are rendered only as Karpenter NodePools") for n in notes), notes
+
+
+# ---- live AWS pulls of CPU types (boto3 against the local Price List / EC2 server) ------------
+
+def _c7i_item(**attrs: Any) -> dict[str, Any]:
+    """The recorded g6e.xlarge on-demand item made into c7i.8xlarge (32 vCPU, 64 GiB, $1.428/h):
+    no gpu or gpuMemory attribute, as the Price List has for CPU types."""
+    from test_aws import PRICE_LIST
+
+    item = json.loads(json.dumps(next(i for i in PRICE_LIST if i["product"]["attributes"]
+                                      ["instanceType"] == "g6e.xlarge"
+                                      and i["product"]["attributes"]["regionCode"]
+                                      == "us-east-1")))
+    a = item["product"]["attributes"]
+    for k in ("gpu", "gpuMemory"):
+        a.pop(k, None)
+    a.update({"instanceType": "c7i.8xlarge", "vcpu": "32", "memory": "64 GiB", **attrs})
+    for term in item["terms"]["OnDemand"].values():
+        for dim in term["priceDimensions"].values():
+            dim["pricePerUnit"]["USD"] = "1.4280000000"
+    return item
+
+
+def test_aws_refresh_pulls_cpu_types_into_the_cache(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    from test_aws import FakeAWS, aws_env
+
+    from providers.aws import fetch_aws
+    from providers.cache import load_cache_catalog, store_pull
+
+    aws_env(monkeypatch, tmp_path)
+    fake = FakeAWS()
+    try:
+        fake.items = [_c7i_item()]
+        pull = fetch_aws(["us-east-1"], ["c7i.8xlarge"], endpoint=fake.url)
+    finally:
+        fake.close()
+    od = [o for o in pull.offers if o.capacity_type == "on_demand"]
+    assert [(o.instance_type, o.gpu, o.gpus_per_node, o.vcpus, o.memory_gib, o.usd_per_hour)
+            for o in od] == [("c7i.8xlarge", "none", 0, 32.0, 64.0, 1.428)]
+    db = tmp_path / "prices.sqlite"
+    store_pull(pull, db)
+    cat = load_cache_catalog(db)
+    assert cat.offers == () or all(o.gpus_per_node > 0 for o in cat.offers)
+    assert [o.instance_type for o in cat.cpu_offers if o.capacity_type == "on_demand"] == \
+        ["c7i.8xlarge"]
+
+
+def test_aws_cpu_item_without_shape_is_excluded_and_unknown_family_refused() -> None:
+    from providers.aws import validate_instance_types
+    from providers.aws_prices import parse_price_item
+
+    exclusions: list[str] = []
+    offer, _, info = parse_price_item(json.dumps(_c7i_item(vcpu="")), "2026-12-01", exclusions)
+    assert offer is None and info is None
+    assert exclusions == ["aws c7i.8xlarge us-east-1: a CPU type without vcpu and memory "
+                          "attributes cannot size a CPU pool"]
+    assert validate_instance_types(["c7i.8xlarge", "p5.48xlarge"]) == \
+        ("c7i.8xlarge", "p5.48xlarge")
+    with pytest.raises(InputError) as e:
+        validate_instance_types(["m5.large"])
+    assert_one_line(str(e.value))
+    assert "CPU families" in str(e.value)
