@@ -570,3 +570,16 @@ def test_aws_cpu_item_without_shape_is_excluded_and_unknown_family_refused() -> 
         validate_instance_types(["m5.large"])
     assert_one_line(str(e.value))
     assert "CPU families" in str(e.value)
+
+
+def test_cpu_pools_count_against_the_budget() -> None:
+    """The cheapest plan costs $35,381.63 of which $1,989.80 are CPU pools: a budget of $34,000
+    (above the plan without them) is infeasible, exit 1 naming the budget and the cheapest
+    total with the CPU pools in it."""
+    total = Decimal(planned().total_cost_usd)
+    without = total - Decimal(planned().cpu_cost_usd or "0")
+    assert without < Decimal("34000") < total
+    with pytest.raises(InfeasibleError) as e:
+        planned(json.dumps({"budget": {"max_usd": 34000}}))
+    assert_one_line(str(e.value))
+    assert "budget" in str(e.value) and f"{total}" in str(e.value)
