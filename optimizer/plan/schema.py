@@ -18,6 +18,11 @@ Schema history (see README "Plan JSON"):
   alone, and phase costs + idle still add up to it). Older plans read as disks unpriced ($0).
 * 5 = ``method: generate`` (sampling-only jobs; ``data.prompts`` and ``data.generated_by``)
   and ``calibration[].runs`` (the ledger runs a calibrated cell came from; optional).
+* 6 = capacity booked for the run: capacity types ``block`` and ``flex_start``, an
+  allocation's ``billed_hours`` (a block bills whole units), the plan's ``bookings`` (what to
+  book: instance type, count, units, earliest start, upfront fee, hours lost to rounding) and
+  the spec's ``sla.start_after``. A plan without bookings is written as schema 5, unchanged
+  (neither key appears), so older readers still read it.
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -37,21 +42,26 @@ from pydantic import (
     Field,
     StringConstraints,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
 
-SCHEMA_VERSION = 5
-"""The schema plans are written with; plans of schema 1 to this one are read. 3: phases record
-their parallel layout (training) and engine (generation); ``calibration`` lists the measured
-cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
-size (generation drains, so it is not one number per node shape). 4: boot disks are priced
-(per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job)."""
+SCHEMA_VERSION = 6
+"""The newest schema; plans of schema 1 to this one are read. 3: phases record their parallel
+layout (training) and engine (generation); ``calibration`` lists the measured cells that bound
+the demand model; ``tokens_per_node_hour`` is the rate at the planned pool size (generation
+drains, so it is not one number per node shape). 4: boot disks are priced (per pool and in the
+total). 5: ``method`` may be ``generate`` (a sampling-only job). 6: bookings (capacity blocks,
+flex-start) and billed hours: a plan with bookings is written as 6, one without as
+:data:`PLAIN_SCHEMA_VERSION`."""
+PLAIN_SCHEMA_VERSION = 5
+"""The schema a plan without bookings is written with (it has no schema-6 field)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["SCHEMA_VERSION", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
+__all__ = ["PLAIN_SCHEMA_VERSION", "SCHEMA_VERSION", "Booking", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
            "ParallelLayout", "Plan", "Status"]
 
 
@@ -123,6 +133,51 @@ class Allocation(StrictModel):
     effective_fraction: Annotated[float, Field(gt=0, le=1)]
     """Share of a node's time doing useful work after spot overhead (1 off spot)."""
     note: str = Field(json_schema_extra=INFO)
+    billed_hours: Hours | None = None
+    """Schema 6, ``block`` allocations of a pool: the whole block units covering the held
+    hours (cost = nodes × usd_per_hour × billed_hours); absent elsewhere (billed = hours)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("billed_hours") is None:
+            out.pop("billed_hours", None)
+        return out
+
+
+class Booking(StrictModel):
+    """Schema 6: capacity to book for the run (a capacity block or calendar reservation, or a
+    flex-start request), for the nodes of one pool's allocation of that type."""
+
+    pool: str
+    capacity_type: CapacityType
+    provider: str
+    region: str
+    zone: str = ""
+    """Empty: the provider chooses the zone when the block is booked (AWS offerings name it)."""
+    instance_type: str
+    nodes: Positive
+    usd_per_hour: NonNegative
+    """Per instance-hour (AWS: the upfront fee ÷ instance-hours of the booking)."""
+    unit_hours: NonNegative
+    """Booking step (block); 0 for flex-start (billed per second)."""
+    units: Count
+    duration_hours: Hours
+    """units × unit_hours (block); the held hours (flex-start)."""
+    held_hours: Hours
+    rounding_hours: Hours
+    """duration − held: paid for, not used."""
+    cost_usd: Money
+    """nodes × usd_per_hour × duration_hours; paid upfront for a block."""
+    upfront: bool
+    wait_hours: Hours = 0.0
+    """Flex-start: the expected wait before the nodes start (unbilled, added to the run)."""
+    earliest_start: str = Field(json_schema_extra=SPEC)
+    """The spec's ``sla.start_after`` (ISO date): book the block to start on or after it."""
+    on_demand_usd_per_hour: NonNegative | None = Field(default=None, json_schema_extra=INFO)
+    on_demand_cost_usd: Money | None = Field(default=None, json_schema_extra=INFO)
+    """The same nodes on demand for the held hours (what the booking is compared with)."""
+    how_to_book: str = Field(default="", json_schema_extra=INFO)
 
 
 class ParallelLayout(StrictModel):
@@ -366,6 +421,15 @@ class Plan(StrictModel):
     calibration: list[CalibrationRecord] = []
     """Schema 3: measured cells that bound the model, and the precisions they rescaled."""
     explain: Explain
+    bookings: list[Booking] = []
+    """Schema 6: capacity to book for the run (absent when there is none)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if not out.get("bookings"):
+            out.pop("bookings", None)
+        return out
 
     @field_validator("schema_version")
     @classmethod
@@ -395,6 +459,10 @@ made before them still match their specs."""
 
 
 def spec_digest(spec_dump: dict[str, Any]) -> str:
+    sla = spec_dump.get("sla")
+    if isinstance(sla, dict) and "start_after" in sla and sla["start_after"] is None:
+        # schema 6: left out when unset, so that earlier plans still match their specs
+        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
     data = spec_dump.get("data")
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
