@@ -34,7 +34,7 @@ PhaseName = Literal["rollout", "scoring", "update", "eval"]
 Share = Annotated[float, Field(ge=0, le=1, strict=True)]
 
 
-DEFAULT_BLOCK_PHASES = ("update",)
+DEFAULT_BLOCK_PHASES: tuple[PhaseName, ...] = ("update",)
 
 
 class PhaseRule(StrictModel):

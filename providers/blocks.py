@@ -41,7 +41,7 @@ def billed_hours(held: float, unit: float) -> float:
 
 
 def units(held: float, unit: float) -> int:
-    return int(round(billed_hours(held, unit) / unit))
+    return round(billed_hours(held, unit) / unit)
 
 
 def allowed_counts(offer: Offer) -> tuple[int, ...]:

@@ -32,7 +32,6 @@ published by ``ptplan schema plan``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Annotated, Any, Literal
@@ -48,6 +47,7 @@ from pydantic import (
 
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
+from optimizer.plan.digest import LATER_SPEC_FIELDS, spec_digest
 
 SCHEMA_VERSION = 6
 """The newest schema; plans of schema 1 to this one are read. 3: phases record their parallel
@@ -61,8 +61,9 @@ PLAIN_SCHEMA_VERSION = 5
 """The schema a plan without bookings is written with (it has no schema-6 field)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["PLAIN_SCHEMA_VERSION", "SCHEMA_VERSION", "Booking", "CalibrationRecord", "CapacityType", "Flow", "NetworkPath",
-           "ParallelLayout", "Plan", "Status"]
+__all__ = ["LATER_SPEC_FIELDS", "PLAIN_SCHEMA_VERSION", "SCHEMA_VERSION", "Booking",
+           "CalibrationRecord", "CapacityType", "Flow", "NetworkPath", "ParallelLayout", "Plan",
+           "Status", "spec_digest"]
 
 
 CHECK_KINDS = ("derived", "spec", "catalog", "informational")
@@ -146,34 +147,30 @@ class Allocation(StrictModel):
 
 
 class Booking(StrictModel):
-    """Schema 6: capacity to book for the run (a capacity block or calendar reservation, or a
-    flex-start request), for the nodes of one pool's allocation of that type."""
+    """Schema 6: capacity to book for one pool's allocation of type ``block`` (a capacity
+    block, calendar reservation: ``units`` × ``unit_hours`` = ``duration_hours`` covering the
+    held hours, paid upfront; ``rounding_hours`` = duration − held, paid, unused) or
+    ``flex_start`` (billed as used: no units; ``wait_hours`` before it starts, unbilled).
+    ``cost_usd`` = nodes × usd_per_hour (per instance-hour) × duration; ``zone`` empty: the
+    provider picks it at booking; ``earliest_start``: the spec's ``sla.start_after``."""
 
     pool: str
     capacity_type: CapacityType
     provider: str
     region: str
     zone: str = ""
-    """Empty: the provider chooses the zone when the block is booked (AWS offerings name it)."""
     instance_type: str
     nodes: Positive
     usd_per_hour: NonNegative
-    """Per instance-hour (AWS: the upfront fee ÷ instance-hours of the booking)."""
     unit_hours: NonNegative
-    """Booking step (block); 0 for flex-start (billed per second)."""
     units: Count
     duration_hours: Hours
-    """units × unit_hours (block); the held hours (flex-start)."""
     held_hours: Hours
     rounding_hours: Hours
-    """duration − held: paid for, not used."""
     cost_usd: Money
-    """nodes × usd_per_hour × duration_hours; paid upfront for a block."""
     upfront: bool
     wait_hours: Hours = 0.0
-    """Flex-start: the expected wait before the nodes start (unbilled, added to the run)."""
     earliest_start: str = Field(json_schema_extra=SPEC)
-    """The spec's ``sla.start_after`` (ISO date): book the block to start on or after it."""
     on_demand_usd_per_hour: NonNegative | None = Field(default=None, json_schema_extra=INFO)
     on_demand_cost_usd: Money | None = Field(default=None, json_schema_extra=INFO)
     """The same nodes on demand for the held hours (what the booking is compared with)."""
@@ -451,21 +448,3 @@ class Plan(StrictModel):
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-LATER_SPEC_FIELDS = ("generated_by", "prompts")
-"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
-made before them still match their specs."""
-
-
-def spec_digest(spec_dump: dict[str, Any]) -> str:
-    sla = spec_dump.get("sla")
-    if isinstance(sla, dict) and "start_after" in sla and sla["start_after"] is None:
-        # schema 6: left out when unset, so that earlier plans still match their specs
-        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
-    data = spec_dump.get("data")
-    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
-        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
-                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
-    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

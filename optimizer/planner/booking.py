@@ -50,7 +50,14 @@ def booked_offers(spec: ProjectSpec, catalog: Catalog, policy: Policy | None) ->
     start = spec.sla.start_after
     if start is None or not catalog.block_offers:
         return []
-    filt = filter_offers(spec.placement, replace(catalog, offers=catalog.block_offers), policy)
+    placement = spec.placement
+    if placement.providers:  # the spec's names were checked against the catalog's offers
+        have = {o.provider for o in catalog.block_offers}
+        keep = [x for x in placement.providers if x.lower() in have]
+        if not keep:
+            return []
+        placement = placement.model_copy(update={"providers": keep})
+    filt = filter_offers(placement, replace(catalog, offers=catalog.block_offers), policy)
     return check_start([o for o in filt.offers if o.capacity_type in BOOKED_TYPES], start,
                        clock.today())
 
@@ -84,8 +91,8 @@ def _convert(opt: PoolOption, pool: PoolSpec, booked: list[Offer], held: float,
                                                                o.instance_type) or \
                     b.zone not in ("", o.zone) or not fits(b, held, deadline):
                 continue
-            billed = billed_hours(held, b.block_unit_hours) if b.capacity_type == "block" \
-                else held
+            billed = billed_hours(held, b.block_unit_hours) \
+                if b.capacity_type == "block" and b.block_unit_hours else held
             room = (b.max_nodes or n) - used.get(b.key, 0)
             held_b = sum(k for x, k in opt.fill if x is b)  # one booking per offer and pool
             for total in allowed_counts(b):
@@ -348,7 +355,7 @@ def bookings_of(p: Plan, catalog: Catalog, spec: ProjectSpec) -> list[Booking]:
 def how_to_book(provider: str, region: str, itype: str, nodes: int, kind: str,
                 duration: float, start: str) -> str:
     """The exact call that books it (AWS: find the offering, then purchase it)."""
-    h = int(round(duration))
+    h = round(duration)
     if provider == "aws" and kind == "block":
         return (f"aws ec2 describe-capacity-block-offerings --region {region} --instance-type "
                 f"{itype} --instance-count {nodes} --capacity-duration-hours {h} "

@@ -1,0 +1,24 @@
+"""The spec digest a plan records (``spec_digest``), stable across schema versions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+LATER_SPEC_FIELDS = ("generated_by", "prompts")
+"""``data`` fields added with schema 5: left out of the digest when unset, so that the plans
+made before them still match their specs."""
+
+
+def spec_digest(spec_dump: dict[str, Any]) -> str:
+    sla = spec_dump.get("sla")
+    if isinstance(sla, dict) and "start_after" in sla and sla["start_after"] is None:
+        # schema 6: left out when unset, so that earlier plans still match their specs
+        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
+    data = spec_dump.get("data")
+    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
+        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
+                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
+    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
