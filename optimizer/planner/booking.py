@@ -27,6 +27,7 @@ How the plan is found (exact whenever the status says ``optimal``):
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -355,7 +356,7 @@ def bookings_of(p: Plan, catalog: Catalog, spec: ProjectSpec) -> list[Booking]:
 def how_to_book(provider: str, region: str, itype: str, nodes: int, kind: str,
                 duration: float, start: str) -> str:
     """The exact call that books it (AWS: find the offering, then purchase it)."""
-    h = round(duration)
+    h = round(duration) if kind == "block" else math.ceil(duration - 1e-9)  # never short
     if provider == "aws" and kind == "block":
         return (f"aws ec2 describe-capacity-block-offerings --region {region} --instance-type "
                 f"{itype} --instance-count {nodes} --capacity-duration-hours {h} "
