@@ -303,3 +303,22 @@ def test_cli_plan_start_after_writes_bookings(tmp_path):
     assert verify_plan(p) == []
     res = CliRunner().invoke(app, ["plan", str(spec), "--start-after", "tomorrow"])
     assert res.exit_code == 2 and "--start-after" in res.output
+
+
+def test_the_price_cache_carries_the_block_rates_for_its_instance_types(tmp_path):
+    """A cache holding p5.48xlarge on demand in us-east-1 (and an instance type without a block
+    rate) reads back with the embedded block rate for p5 there, shaped by the cached offer."""
+    from providers.base import Offer
+    from providers.cache import Pull, load_cache_catalog, store_pull
+
+    def od(itype: str, price: float) -> Offer:
+        return Offer(provider="aws", region="us-east-1", zone="", instance_type=itype,
+                     gpu="H100", gpus_per_node=8, capacity_type="on_demand",
+                     usd_per_hour=price, as_of="2026-12-01T00:00:00Z", source="test")
+
+    db = tmp_path / "prices.sqlite"
+    store_pull(Pull("aws", "2026-12-01T00:00:00Z", "test", ("us-east-1",),
+                    (od("p5.48xlarge", 55.04), od("p5en.48xlarge", 63.3)), (), ()), db)
+    cat = load_cache_catalog(db)
+    assert [(o.instance_type, o.capacity_type, o.usd_per_hour, o.block_unit_hours)
+            for o in cat.block_offers] == [("p5.48xlarge", "block", 39.33, 24.0)]
