@@ -466,9 +466,9 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     assert _ok(_invoke("check", _write_json(tmp_path / "v3-ok.json", v3))).stdout \
         .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 6
-    _assert_error(_invoke("check", _write_json(tmp_path / "v6.json", newer)), 2, "v6.json",
-                  "schema 6", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 7
+    _assert_error(_invoke("check", _write_json(tmp_path / "v7.json", newer)), 2, "v7.json",
+                  "schema 7", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",
