@@ -322,3 +322,19 @@ def test_the_price_cache_carries_the_block_rates_for_its_instance_types(tmp_path
     cat = load_cache_catalog(db)
     assert [(o.instance_type, o.capacity_type, o.usd_per_hour, o.block_unit_hours)
             for o in cat.block_offers] == [("p5.48xlarge", "block", 39.33, 24.0)]
+
+
+def test_check_with_spec_compares_the_bookings_start(tmp_path):
+    """``sla.start_after`` is not in the digest (a plan made with --start-after matches its
+    spec file); ``check --spec`` holds the bookings to the spec's date when it has one."""
+    from optimizer.plan.verify import verify_against_spec
+
+    p = _booked_plan()
+    spec = booked_spec(3000, **NO_REF)
+    assert verify_against_spec(p, spec) == []
+    assert verify_against_spec(p, spec.model_copy(update={"sla": spec.sla.model_copy(
+        update={"start_after": None})})) == []
+    later = spec.model_copy(update={"sla": spec.sla.model_copy(
+        update={"start_after": dt.date(2026, 12, 11)})})
+    assert any("starts 2026-12-04, the spec's sla.start_after is 2026-12-11" in v
+               for v in verify_against_spec(p, later))

@@ -13,8 +13,10 @@ made before them still match their specs."""
 
 def spec_digest(spec_dump: dict[str, Any]) -> str:
     sla = spec_dump.get("sla")
-    if isinstance(sla, dict) and "start_after" in sla and sla["start_after"] is None:
-        # schema 6: left out when unset, so that earlier plans still match their specs
+    if isinstance(sla, dict) and "start_after" in sla:
+        # schema 6: never in the digest (earlier plans still match their specs, and a plan
+        # made with `plan --start-after` matches its spec file); the bookings record it and
+        # `check --spec` compares them with it (rules_spec)
         spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
     data = spec_dump.get("data")
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
