@@ -338,3 +338,13 @@ def test_check_with_spec_compares_the_bookings_start(tmp_path):
         update={"start_after": dt.date(2026, 12, 11)})})
     assert any("starts 2026-12-04, the spec's sla.start_after is 2026-12-11" in v
                for v in verify_against_spec(p, later))
+
+
+def test_a_booked_plan_validates_against_the_published_schema():
+    import jsonschema
+
+    schema = Plan.model_json_schema()
+    data = json.loads(_booked_plan().to_json())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []
+    data["bookings"][0]["capacity_type"] = "blocky"
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
