@@ -284,8 +284,10 @@ def _finish(p: Plan, win: _Candidate, booked: list[Offer], catalog: Catalog,
         status = Status.feasible
         cross = (f"bound {bound:,.2f} from booked capacity priced per held hour; the plan "
                  f"is within {gap:.2%} of it")
-        warnings.append(f"capacity blocks are paid for whole units: the plan is within "
-                        f"{gap:.2%} of a lower bound (status feasible)")
+        warnings.append(f"with capacity blocks bookable the plan is within {gap:.2%} of a "
+                        "lower bound that prices them per held hour, without their whole "
+                        "units (status feasible): a plan booking differently may be cheaper "
+                        "by at most that")
     else:
         gap = 0.0
     for b in bookings:
