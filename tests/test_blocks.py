@@ -118,6 +118,7 @@ def test_a_faster_plan_that_fits_one_week_beats_two_weeks():
     p = plan(spec, catalog)
     (b,) = p.bookings
     assert (b.nodes, b.units, b.cost_usd) == (2, 1, "4032.00") and p.makespan_hours <= 168
+    assert p.deadline_hours is None  # found under a 168-h cap; the plan records the spec's
     assert [a.capacity_type for a in _update(p).allocations] == ["block", "on_demand"]
     want = brute_force(spec, catalog)
     assert want is not None and float(p.total_cost_usd) == pytest.approx(want[0], abs=0.006)

@@ -233,10 +233,8 @@ def _fewer_units(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], relax
     runs = [r for r in relaxed[2] if r.solution is not None and r.solution.chosen]
     if not runs:
         return []
-    lay = runs[0].cands.layout
     held = min(run_hours(r.cands.layout.mode, r.solution.chosen, r.cands.layout.fill_fraction)
                for r in runs)
-    del lay
     caps = sorted({k * o.block_unit_hours for o in booked
                    if o.capacity_type == "block" and o.block_unit_hours
                    for k in range(max(1, units(held, o.block_unit_hours) - 3),
@@ -249,7 +247,9 @@ def _fewer_units(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], relax
             continue
         capped = spec.model_copy(update={"sla": spec.sla.model_copy(update={
             "deadline_hours": cap})})
-        out.append(_solved(capped, with_booked, policy, objective, solver, explain))
+        got = _solved(capped, with_booked, policy, objective, solver, explain)
+        if got is not None:  # the plan records the spec's own deadline, not the cap
+            out.append((replace(got[0], spec=spec), got[1], got[2]))
     return out
 
 
