@@ -20,6 +20,12 @@ def spec_digest(spec_dump: dict[str, Any]) -> str:
     if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
         spec_dump = {k: v for k, v in spec_dump.items()
                      if not (k in LATER_TOP_FIELDS and v is None)}
+    sla = spec_dump.get("sla")
+    if isinstance(sla, dict) and "start_after" in sla:
+        # schema 6 (issue #15): never in the digest (earlier plans still match their specs,
+        # and a plan made with `plan --start-after` matches its spec file); the bookings
+        # record it and `check --spec` compares them with it (rules_spec)
+        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
     data = spec_dump.get("data")
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()

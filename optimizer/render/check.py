@@ -74,7 +74,10 @@ VOLUME_TYPE = {"ebs_gp3": "gp3", "pd_balanced": "pd-balanced"}
 SKY_DISK_TIER = "medium"
 GKE_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 KUBERAY_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
-LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved", "block": "reserved",
+         "flex_start": "flex-start"}
+"""How the cluster runs each planned capacity type: a capacity block is a reservation to
+Karpenter and GKE; flex-start is a GKE queued-provisioning (DWS) node pool."""
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
@@ -157,11 +160,18 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
                           "disk_type": cfg.get("disk_type", ""),
                           "instance_type": cfg["machine_type"],
                           "zone": zones[0] if len(zones) == 1 else "",
-                          "capacity": "spot" if spot else "reserved"
-                          if cfg.get("reservation_affinity") else "on-demand",
+                          "capacity": "spot" if spot else "flex-start" if _queued(body)
+                          else "reserved" if cfg.get("reservation_affinity") else "on-demand",
                           "taints": taints, "nodes": int(auto["total_max_node_count"]),
                           "tags": cfg.get("resource_labels", {})})
     return pools
+
+
+def _queued(body: dict[str, Any]) -> bool:
+    """A GKE node pool with DWS queued provisioning (flex-start) enabled."""
+    q = body.get("queued_provisioning") or {}
+    q = q[0] if isinstance(q, list) and q else q
+    return isinstance(q, dict) and bool(q.get("enabled"))
 
 
 def _pod_request(pod: dict[str, Any]) -> dict[str, str]:
@@ -228,6 +238,7 @@ def _check_pools(plan: Plan, files: dict[str, str], out: list[str]) -> None:
             infra = r["infra"].split("/")
             zone = infra[2] if len(infra) > 2 else env.get("PTPLAN_ZONE", "")
             cap = env.get("PTPLAN_CAPACITY_TYPE", "")
+            cap = {"block": "reserved"}.get(cap, cap)  # the block is a reservation to AWS
             if (cap == "spot") != bool(r["use_spot"]):
                 out.append(f"pools: {rel} task {t['name']}: use_spot {r['use_spot']} for {cap}")
             key = (k8s_label(str(env.get("PTPLAN_POOL", ""))), r["instance_type"], zone, cap)
