@@ -219,7 +219,7 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    from optimizer.render.check import _entry_words
+    from optimizer.render.check_paths import entry_words as _entry_words
 
     words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
                          ["spec"]["entrypoint"])
