@@ -176,7 +176,7 @@ CASES = [
     ("grpo-7b.yaml", ["H100", "L4"], None),
     ("grpo-7b.yaml", ["T4", "H100"], None),          # T4: no bf16, fp16 is the default
     ("sft-8b.yaml", ["H100", "A10G"], "fp8"),        # A10G has no fp8: not fitting first
-    ("sft-8b.yaml", ["H100"], "int8"),               # int8 is not an update precision
+    ("sft-8b.yaml", ["H100", "L4"], "int8"),         # int8 is not an update precision
     ("opd-8b-from-32b.yaml", ["H100"], None),
     ("generate-32b.yaml", ["L4", "H100"], None),
 ]
@@ -201,6 +201,14 @@ def test_async_calibrated_and_unfit_cases_equal_the_reference() -> None:
     assert cell["calibrated"] is True
     assert cell["calibration"]["measured_tokens_per_second_per_gpu"] == 1500.0
     assert report["phases"][0]["synchronous_drain"] is False
+    # an eval of one 8-token response: a decode run shorter than a second
+    d = example_dict("grpo-7b.yaml")
+    d["eval"] = {"every_steps": 100, "prompts": 1, "samples_per_prompt": 1, "response_tokens": 8}
+    tiny = parse_spec(d, "tiny-eval")
+    report = estimate(tiny, ["H100"])
+    assert report == ref_estimate(tiny, ["H100"])
+    decode = report["phases"][-1]["by_gpu"]["H100"]["decode"]
+    assert 0 < decode["seconds_per_run"] < 1 and decode["drain_share"] > 0.9
     big = _big_model_spec()
     for precision in ("fp32", None):
         report = estimate(big, ["L4", "H100"], precision)

@@ -103,16 +103,24 @@ FP32_TOO = parse_policy("name: wide\nextends: default\nphases:\n  rollout:\n    
 KV8 = parse_policy("name: kv8\nextends: default\nkv_cache_fp8: true\n")
 TEACHER_HALF = parse_policy("name: half\nextends: default\nhigh_precision_fallback:\n"
                             "  teacher: 0.5\n")
-DEMANDS = {n: build_demand(load_spec(str(EXAMPLES / f"{n}.yaml")))
-           for n in ("grpo-7b", "opd-8b-from-32b", "generate-32b", "sft-8b")}
+
+
+def demand(name: str) -> Any:
+    """A fresh demand of an example per test: ``phase_rates`` memoises on the demand, and a
+    module-level one would carry un-mutated rates into mutmut's forked runs."""
+    return build_demand(load_spec(str(EXAMPLES / f"{name}.yaml")))
+
+
+PHASES = {n: demand(n).phases for n in ("grpo-7b", "opd-8b-from-32b", "generate-32b", "sft-8b")}
 CASES = [
     (n, ph, g, gpn, tail, pol, col)
-    for n in DEMANDS for ph in DEMANDS[n].phases
+    for n in PHASES for ph in PHASES[n]
     for g in ("H100", "L4") for gpn in (1, 3, 8) for tail in (True, False)
     for pol in ("default", "kv8") for col in (False, True)
     if (gpn == 8 or (tail and pol == "default" and not col))
 ] + [(n, "scoring", g, gpn, True, "teacher_half", False)
-     for n in ("opd-8b-from-32b",) for g in ("H100", "L4") for gpn in (1, 3, 8)]
+     for n in ("opd-8b-from-32b",) for g in ("H100", "L4") for gpn in (1, 3, 8)
+     ] + [("generate-32b", "rollout", g, 2, True, "default", False) for g in ("H100", "L4")]
 POLICIES = {"default": default_policy(), "kv8": KV8, "teacher_half": TEACHER_HALF,
             "fp32": FP32_TOO}
 
@@ -121,8 +129,9 @@ POLICIES = {"default": default_policy(), "kv8": KV8, "teacher_half": TEACHER_HAL
 def test_phase_rates_equal_the_reference(case: tuple[Any, ...]) -> None:
     name, phase, g, gpn, tail, pol, col = case
     gpu, policy = resolve_gpu(g, "gpu"), POLICIES[pol]
-    got = got_rates(phase_rates(DEMANDS[name], phase, gpu, gpn, tail, policy, colocated=col))
-    assert got == ref_rates(DEMANDS[name], phase, gpu, gpn, tail, policy, col)
+    d = demand(name)
+    got = got_rates(phase_rates(d, phase, gpu, gpn, tail, policy, colocated=col))
+    assert got == ref_rates(d, phase, gpu, gpn, tail, policy, col)
 
 
 @pytest.mark.parametrize(("params_b", "gpn", "expected"), [
@@ -145,7 +154,7 @@ def test_the_conditions_matter_in_these_cases() -> None:
     """Each condition the reference passes changes some rate above (so passing it wrong is
     caught): a synchronous layout, colocation (RL only), fp8 KV, the teacher's share."""
     h100, pol = resolve_gpu("H100", "gpu"), default_policy()
-    grpo, gen = DEMANDS["grpo-7b"], DEMANDS["generate-32b"]
+    grpo, gen = demand("grpo-7b"), demand("generate-32b")
 
     def hours(d: Any, phase: str, gpn: int = 8, tail: bool = True, policy: Policy = pol,
               col: bool = False) -> list[float]:
@@ -157,7 +166,7 @@ def test_the_conditions_matter_in_these_cases() -> None:
     assert hours(grpo, "rollout", col=True) != hours(grpo, "rollout")
     assert hours(gen, "rollout", col=True) == hours(gen, "rollout")  # no training to share
     assert hours(grpo, "rollout", policy=KV8) != hours(grpo, "rollout")
-    opd = DEMANDS["opd-8b-from-32b"]
+    opd = demand("opd-8b-from-32b")
     assert hours(opd, "scoring", policy=TEACHER_HALF) != hours(opd, "scoring")
     # the default is not colocated
     assert phase_rates(grpo, "rollout", h100, 8, True) == phase_rates(grpo, "rollout", h100, 8,
@@ -169,12 +178,16 @@ def test_precisions_by_hand() -> None:
     its own [bf16, fp8]. The SFT example lists none: the default policy's rollout, scoring and
     eval bf16, fp16, fp8, int8 and update bf16, fp16, fp32 (in the order fp32, bf16, fp16, fp8,
     int8)."""
-    opd, grpo, sft = DEMANDS["opd-8b-from-32b"], DEMANDS["grpo-7b"], DEMANDS["sft-8b"]
+    opd, grpo, sft = demand("opd-8b-from-32b"), demand("grpo-7b"), demand("sft-8b")
     h100, t4 = resolve_gpu("H100", "gpu"), resolve_gpu("T4", "gpu")
     assert allowed_precisions(opd, "eval") == ("bf16", "fp8")
     assert allowed_precisions(opd, "scoring") == ("bf16", "fp8")
     assert allowed_precisions(sft, "eval") == ("bf16", "fp16", "fp8", "int8")
     assert allowed_precisions(sft, "update") == ("fp32", "bf16", "fp16")
+    # a policy without precisions: the phase's own (training formats for the update)
+    bare = parse_policy("name: bare\n")
+    assert allowed_precisions(sft, "update", bare) == ("fp32", "bf16", "fp16", "fp8")
+    assert allowed_precisions(sft, "rollout", bare) == ("fp32", "bf16", "fp16", "fp8", "int8")
     only_fp8 = parse_policy("name: q\nextends: default\nphases:\n  rollout:\n    precisions: "
                             "[fp8]\n  update:\n    precisions: [fp32]\n")
     assert allowed_precisions(grpo, "rollout", only_fp8) == ("fp8",)
@@ -196,7 +209,7 @@ def test_busy_hours_without_a_timing_and_layouts_by_hand() -> None:
     assert r.node_hours_at(2.0) == 12.0 and r.node_hours_at(8.0) == 16.0
     assert r.layout_for(3.0) is None  # no timing: the recorded layout (none)
     # generation: the engine's tensor-parallel size and whole replicas (at least one)
-    gen = DEMANDS["generate-32b"]
+    gen = demand("generate-32b")
     (bf16, _fp8) = phase_rates(gen, "rollout", resolve_gpu("H100", "gpu"), 8, True)
     assert bf16.replica_gpus == 2
     assert [bf16.layout_for(n) for n in (0.125, 0.25, 0.5, 1.0)] == [
@@ -204,7 +217,20 @@ def test_busy_hours_without_a_timing_and_layouts_by_hand() -> None:
     assert bf16.busy(2.0) == pytest.approx(
         float(bf16.timing.busy_seconds(np.array([16.0]))[0]) / 3600.0, rel=1e-12)
     # training: the layout the cell picks on that many GPUs
-    update = phase_rates(DEMANDS["grpo-7b"], "update", resolve_gpu("H100", "gpu"), 8, True)[0]
+    update = phase_rates(demand("grpo-7b"), "update", resolve_gpu("H100", "gpu"), 8, True)[0]
     assert update.layout_for(1.0)["dp"] == 8 and update.layout_for(0.5)["dp"] == 4
-    scoring = phase_rates(DEMANDS["grpo-7b"], "scoring", resolve_gpu("H100", "gpu"), 8, True)[0]
+    scoring = phase_rates(demand("grpo-7b"), "scoring", resolve_gpu("H100", "gpu"), 8, True)[0]
     assert scoring.layout_for(1.0) is None  # forward passes only
+
+
+def test_calibrated_rates_equal_the_reference() -> None:
+    """A measured rollout throughput on H100 rescales the phase's time (the timing's scale
+    = modelled ÷ measured), the latency floor with it."""
+    raw = yaml.safe_load((EXAMPLES / "grpo-7b.yaml").read_text(encoding="utf-8"))
+    raw["calibration"] = [{"phase": "rollout", "gpu": "H100", "precision": "bf16",
+                           "tokens_per_second_per_gpu": 900.0}]
+    d, gpu, pol = build_demand(parse_spec(raw, "calibrated")), resolve_gpu("H100", "gpu"), \
+        default_policy()
+    rates = phase_rates(d, "rollout", gpu, 8, True, pol)
+    assert all(r.calibrated and r.timing is not None and r.timing.scale != 1.0 for r in rates)
+    assert got_rates(rates) == ref_rates(d, "rollout", gpu, 8, True, pol, False)
