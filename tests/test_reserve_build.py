@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, example_dict
 
+import optimizer.planner.api as api
 from optimizer.core.errors import InfeasibleError, InputError
 from optimizer.core.yamlio import validate
 from optimizer.plan.schema import Plan
@@ -348,3 +349,41 @@ def test_profiles_are_arrays_of_the_horizon() -> None:
     (cls,) = pb.classes
     assert isinstance(cls.nodes, np.ndarray) and cls.nodes.shape == (1, 3)
     assert cls.nodes.tolist() == [[1.0, 2.0, 0.0]]
+
+
+def test_projects_are_planned_once_per_spec_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three projects, two of one spec: two plans (the cache is keyed by the spec's digest),
+    each asked without explanation or timings, with the builder's solver and policy; the
+    repeated name gets ``#2``; ``progress`` is told before each project; the planning seconds
+    are the time spent in the planner."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    canned = _plan("on_demand", 1.0)
+
+    def fake_plan(spec: Any, catalog: Any, **kw: Any) -> Plan:
+        calls.append((spec.name, kw))
+        return canned
+
+    monkeypatch.setattr(api, "plan", fake_plan)
+    sft = example_dict("sft-8b.yaml")
+    other = {**example_dict("sft-8b.yaml"), "name": "other"}
+    policy = default_policy()
+    b = _Builder(_pf({"horizon_weeks": 4, "projects": [
+        {"spec": sft}, {"spec": other, "name": "mine"}, {"spec": sft, "start_week": 2}]}),
+        CATALOG, ROOT, policy, "cbc")
+    told: list[tuple[int, int]] = []
+    rows, seconds, distinct = b.projects(lambda n, total: told.append((n, total)))
+    assert [name for name, _ in calls] == ["sft-8b-chat", "other"] and distinct == 2
+    assert all(kw == {"solver": "cbc", "explain": False, "timings": False, "policy": policy}
+               for _, kw in calls)
+    assert [r["name"] for r in rows] == ["sft-8b-chat", "mine", "sft-8b-chat#2"]
+    assert told == [(0, 3), (1, 3), (2, 3)]
+    assert 0.0 <= seconds < 5.0
+
+    def failing(spec: Any, catalog: Any, **kw: Any) -> Plan:
+        raise InfeasibleError("deadline 1 h: too short")
+
+    monkeypatch.setattr(api, "plan", failing)
+    b = _Builder(_pf({"projects": [{"spec": sft}]}), CATALOG, ROOT, policy, "highs")
+    with pytest.raises(InfeasibleError) as exc:
+        b.projects()
+    assert str(exc.value) == "portfolio projects[0] (sft-8b-chat): deadline 1 h: too short"
