@@ -120,7 +120,9 @@ CASES = [
     if (gpn == 8 or (tail and pol == "default" and not col))
 ] + [(n, "scoring", g, gpn, True, "teacher_half", False)
      for n in ("opd-8b-from-32b",) for g in ("H100", "L4") for gpn in (1, 3, 8)
-     ] + [("generate-32b", "rollout", g, 2, True, "default", False) for g in ("H100", "L4")]
+     ] + [("generate-32b", "rollout", g, 2, True, "default", False) for g in ("H100", "L4")
+          ] + [("generate-32b", "rollout", g, gpn, False, "default", False)  # async, replica
+               for g in ("H100", "L4") for gpn in (1, 3)]                      # over the node
 POLICIES = {"default": default_policy(), "kv8": KV8, "teacher_half": TEACHER_HALF,
             "fp32": FP32_TOO}
 
