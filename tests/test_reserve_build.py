@@ -42,7 +42,7 @@ def _rate(itype: str, years: int, usd: float, source: str, cls: str = "",
 # big: on demand 10 $/h (the dearer zone's 12 and a 0 $/h row are not the price), spot 4 $/h;
 # small: on demand 2 $/h, no spot; a spot-only type "spotty" in r1; region r2 has "other".
 OFFERS = (
-    _offer("big", "on_demand", 12.0, "r1-b"), _offer("big", "on_demand", 10.0),
+    _offer("big", "on_demand", 10.0), _offer("big", "on_demand", 12.0, "r1-b"),
     _offer("big", "on_demand", 0.0, "r1-c"), _offer("big", "spot", 4.0),
     _offer("big", "spot", 0.0, "r1-c"), _offer("big", "reserved", 1.0),
     _offer("small", "on_demand", 2.0), _offer("spotty", "spot", 1.0),
@@ -54,7 +54,8 @@ RATES = (
     _rate("big", 1, 7.0, "dear"), _rate("big", 1, 6.0, "std-no", "standard", "No Upfront"),
     _rate("big", 1, 6.0, "conv-partial", "convertible", "Partial Upfront"),
     _rate("big", 1, 6.0, "conv-all", "convertible", "All Upfront"),
-    _rate("big", 3, 5.0, "assumed", assumption=True),
+    _rate("big", 3, 5.0, "std-all", "standard", "All Upfront"),
+    _rate("big", 3, 5.0, "assumed", "convertible", "Partial Upfront", assumption=True),
 )
 CATALOG = Catalog("hand", "2026-11-01", OFFERS, reserved_rates=RATES)
 
@@ -80,7 +81,8 @@ def test_prices_are_the_cheapest_positive_offer_and_the_first_of_tied_rates() ->
     assert b.prices.known(("lab", "r1", "spotty")) and b.prices.known(key)
     assert not b.prices.known(("lab", "r1", "nothing"))
     picked = {y: b.prices.reserved[(*key, y)].source for y in (1, 3)}
-    # sorted by (rate, class, option): "All Upfront" < "Partial Upfront" within "convertible"
+    # sorted by (rate, class, option): "All Upfront" < "Partial Upfront" within
+    # "convertible"; "convertible" < "standard" before the option is looked at
     assert picked == {1: "conv-all", 3: "assumed"}
 
 
@@ -137,6 +139,11 @@ def test_unknown_region_and_type_messages() -> None:
     assert str(exc.value) == (
         "demand[0].instance_type: 'spotty' has no on-demand price in catalog hand for lab/r1 "
         "(did you mean: spotty?); fix the name or give on_demand_usd_per_hour")
+    with pytest.raises(InputError) as exc:  # "other" is in r2 only: no suggestion from r1
+        _build({"demand": [{**A, "instance_type": "othr", "nodes": 1}]})
+    assert str(exc.value) == ("demand[0].instance_type: 'othr' has no on-demand price in "
+                              "catalog hand for lab/r1; fix the name or give "
+                              "on_demand_usd_per_hour")
     with pytest.raises(InputError) as exc:
         _build({"demand": [{**B, "nodes": 1}],
                 "existing": [{**A, "instance_type": "zzz", "count": 1, "usd_per_hour": 1.0,
@@ -177,15 +184,20 @@ def test_rows_profiles_spot_and_classes() -> None:
         {**A, "weekly_nodes": [1, 2, 3, 4], "start_week": 4},
         {**A, "nodes": 0.5, "spot_ok": True, "spot_usd_per_hour": 3.0},
         {**A, "nodes": 1, "spot_ok": True, "spot_usd_per_hour": 10.0},
-        {**A, "weekly_nodes": [7], "start_week": 5}]})
+        {**A, "weekly_nodes": [7], "start_week": 5},
+        {**A, "nodes": 0.25, "spot_ok": True, "spot_usd_per_hour": 3.4},
+        {**B, "nodes": 0}]})
     assert _classes(pb) == [
-        ("lab/r1/small", None, [0.0, 2.0, 2.0, 0.0, 0.0, 0.0]),
+        ("lab/r1/small", None, [0.0, 2.0, 2.0, 0.0, 0.0, 0.0]),  # the 0-node row adds 0
         ("lab/r1/big", None, [0.0, 0.0, 0.0, 0.0, 1.0, 9.0]),
         ("lab/r1/big", 3.0, [0.5] * 6),
+        ("lab/r1/big", 3.4, [0.25] * 6),  # a class per spot price (to 9 decimals)
         ("lab/r1/big", 4.0, [1.0] * 6),
         ("lab/r1/big", None, [1.0] * 6)]  # 10 $/h spot >= 10 $/h on demand: never used
     assert [sorted(c.sources) for c in pb.classes] == [
-        ["two"], ["demand[2]", "demand[5]"], ["demand[3]"], ["demand[1]"], ["demand[4]"]]
+        ["demand[7]", "two"], ["demand[2]", "demand[5]"], ["demand[3]"], ["demand[6]"],
+        ["demand[1]"], ["demand[4]"]]
+    assert pb.name == "portfolio"
     assert [w for w in pb.warnings if w.startswith("demand")] == [
         "demand[2]: weekly_nodes run past the 6-week horizon; those weeks are not evaluated"]
     with pytest.raises(InputError) as exc:
@@ -266,14 +278,18 @@ def test_run_starts(start: int, every: int | None, weeks: int, expected: list[in
     assert _run_starts(start, every, weeks) == expected
 
 
-def _plan(capacity: str, eff: float, nodes: int = 2, hours: float = 84.0) -> Plan:
-    """The pinned GRPO plan cut to one pool with one allocation of ``big`` on the catalog
-    above (a plan's own figures are not re-checked here: only its allocations are read)."""
+def _plan(capacity: str, eff: float, nodes: int = 2, hours: float = 84.0,
+          small: int = 0) -> Plan:
+    """The pinned GRPO plan cut to one pool with one allocation of ``big`` (and ``small``
+    on-demand nodes of ``small``) on the catalog above (a plan's own figures are not re-checked
+    here: only its allocations are read)."""
     data = json.loads((ROOT / "tests" / "golden" / "cli" / "plan-grpo-7b.json").read_text())
     pool = data["pools"][0]
     alloc = {**pool["allocations"][0], **A, "zone": "r1-a", "capacity_type": capacity,
              "nodes": nodes, "hours": hours, "usd_per_hour": 4.0, "effective_fraction": eff}
-    data["pools"] = [{**pool, "allocations": [alloc]}]
+    more = [{**alloc, **B, "capacity_type": "on_demand", "nodes": small, "usd_per_hour": 2.0,
+             "effective_fraction": 1.0}] if small else []
+    data["pools"] = [{**pool, "allocations": [alloc, *more]}]
     return Plan.model_validate(data)
 
 
@@ -387,3 +403,29 @@ def test_projects_are_planned_once_per_spec_and_named(monkeypatch: pytest.Monkey
     with pytest.raises(InfeasibleError) as exc:
         b.projects()
     assert str(exc.value) == "portfolio projects[0] (sft-8b-chat): deadline 1 h: too short"
+
+
+def test_project_node_hours_add_over_allocations() -> None:
+    """2 big nodes and 3 small ones for 84 h, one run: (2 + 3) × 84 = 420 node-hours."""
+    b = _Builder(_pf({"horizon_weeks": 2}), CATALOG, ROOT, default_policy(), "highs")
+    pr = validate(Project, {"spec": "x.yaml"}, "project")
+    row = b.project_demand(pr, _plan("on_demand", 1.0, small=3), "proj", "projects[0]")
+    assert row["node_hours_in_horizon"] == pytest.approx(420.0, abs=1e-6)
+    assert row["instance_types"] == ["lab/r1/big", "lab/r1/small"]
+    assert [(c.key, c.nodes.tolist()) for c in b.classes.values()] == [
+        (0, [[1.0, 0.0]]), (1, [[1.5, 0.0]])]
+
+
+def test_catalog_products_in_key_order_with_a_three_year_rate_only() -> None:
+    """Demand on small (listed first) and big: the catalog's products come in key order (big
+    before small), and small, with only a 3-year rate, still gets that product."""
+    catalog = Catalog("hand", "2026-11-01", OFFERS,
+                      reserved_rates=(*RATES, _rate("small", 3, 1.5, "small-3y")))
+    pb = build_problem(_pf({"horizon_weeks": 4, "demand": [{**B, "nodes": 1},
+                                                           {**A, "nodes": 1}]}),
+                       catalog, ROOT)
+    assert pb.keys == [("lab", "r1", "small"), ("lab", "r1", "big")]
+    assert [(p.name, p.key, p.source) for p in pb.products] == [
+        ("lab/r1/big/1y", 1, "conv-all"), ("lab/r1/big/3y", 1, "assumed"),
+        ("lab/r1/small/3y", 0, "small-3y")]
+    assert not any("no reserved rate" in w for w in pb.warnings)
