@@ -84,6 +84,12 @@ def test_prices_are_the_cheapest_positive_offer_and_the_first_of_tied_rates() ->
     # sorted by (rate, class, option): "All Upfront" < "Partial Upfront" within
     # "convertible"; "convertible" < "standard" before the option is looked at
     assert picked == {1: "conv-all", 3: "assumed"}
+    # an option left empty (a catalog file's rate) sorts before a named one of the same class
+    tied = Catalog("hand", "2026-11-01", OFFERS, reserved_rates=(
+        _rate("small", 1, 1.5, "named", "convertible", "All Upfront"),
+        _rate("small", 1, 1.5, "unnamed", "convertible", "")))
+    prices = _Builder(_pf({}), tied, ROOT, default_policy(), "highs").prices
+    assert prices.reserved[("lab", "r1", "small", 1)].source == "unnamed"
 
 
 def test_catalog_products_their_names_and_the_assumption_warning() -> None:
