@@ -1,0 +1,145 @@
+"""The demand model's cells (``optimizer.demand.cells``) by hand: precisions per phase, the
+training job of an update part, a phase's latency floor, its timing on a pool and the cell of
+a phase that does not fit (docs/testing.md, mutation testing of ``cells.py``).
+
+Inputs are the example specs (``examples/``), with the figures cited in each test; each test
+builds its own demand (no module-level state: mutmut forks its runs after import).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, example_dict
+
+from optimizer.core.hardware import resolve_gpu
+from optimizer.demand.cells import (
+    Conditions,
+    Timing,
+    _part_floor,
+    cell,
+    default_precision,
+    phase_cell,
+    precision_options,
+    train_job,
+)
+from optimizer.demand.model import build_demand
+from optimizer.spec.project import load_spec, parse_spec
+
+
+def _demand(name: str, **data: Any) -> Any:
+    raw = example_dict(name)
+    raw["data"] = {**raw["data"], **data}
+    return build_demand(parse_spec(raw, name))
+
+
+def _part(demand: Any, phase: str, name: str) -> Any:
+    return next(p for p in demand.phase_parts(phase) if p.name == name)
+
+
+def test_precision_options_and_defaults_by_hand() -> None:
+    """The update trains in fp32, bf16, fp16 or fp8; generation also runs int8. The default:
+    bf16 where the GPU has it (H100), else fp16 (T4), else fp32."""
+    assert precision_options("update") == ("fp32", "bf16", "fp16", "fp8")
+    assert precision_options("rollout") == ("fp32", "bf16", "fp16", "fp8", "int8")
+    assert precision_options("scoring") == precision_options("eval") == \
+        precision_options("rollout")
+    h100, t4 = resolve_gpu("H100", "gpu"), resolve_gpu("T4", "gpu")
+    assert [default_precision(g, p) for g in (h100, t4) for p in ("update", "rollout")] == [
+        "bf16", "bf16", "fp16", "fp16"]
+
+
+def test_train_job_by_hand() -> None:
+    """GRPO example (7.6 B, 300 steps of 256 prompts × 8 samples × (512 + 2,048) tokens =
+    1,572,864,000 tokens per epoch) with 2 update epochs of 4 mini-batches: the part trains
+    3,145,728,000 tokens, 5,242,880 per step and epoch, 1,310,720 per optimizer step; bf16
+    weights + fp32 grads 4 B and Adam 16 − 4 = 12 B per parameter
+    (``efficiency.adam_bytes_per_param`` 16); RL MFU 0.22. SFT example: 256 × 2,048 tokens per
+    optimizer step, MFU 0.35. LoRA with ``adam_bytes_per_param`` 4: no optimizer
+    state."""
+    d = _demand("grpo-7b.yaml", update_epochs=2, mini_batches_per_step=4)
+    job = train_job(_part(d, "update", "actor"), d.spec)
+    assert _part(d, "update", "actor").tokens == 2 * 1_572_864_000
+    assert job.tokens_per_optimizer_step == pytest.approx(1_310_720.0, rel=1e-12)
+    assert job.state_weights_grads == pytest.approx(7.6e9 * 4, rel=1e-12)
+    assert job.state_optimizer == pytest.approx(7.6e9 * 12, rel=1e-12)
+    assert job.mfu == 0.22 and job.longest == 8704
+    sft = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
+    sjob = train_job(_part(sft, "update", "actor"), sft.spec)
+    assert sjob.tokens_per_optimizer_step == 256 * 2048 and sjob.mfu == 0.35
+    raw = example_dict("grpo-7b.yaml")
+    raw["model"] = {**raw["model"], "finetune": "lora", "lora_rank": 16}
+    raw["efficiency"] = {"adam_bytes_per_param": 4.0}
+    lora = build_demand(parse_spec(raw, "lora"))
+    ljob = train_job(_part(lora, "update", "actor"), lora.spec)
+    assert ljob.state_optimizer == 0.0
+    assert ljob.state_weights_grads > 7.6e9 * 2  # frozen bf16 weights + the adapter's
+
+
+def test_part_floors_by_hand() -> None:
+    """A training part's floor is steps × epochs × mini-batches × one longest micro-batch
+    (300 × 2 × 4 × its single-sequence seconds); SFT counts one optimizer step per step; a
+    prefill part has none; a scoring pass is runs × the longest sequence ÷ (tokens/s/GPU ×
+    replica GPUs) (OPD's 32.8 B teacher on two H100s: 150 × 17,408 tokens)."""
+    h100 = resolve_gpu("H100", "gpu")
+    d = _demand("grpo-7b.yaml", update_epochs=2, mini_batches_per_step=4)
+    actor = _part(d, "update", "actor")
+    c = cell(actor, h100, "bf16", d.spec)
+    assert _part_floor(d, actor, c) == pytest.approx(300 * 2 * 4 * c.single_seconds, rel=1e-12)
+    sft = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
+    s_actor = _part(sft, "update", "actor")
+    sc = cell(s_actor, h100, "bf16", sft.spec)
+    assert _part_floor(sft, s_actor, sc) == pytest.approx(sft.steps * sc.single_seconds,
+                                                          rel=1e-12)
+    prefill = _part(d, "rollout", "prefill")
+    assert _part_floor(d, prefill, cell(prefill, h100, "bf16", d.spec)) == 0.0
+    opd = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
+    teacher = _part(opd, "scoring", "teacher")
+    tc = cell(teacher, h100, "bf16", opd.spec)
+    assert tc.replica_gpus == 2
+    assert _part_floor(opd, teacher, tc) == pytest.approx(
+        150 * 17408 / (tc.tokens_per_second_per_gpu * 2), rel=1e-12)
+
+
+def test_timing_by_hand() -> None:
+    """Linear work of 100 GPU-seconds takes 100 / g s on g GPUs (200 s on half a GPU), never
+    under the floor, times the calibration scale; prefill overlaps the decode (the longer
+    counts)."""
+    t = Timing(100.0, (), 30.0, 1, scale=2.0)
+    assert t.busy_seconds(np.array([0.5, 1.0, 2.0, 4.0])).tolist() == [400.0, 200.0, 100.0,
+                                                                       60.0]
+    p = Timing(0.0, (), 0.0, 1, prefill_gpu_seconds=50.0)
+    assert p.busy_seconds(2.0).tolist() == 25.0
+    assert t.gpu_hours_at(2.0) == pytest.approx(100.0 * 2 / 3600, rel=1e-12)
+    # a decode curve: the reference pool is its full replicas × the replica's GPUs
+    gen = build_demand(load_spec(str(EXAMPLES / "generate-32b.yaml")))
+    pc = phase_cell(gen, "rollout", resolve_gpu("H100", "gpu"), "bf16")
+    (curve,) = pc.timing.curves
+    assert curve.engine.gpus == 2
+    assert pc.timing.reference_gpus() == math.ceil(curve.sequences / curve.batch) * 2
+
+
+def test_phase_cells_that_do_not_fit_and_forced_replicas() -> None:
+    """fp8 on an A10G (no fp8): the update's first part fails, the cell says which; a forced
+    replica size is kept; colocation shrinks the rollout's KV room (the policy's part keeps its
+    layout, generation has none)."""
+    d = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    a10g, h100 = resolve_gpu("A10G", "gpu"), resolve_gpu("H100", "gpu")
+    pc = phase_cell(d, "update", a10g, "fp8")
+    assert (pc.phase, pc.gpu, pc.precision, pc.fits, pc.gpu_hours, pc.replica_gpus,
+            pc.memory_gb_per_gpu, pc.calibrated) == ("update", "A10G", "fp8", False, math.inf,
+                                                     0, 0.0, False)
+    assert pc.reason == "update.old_logprob: A10G has no fp8 support"
+    assert pc.timing is None
+    rollout = phase_cell(d, "rollout", h100, "bf16")
+    assert rollout.layout is None and rollout.layout_multinode is None
+    assert rollout.replica_gpus == 1
+    forced = phase_cell(d, "rollout", h100, "bf16", replica_gpus=4)
+    assert forced.replica_gpus == 4
+    colocated = phase_cell(d, "rollout", h100, "bf16", cond=Conditions(8, True))
+    assert colocated.timing.curves[0].batch < rollout.timing.curves[0].batch
+    update = phase_cell(d, "update", h100, "bf16")
+    assert update.layout is not None and update.layout["tp"] >= 1
