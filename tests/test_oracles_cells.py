@@ -143,3 +143,140 @@ def test_phase_cells_that_do_not_fit_and_forced_replicas() -> None:
     assert colocated.timing.curves[0].batch < rollout.timing.curves[0].batch
     update = phase_cell(d, "update", h100, "bf16")
     assert update.layout is not None and update.layout["tp"] >= 1
+
+
+def test_phase_cell_composed_from_its_parts() -> None:
+    """A phase's cell from its parts' cells (``cell``): scoring's linear work = tokens ÷
+    tokens/s/GPU; the rollout's prefill overlapped with the decode; the update's replica and
+    memory are the largest of its parts', its layouts the actor's (one node and the largest
+    multi-node one); the GPU-hours are the timing's at the reference pool."""
+    h100 = resolve_gpu("H100", "gpu")
+    d = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    scoring = phase_cell(d, "scoring", h100, "bf16")
+    ref = _part(d, "scoring", "reference")
+    c = cell(ref, h100, "bf16", d.spec)
+    assert (scoring.phase, scoring.gpu, scoring.precision, scoring.fits) == (
+        "scoring", "H100", "bf16", True)
+    assert scoring.timing.linear_gpu_seconds == pytest.approx(
+        1_572_864_000 / c.tokens_per_second_per_gpu, rel=1e-12)
+    assert scoring.gpu_hours == pytest.approx(
+        scoring.timing.gpu_hours_at(scoring.timing.reference_gpus()), rel=1e-12)
+    rollout = phase_cell(d, "rollout", h100, "bf16")
+    pre = _part(d, "rollout", "prefill")
+    assert rollout.timing.prefill_gpu_seconds == pytest.approx(
+        pre.tokens / cell(pre, h100, "bf16", d.spec).tokens_per_second_per_gpu, rel=1e-12)
+    assert rollout.timing.linear_gpu_seconds == 0.0
+    l4 = resolve_gpu("L4", "gpu")
+    update = phase_cell(d, "update", l4, "bf16")
+    parts = [cell(p, l4, "bf16", d.spec) for p in d.phase_parts("update")]
+    assert update.replica_gpus == max(p.replica_gpus for p in parts) == 2
+    assert update.memory_gb_per_gpu == max(p.memory_gb_per_gpu for p in parts)
+    actor = parts[1]
+    assert update.layout == actor.layout.as_dict()
+    assert update.layout_multinode == actor.curve.multi_node[-1][1].layout.as_dict()
+    assert [name for name, _ in update.cells] == ["old_logprob", "actor"]
+
+
+def test_high_precision_fallback_share_by_hand() -> None:
+    """OPD's teacher scoring at fp8 with 30 % at bf16 or better: linear work = 0.7 × tokens ÷
+    fp8 tokens/s/GPU + 0.3 × tokens ÷ the fastest of bf16/fp16/fp32 (786,432,000 teacher
+    tokens); at bf16 the share changes nothing. A 600 B teacher fits an L4 replica at fp8
+    only: the fallback share cannot run, and the cell says so."""
+    h100 = resolve_gpu("H100", "gpu")
+    opd = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
+    teacher = _part(opd, "scoring", "teacher")
+    fp8 = cell(teacher, h100, "fp8", opd.spec).tokens_per_second_per_gpu
+    hp = max(cell(teacher, h100, q, opd.spec).tokens_per_second_per_gpu
+             for q in ("bf16", "fp16", "fp32") if cell(teacher, h100, q, opd.spec).fits)
+    pc = phase_cell(opd, "scoring", h100, "fp8", fallback={"teacher": 0.3})
+    assert pc.timing.linear_gpu_seconds == pytest.approx(
+        0.7 * 786_432_000 / fp8 + 0.3 * 786_432_000 / hp, rel=1e-12)
+    assert [name for name, _ in pc.cells] == ["teacher", "teacher@fallback"]
+    plain = phase_cell(opd, "scoring", h100, "fp8")
+    assert plain.timing.linear_gpu_seconds == pytest.approx(786_432_000 / fp8, rel=1e-12)
+    assert phase_cell(opd, "scoring", h100, "fp8", fallback={"reward": 0.3}) == plain
+    bf16 = phase_cell(opd, "scoring", h100, "bf16")
+    assert phase_cell(opd, "scoring", h100, "bf16", fallback={"teacher": 0.3}) == bf16
+    raw = example_dict("opd-8b-from-32b.yaml")
+    raw["teacher"] = {"params_b": 600, "layers": 126, "hidden_size": 16384, "heads": 128,
+                      "kv_heads": 8, "head_dim": 128}
+    big = build_demand(parse_spec(raw, "big-teacher"))
+    l4 = resolve_gpu("L4", "gpu")
+    assert phase_cell(big, "scoring", l4, "fp8").fits
+    none = phase_cell(big, "scoring", l4, "fp8", fallback={"teacher": 0.1})
+    assert (none.phase, none.gpu, none.precision, none.fits, none.gpu_hours, none.replica_gpus,
+            none.memory_gb_per_gpu, none.calibrated) == ("scoring", "L4", "fp8", False,
+                                                         math.inf, 0, 0.0, False)
+    assert none.reason == ("scoring.teacher: its high-precision fallback share needs bf16 or "
+                           "better, which does not fit L4")
+    assert [name for name, _ in none.cells] == ["teacher"]
+
+
+def test_part_cells_by_hand() -> None:
+    """One part's cell: refusals (no fp8 on an A10G; int8 is no training format; a forced
+    replica too small for the weights; weights over 64 GPUs), a training cell (micro-batch,
+    compute-bound, its single-sequence time), a forward cell (weights ÷ replica GPUs), a decode
+    cell (batch ÷ iteration seconds ÷ replica GPUs; weights + the batch's KV per GPU)."""
+    h100, a10g, l4 = (resolve_gpu(n, "gpu") for n in ("H100", "A10G", "L4"))
+    d = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    actor, ref = _part(d, "update", "actor"), _part(d, "scoring", "reference")
+    no = cell(actor, a10g, "fp8", d.spec)
+    assert no.fits is False and no.reason == "A10G has no fp8 support"
+    inf8 = cell(actor, h100, "int8", d.spec)
+    assert inf8.fits is False and inf8.reason == ("int8 is an inference format; train in "
+                                                  "fp32, bf16, fp16, fp8")
+    t = cell(actor, h100, "bf16", d.spec)
+    assert (t.fits, t.batch, t.bound) == (True, d.spec.efficiency.micro_batch_size, "compute")
+    assert t.single_seconds > 0 and t.layout is not None
+    f = cell(ref, h100, "bf16", d.spec)
+    assert (f.fits, f.replica_gpus, f.batch, f.bound) == (True, 1, 0, "compute")
+    assert f.memory_gb_per_gpu == pytest.approx(7.6e9 * 2 / 1e9, rel=1e-12)  # 15.2 GB
+    opd = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
+    teacher = _part(opd, "scoring", "teacher")
+    small = cell(teacher, h100, "bf16", opd.spec, replica_gpus=1)
+    assert small.fits is False
+    assert small.reason == "weights need 2 GPUs per replica; 1 given"
+    assert cell(teacher, h100, "bf16", opd.spec, replica_gpus=2).fits
+    raw = example_dict("opd-8b-from-32b.yaml")
+    raw["teacher"] = {"params_b": 2000, "layers": 126, "hidden_size": 16384, "heads": 128,
+                      "kv_heads": 8, "head_dim": 128}
+    huge = build_demand(parse_spec(raw, "huge"))
+    over = cell(_part(huge, "scoring", "teacher"), l4, "bf16", huge.spec)
+    assert over.fits is False
+    assert over.reason == "weights (4000 GB) need more than 64 GPUs per inference replica"
+    forced = cell(_part(huge, "scoring", "teacher"), l4, "bf16", huge.spec, replica_gpus=8)
+    assert forced.reason == "weights need more than 64 GPUs per replica; 8 given"
+    gen = build_demand(load_spec(str(EXAMPLES / "generate-32b.yaml")))
+    dec = _part(gen, "rollout", "decode")
+    c = cell(dec, h100, "bf16", gen.spec)
+    e, ro = c.engine, dec
+    assert c.replica_gpus == e.gpus == 2
+    ctx = 512 + ro.lengths.mean_age
+    step = float(e.iteration_seconds(c.batch, ctx))
+    assert c.tokens_per_second_per_gpu == pytest.approx(c.batch / step / 2, rel=1e-12)
+    assert c.memory_gb_per_gpu == pytest.approx(
+        (32.8e9 * 2 + c.batch * ctx * e.kv_bytes_per_token) / 2 / 1e9, rel=1e-12)
+
+
+def test_calibration_by_hand() -> None:
+    """A measured rollout throughput on H100 at bf16 (900 tokens/s/GPU) rescales the modelled
+    time by modelled ÷ measured, at bf16 and at fp8 alike (the bf16 factor binds fp8 too);
+    phase cells are synchronous unless asked."""
+    h100 = resolve_gpu("H100", "gpu")
+    plain = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    sync = phase_cell(plain, "rollout", h100, "bf16")
+    assert sync == phase_cell(plain, "rollout", h100, "bf16", synchronous=True)
+    assert sync.gpu_hours != phase_cell(plain, "rollout", h100, "bf16",
+                                        synchronous=False).gpu_hours
+    modelled = 1_258_291_200 / (sync.gpu_hours * 3600.0)  # decode tokens ÷ GPU-seconds
+    raw = example_dict("grpo-7b.yaml")
+    raw["calibration"] = [{"phase": "rollout", "gpu": "H100", "precision": "bf16",
+                           "tokens_per_second_per_gpu": 900.0}]
+    cal = build_demand(parse_spec(raw, "cal"))
+    for q in ("bf16", "fp8"):
+        pc = phase_cell(cal, "rollout", h100, q)
+        assert pc.calibrated is True and pc.calibration.precision == "bf16"
+        assert pc.calibration.modelled == pytest.approx(modelled, rel=1e-12)
+        assert pc.timing.scale == pytest.approx(modelled / 900.0, rel=1e-12)
+    assert phase_cell(cal, "rollout", h100, "bf16").gpu_hours == pytest.approx(
+        1_258_291_200 / 900.0 / 3600.0, rel=1e-9)
