@@ -77,6 +77,14 @@ def test_train_job_by_hand() -> None:
     ljob = train_job(_part(lora, "update", "actor"), lora.spec)
     assert ljob.state_optimizer == 0.0
     assert ljob.state_weights_grads > 7.6e9 * 2  # frozen bf16 weights + the adapter's
+    raw = example_dict("grpo-7b.yaml")
+    raw["efficiency"] = {"adam_bytes_per_param": 4.0}
+    full = build_demand(parse_spec(raw, "no-adam"))
+    assert train_job(_part(full, "update", "actor"), full.spec).state_optimizer == 0.0
+    # one epoch, no mini-batches given: the whole step is one optimizer step
+    plain = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    assert train_job(_part(plain, "update", "actor"), plain.spec).tokens_per_optimizer_step \
+        == pytest.approx(1_572_864_000 / 300, rel=1e-12)
 
 
 def test_part_floors_by_hand() -> None:
@@ -133,6 +141,7 @@ def test_phase_cells_that_do_not_fit_and_forced_replicas() -> None:
             pc.memory_gb_per_gpu, pc.calibrated) == ("update", "A10G", "fp8", False, math.inf,
                                                      0, 0.0, False)
     assert pc.reason == "update.old_logprob: A10G has no fp8 support"
+    assert [name for name, _ in pc.cells] == ["old_logprob"]
     assert pc.timing is None
     rollout = phase_cell(d, "rollout", h100, "bf16")
     assert rollout.layout is None and rollout.layout_multinode is None
@@ -246,6 +255,11 @@ def test_part_cells_by_hand() -> None:
     assert over.reason == "weights (4000 GB) need more than 64 GPUs per inference replica"
     forced = cell(_part(huge, "scoring", "teacher"), l4, "bf16", huge.spec, replica_gpus=8)
     assert forced.reason == "weights need more than 64 GPUs per replica; 8 given"
+    raw = example_dict("opd-8b-from-32b.yaml")
+    raw["model"] = {**raw["teacher"], "params_b": 2000}
+    giant = build_demand(parse_spec(raw, "giant"))
+    nodec = cell(_part(giant, "rollout", "decode"), l4, "bf16", giant.spec)
+    assert nodec.fits is False and nodec.reason
     gen = build_demand(load_spec(str(EXAMPLES / "generate-32b.yaml")))
     dec = _part(gen, "rollout", "decode")
     c = cell(dec, h100, "bf16", gen.spec)
@@ -280,3 +294,47 @@ def test_calibration_by_hand() -> None:
         assert pc.timing.scale == pytest.approx(modelled / 900.0, rel=1e-12)
     assert phase_cell(cal, "rollout", h100, "bf16").gpu_hours == pytest.approx(
         1_258_291_200 / 900.0 / 3600.0, rel=1e-9)
+
+
+def test_calibration_picks_the_exact_precision_else_the_binding_factor() -> None:
+    """Rollout measured on H100 at bf16 (900) and at fp8 (1,000 tokens/s/GPU): each of those
+    precisions uses its own measurement; fp16, unmeasured, takes the smaller factor
+    (measured ÷ modelled), the one that binds. The calibrated cell keeps the uncalibrated
+    one's parts, replica, memory and layouts; a forced replica size is modelled at that size
+    for the factor too."""
+    h100 = resolve_gpu("H100", "gpu")
+    plain = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
+    raw = example_dict("grpo-7b.yaml")
+    raw["precisions"] = {**raw["precisions"], "rollout": ["bf16", "fp16", "fp8"]}
+    raw["calibration"] = [
+        {"phase": "rollout", "gpu": "H100", "precision": "bf16",
+         "tokens_per_second_per_gpu": 900.0, "runs": ["run-a"]},
+        {"phase": "rollout", "gpu": "H100", "precision": "fp8",
+         "tokens_per_second_per_gpu": 1000.0},
+        {"phase": "update", "gpu": "H100", "precision": "bf16",
+         "tokens_per_second_per_gpu": 2000.0}]
+    cal = build_demand(parse_spec(raw, "cal2"))
+
+    def modelled(q: str, **kw: Any) -> float:
+        return 1_258_291_200 / (phase_cell(plain, "rollout", h100, q, **kw).gpu_hours * 3600)
+
+    factors = {"bf16": 900.0 / modelled("bf16"), "fp8": 1000.0 / modelled("fp8")}
+    for q, expected in (("bf16", "bf16"), ("fp8", "fp8"),
+                        ("fp16", min(factors, key=lambda k: factors[k]))):
+        pc = phase_cell(cal, "rollout", h100, q)
+        use = pc.calibration
+        assert (use.phase, use.gpu, use.precision) == ("rollout", "H100", expected)
+        assert pc.timing.scale == pytest.approx(1 / factors[expected], rel=1e-12)
+        base = phase_cell(plain, "rollout", h100, q)
+        assert (pc.phase, pc.gpu, pc.precision, pc.replica_gpus, pc.memory_gb_per_gpu,
+                pc.cells, pc.layout, pc.layout_multinode) == (
+            base.phase, base.gpu, base.precision, base.replica_gpus, base.memory_gb_per_gpu,
+            base.cells, base.layout, base.layout_multinode)
+    assert phase_cell(cal, "rollout", h100, "bf16").calibration.runs == ("run-a",)
+    assert phase_cell(cal, "rollout", h100, "fp8").calibration.runs == ()
+    upd, base = phase_cell(cal, "update", h100, "bf16"), phase_cell(plain, "update", h100, "bf16")
+    assert (upd.calibrated, upd.layout, upd.layout_multinode, upd.cells) == (
+        True, base.layout, base.layout_multinode, base.cells)
+    forced = phase_cell(cal, "rollout", h100, "fp16", replica_gpus=2)
+    f2 = {q: m / modelled(q, replica_gpus=2) for q, m in (("bf16", 900.0), ("fp8", 1000.0))}
+    assert forced.timing.scale == pytest.approx(1 / min(f2.values()), rel=1e-12)
