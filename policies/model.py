@@ -34,6 +34,9 @@ PhaseName = Literal["rollout", "scoring", "update", "eval"]
 Share = Annotated[float, Field(ge=0, le=1, strict=True)]
 
 
+DEFAULT_BLOCK_PHASES: tuple[PhaseName, ...] = ("update",)
+
+
 class PhaseRule(StrictModel):
     capacity_types: list[CapacityType] | None = None
     """Allowed capacity types (absent: all)."""
@@ -106,6 +109,20 @@ class Policy(StrictModel):
     ``disk_size``). Up to 16,384 GB (the EBS gp3 maximum)."""
     storage: StorageLifecycle = StorageLifecycle()
     budget: BudgetThresholds = BudgetThresholds()
+    block_phases: list[PhaseName] = list(DEFAULT_BLOCK_PHASES)
+    """Phases that may also run on capacity booked for the run: capacity blocks (AWS Capacity
+    Blocks for ML, GCP calendar reservations) and GCP DWS flex-start (default: the update,
+    which holds the run's state and is never on spot). A pool may use them only if every phase
+    it runs may; ``[]`` forbids them. A phase whose ``capacity_types`` lists ``block`` or
+    ``flex_start`` may use that type whatever this says."""
+
+    def recorded(self) -> dict[str, Any]:
+        """The policy as a plan records it: ``block_phases`` (added with plan schema 6) only
+        when it differs from the default, so plans without bookings stay as they were."""
+        out = self.model_dump(mode="json")
+        if out.get("block_phases") == list(DEFAULT_BLOCK_PHASES):
+            del out["block_phases"]
+        return out
 
     @model_validator(mode="after")
     def _supported(self) -> Policy:
@@ -119,7 +136,8 @@ class Policy(StrictModel):
         rule = self.phases.get(phase)  # type: ignore[call-overload]
         if rule is None or rule.capacity_types is None:
             return set(CapacityType)
-        return set(rule.capacity_types)
+        booked = {"block", "flex_start"} if phase in self.block_phases else set()
+        return set(rule.capacity_types) | booked
 
     def precisions(self, phase: str) -> set[str] | None:
         rule = self.phases.get(phase)  # type: ignore[call-overload]

@@ -24,6 +24,9 @@ from optimizer.core import clock
 from optimizer.core.errors import InputError
 
 CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
+BOOKED_TYPES: tuple[str, ...] = ("block", "flex_start")
+"""Capacity booked for one run (:attr:`Catalog.block_offers`): they enter a plan only when the
+run has a start date (``sla.start_after`` / ``--start-after``); see :mod:`providers.blocks`."""
 STALE_AFTER_DAYS = 90
 """A catalog older than this (against today's date) is warned about in every plan."""
 
@@ -55,6 +58,17 @@ class Offer:
     """How the price was formed or which assumption it rests on (shown in plans)."""
     reserved_sunk: bool = False
     """Reserved holdings declared sunk: zero marginal cost in a project plan."""
+    block_unit_hours: float | None = None
+    """``block``: the booking step (24 h; 168 h for week steps): billed for whole units."""
+    block_max_hours: float | None = None
+    """``block``: the longest booking of one unit size (AWS: 14 days in 1-day steps);
+    ``flex_start``: the longest run (GCP: 7 days)."""
+    block_counts: tuple[int, ...] = ()
+    """``block``: the instance counts one booking may hold (empty: 1 to ``max_nodes``)."""
+    wait_hours: float = 0.0
+    """``flex_start``: the expected wait for the capacity (added to the run's time, unbilled)."""
+    max_start_days: int | None = None
+    """``block``: how far ahead a booking may start (AWS: 56 days); None: no limit known."""
 
     @property
     def key(self) -> str:
@@ -139,6 +153,9 @@ class Catalog:
     notes: tuple[str, ...] = field(default=())
     cpu_offers: tuple[Offer, ...] = ()
     """CPU instance types (``gpus_per_node`` 0): only the plan's CPU pools use them."""
+    block_offers: tuple[Offer, ...] = ()
+    """Capacity blocks and flex-start (:data:`BOOKED_TYPES`): kept apart from :attr:`offers`
+    because they enter a plan only when the run has a start date."""
 
     def age_days(self, today: dt.date | None = None) -> int | None:
         try:

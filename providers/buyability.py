@@ -29,7 +29,8 @@ from functools import cache
 from importlib import resources
 
 OPTIONS = ("on_demand", "spot", "reservation", "flex_start")
-CAPACITY_OPTION = {"on_demand": "on_demand", "spot": "spot", "reserved": "reservation"}
+CAPACITY_OPTION = {"on_demand": "on_demand", "spot": "spot", "reserved": "reservation",
+                   "block": "reservation", "flex_start": "flex_start"}
 """Plan capacity type → the consumption option that must be sold for it."""
 AS_OF = "2026-12-03"
 

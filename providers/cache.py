@@ -23,7 +23,8 @@ Reading (:func:`load_cache_catalog`): a :class:`~providers.base.Catalog` named `
 ``cache:<file name>`` for an explicit file) whose ``as_of`` is the **oldest** pull in it, so a
 plan states the age of its stalest price and the usual staleness warning applies. Storage tiers
 and egress rates are not pulled live: the embedded reference values (REFERENCE_FACTS.md) are
-attached, as in the embedded catalog.
+attached, as in the embedded catalog; so are the embedded capacity block rates
+(:func:`providers.blocks.embedded_block_offers`, for the cached on-demand instance types).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import platformdirs
 
 from optimizer.core.errors import InputError, ProviderError
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.blocks import embedded_block_offers
 from providers.cache_rows import OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
@@ -340,6 +342,10 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
         reserved_rates=tuple(rates),
         exclusions=tuple(exclusions),
         notes=tuple(notes),
+        # capacity blocks: the embedded published rates (providers/data/capacity_blocks.csv),
+        # shaped by the cached on-demand offers, like the storage and egress reference values
+        block_offers=embedded_block_offers(tuple(o for o in offers
+                                                 if o.capacity_type == "on_demand")),
     )
 
 

@@ -14,6 +14,14 @@ Shape (every price optional; an absent price means that capacity type is not off
     egress:                        # optional
       - {provider: lab, path: inter_region, usd_per_gb: 0.0}
 
+Capacity booked for the run (:mod:`providers.blocks`; used only when the run has a start
+date, ``sla.start_after``): ``block_usd_per_hour`` (a capacity block or calendar reservation,
+per instance-hour) with ``block_unit_hours`` (24, the default, or 168 for week steps),
+``block_max_hours`` (the longest booking; default 14 days of 24-h units, 182 days of 168-h
+units) and ``block_max_nodes`` (instances per booking, 1-64; default 64);
+``flex_start_usd_per_hour`` (GCP DWS flex-start, at most 7 days) with
+``flex_start_wait_hours`` (the expected queueing time, added to the run's time; default 0).
+
 ``max_nodes`` caps on-demand and (unless ``spot_max_nodes`` is given) spot nodes of the offer.
 Reserved capacity becomes a plan offer only with ``reserved_nodes_held`` > 0: at the amortised
 ``reserved_{term}y_usd_per_hour`` rate, or at zero marginal cost when ``reserved_sunk: true``.
@@ -33,6 +41,7 @@ from pydantic import (
     model_validator,
 )
 
+from optimizer.core.errors import InputError
 from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
 from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
@@ -63,6 +72,12 @@ class CustomOffer(_Strict):
     reserved_nodes_held: int = Field(default=0, ge=0, le=1e9, strict=True)
     reserved_term_years: Literal[1, 3] = 1
     reserved_sunk: bool = False
+    block_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    block_unit_hours: Literal[24, 168] = 24
+    block_max_hours: float | None = Field(default=None, gt=0, le=182 * 24, strict=True)
+    block_max_nodes: Annotated[int, Field(ge=1, le=64, strict=True)] = 64
+    flex_start_usd_per_hour: float | None = Field(default=None, ge=0, le=1e9, strict=True)
+    flex_start_wait_hours: float = Field(default=0.0, ge=0, le=168, strict=True)
 
     @field_validator("gpu")
     @classmethod
@@ -137,9 +152,11 @@ def load_custom_catalog(path: str) -> Catalog:
     offers: list[Offer] = []
     rates: list[ReservedRate] = []
     exclusions: list[str] = []
+    blocks: list[Offer] = []
     for row in spec.offers:
         if row.on_demand_usd_per_hour is None and row.spot_usd_per_hour is None \
-                and not row.reserved_nodes_held:
+                and not row.reserved_nodes_held and row.block_usd_per_hour is None \
+                and row.flex_start_usd_per_hour is None:
             exclusions.append(f"{row.provider} {row.instance_type} {row.region}: no on-demand, "
                               "spot or held reserved capacity: not offered")
         common: dict[str, Any] = dict(
@@ -187,6 +204,7 @@ def load_custom_catalog(path: str) -> Catalog:
                     ReservedRate(row.provider, row.region, row.instance_type, years, rate, source,
                                  assumption=False)
                 )
+        _booked(row, common, blocks)
         if row.reserved_nodes_held:
             term = row.reserved_term_years
             rate = row.reserved_1y_usd_per_hour if term == 1 else row.reserved_3y_usd_per_hour
@@ -224,4 +242,26 @@ def load_custom_catalog(path: str) -> Catalog:
                      for e in spec.egress),
         reserved_rates=tuple(rates),
         exclusions=tuple(exclusions),
+        block_offers=tuple(sorted(blocks, key=lambda o: o.order)),
     )
+
+
+def _booked(row: CustomOffer, common: dict[str, Any], out: list[Offer]) -> None:
+    """The row's capacity block and flex-start offers (:mod:`providers.blocks`)."""
+    if row.block_usd_per_hour is not None:
+        unit = float(row.block_unit_hours)
+        longest = row.block_max_hours or (14 * 24.0 if unit == 24 else 182 * 24.0)
+        if longest < unit:
+            raise InputError(f"block_max_hours: {longest:g} is shorter than one unit "
+                             f"({unit:g} h) of {row.instance_type}; raise it to {unit:g} or more")
+        out.append(Offer(capacity_type="block", usd_per_hour=row.block_usd_per_hour,
+                         max_nodes=row.block_max_nodes, block_unit_hours=unit,
+                         block_max_hours=longest,
+                         note=f"capacity block in {unit:g}-h units, paid for whole units",
+                         **common))
+    if row.flex_start_usd_per_hour is not None:
+        out.append(Offer(capacity_type="flex_start", usd_per_hour=row.flex_start_usd_per_hour,
+                         max_nodes=row.max_nodes, block_max_hours=168.0,
+                         wait_hours=row.flex_start_wait_hours,
+                         note=f"flex-start: queued (expected wait {row.flex_start_wait_hours:g}"
+                              " h), at most 7 days", **common))

@@ -38,6 +38,7 @@ from typing import Any
 
 from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from providers.blocks import embedded_block_offers
 from providers.cpu import embedded_cpu_offers
 from providers.gcp_machines import machine as gcp_machine
 
@@ -325,8 +326,10 @@ def embedded_catalog() -> Catalog:
     _aws(offers, exclusions, rates)
     _gcp(offers, exclusions, rates)
     offers.sort(key=lambda o: o.order)
+    blocks = embedded_block_offers(tuple(o for o in offers if o.capacity_type == "on_demand"))
     return Catalog(
         name="embedded",
+        block_offers=blocks,
         as_of=AS_OF,
         offers=tuple(offers),
         storage_tiers=tuple(

@@ -145,8 +145,16 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     :mod:`optimizer.costs.network`, restated here; storage and fixed flows are not included).
     Every node carries a boot disk of the default policy's size, billed for the run at the
     provider's cheapest block-storage tier (README "Plan JSON": GB × $/GB-month ÷ 730 per
-    node-hour)."""
+    node-hour).
+
+    Capacity booked for the run (``catalog.block_offers``, only with ``sla.start_after``;
+    README "Capacity blocks"): a pool whose phases the policy lets book (default: the update
+    alone) may take a block offer's nodes in any count the offer sells (``block_counts``, up
+    to its cap), billed nodes × price × u·⌈run/u⌉ (at least one unit; the units' length within
+    ``block_max_hours``), or flex-start nodes billed per hour for a run of at most 7 days whose
+    wait, added to the run, meets the deadline."""
     demand = build_demand(spec)
+    booked = list(catalog.block_offers) if spec.sla.start_after is not None else []
     disk_gb = default_policy().boot_disk_gb
     block: dict[str, float] = {}
     for t in catalog.storage_tiers:
@@ -169,7 +177,9 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
             pool_choices = []
             for pool in lay.pools:
                 choices = []
-                offers = [o for o in catalog.offers if (o.provider, o.region) == region
+                may_book = set(pool.phases) <= set(default_policy().block_phases)
+                offers = [o for o in list(catalog.offers) + (booked if may_book else [])
+                          if (o.provider, o.region) == region
                           and (pool.spot_ok or o.capacity_type != "spot")
                           and (pool.remote_ok or not o.zone or o.zone == zone)]
                 shapes = sorted({(o.gpu, o.gpus_per_node) for o in offers})
@@ -180,7 +190,10 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                     if not all(rates):
                         continue
                     group = [o for o in offers if (o.gpu, o.gpus_per_node) == (gpu, gpn)]
-                    ranges = [range((o.max_nodes or cap) + 1) for o in group]
+                    ranges = [[0, *(n for n in (o.block_counts or range(1, 65))
+                                        if n <= (o.max_nodes or cap))]
+                              if o.capacity_type == "block" else range((o.max_nodes or cap) + 1)
+                              for o in group]
                     for counts in itertools.product(*ranges):
                         n = sum(counts)
                         if n < 1 or n > cap:
@@ -188,8 +201,13 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                         if pool.stateful and n > 1 and \
                                 gpn < spec.placement.multi_node_training_min_gpus_per_node:
                             continue
+                        blocks = [(c, o) for c, o in zip(counts, group, strict=True)
+                                  if c and o.capacity_type == "block"]
+                        flex = [o for c, o in zip(counts, group, strict=True)
+                                if c and o.capacity_type == "flex_start"]
                         price = sum(c * o.usd_per_hour for c, o in zip(counts, group,
-                                                                        strict=True)) \
+                                                                        strict=True)
+                                    if o.capacity_type != "block") \
                             + n * disk_gb * block.get(region[0], 0.0) / 730.0
                         if pool.stateful:
                             lam = sum(c * (o.interruptions_per_hour or 0.0)
@@ -223,9 +241,10 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                             used = {o.key: c for c, o in zip(counts, group, strict=True) if c}
                             remote = sum(c for c, o in zip(counts, group, strict=True)
                                          if o.zone and o.zone != zone)
-                            choices.append((busy, price, used, remote * per_remote))
+                            choices.append((busy, price, used, remote * per_remote, blocks,
+                                            flex))
                 pool_choices.append(choices)
-            caps = {o.key: o.max_nodes for o in catalog.offers}
+            caps = {o.key: o.max_nodes for o in list(catalog.offers) + booked}
             for combo in itertools.product(*pool_choices):
                 taken: dict[str, int] = {}
                 for choice in combo:  # pools are held together: they share each offer's cap
@@ -239,7 +258,16 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                 else:
                     run = sum(busy.values())
                 cost = run * sum(c[1] for c in combo) + sum(c[3] for c in combo)
-                if deadline is not None and run > deadline * (1 + 1e-9):
+                billed = [(n, o, o.block_unit_hours * max(1, math.ceil(run / o.block_unit_hours
+                                                                        - 1e-9)))
+                          for c in combo for n, o in c[4]]
+                if any(h > (o.block_max_hours or math.inf) + 1e-9 for _, o, h in billed):
+                    continue
+                cost += sum(n * o.usd_per_hour * h for n, o, h in billed)
+                wait = max((o.wait_hours for c in combo for o in c[5]), default=0.0)
+                if any(c[5] for c in combo) and run > 168.0 * (1 + 1e-9):
+                    continue
+                if deadline is not None and run + wait > deadline * (1 + 1e-9):
                     continue
                 if budget is not None and cost > budget * (1 + 1e-9):
                     continue

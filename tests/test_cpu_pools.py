@@ -26,7 +26,7 @@ from optimizer.core.errors import InfeasibleError, InputError, ProviderError
 from optimizer.costs.cpu import cpu_needs
 from optimizer.demand.model import build_demand
 from optimizer.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
-from optimizer.plan.schema import PLAIN_SCHEMA, Plan
+from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, Plan
 from optimizer.plan.verify import verify_against_spec, verify_plan
 from optimizer.planner.api import plan
 from optimizer.spec.project import ProjectSpec, parse_spec
@@ -156,7 +156,7 @@ def test_no_cpu_offer_in_the_region_is_infeasible() -> None:
 
 def test_specs_without_cpu_work_stay_schema_5() -> None:
     p = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
-    assert p.schema_version == PLAIN_SCHEMA and p.cpu_pools is None
+    assert p.schema_version == PLAIN_SCHEMA_VERSION and p.cpu_pools is None
     assert '"cpu_pools"' not in p.to_json() and '"cpu_cost_usd"' not in p.to_json()
 
 

@@ -371,7 +371,7 @@ def test_render_check_reads_openrlhf_launches() -> None:
     plan = plan_of("grpo-aws")
     files = render_plan(plan, "all", spec_of("grpo-aws"), framework="openrlhf==0.11")[0]
     assert check_render(plan, files) == []
-    from optimizer.render.check import _entry_words
+    from optimizer.render.check_paths import entry_words as _entry_words
 
     assert [w for w, _, _ in _launches(files, _entry_words)] == [
         "RayJob entrypoint", "launch/openrlhf.sh", "skypilot/grpo-7b-math.yaml update-on-demand"]

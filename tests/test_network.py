@@ -337,7 +337,7 @@ def test_option_bounds_never_exceed_a_plan_using_the_option(cross_zone):
     import numpy as np
 
     from optimizer.planner.engine import prepare
-    from optimizer.planner.search import option_bounds
+    from optimizer.planner.option_bounds import option_bounds
 
     spec = small_spec(pipeline="async", sla={"deadline_hours": None},
                       placement={"max_nodes_per_pool": 3})

@@ -86,8 +86,8 @@ def test_small_plan_compute_by_hand(small: Plan) -> None:
         assert ph.cost_usd == cents(ph.busy_hours * hourly[ph.pool])
         assert ph.gpu_hours == pytest.approx(ph.busy_hours * pool.nodes * 8, rel=1e-12)
     assert _money(p.total_cost_usd) == pytest.approx(
-        _money(p.compute_cost_usd) + _money(p.storage_cost_usd) + _money(p.network_cost_usd),
-        abs=0.011)
+        _money(p.compute_cost_usd) + _money(p.storage_cost_usd) + _money(p.network_cost_usd)
+        + _money(p.disk_cost_usd), abs=0.011)
 
 
 def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
@@ -349,7 +349,8 @@ def test_cross_zone_weight_sync_by_hand() -> None:
     assert sync["cross_zone"].cost_usd == "6.16"
     assert p.network_cost_usd == "6.16"
     assert _money(p.total_cost_usd) == pytest.approx(
-        _money(p.compute_cost_usd) + _money(p.storage_cost_usd) + 6.16, abs=0.011)
+        _money(p.compute_cost_usd) + _money(p.storage_cost_usd) + 6.16
+        + _money(p.disk_cost_usd), abs=0.011)
 
 
 def test_cross_region_flows_by_hand() -> None:

@@ -20,7 +20,7 @@ import yaml
 from conftest import assert_one_line, example_dict
 
 from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.plan.schema import PLAIN_SCHEMA, SCHEMA_VERSION, Plan
+from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
 from optimizer.plan.verify import verify_against_spec, verify_plan
 from optimizer.planner.api import plan
 from optimizer.spec.project import ProjectSpec, parse_spec
@@ -46,7 +46,7 @@ def test_fixed_costs_add_to_the_total_exactly() -> None:
     base = planned("null")
     fixed = planned(json.dumps({"data_collection_usd": 1234.56, "annotation_usd": 3000,
                                 "ab_test_usd": 500}))
-    assert base.schema_version == PLAIN_SCHEMA and base.other_costs is None
+    assert base.schema_version == PLAIN_SCHEMA_VERSION and base.other_costs is None
     assert fixed.schema_version == 6 <= SCHEMA_VERSION  # 7 only with CPU pools
     assert Decimal(fixed.total_cost_usd) == Decimal(base.total_cost_usd) + Decimal("4734.56")
     assert fixed.other_cost_usd == "4734.56"

@@ -32,7 +32,8 @@ def spot_nodes(p) -> int:
 
 def test_default_policy_keeps_update_off_spot_and_at_bf16_or_better():
     pol = default_policy()
-    assert pol.capacity_types("update") == {"on_demand", "reserved"}
+    # capacity booked for the run (blocks, flex-start) too: policy block_phases, default update
+    assert pol.capacity_types("update") == {"on_demand", "reserved", "block", "flex_start"}
     assert pol.precisions("update") == {"bf16", "fp16", "fp32"}
     assert "spot" in pol.capacity_types("rollout")
     assert pol.high_precision_fallback == {"teacher": 0.1, "reward": 0.1}
@@ -204,7 +205,7 @@ def test_extends_default_keeps_its_rules_and_overrides_what_it_gives(tmp_path):
     assert policy.name == "aws-only" and policy.extends == "default"
     assert policy.providers == ["aws"]
     assert policy.capacity_types("update") == base.capacity_types("update") == \
-        {"on_demand", "reserved"}
+        {"on_demand", "reserved", "block", "flex_start"}
     # mappings merge key by key: rollout keeps the default capacity types, gets bf16 only
     assert policy.precisions("rollout") == {"bf16"}
     assert policy.capacity_types("rollout") == base.capacity_types("rollout")
@@ -220,7 +221,7 @@ def test_extends_a_file_relative_to_the_policy_and_chains(tmp_path):
     policy = load_policy(str(child))
     assert policy.max_spot_share == 0.5
     assert (policy.budget.warn_at, policy.budget.stop_at) == (0.7, 0.9)
-    assert policy.capacity_types("update") == {"on_demand", "reserved"}
+    assert policy.capacity_types("update") == {"on_demand", "reserved", "block", "flex_start"}
 
 
 @pytest.mark.parametrize("files,match", [

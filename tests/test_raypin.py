@@ -48,7 +48,7 @@ import yaml
 from test_launch_frameworks import package_dir
 
 from optimizer.render import pinning
-from optimizer.render.check import _entry_words
+from optimizer.render.check_paths import entry_words as _entry_words
 from optimizer.render.frameworks import raypin
 from optimizer.render.targets import load_plan, render_plan
 from optimizer.spec.project import load_spec

@@ -26,7 +26,7 @@ import yaml
 from typer.testing import CliRunner
 
 from optimizer.cli.app import app
-from optimizer.plan.schema import PLAIN_SCHEMA, Plan
+from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, Plan
 from optimizer.plan.verify import verify_plan
 from optimizer.render.names import dns_name
 from optimizer.render.targets import (
@@ -219,7 +219,7 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    from optimizer.render.check import _entry_words
+    from optimizer.render.check_paths import entry_words as _entry_words
 
     words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
                          ["spec"]["entrypoint"])
@@ -630,7 +630,7 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
     files, _ = render_plan(p, "lifecycle")
     with_spec, _ = render_plan(p, "lifecycle", spec=spec)
     assert files == with_spec
-    assert p.schema_version == PLAIN_SCHEMA  # no other costs: written as schema 5
+    assert p.schema_version == PLAIN_SCHEMA_VERSION  # no other costs, no bookings: schema 5
     # a schema-2 plan (lifecycle recorded, no parallel layouts) renders the same
     assert render_plan(p.model_copy(update={"schema_version": 2}), "lifecycle")[0] == files
     # the recorded lifecycle wins over the spec: render uses what the storage was priced with

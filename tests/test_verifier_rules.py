@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from optimizer.cli.app import app
 from optimizer.plan import (
+    rules_blocks,
     rules_catalog,
     rules_costs,
     rules_cpu,
@@ -185,6 +186,12 @@ def b_cpu_pools(p: Plan_) -> None:
 
 def b_deadline(p: Plan_) -> None:
     p["deadline_hours"] = p["makespan_hours"] / 2
+
+
+def b_booking(p: Plan_) -> None:
+    """The update's nodes relabelled as a capacity block, with no booking for them."""
+    pool = next(q for q in p["pools"] if q["name"] == "update")
+    pool["allocations"][0]["capacity_type"] = "block"
 
 
 def b_budget(p: Plan_) -> None:
@@ -499,6 +506,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_total": (SFT, b_totals_total, "totals", rules_costs.check_totals),
     "deadline": (OPD, b_deadline, "deadline", rules_costs.check_deadline_budget),
     "budget": (OPD, b_budget, "budget", rules_costs.check_deadline_budget),
+    "bookings": (GRPO, b_booking, "bookings", rules_blocks.check_bookings),
     "policy": (GRPO, b_policy, "policy", verify.check_policy),
     "pool_nodes": (GRPO, b_pool_nodes, "pool_accounting", rules_pools.check_pool_accounting),
     "pool_shape": (GRPO, b_pool_shape, "pool_accounting", rules_pools.check_pool_accounting),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -52,6 +53,17 @@ def estimate(
     _run(go)
 
 
+def parse_date(option: str, text: str) -> dt.date:
+    """An ISO date option, or a one-line input error naming it."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        from optimizer.core.errors import InputError
+
+        raise InputError(f"{option}: {text!r} is not a date; use YYYY-MM-DD, e.g. "
+                         "2027-01-15") from None
+
+
 @app.command()
 def plan(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
@@ -81,6 +93,10 @@ def plan(
     calibration: Path = typer.Option(None, "--calibration", help="Calibration entries (YAML "
                                      "calibration: list, e.g. from `ptplan runs calibrate`) "
                                      "added to the spec's."),
+    start_after: str = typer.Option(None, "--start-after", help="DATE (YYYY-MM-DD): the run "
+                                    "starts on or after it; sets sla.start_after, so capacity "
+                                    "blocks and flex-start may be booked (README \"Capacity "
+                                    "blocks\")."),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
     the NN-th percentile of simulated runs)."""
@@ -108,6 +124,9 @@ def plan(
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
             s = load_spec(str(spec))
+        if start_after is not None:
+            s = s.model_copy(update={"sla": s.sla.model_copy(update={
+                "start_after": parse_date("--start-after", start_after)})})
         if s.data.generated_by is not None:
             info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
                  "cost is not in this plan; `ptplan compare` and campaigns count it")

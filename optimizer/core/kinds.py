@@ -13,11 +13,16 @@ from enum import StrEnum
 
 
 class CapacityType(StrEnum):
-    """How a node is bought: on demand, interruptible spot, or already reserved (committed)."""
+    """How a node is bought: on demand, interruptible spot, already reserved (committed), a
+    fixed-length capacity block booked for the run (AWS EC2 Capacity Blocks for ML, GCP
+    calendar-mode future reservations: billed for whole block units), or GCP DWS flex-start
+    (queued, not preempted, at most 7 days)."""
 
     on_demand = "on_demand"
     spot = "spot"
     reserved = "reserved"
+    block = "block"
+    flex_start = "flex_start"
 
 
 class Status(StrEnum):

@@ -12,14 +12,20 @@ LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
 """``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
 unset, so that the plans made before them still match their specs."""
 LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
-"""Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when unset,
-so that a spec without them keeps its digest."""
+"""Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when
+unset, so that a spec without them keeps its digest."""
 
 
 def spec_digest(spec_dump: dict[str, Any]) -> str:
     if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
         spec_dump = {k: v for k, v in spec_dump.items()
                      if not (k in LATER_TOP_FIELDS and v is None)}
+    sla = spec_dump.get("sla")
+    if isinstance(sla, dict) and "start_after" in sla:
+        # schema 6 (issue #15): never in the digest (earlier plans still match their specs,
+        # and a plan made with `plan --start-after` matches its spec file); the bookings
+        # record it and `check --spec` compares them with it (rules_spec)
+        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
     data = spec_dump.get("data")
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()

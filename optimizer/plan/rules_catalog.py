@@ -37,7 +37,7 @@ def packaged_catalog(plan: Plan) -> Catalog | None:
 def check_against_catalog(plan: Plan, catalog: Catalog) -> list[str]:
     v: list[str] = []
     offers = {(o.provider, o.region, o.zone, o.instance_type, o.capacity_type): o
-              for o in catalog.offers}
+              for o in catalog.offers + catalog.block_offers}
     for pool in plan.pools:
         for a in pool.allocations:
             o = offers.get((a.provider, a.region, a.zone, a.instance_type, a.capacity_type))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from optimizer.costs.disks import disk_usd_per_hour
 from optimizer.costs.network import path_between
 from optimizer.plan.rules_base import REL, close, money
+from optimizer.plan.rules_blocks import longest_wait, rounding_usd
 from optimizer.plan.rules_pools import pool_price
 from optimizer.plan.schema import Plan
 
@@ -128,8 +129,8 @@ def check_totals(plan: Plan) -> list[str]:
         if pool.nodes < 1:
             continue
         price = pool_price(pool)
-        compute += price * held
-        idle += price * max(0.0, held - pool.busy_hours)
+        compute += price * held + rounding_usd(pool)  # blocks: whole units past the run
+        idle += price * max(0.0, held - pool.busy_hours) + rounding_usd(pool)
     # compute takes the rounding of the parts (they add up to the printed total): 2 cents
     if not close(money(plan.compute_cost_usd), compute, abs_=0.0201):
         v.append(f"totals: compute {plan.compute_cost_usd} != {compute:.2f}")
@@ -187,6 +188,11 @@ def check_deadline_budget(plan: Plan) -> list[str]:
     held = plan.makespan_hours
     if plan.deadline_hours is not None and held > plan.deadline_hours * (1 + REL):
         v.append(f"deadline: run {held} h exceeds the deadline {plan.deadline_hours} h")
+    wait = longest_wait(plan)  # flex-start queues before the run (schema 6)
+    if wait and plan.deadline_hours is not None and \
+            held + wait > plan.deadline_hours * (1 + REL):
+        v.append(f"deadline: run {held} h + flex-start wait {wait} h exceeds the deadline "
+                 f"{plan.deadline_hours} h")
     if plan.budget_usd is not None and money(plan.total_cost_usd) > money(plan.budget_usd):
         v.append(f"budget: cost {plan.total_cost_usd} exceeds the budget {plan.budget_usd}")
     return v

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from optimizer.plan.rules_base import REL, close, money
+from optimizer.plan.rules_blocks import billed, rounding_usd
 from optimizer.plan.schema import Plan, PoolPlan
 
 
@@ -35,7 +36,7 @@ def check_pool_accounting(plan: Plan) -> list[str]:
             if (a.provider, a.region) != (pool.provider, pool.region):
                 v.append(f"pool_accounting: {a.instance_type} in {a.provider}/{a.region} is "
                          f"outside pool {pool.name}'s region {pool.provider}/{pool.region}")
-            if not close(money(a.cost_usd), a.nodes * a.usd_per_hour * a.hours, abs_=0.006):
+            if not close(money(a.cost_usd), a.nodes * a.usd_per_hour * billed(a), abs_=0.006):
                 v.append(f"pool_accounting: {a.instance_type} cost {a.cost_usd} != nodes x "
                          "price x hours")
         if (pool.provider, pool.region) != (plan.provider, plan.region) and \
@@ -44,9 +45,9 @@ def check_pool_accounting(plan: Plan) -> list[str]:
                      f"outside the plan's region {plan.provider}/{plan.region}")
         if pool.nodes < 1:
             v.append(f"pool_accounting: pool {pool.name} has no nodes")
-        elif not close(money(pool.cost_usd), price * held, abs_=0.006):
+        elif not close(money(pool.cost_usd), price * held + rounding_usd(pool), abs_=0.006):
             v.append(f"pool_accounting: pool {pool.name} cost {pool.cost_usd} != "
-                     f"{price * held:.2f}")
+                     f"{price * held + rounding_usd(pool):.2f}")
     return v
 
 
@@ -113,7 +114,8 @@ def check_capacity(plan: Plan) -> list[str]:
     v: list[str] = []
     for pool in plan.pools:
         for a in pool.allocations:
-            if a.capacity_type not in ("on_demand", "spot", "reserved"):
+            if a.capacity_type not in ("on_demand", "spot", "reserved", "block",
+                                       "flex_start"):
                 v.append(f"capacity: unknown capacity_type {a.capacity_type!r}")
             if a.max_nodes is not None and a.nodes > a.max_nodes:
                 v.append(f"capacity: {a.nodes} {a.instance_type} {a.capacity_type} in "

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from optimizer.plan.rules_base import close, money
+from optimizer.plan.rules_blocks import rounding_usd
 from optimizer.plan.schema import Allocation, Plan, PoolPlan, usd
 
 MIRRORED = ("provider", "region", "zone", "instance_type", "gpu", "gpus_per_node",
@@ -84,7 +85,8 @@ def check_record_pools(plan: Plan) -> list[str]:
             v.append(f"hold: pool {pool.name} held {pool.held_hours} h, the run lasts "
                      f"{plan.makespan_hours} h")
         price = sum(a.nodes * a.usd_per_hour for a in pool.allocations)
-        idle = price * max(0.0, plan.makespan_hours - pool.busy_hours)
+        # blocks: the whole units past the run are idle too (billed, unused)
+        idle = price * max(0.0, plan.makespan_hours - pool.busy_hours) + rounding_usd(pool)
         if not close(money(pool.idle_cost_usd), idle, abs_=0.006):
             v.append(f"totals: pool {pool.name} idle cost {pool.idle_cost_usd} != $/h x "
                      f"(held - busy) = {idle:.2f}")

@@ -21,6 +21,11 @@ from providers.base import Catalog, StorageTier
 
 def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[str]:
     v: list[str] = []
+    start = spec.sla.start_after  # schema 6: bookings start on the spec's date (when it has one)
+    for b in plan.bookings if start is not None else []:
+        if b.earliest_start != start.isoformat():
+            v.append(f"spec_match: booking for pool {b.pool} starts {b.earliest_start}, the "
+                     f"spec's sla.start_after is {start.isoformat()}")
     job = {"method": (plan.method, spec.method), "algorithm": (plan.algorithm, spec.algorithm),
            "steps": (plan.steps, demand.steps),
            "max_nodes_per_pool": (plan.max_nodes_per_pool, spec.placement.max_nodes_per_pool),

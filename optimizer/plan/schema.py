@@ -18,6 +18,11 @@ Schema history (see README "Plan JSON"):
   alone, and phase costs + idle still add up to it). Older plans read as disks unpriced ($0).
 * 5 = ``method: generate`` (sampling-only jobs; ``data.prompts`` and ``data.generated_by``)
   and ``calibration[].runs`` (the ledger runs a calibrated cell came from; optional).
+* 6 = capacity booked for the run: capacity types ``block`` and ``flex_start``, an
+  allocation's ``billed_hours`` (a block bills whole units), the plan's ``bookings`` (what to
+  book: instance type, count, units, earliest start, upfront fee, hours lost to rounding) and
+  the spec's ``sla.start_after``. A plan without bookings is written as schema 5, unchanged
+  (neither key appears), so older readers still read it.
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -40,8 +45,8 @@ from pydantic import (
 
 from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
 from optimizer.core.yamlio import StrictModel
-from optimizer.plan.digest import spec_digest
-from optimizer.plan.schema_base import (
+from optimizer.plan.digest import LATER_SPEC_FIELDS, spec_digest
+from optimizer.plan.fields import (
     CHECK_KINDS,
     INFO,
     SPEC,
@@ -51,10 +56,21 @@ from optimizer.plan.schema_base import (
     Money,
     NonNegative,
     Positive,
-    _kind,
+    check_as,
     check_kind,
     hours,
     usd,
+)
+from optimizer.plan.schema_items import (
+    CpuPoolItem,
+    Explain,
+    LayoutResult,
+    Lifecycle,
+    NetworkItem,
+    OtherCostItem,
+    Place,
+    SolverInfo,
+    StorageItem,
 )
 
 SCHEMA_VERSION = 7
@@ -63,18 +79,22 @@ their parallel layout (training) and engine (generation); ``calibration`` lists 
 cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
 size (generation drains, so it is not one number per node shape). 4: boot disks are priced
 (per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job). 6:
-``other_cost_usd`` and ``other_costs[]`` (the spec's ``other_costs:``) in the total; a plan
-without them is still written as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA`). 7:
-``cpu_cost_usd`` and ``cpu_pools[]`` (sandbox and reward CPU pools) in the total."""
-PLAIN_SCHEMA = 5
-"""The schema of a plan that uses nothing added after it (no other costs)."""
+``other_cost_usd`` and ``other_costs[]`` (the spec's ``other_costs:``) in the total, and
+bookings (capacity blocks, flex-start) with billed hours; a plan with neither is still written
+as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA_VERSION`). 7: ``cpu_cost_usd`` and
+``cpu_pools[]`` (sandbox, reward and data-preparation CPU pools) in the total, written only
+when the plan has CPU pools."""
+PLAIN_SCHEMA_VERSION = 5
+"""The schema of a plan that uses nothing added after it (no other costs, no bookings)."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
-__all__ = ["CHECK_KINDS", "PLAIN_SCHEMA", "SCHEMA_VERSION", "CalibrationRecord", "CapacityType",
-           "CpuPoolItem", "Flow", "NetworkPath", "OtherCostItem", "ParallelLayout", "Plan",
-           "Status", "check_kind", "hours", "spec_digest", "usd"]
-
-
+__all__ = ["CHECK_KINDS", "LATER_SPEC_FIELDS", "PLAIN_SCHEMA_VERSION", "REGENERATE",
+           "SCHEMA_VERSION", "Allocation", "Booking", "CalibrationRecord", "CapacityType",
+           "CpuPoolItem",
+           "Explain", "Flow", "LayoutResult", "Lifecycle", "NetworkItem", "NetworkPath",
+           "OtherCostItem", "ParallelLayout", "PhasePlan", "Place", "Plan", "PoolPlan",
+           "SolverInfo", "SpotModel", "Status", "StorageItem", "check_kind", "hours",
+           "spec_digest", "usd"]
 
 
 class SpotModel(StrictModel):
@@ -95,13 +115,54 @@ class Allocation(StrictModel):
     hours: Hours
     usd_per_hour: NonNegative
     cost_usd: Money
-    max_nodes: Positive | None = Field(json_schema_extra=_kind(
+    max_nodes: Positive | None = Field(json_schema_extra=check_as(
         "informational", description="the offer's cap in the catalog the plan was made on: "
         "check holds nodes to it but cannot know the catalog's figure"))
     interruptions_per_hour: NonNegative | None
     effective_fraction: Annotated[float, Field(gt=0, le=1)]
     """Share of a node's time doing useful work after spot overhead (1 off spot)."""
     note: str = Field(json_schema_extra=INFO)
+    billed_hours: Hours | None = None
+    """Schema 6, ``block`` allocations of a pool: the whole block units covering the held
+    hours (cost = nodes × usd_per_hour × billed_hours); absent elsewhere (billed = hours)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if out.get("billed_hours") is None:
+            out.pop("billed_hours", None)
+        return out
+
+
+class Booking(StrictModel):
+    """Schema 6: capacity to book for one pool's allocation of type ``block`` (a capacity
+    block, calendar reservation: ``units`` × ``unit_hours`` = ``duration_hours`` covering the
+    held hours, paid upfront; ``rounding_hours`` = duration − held, paid, unused) or
+    ``flex_start`` (billed as used: no units; ``wait_hours`` before it starts, unbilled).
+    ``cost_usd`` = nodes × usd_per_hour (per instance-hour) × duration; ``zone`` empty: the
+    provider picks it at booking; ``earliest_start``: the spec's ``sla.start_after``."""
+
+    pool: str
+    capacity_type: CapacityType
+    provider: str
+    region: str
+    zone: str = ""
+    instance_type: str
+    nodes: Positive
+    usd_per_hour: NonNegative
+    unit_hours: NonNegative
+    units: Count
+    duration_hours: Hours
+    held_hours: Hours
+    rounding_hours: Hours
+    cost_usd: Money
+    upfront: bool
+    wait_hours: Hours = 0.0
+    earliest_start: str = Field(json_schema_extra=SPEC)
+    on_demand_usd_per_hour: NonNegative | None = Field(default=None, json_schema_extra=INFO)
+    on_demand_cost_usd: Money | None = Field(default=None, json_schema_extra=INFO)
+    """The same nodes on demand for the held hours (what the booking is compared with)."""
+    how_to_book: str = Field(default="", json_schema_extra=INFO)
 
 
 class ParallelLayout(StrictModel):
@@ -193,130 +254,6 @@ class PoolPlan(StrictModel):
     """disk_usd_per_hour × held_hours: the disks are billed while the nodes are held."""
 
 
-class StorageItem(StrictModel):
-    data_class: str
-    provider: str
-    region: str
-    tier: str
-    access: str
-    """Access latency the class needs: ``ms`` (restores) or ``hours`` (archives, logs)."""
-    gb: NonNegative = Field(json_schema_extra=SPEC)
-    gb_months: NonNegative = Field(json_schema_extra=SPEC)
-    """Billed GB-months: each object's lifetime, or the tier's minimum duration if longer."""
-    usd_per_gb_month: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    min_days: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    retrieval_gb: NonNegative = Field(json_schema_extra=SPEC)
-    retrieval_usd_per_gb: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    cost_usd: Money
-
-
-class OtherCostItem(StrictModel):
-    """Schema 6: one line of the spec's ``other_costs`` (cost = quantity × usd_per_unit)."""
-
-    model_config = ConfigDict(json_schema_extra=SPEC)
-
-    name: Literal["data_collection", "annotation", "ab_test", "human_review", "ops"]
-    basis: Literal["fixed", "per_sample", "per_hour"]
-    quantity: NonNegative = Field(json_schema_extra=_kind("derived"))
-    """1 (fixed), reviewed samples (per_sample) or the run's hours (per_hour)."""
-    usd_per_unit: NonNegative
-    cost_usd: Money = Field(json_schema_extra=_kind("derived"))
-
-
-class CpuPoolItem(StrictModel):
-    """Schema 7: a CPU pool (docs/demand-model.md §4.9): node_hours × usd_per_hour."""
-
-    name: Literal["sandbox", "reward", "prep"] = Field(json_schema_extra=SPEC)
-    basis: Literal["held", "work"] = Field(json_schema_extra=SPEC)
-    vcpus_needed: NonNegative = Field(json_schema_extra=SPEC)
-    memory_gib_needed: NonNegative = Field(json_schema_extra=SPEC)
-    vcpu_hours: NonNegative = Field(json_schema_extra=SPEC)
-    """The run's vCPU-hours of work (``work``); 0 for a pool held for the run."""
-    provider: str
-    region: str
-    instance_type: str = Field(json_schema_extra=_kind("catalog"))
-    capacity_type: CapacityType = Field(json_schema_extra=_kind("catalog"))
-    vcpus_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    memory_gib_per_node: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    nodes: int = Field(ge=1, json_schema_extra=_kind("derived"))
-    node_hours: NonNegative = Field(json_schema_extra=_kind("derived"))
-    usd_per_hour: NonNegative = Field(json_schema_extra=_kind("catalog"))
-    cost_usd: Money = Field(json_schema_extra=_kind("derived"))
-
-
-class Lifecycle(StrictModel):
-    """Checkpoint cadence and data lifecycle the storage was priced with (spec where set,
-    otherwise the policy); deployment configs (``ptplan render``) enforce these."""
-
-    model_config = ConfigDict(json_schema_extra=SPEC)
-
-    every_steps: Positive
-    keep_hot: Positive
-    archive_every: Positive
-    retention_days: Positive
-    rollout_log_days: Positive
-    metrics_days: Positive
-
-
-class Place(StrictModel):
-    provider: str
-    region: str
-    zone: str = ""
-    """Empty: anywhere in the region (region-level capacity, buckets)."""
-
-
-class NetworkItem(StrictModel):
-    flow: Flow = Field(json_schema_extra=SPEC)
-    src: Place
-    dst: Place
-    path: NetworkPath
-    nodes: Positive | None = None
-    """Weight sync: the rollout nodes on this path (each receives one copy per step)."""
-    gb: NonNegative = Field(json_schema_extra=SPEC)
-    usd_per_gb: NonNegative
-    cost_usd: Money
-    note: str = Field(default="", json_schema_extra=INFO)
-
-
-class SolverInfo(StrictModel):
-    """Solver statistics and timings: informational (``status`` must equal the plan's)."""
-
-    model_config = ConfigDict(json_schema_extra=INFO)
-
-    name: str
-    status: Status
-    gap: float
-    seconds: float
-    layouts: int
-    options_considered: int
-    options_pruned: int
-    milp_options: int
-    offers_considered: int
-    cross_check: str
-
-
-class LayoutResult(StrictModel):
-    layout: str
-    pipeline_mode: str
-    status: Status
-    total_cost_usd: str | None
-    makespan_hours: float | None
-    provider: str | None
-    region: str | None
-
-
-class Explain(StrictModel):
-    """Why the plan is what it is (text, and the best plan of every other layout):
-    informational."""
-
-    model_config = ConfigDict(json_schema_extra=INFO)
-
-    summary: list[str]
-    binding: list[str]
-    marginal: list[str]
-    alternatives: list[LayoutResult]
-
-
 class Plan(StrictModel):
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"schema_version": {"minimum": 2}}},
@@ -330,7 +267,7 @@ class Plan(StrictModel):
     method: Literal["sft", "rl", "opd", "generate"] = Field(json_schema_extra=SPEC)
     algorithm: str | None = Field(json_schema_extra=SPEC)
     status: Status
-    objective: str = Field(pattern="^(cost|time)$", json_schema_extra=_kind(
+    objective: str = Field(pattern="^(cost|time)$", json_schema_extra=check_as(
         "informational", enum=["cost", "time"], description="what the user asked to "
         "optimise; the plan's figures do not depend on it"))
     total_cost_usd: Money
@@ -365,7 +302,7 @@ class Plan(StrictModel):
     network: list[NetworkItem] = []
     weight_sync_gb_per_node_step: NonNegative = Field(default=0.0, json_schema_extra=SPEC)
     solver: SolverInfo
-    policy: dict[str, Any] = Field(json_schema_extra=_kind(
+    policy: dict[str, Any] = Field(json_schema_extra=check_as(
         "informational", description="the rules the plan was made under, as recorded: check "
         "holds the plan to them (and --policy to the team's file) but cannot know whether "
         "the record was edited"))
@@ -386,6 +323,8 @@ class Plan(StrictModel):
     cpu_pools: list[CpuPoolItem] | None = None
     """Schema 7: Σ ``cpu_pools[]`` (in the total) and the pools; absent without CPU work."""
     explain: Explain
+    bookings: list[Booking] = []
+    """Schema 6: capacity to book for the run (absent when there is none)."""
 
     @field_validator("schema_version")
     @classmethod
@@ -420,13 +359,15 @@ class Plan(StrictModel):
 
     @model_serializer(mode="wrap")
     def _drop_absent_later_fields(self, handler: Any) -> Any:
-        """Fields added with schema 6 are left out when absent, so that a plan without them
-        is the same JSON as before (schema 5)."""
+        """Fields added with schema 6 are left out when absent (bookings: when empty), so that
+        a plan without them is the same JSON as before (schema 5)."""
         out = handler(self)
         if isinstance(out, dict):
             for key in LATER_PLAN_FIELDS:
                 if key in out and out[key] is None:
                     del out[key]
+            if not out.get("bookings"):
+                out.pop("bookings", None)
         return out
 
     def to_json(self) -> str:

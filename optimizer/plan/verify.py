@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optimizer.plan.rules_base import close as _close
+from optimizer.plan.rules_blocks import check_bookings
 from optimizer.plan.rules_costs import (
     check_deadline_budget,
     check_disks,
@@ -93,6 +94,7 @@ RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_storage, check_network, check_other_costs, check_cpu_pools, check_totals,
     check_deadline_budget, check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
+    check_bookings,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""
 

@@ -25,6 +25,7 @@ from optimizer.core.errors import InfeasibleError, InputError, PlannerError
 from optimizer.core.lp import check_solver
 from optimizer.plan.schema import Lifecycle, Plan, hours, usd
 from optimizer.plan.verify import verify_plan
+from optimizer.planner.booking import plan_with_bookings
 from optimizer.planner.build import build_plan
 from optimizer.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from optimizer.planner.explain import explain_plan
@@ -42,13 +43,18 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
         raise InputError(f"--objective: unknown objective {objective!r}; use cost or time")
     check_solver(solver)
     start = time.perf_counter()
-    ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
-    runs, solved = solve_runs(ctx, objective, solver, every_layout=explain)
-    p = build_plan(ctx, runs, solved, objective, solver, start, timings)
+    booked = plan_with_bookings(spec, catalog, objective, solver, explain, timings, policy) \
+        if ctx is None else None  # capacity blocks / flex-start (with sla.start_after)
+    if booked is not None:
+        p = booked
+    else:
+        ctx = replace(ctx, spec=spec) if ctx is not None else prepare(spec, catalog, policy)
+        runs, solved = solve_runs(ctx, objective, solver, every_layout=explain)
+        p = build_plan(ctx, runs, solved, objective, solver, start, timings)
+        if explain:
+            p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     p = p.model_copy(update={"defaults_applied": defaults_applied(
         spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))})
-    if explain:
-        p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     problems = verify_plan(p)
     if problems:
         raise PlannerError("internal error: the plan failed verification ("

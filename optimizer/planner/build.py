@@ -17,7 +17,7 @@ from optimizer.core.hardware import HIGH_PRECISIONS
 from optimizer.costs.storage import lifecycle
 from optimizer.demand.rates import PhaseRate
 from optimizer.plan.schema import (
-    PLAIN_SCHEMA,
+    PLAIN_SCHEMA_VERSION,
     SCHEMA_VERSION,
     Allocation,
     CalibrationRecord,
@@ -44,13 +44,18 @@ from optimizer.planner.cpu_items import cpu_pool_items
 from optimizer.planner.engine import Context, LayoutRun, run_hours, solution_key
 from optimizer.planner.plan_items import network_items, plan_site, storage_items
 from optimizer.spec.defaults import applied_defaults
+from providers.base import Offer
+from providers.blocks import billed_hours
 
 
-def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float
-                 ) -> list[Allocation]:
+def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float,
+                 held: float | None = None) -> list[Allocation]:
+    """The option's nodes by offer for ``phase_hours``; with ``held`` (the pool's own
+    allocations) a block's are billed for whole units (``billed_hours``)."""
     out = []
     for offer, n in sorted(opt.fill, key=lambda x: (x[0].capacity_type, x[0].zone,
                                                      x[0].instance_type)):
+        billed = _billed(offer, held)
         if pool.stateful:
             frac = 1.0 - opt.overhead_fraction
         elif offer.capacity_type == "spot":
@@ -61,12 +66,27 @@ def _allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: flo
             provider=offer.provider, region=offer.region, zone=offer.zone,
             instance_type=offer.instance_type, gpu=offer.gpu, gpus_per_node=offer.gpus_per_node,
             capacity_type=CapacityType(offer.capacity_type), nodes=n, hours=hours(phase_hours),
-            usd_per_hour=offer.usd_per_hour, cost_usd=usd(n * offer.usd_per_hour * phase_hours),
+            usd_per_hour=offer.usd_per_hour,
+            cost_usd=usd(n * offer.usd_per_hour * (billed or phase_hours)),
             max_nodes=ctx.caps.get(offer.key, offer.max_nodes),
             interruptions_per_hour=offer.interruptions_per_hour,
             effective_fraction=round(frac, 9), note=offer.note,
+            billed_hours=hours(billed) if billed is not None else None,
         ))
     return out
+
+
+def _billed(offer: Offer, held: float | None) -> float | None:
+    """A block's billed hours for a pool held ``held`` hours (None: billed as held)."""
+    if held is None or offer.capacity_type != "block" or not offer.block_unit_hours:
+        return None
+    return billed_hours(held, offer.block_unit_hours)
+
+
+def rounding_cost(opt: PoolOption, held: float) -> float:
+    """What the option's block nodes cost past the held hours (whole units)."""
+    return sum(n * o.usd_per_hour * (b - held) for o, n in opt.fill
+               if (b := _billed(o, held)) is not None)
 
 
 def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> LayoutRun:
@@ -96,15 +116,16 @@ def _pool_plan(ctx: Context, lay: Layout, pool: PoolSpec, opt: PoolOption, held:
     its boot disks."""
     idle = max(0.0, held - opt.busy_hours)
     rate = compute_rate(opt)
+    lost = rounding_cost(opt, held)
     return PoolPlan(
         name=pool.name, phases=list(pool.phases) + [p for p, _ in pool.stall_parts],
         provider=opt.provider, region=opt.region, gpu=opt.gpu,
         gpus_per_node=opt.gpus_per_node, nodes=opt.nodes, spot_ok=pool.spot_ok,
         held_hours=hours(held), busy_hours=hours(opt.busy_hours), idle_hours=hours(idle),
-        usd_per_hour=round(rate, 6), cost_usd=usd(rate * held),
-        idle_cost_usd=usd(rate * idle),
+        usd_per_hour=round(rate, 6), cost_usd=usd(rate * held + lost),
+        idle_cost_usd=usd(rate * idle + lost),
         gang_overhead_fraction=round(opt.overhead_fraction, 9) if pool.stateful else 0.0,
-        allocations=_allocations(ctx, pool, opt, held), **_disk_fields(lay, opt, held),
+        allocations=_allocations(ctx, pool, opt, held, held), **_disk_fields(lay, opt, held),
     )
 
 
@@ -227,9 +248,10 @@ def compute_share(costs: _Costs) -> str:
 
 def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Costs:
     pools = winner.cands.layout.pools
-    compute = sum(compute_rate(chosen[p.name]) * held for p in pools)
+    lost = sum(rounding_cost(chosen[p.name], held) for p in pools)  # blocks' whole units
+    compute = sum(compute_rate(chosen[p.name]) * held for p in pools) + lost
     idle = sum(compute_rate(chosen[p.name]) * max(0.0, held - chosen[p.name].busy_hours)
-               for p in pools)
+               for p in pools) + lost
     disks = sum(chosen[p.name].disk_usd_per_hour * held for p in pools)
     stored, storage_total = storage_items(winner, chosen, held)
     sent, network_total = network_items(winner, chosen)
@@ -340,7 +362,7 @@ def _spec_fields(ctx: Context, lay: Layout) -> dict[str, Any]:
             restart_minutes=spec.efficiency.restart_minutes,
             checkpoint_minutes=spec.efficiency.checkpoint_minutes,
         ),
-        policy=lay.policy.model_dump(mode="json"),
+        policy=lay.policy.recorded(),
         budget_warn_usd=(usd(max_usd * lay.policy.budget.warn_at)
                          if max_usd is not None else None),
         budget_stop_usd=(usd(max_usd * lay.policy.budget.stop_at)
@@ -391,7 +413,7 @@ def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], obj
 def _other_fields(costs: _Costs) -> dict[str, Any]:
     """Schema 6 fields, only when the spec has ``other_costs``, and schema 7 fields, only with
     CPU pools (else the plan is schema 5)."""
-    out: dict[str, Any] = {"schema_version": PLAIN_SCHEMA}
+    out: dict[str, Any] = {"schema_version": PLAIN_SCHEMA_VERSION}
     if costs.other_items is not None:
         out.update(schema_version=6, other_cost_usd=usd(costs.other),
                    other_costs=costs.other_items)

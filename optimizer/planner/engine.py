@@ -39,7 +39,8 @@ from optimizer.planner.capacity import resolve
 from optimizer.planner.fills import fill_variants
 from optimizer.planner.frontier import Candidates, build_candidates
 from optimizer.planner.milp import OptionSet, Solution, solve
-from optimizer.planner.search import Best, best, prune_for_milp, rank, regions_by_bound
+from optimizer.planner.option_bounds import prune_for_milp
+from optimizer.planner.search import Best, best, rank, regions_by_bound
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy, default_policy
 from providers.base import Catalog

@@ -46,14 +46,11 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
 
 from __future__ import annotations
 
-import json
-import re
-import shlex
-import subprocess
 from typing import Any
 
 from optimizer.plan.schema import Plan
 from optimizer.render.check_io import _docs, _hcl, _rayjob, _resources
+from optimizer.render.check_paths import check_paths, entry_words
 from optimizer.render.cpu_pools import check_cpu_node_pools
 from optimizer.render.deploy import boot_disk_gb, site_zone
 from optimizer.render.names import k8s_label
@@ -75,7 +72,10 @@ VOLUME_TYPE = {"ebs_gp3": "gp3", "pd_balanced": "pd-balanced"}
 SKY_DISK_TIER = "medium"
 GKE_GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 KUBERAY_SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
-LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
+LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved", "block": "reserved",
+         "flex_start": "flex-start"}
+"""How the cluster runs each planned capacity type: a capacity block is a reservation to
+Karpenter and GKE; flex-start is a GKE queued-provisioning (DWS) node pool."""
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
@@ -158,11 +158,18 @@ def _node_pools(files: dict[str, str]) -> list[dict[str, Any]]:
                           "disk_type": cfg.get("disk_type", ""),
                           "instance_type": cfg["machine_type"],
                           "zone": zones[0] if len(zones) == 1 else "",
-                          "capacity": "spot" if spot else "reserved"
-                          if cfg.get("reservation_affinity") else "on-demand",
+                          "capacity": "spot" if spot else "flex-start" if _queued(body)
+                          else "reserved" if cfg.get("reservation_affinity") else "on-demand",
                           "taints": taints, "nodes": int(auto["total_max_node_count"]),
                           "tags": cfg.get("resource_labels", {})})
     return pools
+
+
+def _queued(body: dict[str, Any]) -> bool:
+    """A GKE node pool with DWS queued provisioning (flex-start) enabled."""
+    q = body.get("queued_provisioning") or {}
+    q = q[0] if isinstance(q, list) and q else q
+    return isinstance(q, dict) and bool(q.get("enabled"))
 
 
 def _pod_request(pod: dict[str, Any]) -> dict[str, str]:
@@ -229,6 +236,7 @@ def _check_pools(plan: Plan, files: dict[str, str], out: list[str]) -> None:
             infra = r["infra"].split("/")
             zone = infra[2] if len(infra) > 2 else env.get("PTPLAN_ZONE", "")
             cap = env.get("PTPLAN_CAPACITY_TYPE", "")
+            cap = {"block": "reserved"}.get(cap, cap)  # the block is a reservation to AWS
             if (cap == "spot") != bool(r["use_spot"]):
                 out.append(f"pools: {rel} task {t['name']}: use_spot {r['use_spot']} for {cap}")
             key = (k8s_label(str(env.get("PTPLAN_POOL", ""))), r["instance_type"], zone, cap)
@@ -343,58 +351,6 @@ def _check_tags(plan: Plan, files: dict[str, str], out: list[str]) -> None:
                            "be split by it)")
 
 
-def _entry_words(entrypoint: str) -> list[str]:
-    """The words the training process receives (bash → list2cmdline → sh, modelled with
-    POSIX shlex; tests/test_render.py runs the real shells)."""
-    words = shlex.split(subprocess.list2cmdline(shlex.split(entrypoint)))
-    if len(words) == 3 and words[0] == "echo" and words[1].endswith("|base64") \
-            and words[2] == "-d|sh":  # transport.ray_entrypoint's base64 form
-        import base64
-
-        return shlex.split(base64.b64decode(words[1][:-len("|base64")]).decode())[1:]
-    return words
-
-
-def _check_paths(files: dict[str, str], out: list[str]) -> None:
-    prefixes: list[str] = []
-    for rel, text in files.items():
-        if rel == "lifecycle/s3-lifecycle.json":
-            prefixes += [r["Filter"]["Prefix"] for r in json.loads(text)["Rules"]
-                         if "Transitions" in r or "Expiration" in r]
-        elif rel == "lifecycle/gcs-lifecycle.json":
-            prefixes += [p for r in json.loads(text)["lifecycle"]["rule"]
-                         if r["action"]["type"] != "AbortIncompleteMultipartUpload"
-                         for p in r["condition"]["matchesPrefix"]]
-    if not prefixes:
-        return
-    writes: list[tuple[str, str, str]] = []  # (where, path, bucket key prefix of /checkpoints)
-    job = _rayjob(files)
-    if job is not None:
-        pod = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
-        mount: dict[str, Any] = next((m for m in pod["containers"][0].get("volumeMounts", [])
-                                  if m["mountPath"] == "/checkpoints"), {})
-        root = (mount.get("subPath", "").strip("/") + "/").lstrip("/")
-        writes += [("RayJob entrypoint", w, root) for w in _entry_words(job["spec"]["entrypoint"])]
-    for rel, text in files.items():
-        if rel.startswith("skypilot/"):
-            for t in _docs(text)[1:]:
-                m = t["file_mounts"]["/checkpoints"]
-                src = m.get("source", "")
-                parts = src.split("://", 1)[-1].split("/", 1)
-                root = parts[1].strip("/") + "/" if len(parts) > 1 and parts[1] else ""
-                for line in t["run"].splitlines():
-                    try:
-                        writes += [(f"{rel} {t['name']}", w, root) for w in shlex.split(line)]
-                    except ValueError:
-                        continue
-    for where, word, root in writes:
-        for path in re.findall(r"(?:^|=)(/checkpoints(?:/[^\s,]*)?)", word):
-            key = root + path[len("/checkpoints"):].strip("/") + "/"
-            if not any(key.startswith(p) for p in prefixes):
-                out.append(f"paths: {where} writes {path} = bucket key {key!r}, which no "
-                           f"lifecycle rule covers (rules: {', '.join(sorted(set(prefixes)))})")
-
-
 def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     """Violations of the deployment rules (module doc) by ``files``; empty when it deploys
     as planned. Rules whose objects were not rendered are skipped."""
@@ -405,10 +361,10 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     _check_taints(files, out)
     _check_disks(plan, files, out)
     _check_tags(plan, files, out)
-    _check_paths(files, out)
+    check_paths(files, out)
     from optimizer.render.check_gpudirect import check_gpudirect
     from optimizer.render.check_roles import check_roles
 
-    check_roles(plan, files, _entry_words, out)
+    check_roles(plan, files, entry_words, out)
     check_gpudirect(plan, files, out)
     return out

@@ -56,8 +56,9 @@ DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the
 launch installs the framework at the pinned release (``launch.install``: SkyPilot ``setup``, the
 launch scripts). Any image with CUDA, torch, vLLM and Ray works (--image)."""
-CAPACITY_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"}
-CAPACITY_ORDER = {"reserved": 0, "on_demand": 1, "spot": 2}
+CAPACITY_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved",
+                  "block": "block", "flex_start": "flex-start"}
+CAPACITY_ORDER = {"reserved": 0, "block": 0, "on_demand": 1, "flex_start": 1, "spot": 2}
 """Kueue flavor preference: capacity already paid for first, then on-demand, then spot."""
 HEAD_CPU, HEAD_MEMORY = "4", "16Gi"
 """The Ray head runs no work (num-cpus 0); its requests are a fixed small default."""
@@ -102,6 +103,18 @@ def _label_sets(plan: Plan, pool: str, phase: str, capacity: str) -> dict[str, d
             for name, f in (("k8s", k8s_label), ("gcp", gcp_label), ("aws", aws_tag))}
 
 
+def _booking(plan: Plan, pool: str, ct: str, it: str) -> dict[str, Any] | None:
+    """The plan's booking (schema 6) for a group of booked capacity, as template values."""
+    b = next((b for b in plan.bookings if (b.pool, b.capacity_type, b.instance_type)
+              == (pool, ct, it)), None)
+    if b is None:
+        return None
+    return {"nodes": b.nodes, "units": b.units, "unit_hours": b.unit_hours,
+            "duration_hours": round(b.duration_hours), "earliest_start": b.earliest_start,
+            "cost_usd": b.cost_usd, "wait_hours": b.wait_hours,
+            "max_run_seconds": round(b.held_hours * 3600)}
+
+
 def _group_name(pool: str, label: str, zone: str, it: str, split_zone: bool,
                 split_type: bool) -> str:
     parts = [pool, label] + ([zone] if split_zone and zone else []) + \
@@ -138,7 +151,12 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
                 "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
                 "gpus_per_node": pool.gpus_per_node, "nodes": sum(a.nodes for a in allocs),
                 "capacity_type": ct, "capacity_label": label, "spot": ct == "spot",
-                "reserved": ct == "reserved", "instance_type": it, "instance_types": [it],
+                "reserved": ct in ("reserved", "block"), "block": ct == "block",
+                "flex_start": ct == "flex_start",
+                # Karpenter's capacity types: a capacity block is a capacity reservation
+                "karpenter_capacity": "reserved" if ct == "block" else label,
+                "booking": _booking(plan, pool.name, ct, it),
+                "instance_type": it, "instance_types": [it],
                 "zone": zone, "zones": [zone] if zone else [],
                 "accelerator": gke_accelerator(pool.gpu, it),
                 "usd_per_hour": round(sum(a.nodes * a.usd_per_hour for a in allocs), 6),

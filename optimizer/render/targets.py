@@ -176,10 +176,14 @@ def _t_terraform(provider: str) -> Callable[[dict[str, Any]], dict[str, str]]:
         _bucket_ok(ctx)
         d = f"terraform-{provider}"
         if provider == "aws":
-            return {f"{d}/main.tf": render("terraform/aws_main.tf.j2", **ctx),
-                    f"{d}/cost_tags.tf": render("terraform/aws_cost_tags.tf.j2", **ctx),
-                    f"{d}/zones.tf": render("terraform/aws_zones.tf.j2", **ctx),
-                    f"{d}/bucket.tf": render("terraform/aws_bucket.tf.j2", **ctx)}
+            out = {f"{d}/main.tf": render("terraform/aws_main.tf.j2", **ctx),
+                   f"{d}/cost_tags.tf": render("terraform/aws_cost_tags.tf.j2", **ctx),
+                   f"{d}/zones.tf": render("terraform/aws_zones.tf.j2", **ctx),
+                   f"{d}/bucket.tf": render("terraform/aws_bucket.tf.j2", **ctx)}
+            if any(g["block"] and g["booking"] for g in ctx["groups"]):  # plan bookings
+                out[f"{d}/capacity_blocks.tf"] = render("terraform/aws_capacity_blocks.tf.j2",
+                                                        **ctx)
+            return out
         return {f"{d}/main.tf": render("terraform/gcp_main.tf.j2", **ctx),
                 f"{d}/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx),
                 f"{d}/bucket.tf": render("terraform/gcp_bucket.tf.j2", **ctx)}

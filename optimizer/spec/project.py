@@ -9,6 +9,7 @@ output. Field reference: ``docs/spec.md``.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -165,6 +166,10 @@ class Checkpoints(_Strict):
 
 class SLA(_Strict):
     deadline_hours: Amount | None = None
+    start_after: dt.date | None = None
+    """The first day the run may start (ISO date). Capacity blocks and flex-start offers
+    (booked for the run, :mod:`providers.blocks`) are considered only when it is given; AWS
+    sells blocks starting at most 8 weeks ahead. ``ptplan plan --start-after`` sets it."""
 
 
 class Budget(_Strict):

@@ -1,5 +1,6 @@
-"""Base types of the plan schema (:mod:`optimizer.plan.schema` re-exports them): how
-``ptplan check`` treats each field, money and hours."""
+"""The plan's field vocabulary: how ``ptplan check`` treats each field (``x-check``), money and
+hours as written, and the constrained number types the plan models share
+(:mod:`optimizer.plan.schema`, :mod:`optimizer.plan.schema_items`)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def check_kind(node: dict[str, Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _kind(kind: str, **extra: Any) -> dict[str, Any]:
+def check_as(kind: str, **extra: Any) -> dict[str, Any]:
     assert kind in CHECK_KINDS
     return {"x-check": kind, **extra}
 
@@ -47,5 +48,5 @@ Count = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
-INFO = _kind("informational")
-SPEC = _kind("spec")
+INFO = check_as("informational")
+SPEC = check_as("spec")
