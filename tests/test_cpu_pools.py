@@ -583,3 +583,29 @@ def test_cpu_pools_count_against_the_budget() -> None:
         planned(json.dumps({"budget": {"max_usd": 34000}}))
     assert_one_line(str(e.value))
     assert "budget" in str(e.value) and f"{total}" in str(e.value)
+
+
+def test_gke_cpu_node_pools_render_and_check() -> None:
+    """A GCP plan (us-central1): the CPU pools as GKE node pools in terraform-gcp/ and gke/,
+    parsed back by the check (HCL through python-hcl2); an edited node cap or a lost taint is
+    caught. Sandbox: 1,024 vCPU / 2,048 GiB on n2-standard-32 (32 vCPU, 128 GiB) = 32 nodes."""
+    from optimizer.render.check import check_render
+    from optimizer.render.targets import render_plan
+
+    agent = agentic()
+    agent["placement"] = {**agent["placement"], "providers": ["gcp"], "regions": ["us-central1"]}
+    p = plan(parse_spec(agent), embedded_catalog(), timings=False)
+    sb = {c.name: c for c in p.cpu_pools or []}["sandbox"]
+    assert (sb.instance_type, sb.nodes) == ("n2-standard-32", 32)
+    for target, path in (("terraform-gcp", "terraform-gcp/cpu_node_pools.tf"),
+                         ("karpenter", "gke/cpu_node_pools.tf")):
+        files, _ = render_plan(p, target)
+        assert path in files
+        assert [x for x in check_render(p, files) if x.startswith("cpu_pools")] == []
+        bad = dict(files)
+        bad[path] = files[path].replace("total_max_node_count = 32", "total_max_node_count = 64")
+        out = check_render(p, bad)
+        assert any(x.startswith("cpu_pools:") and "limits {'nodes': '64'}" in x for x in out), out
+        bad[path] = files[path].replace('effect = "NO_SCHEDULE"', 'effect = "PREFER_NO_SCHEDULE"')
+        out = check_render(p, bad)
+        assert any("lacks the taint" in x for x in out), out

@@ -139,13 +139,23 @@ def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
     _one_region(ctx, "karpenter")
     if ctx["project"]["provider"] == "gcp":
         return {"gke/main.tf": render("terraform/gcp_main.tf.j2", **ctx),
-                "gke/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx)}
+                "gke/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx),
+                **_gke_cpu(ctx, "gke")}
     if ctx["project"]["provider"] != "aws":
         raise NotApplicable(f"karpenter: the plan runs on {ctx['project']['provider']}; "
                             "Karpenter NodePools are emitted for AWS plans only")
     cpu = ({"karpenter/cpu-nodepools.yaml": render("karpenter/cpu_nodepools.yaml.j2", **ctx)}
            if ctx["cpu_groups"] else {})
     return {"karpenter/nodepools.yaml": render("karpenter/nodepools.yaml.j2", **ctx), **cpu}
+
+
+def _gke_cpu(ctx: dict[str, Any], d: str) -> dict[str, str]:
+    """The plan's CPU pools as GKE node pools (``<d>/cpu_node_pools.tf``), when it has any."""
+    from templates import render
+
+    if not ctx["cpu_groups"]:
+        return {}
+    return {f"{d}/cpu_node_pools.tf": render("terraform/gcp_cpu_node_pools.tf.j2", **ctx)}
 
 
 def _t_kueue(ctx: dict[str, Any]) -> dict[str, str]:
@@ -186,7 +196,8 @@ def _t_terraform(provider: str) -> Callable[[dict[str, Any]], dict[str, str]]:
             return out
         return {f"{d}/main.tf": render("terraform/gcp_main.tf.j2", **ctx),
                 f"{d}/node_pools.tf": render("terraform/gcp_node_pools.tf.j2", **ctx),
-                f"{d}/bucket.tf": render("terraform/gcp_bucket.tf.j2", **ctx)}
+                f"{d}/bucket.tf": render("terraform/gcp_bucket.tf.j2", **ctx),
+                **_gke_cpu(ctx, d)}
 
     return go
 
@@ -265,11 +276,13 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
     if any(p.startswith("launch/") for p in files):
         notes += [f"launch: {n}" for n in ctx["launch"]["notes"]]
     notes += [f"deploy: {n}" for n in ctx["deploy_notes"]]
-    if plan.cpu_pools and "karpenter/cpu-nodepools.yaml" not in files:
+    if plan.cpu_pools and not any(p.endswith(("cpu-nodepools.yaml", "cpu_node_pools.tf"))
+                                  for p in files):
         notes.append("cpu pools: " + ", ".join(f"{c.name} {c.nodes} x {c.instance_type}"
                                                 for c in plan.cpu_pools)
-                     + " are rendered only as Karpenter NodePools (--target karpenter, AWS "
-                     "plans); provision them yourself here")
+                     + " are rendered only as Karpenter NodePools (--target karpenter, AWS) "
+                     "and GKE node pools (--target karpenter or terraform-gcp, GCP); "
+                     "provision them yourself here")
     return dict(sorted(files.items())), notes
 
 
