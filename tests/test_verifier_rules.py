@@ -12,8 +12,10 @@ without a firing case here fails.
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +24,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import optimizer.plan
 from optimizer.cli.app import app
 from optimizer.plan import (
     rules_blocks,
@@ -695,8 +698,13 @@ def _families_in_source() -> set[str]:
     """Rule family names the verifier's sources print: the word before ``: `` at the start of a
     string literal (``policy {line}`` for the policy family)."""
     found: set[str] = set()
-    for mod in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec, rules_catalog,
-                rules_cpu, verify):
+    # every rules_* module of the package (a new one is enumerated without editing this test)
+    mods = [importlib.import_module(f"optimizer.plan.{m.name}")
+            for m in pkgutil.iter_modules(optimizer.plan.__path__)
+            if m.name.startswith("rules_")]
+    assert {m.__name__ for m in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec,
+                                 rules_catalog, rules_cpu)} <= {m.__name__ for m in mods}
+    for mod in [*mods, verify]:
         src = inspect.getsource(mod)
         found |= set(re.findall(r'f?"([a-z_]+): ', src))
         found |= set(re.findall(r'f"(policy) \{', src))

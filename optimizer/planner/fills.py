@@ -10,7 +10,7 @@ from optimizer.planner.candidates import PoolOption
 from providers.base import Offer
 
 if TYPE_CHECKING:
-    from optimizer.planner.pool_frontier import Group
+    from optimizer.planner.frontier_parts import Group
 
 
 def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[PoolOption]:
