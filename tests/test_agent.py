@@ -260,3 +260,24 @@ def test_agent_defaults_are_listed() -> None:
     full = applied_defaults(spec(agent(tool_workers=4, trajectory_days=30, replay_state_mb=0.0)))
     assert not any(x.startswith("agent.") for x in full)
     assert not any("agent" in x for x in applied_defaults(spec(None)))
+
+
+@pytest.mark.parametrize("framework", ["verl==0.9", "openrlhf==0.11"])
+def test_agentic_example_renders_and_deploys_as_planned(framework: str, tmp_path: Path) -> None:
+    """The example has no eval: its plan prices no eval outputs and its lifecycle has no
+    ``eval/`` rule, so the launch must not write there (``render --check`` rule ``paths``
+    failed on ``/checkpoints/eval`` before); it says so in a note instead."""
+    from typer.testing import CliRunner
+
+    from optimizer.cli.app import app
+
+    spec = str(ROOT / "examples" / "agentic-swe-rl.yaml")
+    plan = tmp_path / "plan.json"
+    runner = CliRunner()
+    made = runner.invoke(app, ["-q", "plan", spec, "--format", "json", "-o", str(plan)])
+    assert made.exit_code == 0, made.output
+    out = runner.invoke(app, ["render", str(plan), "--target", "all", "--check", "--spec", spec,
+                              "--framework", framework, "-o", str(tmp_path / "out")])
+    assert out.exit_code == 0, out.output
+    assert "violation" not in out.output
+    assert "no eval outputs in the plan" in out.output

@@ -120,7 +120,11 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     add("checkpoint_dir", launch_path("hot_checkpoints", "ds"), "paths hot_checkpoints")
     fixed.append("--ckpt.output_dir=" + launch_path("hot_checkpoints", "final"))
     add("resume", True, "resume after restarts")
-    add("eval_output_dir", launch_path("eval_outputs", "tensorboard"), "paths eval_outputs")
+    if any(item.data_class == "eval_outputs" for item in plan.storage):
+        add("eval_output_dir", launch_path("eval_outputs", "tensorboard"), "paths eval_outputs")
+    else:  # nothing the plan priced (or a lifecycle rule expires) would hold them
+        notes.append("no eval outputs in the plan: OpenRLHF's TensorBoard metrics are not "
+                     "written to the bucket (console only)")
     notes.append("rollout logs: OpenRLHF 0.11 has no rollout dump; the rollout_logs storage "
                  "the plan priced stays empty")
     models = scoring_models(plan)

@@ -203,7 +203,11 @@ def rl_settings(plan: Any, facts: Any, slug: str,
         fixed.append("actor_rollout_ref.rollout.val_kwargs.do_sample=True")
     _checkpoints(rows, facts, slug, notes, "actor_rollout_ref.actor")
     rows.add("rollout_log_dir", launch_path("rollout_logs"), "paths rollout_logs")
-    rows.add("eval_output_dir", launch_path("eval_outputs"), "paths eval_outputs")
+    if any(item.data_class == "eval_outputs" for item in plan.storage):
+        rows.add("eval_output_dir", launch_path("eval_outputs"), "paths eval_outputs")
+    else:  # nothing the plan priced (or a lifecycle rule expires) would hold them
+        notes.append("no eval outputs in the plan: validation generations are not dumped to "
+                     "the bucket")
     rows.add("logger", ["console"], "console only")
     spool = geo.spool
     own_scoring = spool is not None and spool.name not in (geo.upool.name, geo.rpool.name)
