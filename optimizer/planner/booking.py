@@ -34,10 +34,11 @@ from dataclasses import dataclass, replace
 from optimizer.core import clock
 from optimizer.core.errors import InfeasibleError
 from optimizer.plan.schema import Booking, Plan, Status, hours, usd
-from optimizer.planner.build import build_plan, rounding_cost
+from optimizer.planner.build import build_plan
 from optimizer.planner.candidates import PoolOption, PoolSpec, filter_offers
 from optimizer.planner.engine import Context, LayoutRun, prepare, run_hours, solve_runs
 from optimizer.planner.explain import explain_plan
+from optimizer.planner.plan_phases import rounding_cost
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy
 from providers.base import BOOKED_TYPES, Catalog, Offer
