@@ -9,16 +9,14 @@ output. Field reference: ``docs/spec.md``.
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
     Field,
-    field_validator,
     model_validator,
 )
 
-from optimizer.core.hardware import PRECISIONS, canonical_gpu_name, unknown_gpu_message
+from optimizer.core.hardware import PRECISIONS
 from optimizer.core.yamlio import quoted, read_mapping, validate
 from optimizer.spec.agent import Agent
 from optimizer.spec.cpu import Reward
@@ -34,11 +32,19 @@ from optimizer.spec.methods import (
     _generate_rules,
 )
 from optimizer.spec.other_costs import OtherCosts
+from optimizer.spec.sections import (
+    SLA,
+    Budget,
+    Calibration,
+    Checkpoints,
+    Data,
+    Eval,
+    ModelBlock,
+    Placement,
+    TrainedModel,
+)
 from optimizer.spec.types import (
     Algorithm,
-    Amount,
-    Billions,
-    Count,
     Method,
     PhaseName,
     Pipeline,
@@ -46,182 +52,9 @@ from optimizer.spec.types import (
     _Strict,
 )
 
-__all__ = ["Efficiency", "ModelBlock", "ProjectSpec", "ResponseLength", "TrainedModel",
+__all__ = ["SLA", "Budget", "Calibration", "Checkpoints", "Data", "Efficiency", "Eval",
+           "ModelBlock", "Placement", "ProjectSpec", "ResponseLength", "TrainedModel",
            "load_spec", "parse_spec", "quantile_knots"]
-
-class ModelBlock(_Strict):
-    """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters."""
-
-    params_b: Billions
-    active_params_b: Billions | None = None
-    layers: Count
-    hidden_size: Count
-    kv_heads: Count
-    head_dim: Count
-    heads: Count | None = None
-    """Query heads; defaults to hidden_size / head_dim (used by the attention FLOPs term)."""
-    experts_per_token: Count | None = None
-    """MoE: experts each token is routed to (top-k; default 8 when active < total params).
-    Each routed token crosses the expert-parallel all-to-all (docs/demand-model.md)."""
-
-    @property
-    def is_moe(self) -> bool:
-        return self.active_params_b is not None and self.active_params_b < self.params_b
-
-    @property
-    def routed_experts(self) -> int:
-        return (self.experts_per_token or 8) if self.is_moe else 0
-
-    @model_validator(mode="after")
-    def _active_le_total(self) -> ModelBlock:
-        if self.active_params_b is not None and self.active_params_b > self.params_b:
-            raise ValueError(
-                f"active_params_b {self.active_params_b} exceeds params_b {self.params_b}; "
-                "active parameters are a subset (MoE) or equal (dense)"
-            )
-        return self
-
-    @property
-    def active_b(self) -> float:
-        return self.active_params_b if self.active_params_b is not None else self.params_b
-
-    @property
-    def query_heads(self) -> int:
-        return self.heads if self.heads is not None else max(1, self.hidden_size // self.head_dim)
-
-
-class TrainedModel(ModelBlock):
-    finetune: Literal["full", "lora"] = "full"
-    lora_rank: Count | None = None
-
-    @model_validator(mode="after")
-    def _lora(self) -> TrainedModel:
-        if self.lora_rank is not None and self.finetune != "lora":
-            raise ValueError("lora_rank is set but finetune is 'full'; set finetune: lora")
-        return self
-
-
-PlaceRef = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]+$", max_length=120)]
-"""``provider:region``, e.g. ``aws:us-east-1``."""
-
-
-class Data(_Strict):
-    source: PlaceRef | None = None
-    """Where the dataset lives (``provider:region``); staging it to the region that reads it
-    is priced as egress. Unset: it is already there (staging free)."""
-    # sft
-    examples: Count | None = None
-    tokens_per_example: Count | None = None
-    epochs: Amount | None = None
-    batch_size: Count | None = None
-    """SFT: examples per optimizer step (defines a step for eval/checkpoint cadence)."""
-    generated_by: Annotated[str, Field(min_length=1, max_length=500)] | None = None
-    """SFT: the ``method: generate`` spec (a path, relative to this spec) that produced the
-    data; ``ptplan compare`` and campaigns plan it and count its cost."""
-    # generate
-    prompts: Count | None = None
-    """generate: prompts submitted (all at once: offline batched generation)."""
-    # rl / opd
-    steps: Count | None = None
-    prompts_per_step: Count | None = None
-    samples_per_prompt: Count | None = None
-    prompt_tokens: Count | None = None
-    response_tokens: Count | None = None
-    max_response_tokens: Count | None = None
-    response_length: ResponseLength | None = None
-    """Shape of the response-length distribution (docs/spec.md): quantiles, a histogram or a
-    truncated share; default the maximum-entropy shape for the mean and the cap."""
-    oversample_factor: Annotated[float, Field(ge=1, le=10, strict=True)] | None = None
-    """Generated samples per trained sample (DAPO dynamic sampling filters groups)."""
-    update_epochs: Count | None = None
-    """Passes over each step's batch in the update (PPO epochs)."""
-    mini_batches_per_step: Count | None = None
-    """Optimizer steps inside one rollout→update step: no FLOPs change, but each is a
-    sequential forward + backward in the update's per-step latency floor."""
-    prep_cpu_hours: Annotated[float, Field(gt=0, le=1e9, strict=True)] | None = None
-    """vCPU-hours of data preparation (cleaning, de-duplication, tokenisation) before the run:
-    a CPU pool (docs/demand-model.md §4.9)."""
-    prep_hours: Annotated[float, Field(gt=0, le=8760, strict=True)] | None = None
-    """Wall time the preparation stage may take (default 1 h): sizes its CPU pool."""
-
-
-class Eval(_Strict):
-    every_steps: Count
-    prompts: Count
-    samples_per_prompt: Count = 1
-    response_tokens: Count
-    prompt_tokens: Count | None = None
-
-
-class Checkpoints(_Strict):
-    every_steps: Count | None = None
-    keep_hot: Count = 3
-    archive_every: Count = 5
-    retention_days: Count = 30
-    with_optimizer: bool = True
-    copy_to: PlaceRef | None = None
-    """Copy every archived checkpoint and the final one to this ``provider:region`` (a home
-    bucket); priced as egress from the trainer's region."""
-
-
-class SLA(_Strict):
-    deadline_hours: Amount | None = None
-    start_after: dt.date | None = None
-    """The first day the run may start (ISO date). Capacity blocks and flex-start offers
-    (booked for the run, :mod:`providers.blocks`) are considered only when it is given; AWS
-    sells blocks starting at most 8 weeks ahead. ``ptplan plan --start-after`` sets it."""
-
-
-class Budget(_Strict):
-    max_usd: Amount | None = None
-
-
-class Placement(_Strict):
-    providers: list[str] | None = None
-    regions: list[str] | None = None
-    """Region names or globs (``us-*``)."""
-    gpus: list[str] | None = None
-    """Allowed GPU types (aliases accepted)."""
-    max_nodes_per_pool: Count = 64
-    """Cap on every pool's nodes (offers' own caps apply as well)."""
-    multi_node_training_min_gpus_per_node: Count = 8
-    """A training pool spanning several nodes needs nodes at least this large (the
-    network-optimised sizes with EFA / GPUDirect-TCPX); smaller nodes train on one node only."""
-
-    @field_validator("gpus")
-    @classmethod
-    def _gpus(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        out = []
-        for name in value:
-            canon = canonical_gpu_name(name)
-            if canon is None:
-                raise ValueError(unknown_gpu_message(name))
-            out.append(canon)
-        return out
-
-
-class Calibration(_Strict):
-    phase: PhaseName
-    gpu: str
-    precision: Precision
-    tokens_per_second_per_gpu: Amount
-    runs: list[Annotated[str, Field(min_length=1, max_length=64)]] = []
-    """Ledger runs the measurement comes from (``ptplan runs calibrate``); plans record them."""
-    spread: Annotated[float, Field(ge=0)] | None = None
-    """(max − min) ÷ median of the runs' measurements (informational)."""
-    steps: Annotated[int, Field(ge=1)] | None = None
-    """Steps timed across those runs (informational)."""
-
-    @field_validator("gpu")
-    @classmethod
-    def _gpu(cls, value: str) -> str:
-        canon = canonical_gpu_name(value)
-        if canon is None:
-            raise ValueError(unknown_gpu_message(value))
-        return canon
-
 
 class ProjectSpec(_Strict):
     name: str = Field(min_length=1, max_length=200)
