@@ -21,8 +21,7 @@ constraint and what would make the plan feasible.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 
 from optimizer.core.errors import InfeasibleError
 from optimizer.core.hardware import gpus
@@ -36,47 +35,23 @@ from optimizer.demand.model import Demand, build_demand
 from optimizer.demand.rates import allowed_precisions, phase_rates
 from optimizer.planner.candidates import PoolOption, filter_offers, layouts
 from optimizer.planner.capacity import resolve
+from optimizer.planner.context import Context, LayoutRun
 from optimizer.planner.fills import fill_variants
 from optimizer.planner.frontier import Candidates, build_candidates
-from optimizer.planner.milp import OptionSet, Solution, solve
+from optimizer.planner.milp import OptionSet, solve
 from optimizer.planner.option_bounds import prune_for_milp
 from optimizer.planner.search import Best, best, rank, regions_by_bound
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy, default_policy
 from providers.base import Catalog
 
+__all__ = ["Context", "LayoutRun", "best_over_layouts", "diagnose", "no_fit_message", "prepare",
+           "run_hours", "solution_key", "solve_layout", "solve_runs"]
+
 SHARED_KEEP_GAPS = (0.25, 1.0, 4.0)
 """When pools compete for capped offers: options kept for the MILP (bound within this factor
 of the relaxation's optimum), widened until the MILP finds a plan."""
 SHARED_MAX_OPTIONS = 150
-
-
-@dataclass
-class LayoutRun:
-    cands: Candidates
-    best: Best | None
-    solution: Solution | None = None
-    milp_options: int = 0
-    shared_capacity: bool = False
-    """The cap-split search of :mod:`optimizer.planner.capacity` hit its limits: the MILP then
-    gets a wider option set and the plan is reported as feasible with its gap to the bound."""
-
-
-@dataclass
-class Context:
-    spec: ProjectSpec
-    demand: Demand
-    catalog: Catalog
-    runs: list[Candidates]
-    offers_considered: int
-    offers: list = field(default_factory=list)
-
-    @cached_property
-    def caps(self) -> dict[str, int | None]:
-        """Real caps by offer key (split searches hand pools shares of capped offers);
-        computed once (plan building asks for every allocation; ``offers`` is never
-        reassigned, and ``dataclasses.replace`` makes a new context)."""
-        return {o.key: o.max_nodes for o in self.offers}
 
 
 def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
