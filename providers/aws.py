@@ -96,7 +96,16 @@ def _first_sentence(message: str) -> str:
     return text.split(". ")[0][:160]
 
 
-def _translate(exc: Exception, what: str, attempts: int) -> ProviderError:
+PRICE_PERMISSIONS = "pricing:GetProducts, ec2:DescribeSpotPriceHistory"
+"""The IAM actions a price refresh needs, named when AWS rejects the credentials."""
+
+
+def _translate(exc: Exception, what: str, attempts: int, *,
+               permissions: str = PRICE_PERMISSIONS, unchanged: str = UNCHANGED
+               ) -> ProviderError:
+    """An SDK fault as one line: what failed, why, the fix, and what was left as it was
+    (``unchanged``: the price cache by default); ``permissions``: the IAM actions ``what``
+    needs, named when the credentials are rejected."""
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
@@ -110,35 +119,36 @@ def _translate(exc: Exception, what: str, attempts: int) -> ProviderError:
         return ProviderError(
             "no AWS credentials found by the SDK default chain (environment, shared config and "
             "credentials files, SSO, container or instance role); configure them (e.g. `aws "
-            f"configure` or AWS_PROFILE) and retry; {UNCHANGED}")
+            f"configure` or AWS_PROFILE) and retry; {unchanged}")
     if isinstance(exc, ClientError):
         err = exc.response.get("Error", {})
         code = str(err.get("Code", "?"))
         if code in _THROTTLE:
             return ProviderError(
                 f"AWS throttled {what} ({code}) after {attempts} attempts with backoff; retry "
-                f"later or narrow --regions/--instance-type; {UNCHANGED}")
+                f"later or narrow --regions/--instance-type; {unchanged}")
         if code in _CREDENTIALS:
             return ProviderError(
                 f"AWS rejected the credentials for {what} ({code}: "
                 f"{_first_sentence(str(err.get('Message', '')))}); check the profile and its "
-                f"permissions (pricing:GetProducts, ec2:DescribeSpotPriceHistory); {UNCHANGED}")
+                f"permissions ({permissions}); {unchanged}")
         return ProviderError(f"AWS {what} failed ({code}: "
-                             f"{_first_sentence(str(err.get('Message', '')))}); {UNCHANGED}")
+                             f"{_first_sentence(str(err.get('Message', '')))}); {unchanged}")
     if isinstance(exc, EndpointConnectionError):
         return ProviderError(f"cannot reach the AWS endpoint for {what} ({exc}); check the network "
-                             f"or --endpoint; {UNCHANGED}")
+                             f"or --endpoint; {unchanged}")
     if isinstance(exc, NoRegionError):
-        return ProviderError(f"AWS {what}: no region configured; {UNCHANGED}")
+        return ProviderError(f"AWS {what}: no region configured; {unchanged}")
     if isinstance(exc, BotoCoreError):
-        return ProviderError(f"AWS {what} failed ({type(exc).__name__}); {UNCHANGED}")
-    return ProviderError(f"AWS {what} failed ({type(exc).__name__}); {UNCHANGED}")
+        return ProviderError(f"AWS {what} failed ({type(exc).__name__}); {unchanged}")
+    return ProviderError(f"AWS {what} failed ({type(exc).__name__}); {unchanged}")
 
 
-def _guarded(pages: Iterable[dict[str, Any]], what: str, attempts: int
+def _guarded(pages: Iterable[dict[str, Any]], what: str, attempts: int, *,
+             permissions: str = PRICE_PERMISSIONS, unchanged: str = UNCHANGED
              ) -> Iterator[dict[str, Any]]:
     """Iterate SDK pages, turning SDK faults (also those raised on page 2, 3, ...) into
-    ProviderError."""
+    ProviderError (:func:`_translate`)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     it = iter(pages)
@@ -148,7 +158,8 @@ def _guarded(pages: Iterable[dict[str, Any]], what: str, attempts: int
         except StopIteration:
             return
         except (BotoCoreError, ClientError) as exc:
-            raise _translate(exc, what, attempts) from None
+            raise _translate(exc, what, attempts, permissions=permissions,
+                             unchanged=unchanged) from None
         yield page
 
 

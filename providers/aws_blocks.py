@@ -98,7 +98,8 @@ def fetch_block_offerings(region: str, instance_type: str, count: int, duration_
     if start_after is not None:
         kwargs["StartDateRange"] = dt.datetime.combine(start_after, dt.time(), dt.UTC)
     rows = [parse_offering(item)
-            for page in _guarded(_pages(ec2, kwargs), "capacity block offerings", attempts)
+            for page in _guarded(_pages(ec2, kwargs), "capacity block offerings", attempts,
+                                 permissions="ec2:DescribeCapacityBlockOfferings")
             for item in page.get("CapacityBlockOfferings", [])]
     rows.sort(key=lambda r: (float(r["upfront_fee_usd"]), r["start"], r["zone"],
                              r["offering_id"]))

@@ -95,7 +95,8 @@ def fetch_savings_plan_rates(regions: Iterable[str], instance_types: Iterable[st
     if region_list:
         filters.append({"name": "region", "values": list(region_list)})
     rows: dict[tuple[str, int, str, str, str], dict[str, Any]] = {}
-    for page in _guarded(_pages(client, filters), "Savings Plans rates", attempts):
+    for page in _guarded(_pages(client, filters), "Savings Plans rates", attempts,
+                         permissions="savingsplans:DescribeSavingsPlansOfferingRates"):
         for item in page.get("searchResults", []):
             row = parse_rate(item)
             if row is not None:

@@ -82,32 +82,35 @@ def _client(endpoint: str | None) -> Any:
     return billing_v1.CloudCatalogClient(**kwargs)
 
 
-def _translate(exc: BaseException, what: str) -> ProviderError:
+def _translate(exc: BaseException, what: str, *, api: str = "Cloud Billing API",
+               unchanged: str = UNCHANGED) -> ProviderError:
+    """A client fault as one line: what failed, why, the fix, and what was left as it was
+    (``unchanged``: the price cache by default); ``api``: the API that must be enabled."""
     from google.api_core import exceptions as gexc
     from google.auth import exceptions as aexc
 
     if isinstance(exc, aexc.DefaultCredentialsError):
         return ProviderError(
             "no GCP credentials found by Application Default Credentials; run `gcloud auth "
-            f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS; {UNCHANGED}")
+            f"application-default login` or set GOOGLE_APPLICATION_CREDENTIALS; {unchanged}")
     if isinstance(exc, aexc.GoogleAuthError):
         return ProviderError(f"GCP credentials failed for {what} ({type(exc).__name__}); "
-                             f"re-authenticate and retry; {UNCHANGED}")
+                             f"re-authenticate and retry; {unchanged}")
     if isinstance(exc, gexc.RetryError):
         cause = type(exc.cause).__name__ if exc.cause is not None else "timeout"
         return ProviderError(f"GCP {what} kept failing ({cause}) after retries with backoff; "
-                             f"retry later; {UNCHANGED}")
+                             f"retry later; {unchanged}")
     if isinstance(exc, gexc.Unauthenticated | gexc.PermissionDenied | gexc.Unauthorized
                   | gexc.Forbidden):
         return ProviderError(f"GCP rejected the credentials for {what} ({exc.code} "
-                             f"{type(exc).__name__}); check the account and that the Cloud "
-                             f"Billing API is enabled; {UNCHANGED}")
+                             f"{type(exc).__name__}); check the account and that the {api} "
+                             f"is enabled; {unchanged}")
     if isinstance(exc, gexc.GoogleAPICallError):
         message = re.sub(r"^[A-Z]+ \S+: ", "", str(exc.message or "").split("\n")[0])[:160]
         return ProviderError(f"GCP {what} failed ({exc.code} {type(exc).__name__}: {message}); "
-                             f"{UNCHANGED}")
+                             f"{unchanged}")
     return ProviderError(f"GCP {what} failed ({type(exc).__name__}); check the network or "
-                         f"--endpoint; {UNCHANGED}")
+                         f"--endpoint; {unchanged}")
 
 
 @dataclass

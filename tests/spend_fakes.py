@@ -56,7 +56,8 @@ class FakeCostExplorer:
     """Filters by ``Tags`` (``And`` of EQUALS), aggregates by the granularity and the two
     ``GroupBy`` keys, ``page_size`` periods per page (``NextPageToken``). Faults: ``throttle``
     (next N calls: LimitExceededException), ``fail_token`` (that page:
-    InvalidNextTokenException), ``malformed`` (Amount "n/a")."""
+    InvalidNextTokenException), ``malformed`` (Amount "n/a"), ``denied``
+    (AccessDeniedException)."""
 
     page_size = 2
 
@@ -65,6 +66,7 @@ class FakeCostExplorer:
         self.throttle = 0
         self.fail_token: str | None = None
         self.malformed = False
+        self.denied = False
         self.requests: list[dict[str, Any]] = []
         self.local = LocalServer(self.answer)
         self.url = self.local.url
@@ -78,6 +80,10 @@ class FakeCostExplorer:
             return 400, ctype, {"__type": "UnknownOperationException"}
         req = json.loads(body)
         self.requests.append(req)
+        if self.denied:
+            return 400, ctype, {"__type": "AccessDeniedException", "Message": "User: arn:aws:"
+                                "iam::123456789012:user/x is not authorized to perform: "
+                                "ce:GetCostAndUsage"}
         if self.throttle > 0:
             self.throttle -= 1
             return 400, ctype, {"__type": "LimitExceededException", "Message": "Rate exceeded"}

@@ -157,6 +157,15 @@ def test_throttling_is_retried_then_exit_3(ce: FakeCostExplorer, tmp_path: Path)
     assert "spend cache is unchanged" in res.output
 
 
+def test_rejected_credentials_name_the_permission(ce: FakeCostExplorer, tmp_path: Path) -> None:
+    ce.denied = True
+    res = aws_spend(ce, tmp_path)
+    assert res.exit_code == 3, res.output
+    assert "rejected the credentials" in res.output and "(ce:GetCostAndUsage)" in res.output
+    assert "pricing:GetProducts" not in res.output  # the price refresh's actions, not spend's
+    assert "spend cache is unchanged" in res.output
+
+
 def test_failure_mid_pull_keeps_the_cache(ce: FakeCostExplorer, tmp_path: Path) -> None:
     first = aws_spend(ce, tmp_path, "--format", "json")
     assert first.exit_code == 0
@@ -246,6 +255,8 @@ def test_gcp_failed_page_keeps_the_cache(bq: FakeBigQuery, tmp_path: Path) -> No
     bq.status = {2: 403}
     res = gcp_spend(bq, tmp_path)
     assert res.exit_code == 3 and "rejected the credentials" in res.output, res.output
+    # the API the query needs, and the cache it leaves as it was (not the price cache's words)
+    assert "BigQuery API is enabled" in res.output and "spend cache is unchanged" in res.output
     assert (tmp_path / "s.sqlite").read_bytes() == before
     bq.status = {0: 400}
     res = gcp_spend(bq, tmp_path)

@@ -47,6 +47,10 @@ class Targets:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+ASG_PERMISSIONS = "autoscaling:DescribeAutoScalingGroups, autoscaling:UpdateAutoScalingGroup"
+NOTHING_DONE = "nothing was changed"
+NOTHING_AFTER = "nothing after it was done"
+
 def calls(t: Targets) -> list[str]:
     """The calls ``--act`` makes, one line each (what ``--dry-run`` prints)."""
     out = [f"kubernetes: PATCH rayjobs.ray.io/v1 {t.namespace}/{t.rayjob} "
@@ -114,8 +118,7 @@ def act_kubernetes(t: Targets, kubeconfig: str | None) -> list[str]:
 
 
 def act_aws(t: Targets, endpoint: str | None) -> list[str]:
-    from optimizer.spend.aws import _guarded
-    from providers.aws import max_attempts, sdk
+    from providers.aws import _guarded, max_attempts, sdk
 
     attempts = max_attempts()
     session, config = sdk("guard --act on AWS needs", attempts)
@@ -133,14 +136,17 @@ def act_aws(t: Targets, endpoint: str | None) -> list[str]:
             if not token:
                 return
 
-    names = sorted(g["AutoScalingGroupName"] for p in _guarded(pages(), attempts)
+    names = sorted(g["AutoScalingGroupName"]
+                   for p in _guarded(pages(), "Auto Scaling group listing", attempts,
+                                     permissions=ASG_PERMISSIONS, unchanged=NOTHING_DONE)
                    for g in p.get("AutoScalingGroups", []))
     done = []
     for name in names:
         def update(name: str = name) -> Any:
             yield asg.update_auto_scaling_group(AutoScalingGroupName=name, MinSize=0,
                                                 MaxSize=0, DesiredCapacity=0)
-        list(_guarded(update(), attempts))
+        list(_guarded(update(), f"Auto Scaling group update of {name}", attempts,
+                      permissions=ASG_PERMISSIONS, unchanged=NOTHING_AFTER))
         done.append(f"Auto Scaling group {name}: 0 instances")
     if not names:
         done.append("no Auto Scaling group carries the plan's cost tags (Karpenter nodes go "
@@ -183,8 +189,8 @@ def act_gke(t: Targets, endpoint: str | None) -> list[str]:
     except (InputError, ProviderError):
         raise
     except Exception as exc:  # google.api_core / google.auth errors
-        raise ProviderError(str(_translate(exc, "GKE node pool update")).replace(
-            "; the cache is unchanged", "; nothing after it was done")) from None
+        raise _translate(exc, "GKE node pool update", api="Kubernetes Engine API",
+                         unchanged=NOTHING_AFTER) from None
     return done
 
 

@@ -16,12 +16,12 @@ A tag filters the bill only once the key is activated as a cost allocation tag (
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from optimizer.core.errors import ProviderError
-from optimizer.spend.bill import GRANULARITY, BillPull, BillRow
-from providers.aws import _translate, max_attempts, sdk
+from optimizer.spend.bill import GRANULARITY, UNCHANGED, BillPull, BillRow
+from providers.aws import _guarded, max_attempts, sdk
 from providers.cache import utc_now
 
 REGION = "us-east-1"
@@ -41,23 +41,6 @@ def _pages(client: Any, kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
         token = page.get("NextPageToken")
         if not token:
             return
-
-
-def _guarded(pages: Iterable[dict[str, Any]], attempts: int) -> Iterator[dict[str, Any]]:
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    it = iter(pages)
-    while True:
-        try:
-            page = next(it)
-        except StopIteration:
-            return
-        except (BotoCoreError, ClientError) as exc:
-            err = _translate(exc, "Cost Explorer cost and usage", attempts)
-            raise ProviderError(str(err).replace(
-                "pricing:GetProducts, ec2:DescribeSpotPriceHistory", "ce:GetCostAndUsage")
-                .replace("the cache is unchanged", "the spend cache is unchanged")) from None
-        yield page
 
 
 def _amount(group: dict[str, Any], where: str) -> float:
@@ -91,7 +74,8 @@ def fetch_aws_spend(tags: dict[str, str], group_key: str, by: str, since: str, u
                     {"Type": "DIMENSION", "Key": "PURCHASE_TYPE"}]}
     rows: list[BillRow] = []
     estimated = False
-    for page in _guarded(_pages(client, kwargs), attempts):
+    for page in _guarded(_pages(client, kwargs), "Cost Explorer cost and usage", attempts,
+                         permissions="ce:GetCostAndUsage", unchanged=UNCHANGED):
         for result in page.get("ResultsByTime", []):
             tp = result.get("TimePeriod", {})
             start, end = str(tp.get("Start", "")), str(tp.get("End", ""))

@@ -79,9 +79,7 @@ def _client(project: str, endpoint: str | None) -> Any:
 def _translate(exc: BaseException) -> ProviderError:
     from providers.gcp import _translate as base
 
-    return ProviderError(str(base(exc, "BigQuery billing export query"))
-                         .replace("the cache is unchanged", UNCHANGED)
-                         .replace("Cloud Billing API", "BigQuery API"))
+    return base(exc, "BigQuery billing export query", api="BigQuery API", unchanged=UNCHANGED)
 
 
 def fetch_gcp_spend(table: str, tags: dict[str, str], group_key: str, by: str, since: str,
