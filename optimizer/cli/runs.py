@@ -225,6 +225,10 @@ def show_text(run: Any, secs: dict[str, tuple[float, int]], n_metrics: int) -> s
     out = "\n".join(head) + "\n"
     out += text_table(["phase", "capacity", "usd"],
                       [[c.phase, c.capacity_type, c.usd] for c in run.costs], "actual costs")
+    if run.planned_lines:  # the plan's other costs and CPU pools (issue #25), in its total
+        out += text_table(["line", "name", "usd"], [[k, n, usd(c) or ""] for k, n, c in
+                                                    run.planned_lines],
+                          "planned costs beyond the GPU pools (in the planned total)")
     out += text_table(["kind", "metric", "before", "after", "change"],
                       [[r.kind, r.name, f"{r.before:g}", f"{r.after:g}",
                         f"{r.after - r.before:+.2f}"] for r in run.results], "results")

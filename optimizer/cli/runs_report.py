@@ -58,12 +58,17 @@ def _sections(rv: dict[str, Any]) -> tuple[list[tuple[str, list[str], list[list[
                    (f"{TITLES[by]}: benefit", GROUP_BENEFIT, gb)]
     t, th = rv["totals"], rv["thresholds"]
     footer = [f"totals: {t['runs']} runs, actual ${t['actual_usd']}, planned ${t['planned_usd']}"
-              f", rework ${t['rework_usd']}, TCO ${t['tco_usd']}",
-              f"flags: over_budget (actual > plan budget), target_missed (gain <= 0), "
-              f"forgetting (general < -{th['forgetting_points']:g} points), plan_variance "
-              f"(cost or hours off the plan by > {100 * th['variance']:g}%)",
-              "TCO = own cost (0 for a repair run: its cost is its cause's rework) + rework "
-              "of the runs that repair it"]
+              f", rework ${t['rework_usd']}, TCO ${t['tco_usd']}"]
+    if "planned_other_usd" in t:  # the plans' other costs and CPU pools (issue #25)
+        footer.append(f"of which other costs: planned ${t['planned_other_usd']}, actual "
+                      f"${t['actual_other_usd']}; CPU pools: planned ${t['planned_cpu_usd']}, "
+                      f"actual ${t['actual_cpu_usd']} (actual: bill lines of phase other, "
+                      "and of the sandbox, reward and prep pools)")
+    footer += [f"flags: over_budget (actual > plan budget), target_missed (gain <= 0), "
+               f"forgetting (general < -{th['forgetting_points']:g} points), plan_variance "
+               f"(cost or hours off the plan by > {100 * th['variance']:g}%)",
+               "TCO = own cost (0 for a repair run: its cost is its cause's rework) + rework "
+               "of the runs that repair it"]
     footer += [f"recommendation: {r['text']} (evidence: {', '.join(r['evidence_runs'])})"
                for r in rv["recommendations"]] or ["recommendation: none (no method on a "
                                                     "model family is outdone on recorded TCO "

@@ -1,6 +1,7 @@
 """The arithmetic of ``ptplan compare``, on numbers only (no planning here).
 
-A candidate costs C = its planned run + the data-generation job that fed it (``data.generated_by``).
+A candidate costs C = its planned run + the data-generation job that fed it (``data.generated_by``)
++ their other costs (``other_costs:``, issue #25).
 With probability p the run forgets and the rework R is paid once (the rework is assumed not to
 forget again: a recovery from a known-good checkpoint, docs/compare.md). So its cost is a
 two-point distribution: C with probability 1 − p, C + R with probability p, and
@@ -34,14 +35,26 @@ class Candidate:
     """Prior forgetting probability (None: no prior)."""
     rework_usd: float | None = None
     """Rework cost from the prior (None: no prior; the break-even then uses one run)."""
+    other_usd: float = 0.0
+    """The spec's ``other_costs`` (the run's and its data-generation job's; issue #25): in C,
+    not in ``run_usd`` or ``data_usd``."""
+    recurring_usd: float = 0.0
+    """The part of the run's other costs one more run pays again (human review, ops per
+    hour; data collection, annotation and the A/B test are bought once)."""
 
     @property
     def planned_usd(self) -> float:
-        return self.run_usd + self.data_usd
+        return self.run_usd + self.data_usd + self.other_usd
+
+    @property
+    def redo_usd(self) -> float:
+        """One more run: its compute, storage, network and CPU pools and the recurring other
+        costs."""
+        return self.run_usd + self.recurring_usd
 
     @property
     def rework_for_breakeven(self) -> float:
-        return self.rework_usd if self.rework_usd is not None else self.run_usd
+        return self.rework_usd if self.rework_usd is not None else self.redo_usd
 
     def expected(self, p: float | None = None) -> float:
         """E(p) = C + p·R (at the prior p, or at p = 0 without one)."""

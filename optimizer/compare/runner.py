@@ -71,6 +71,27 @@ class Plans:
         return self.done[key]
 
 
+ONCE = ("data_collection", "annotation", "ab_test")
+"""Other-cost lines bought once for the goal: one more run (the rework) does not pay them."""
+
+
+def other_usd(plan: Plan | None) -> float:
+    """The plan's other costs (``other_costs:``; 0 without the section)."""
+    return 0.0 if plan is None or plan.other_cost_usd is None else float(plan.other_cost_usd)
+
+
+def recurring_usd(plan: Plan) -> float:
+    """The plan's other costs that one more run pays again (human review, ops per hour)."""
+    return sum(float(o.cost_usd) for o in plan.other_costs or [] if o.name not in ONCE)
+
+
+def other_lines(run: Plan, gen: Plan | None) -> list[dict[str, Any]]:
+    return [{"job": job, "name": o.name, "basis": o.basis, "quantity": o.quantity,
+             "usd_per_unit": o.usd_per_unit, "cost_usd": float(o.cost_usd)}
+            for job, p in (("run", run), ("data_generation", gen)) if p is not None
+            for o in p.other_costs or []]
+
+
 def phase_share(plan: Plan, phase: str) -> float:
     total = float(plan.total_cost_usd)
     cost = sum(float(ph.cost_usd) for ph in plan.phases if ph.name == phase)
@@ -91,16 +112,21 @@ def _risk_prior(risk: RiskFile, risk_path: str, spec: ProjectSpec, run: Plan,
                   "makespan_hours": rplan.makespan_hours}
     else:
         assert prior.rework.fraction_of_run is not None
-        rework_usd = prior.rework.fraction_of_run * float(run.total_cost_usd)
+        rework_usd = prior.rework.fraction_of_run * redo_usd(run)
         rework = {"kind": "fraction_of_run", "fraction": prior.rework.fraction_of_run,
                   "cost_usd": rework_usd}
     return ({"origin": "risk_file", "p_forgetting": prior.p_forgetting, "source": prior.source,
              "from": found, "rework": rework}, prior.p_forgetting, rework_usd)
 
 
+def redo_usd(run: Plan) -> float:
+    """One more run: the plan's total less the other costs bought once (:data:`ONCE`)."""
+    return float(run.total_cost_usd) - other_usd(run) + recurring_usd(run)
+
+
 def _ledger_prior(lp: LedgerPrior, run: Plan) -> tuple[dict[str, Any], float, float | None]:
     rework_usd = (None if lp.rework_fraction is None
-                  else lp.rework_fraction * float(run.total_cost_usd))
+                  else lp.rework_fraction * redo_usd(run))
     rework = (None if lp.rework_fraction is None else
               {"kind": "ledger_ratio", "fraction": lp.rework_fraction, "cost_usd": rework_usd})
     return ({"origin": "ledger", "p_forgetting": lp.p_forgetting, "source": lp.source,
@@ -126,6 +152,7 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
     rows: list[dict[str, Any]] = []
     cands: list[Candidate] = []
     notes: list[str] = []
+    others: list[list[dict[str, Any]] | None] = []
     for n, (path, spec) in enumerate(specs):
         if progress is not None:
             progress(n, len(specs), f"compare: planning {spec.name}")
@@ -155,10 +182,16 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
                 (f"the ledger (no {spec.method} run with general results)", ledger is not None))
                 if on)
             notes.append(f"{spec.name}: no prior in {where}; only its break-even is shown")
-        cand = Candidate(spec.name, spec.method, float(run.total_cost_usd),
-                         float(gen_plan.total_cost_usd) if gen_plan is not None else 0.0,
-                         p, rework_usd)
+        cand = Candidate(spec.name, spec.method, float(run.total_cost_usd) - other_usd(run),
+                         float(gen_plan.total_cost_usd) - other_usd(gen_plan)
+                         if gen_plan is not None else 0.0,
+                         p, rework_usd, other_usd(run) + other_usd(gen_plan),
+                         recurring_usd(run))
         cands.append(cand)
+        others.append(other_lines(run, gen_plan)
+                      if run.other_costs is not None or (gen_plan is not None and
+                                                         gen_plan.other_costs is not None)
+                      else None)
         rows.append({
             "name": spec.name, "spec": str(path), "method": spec.method,
             "run_cost_usd": cand.run_usd, "run_hours": run.makespan_hours,
@@ -175,6 +208,10 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
         })
     if progress is not None:
         progress(len(specs), len(specs), "compare: done")
+    if any(o is not None for o in others):  # only then: comparisons without stay as they were
+        for row, cand, lines in zip(rows, cands, others, strict=True):
+            row["other_cost_usd"] = cand.other_usd
+            row["other_costs"] = lines or []
     for i, row in enumerate(rows):
         p_star = break_even(cands, i)
         row["break_even_p"] = p_star

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from optimizer.core.clock import today
 from optimizer.core.errors import InputError
 from optimizer.core.yamlio import quoted, read_mapping, validate
@@ -42,8 +44,9 @@ def parse_cost(text: str) -> Cost:
                                     "usd": usd(cents(m["usd"]))})
     except InputError as exc:
         raise InputError(f"--cost {text!r}: {exc}") from None
-    except ValueError as exc:
-        raise InputError(f"--cost {text!r}: {str(exc).splitlines()[-1].strip()}") from None
+    except ValidationError as exc:  # its message's last line is only a link to pydantic's docs
+        msg = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        raise InputError(f"--cost {text!r}: {msg}") from None
 
 
 def parse_result(kind: str, text: str) -> Result:

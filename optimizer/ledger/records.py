@@ -28,6 +28,10 @@ RunId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 Outcome = Literal["kept", "rolled_back", "abandoned"]
 OUTCOMES = ("kept", "rolled_back", "abandoned")
 PHASES = ("rollout", "scoring", "update", "eval", "weight_sync", "checkpoint")
+CPU_POOLS = ("sandbox", "reward", "prep")
+"""The plan's CPU pools (issue #25): ``render`` tags each with its name as ``ptplan-phase``."""
+OTHER = "other"
+"""Bill lines of the spec's ``other_costs`` (annotation, review, ops): ``--cost other=USD``."""
 CAPACITY = {"on_demand": "on_demand", "on-demand": "on_demand", "ondemand": "on_demand",
             "spot": "spot", "reserved": "reserved", "mixed": "mixed"}
 TAG_KEYS = ("ptplan-project", "ptplan-method", "ptplan-phase", "ptplan-capacity-type",
@@ -88,13 +92,32 @@ class RunRecord(StrictModel):
     def actual_cents(self) -> int:
         return sum(cents(c.usd) for c in self.costs)
 
+    @property
+    def planned_lines(self) -> list[tuple[str, str, int]]:
+        """The plan's own planned cost lines beyond its GPU pools (issue #25): ``("other",
+        name, cents)`` per ``other_costs[]`` line and ``("cpu", pool, cents)`` per
+        ``cpu_pools[]`` pool (both in the plan's total); empty without a plan or them."""
+        plan = self.plan or {}
+        return ([("other", o["name"], cents(o["cost_usd"])) for o in plan.get("other_costs")
+                 or []]
+                + [("cpu", c["name"], cents(c["cost_usd"])) for c in plan.get("cpu_pools")
+                   or []])
+
+    def actual_beyond(self, kind: str) -> int:
+        """Actual cents of ``other`` (phase other) or ``cpu`` (a CPU pool's phase) lines."""
+        want = (OTHER,) if kind == "other" else CPU_POOLS
+        return sum(cents(c.usd) for c in self.costs if c.phase in want)
+
 
 def check_phase(v: str) -> str:
     v = v.strip().lower()
     parts = v.split("-")
+    if v in CPU_POOLS or v == OTHER:
+        return v
     if v != "all" and not all(p in PHASES for p in parts):
         raise ValueError(f"phase {v!r}: use a plan phase ({', '.join(PHASES)}), phases of one pool "
-                         "joined by '-' (the ptplan-phase tag) or all")
+                         "joined by '-' (the ptplan-phase tag), a CPU pool ("
+                         f"{', '.join(CPU_POOLS)}), {OTHER} (costs beyond compute) or all")
     return v
 
 

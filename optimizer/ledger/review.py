@@ -22,6 +22,8 @@ from typing import Any
 from optimizer.ledger.records import RunRecord, cents, usd
 
 GROUPINGS = ("method", "family", "project")
+BEYOND = ("other", "cpu")
+"""Cost lines beyond the GPU pools (issue #25): the spec's other costs and the CPU pools."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,13 @@ class RunRow:
     planned: int | None
     rework: int = 0
     reworked_by: list[str] = field(default_factory=list)
+
+    def planned_beyond(self, kind: str) -> int:
+        """The plan's ``other`` or ``cpu`` lines (cents; in ``planned``)."""
+        return sum(c for k, _, c in self.run.planned_lines if k == kind)
+
+    def has_beyond(self) -> bool:
+        return bool(self.run.planned_lines) or any(self.run.actual_beyond(k) for k in BEYOND)
 
     @property
     def tco(self) -> int:
@@ -114,7 +123,23 @@ def _per_point(c: int, gain: float) -> str | None:
     return usd(round(c / gain)) if gain > 0 else None
 
 
-def run_json(row: RunRow, th: Thresholds) -> dict[str, Any]:
+def beyond_json(members: list[RunRow]) -> dict[str, Any]:
+    """Planned and actual other costs and CPU pools, summed (their own lines, in the totals)."""
+    return {f"{when}_{kind}_usd": usd(sum(
+        m.planned_beyond(kind) if when == "planned" else m.run.actual_beyond(kind)
+        for m in members)) for kind in BEYOND for when in ("planned", "actual")}
+
+
+def run_json(row: RunRow, th: Thresholds, beyond: bool = False) -> dict[str, Any]:
+    out = _run_json(row, th)
+    if beyond:
+        out.update(beyond_json([row]))
+        out["planned_lines"] = [{"kind": k, "name": n, "usd": usd(c)}
+                                for k, n, c in row.run.planned_lines]
+    return out
+
+
+def _run_json(row: RunRow, th: Thresholds) -> dict[str, Any]:
     r = row.run
     g = row.gain
     return {"id": r.id, "project": r.project, "method": r.method, "algorithm": r.algorithm,
@@ -135,7 +160,15 @@ def _key(row: RunRow, by: str) -> str:
             "project": r.project}[by]
 
 
-def group_json(key: str, members: list[RunRow], th: Thresholds) -> dict[str, Any]:
+def group_json(key: str, members: list[RunRow], th: Thresholds, beyond: bool = False) \
+        -> dict[str, Any]:
+    out = _group_json(key, members, th)
+    if beyond:
+        out.update(beyond_json(members))
+    return out
+
+
+def _group_json(key: str, members: list[RunRow], th: Thresholds) -> dict[str, Any]:
     own = [m for m in members if not m.run.repairs]
     actual = sum(m.actual for m in members)
     planned_rows = [m for m in members if m.planned is not None]
@@ -220,18 +253,23 @@ def recommendations(rs: list[RunRow], th: Thresholds) -> list[dict[str, Any]]:
 def review(runs: list[RunRecord], by: tuple[str, ...] = ("method", "family"),
            th: Thresholds = Thresholds()) -> dict[str, Any]:
     rs = rows(runs)
+    beyond = any(r.has_beyond() for r in rs)  # only then: ledgers without keep their review
     groups: dict[str, list[dict[str, Any]]] = {}
     for b in by:
         keys = sorted({_key(r, b) for r in rs})
-        groups[b] = [group_json(k, [r for r in rs if _key(r, b) == k], th) for k in keys]
+        groups[b] = [group_json(k, [r for r in rs if _key(r, b) == k], th, beyond)
+                     for k in keys]
+    totals = {"runs": len(rs), "actual_usd": usd(sum(r.actual for r in rs)),
+              "planned_usd": usd(sum(r.planned or 0 for r in rs)),
+              "rework_usd": usd(sum(r.rework for r in rs)),
+              "tco_usd": usd(sum(r.tco for r in rs))}
+    if beyond:
+        totals.update(beyond_json(rs))
     return {
         "thresholds": {"forgetting_points": th.forgetting_points, "variance": th.variance},
-        "runs": [run_json(r, th) for r in rs],
+        "runs": [run_json(r, th, beyond) for r in rs],
         "groups": groups,
-        "totals": {"runs": len(rs), "actual_usd": usd(sum(r.actual for r in rs)),
-                   "planned_usd": usd(sum(r.planned or 0 for r in rs)),
-                   "rework_usd": usd(sum(r.rework for r in rs)),
-                   "tco_usd": usd(sum(r.tco for r in rs))},
+        "totals": totals,
         "recommendations": recommendations(rs, th),
     }
 
