@@ -44,7 +44,8 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
                            "notes": notes, "framework": fw.name, "version": fw.pin,
                            "line": fw.line, "install": fw.install, "tp": geo.tp, "pp": geo.pp,
                            "engines": geo.engines,
-                           "env": _required_env(plan.method)}
+                           "env": _required_env(plan.method, facts.run is not None and
+                                                facts.run.agent is not None)}
     if facts.every_steps is None:
         notes.append("the checkpoint cadence is not recorded in this plan (schema 1): "
                      "trainer.save_freq / --ckpt.save_steps left out; pass --spec SPEC, or "
@@ -83,12 +84,16 @@ def verl_words(launch: dict[str, Any], slug: str, nproc: int) -> list[str]:
     return list(launch["words"])
 
 
-def _required_env(method: str) -> dict[str, str]:
+def _required_env(method: str, agent: bool = False) -> dict[str, str]:
     """Environment a launch reads and the plan cannot name (weights, data, reward code): the
-    RayJob's runtime environment and the SkyPilot head task declare them (empty: to be given)."""
+    RayJob's runtime environment and the SkyPilot head task declare them (empty: to be given).
+    An agentic RL plan adds AGENT_PATH (veRL: the tools' config YAML; OpenRLHF: the agent .py,
+    which also scores the episode)."""
     names = ["MODEL_PATH", "TRAIN_FILES", "VAL_FILES"]
     if method == "rl":
         names.append("REWARD_FN")
+    if method == "rl" and agent:
+        names.append("AGENT_PATH")
     if method == "opd":
         names.append("TEACHER_PATH")
     return dict.fromkeys(names, "")

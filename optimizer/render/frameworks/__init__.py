@@ -242,6 +242,27 @@ FIELDS: dict[str, dict[str, str]] = {
     "distillation_loss": {"source": "reverse KL per token as a policy-gradient reward",
                           "verl": "distillation.distillation_loss.loss_mode", "verl-sft": "",
                           "openrlhf": ""},
+    # agentic plans (spec agent:, issue #25; verl/experimental/agent_loop/tool_agent_loop.py,
+    # openrlhf/utils/agent.py of the pinned releases)
+    "agent_multi_turn": {"source": "spec agent: multi-turn tool rollouts",
+                         "verl": "actor_rollout_ref.rollout.multi_turn.enable", "verl-sft": "",
+                         "openrlhf": ""},
+    "agent_loop": {"source": "spec agent: veRL's tool-calling agent loop",
+                   "verl": "actor_rollout_ref.rollout.agent.default_agent_loop",
+                   "verl-sft": "", "openrlhf": ""},
+    "agent_code": {"source": "AGENT_PATH: veRL's tool config YAML, OpenRLHF's agent .py",
+                   "verl": "actor_rollout_ref.rollout.multi_turn.tool_config_path",
+                   "verl-sft": "", "openrlhf": "--train.agent_func_path"},
+    "agent_max_turns": {"source": "spec agent.turns (model turns per episode)",
+                        "verl": "actor_rollout_ref.rollout.multi_turn.max_assistant_turns",
+                        "verl-sft": "", "openrlhf": ""},
+    "agent_max_tool_calls": {"source": "spec agent.turns - 1 (tool calls per episode)",
+                             "verl": "actor_rollout_ref.rollout.multi_turn.max_user_turns",
+                             "verl-sft": "", "openrlhf": ""},
+    "agent_concurrency": {"source": "spec agent.concurrency_per_replica (episodes in flight "
+                                    "per engine)",
+                          "verl": "actor_rollout_ref.rollout.max_num_seqs", "verl-sft": "",
+                          "openrlhf": ""},
 }
 """The mapping field → framework key (``docs/render.md`` has the same table)."""
 
@@ -313,6 +334,8 @@ class Run:
     with_optimizer: bool
     gpu_memory_utilization: float
     colocated_fraction: float
+    agent: Any = None
+    """The spec's ``agent:`` section (issue #25), None for single-turn rollouts."""
 
 
 def run_of(spec: Any) -> Run:
@@ -333,7 +356,13 @@ def run_of(spec: Any) -> Run:
         eval_response_tokens=e.response_tokens if e else None,
         with_optimizer=bool(spec.checkpoints.with_optimizer),
         gpu_memory_utilization=float(spec.efficiency.gpu_memory_utilization),
-        colocated_fraction=float(spec.efficiency.colocated_rollout_memory_fraction))
+        colocated_fraction=float(spec.efficiency.colocated_rollout_memory_fraction),
+        agent=getattr(spec, "agent", None))
+
+
+def max_turns(agent: Any) -> int:
+    """The longest episode's model turns (the cap the frameworks take): ``agent.turns``."""
+    return int(agent.turns)
 
 
 def ceil_int(x: float) -> int:

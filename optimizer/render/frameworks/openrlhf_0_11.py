@@ -21,6 +21,7 @@ from optimizer.render.frameworks import (
     Run,
     Setting,
     geometry,
+    max_turns,
     phase,
     scoring_models,
 )
@@ -131,7 +132,20 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     if "reward" in models:
         notes.append("the plan has a reward model: OpenRLHF serves it as its own group "
                      "(--reward.model_name_or_path); set REWARD_FN to its URL instead")
-    add("reward_function", "$REWARD_FN", "rule-based reward: REWARD_FN (.py)")
+    env_flags = ENV_FLAGS
+    if run.agent is not None:  # agent mode: the agent's .py runs the episode and scores it
+        env_flags = (*ENV_FLAGS[:-1], ("--train.agent_func_path", "AGENT_PATH"))
+        add("agent_code", "$AGENT_PATH", "AGENT_PATH: the AgentExecutor .py (agent mode)")
+        a = run.agent
+        notes.append(f"agent: OpenRLHF {FRAMEWORK.line}'s agent mode ends an episode when the "
+                     f"agent's step() says done: stop it after {max_turns(a)} turns, as "
+                     "planned; each turn may generate up to the rest of --data.max_len (no "
+                     f"per-turn cap; {a.tokens_per_turn} tokens per turn were planned)")
+        notes.append(f"agent: {a.concurrency_per_replica} episodes in flight per engine were "
+                     f"planned; OpenRLHF {FRAMEWORK.line} has no flag for vLLM's max_num_seqs "
+                     "(its engines run what --rollout.vllm_generate_batch_size sends)")
+    else:
+        add("reward_function", "$REWARD_FN", "rule-based reward: REWARD_FN (.py)")
     ref = "reference" in models
     add("reference", ref, "plan scoring models")
     if ref:
@@ -151,8 +165,8 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     pools = roles(plan, "openrlhf")
     boot = shlex.join(launcher_words(module, pools))
     script = f"exec {boot} " + " ".join(
-        f'{k} "${v}"' for k, v in ENV_FLAGS) + ' "$@"'
-    flags = [w for s in rows if s.key not in dict(ENV_FLAGS) for w in flag(s)] + fixed
+        f'{k} "${v}"' for k, v in env_flags) + ' "$@"'
+    flags = [w for s in rows if s.key not in dict(env_flags) for w in flag(s)] + fixed
     return {"module": module, "torchrun": False, "settings": rows,
             "words": ["sh", "-c", script, "openrlhf", *flags], "config_name": None,
             "ray_roles": pools}

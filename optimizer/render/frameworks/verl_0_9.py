@@ -24,6 +24,7 @@ from optimizer.render.frameworks import (
     Setting,
     ceil_int,
     geometry,
+    max_turns,
     phase,
     scoring_models,
 )
@@ -223,6 +224,8 @@ def rl_settings(plan: Any, facts: Any, slug: str,
     if plan.method == "rl":
         rows.add("reference", "reference" in models, "plan scoring phase models "
                  f"{models or 'none'}")
+    if plan.method == "rl" and run.agent is not None:
+        _agent(rows, run, notes)
     if plan.method == "opd":
         _distillation(rows, plan, geo, notes)
     elif own_scoring and "reward" not in models:
@@ -231,6 +234,35 @@ def rl_settings(plan: Any, facts: Any, slug: str,
                      "and critic models on the trainer pool: that pool gets no work from veRL "
                      "(its cost is spent idle) and the update pool carries the scoring")
     return rows.rows, fixed, rows.config_name
+
+
+def _agent(rows: _Rows, run: Run, notes: list[str]) -> None:
+    """The spec's ``agent:`` as veRL 0.9.1's multi-turn agent loop (``rollout.multi_turn``,
+    ``rollout.agent``; ``verl/experimental/agent_loop/tool_agent_loop.py``): the episode ends
+    after ``max_assistant_turns`` model turns or ``max_user_turns`` tool responses; each vLLM
+    engine keeps ``max_num_seqs`` sequences in flight."""
+    a = run.agent
+    turns = max_turns(a)
+    rows.add("agent_multi_turn", True, "spec agent:")
+    rows.add("agent_loop", "tool_agent", "spec agent: tool-calling episodes")
+    rows.add("agent_code", "${oc.env:AGENT_PATH}", "AGENT_PATH: the tool config (BaseTool)")
+    rows.add("agent_max_turns", turns, "spec agent.turns")
+    rows.add("agent_max_tool_calls", max(1, turns - 1), "spec agent.turns - 1")
+    rows.add("agent_concurrency", a.concurrency_per_replica,
+             "spec agent.concurrency_per_replica")
+    notes.append(f"agent: {a.tokens_per_turn} tokens per turn: veRL {FRAMEWORK.line}'s tool "
+                 "agent loop has no per-turn generation cap; the episode's model and tool "
+                 "tokens share data.max_response_length")
+    if a.observation_tokens_per_turn:
+        notes.append(f"agent: {a.observation_tokens_per_turn} observation tokens per turn were "
+                     "planned; veRL caps tool responses in characters "
+                     "(multi_turn.max_tool_response_length, default 256): set it in the tool "
+                     "config's terms")
+    episode = turns * a.tokens_per_turn + (turns - 1) * a.observation_tokens_per_turn
+    if episode > run.max_response_tokens:
+        notes.append(f"agent: an episode of {turns} turns holds {episode} response and "
+                     f"observation tokens, above data.max_response_length "
+                     f"{run.max_response_tokens}: veRL truncates it there")
 
 
 def _eval(rows: _Rows, run: Run, notes: list[str]) -> None:
