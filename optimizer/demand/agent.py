@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optimizer.demand import lengths as ld
 from optimizer.demand.inference import Engine, Rollout
-from optimizer.spec.agent import Agent
+from optimizer.demand.lengths import LengthDist
+from optimizer.spec.agent import Agent, Turns
 
 FIXED_POINT_ITERATIONS = 64
 """b ↦ min(B, c·s(b)) is monotone and starts at B: it decreases to the largest fixed point;
@@ -58,7 +60,7 @@ def active_share(engine: Engine, ro: Rollout, agent: Agent, batch: float) -> flo
     """s(b): the share of an episode's time spent decoding at batch b."""
     t_gen = agent.tokens_per_turn * float(
         engine.iteration_seconds(max(batch, 1.0), ro.prompt_tokens + ro.lengths.mean_age))
-    wait = agent.tool_latency_s.mean * agent.tool_calls / agent.turns
+    wait = agent.tool_latency_s.mean * agent.tool_calls / agent.mean_turns
     return t_gen / (t_gen + wait) if t_gen + wait > 0 else 1.0
 
 
@@ -77,7 +79,7 @@ def active_batch(engine: Engine, ro: Rollout, agent: Agent, kv_batch: int) -> fl
 def context_tokens_reprefilled(prompt: float, agent: Agent) -> float:
     """Σ_{i=2..K} (P + (i−1)·τ + (i−2)·o): what every turn after the first would prefill again
     if its cached context were gone."""
-    k, tau, o = agent.turns, agent.tokens_per_turn, agent.observation_tokens_per_turn
+    k, tau, o = agent.mean_turns, agent.tokens_per_turn, agent.observation_tokens_per_turn
     return (k - 1) * prompt + tau * k * (k - 1) / 2.0 + o * (k - 1) * (k - 2) / 2.0
 
 
@@ -94,10 +96,29 @@ def cache_hit_share(engine: Engine, ro: Rollout, agent: Agent, batch: float,
     return min(1.0, max(0.0, free / (waiting * context)))
 
 
+def turns_dist(agent: Agent) -> LengthDist | None:
+    """``agent.turns`` as a distribution (None for a plain mean): a histogram's point masses,
+    quantiles' piecewise-linear quantile function through (0, 1) and (1, max), or the
+    maximum-entropy shape for the mean on [1, max] (:mod:`optimizer.demand.lengths`)."""
+    t = agent.turns
+    if not isinstance(t, Turns):
+        return None
+    if t.histogram:
+        return ld.from_histogram([(float(k), float(w)) for k, w in t.histogram], float(t.max))
+    if any(q is not None for q in (t.p50, t.p90, t.p99)):
+        return ld.from_quantiles(t.knots(), float(t.max))
+    return ld.max_entropy(t.mean, float(t.max))
+
+
 def slowest_episode_calls(ro: Rollout, agent: Agent) -> float:
-    """Tool calls of a step's slowest episode: its longest one, ℓ* generated tokens (the
-    response-length distribution's expected longest of the step, §4.1), makes (K − 1)·ℓ*/μ calls
-    at the mean's K − 1 calls per μ tokens."""
+    """Tool calls of a step's slowest episode. With a turns distribution: the step's longest
+    episode in turns, K* (its expected longest of the step's episodes, as ℓ* in §4.1), makes
+    K* − 1 calls. With a plain mean: its longest one, ℓ* generated tokens (the response-length
+    distribution's expected longest of the step), makes (K − 1)·ℓ*/μ calls at the mean's K − 1
+    calls per μ tokens."""
+    dist = turns_dist(agent)
+    if dist is not None:
+        return max(0.0, dist.longest(ro.sequences) - 1.0)
     mean = ro.lengths.mean
     return agent.tool_calls * (ro.longest / mean if mean > 0 else 1.0)
 

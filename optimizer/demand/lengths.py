@@ -197,6 +197,12 @@ def from_histogram(bins: list[tuple[float, float]], cap: float) -> LengthDist:
     return LengthDist(ls, ws / ws.sum(), math.ceil(cap), "histogram")
 
 
+def scaled(dist: LengthDist, factor: float, cap: float) -> LengthDist:
+    """``factor`` × a distribution (e.g. tokens per turn × turns), clipped to ``cap``."""
+    ls = np.clip(dist.lengths * factor, 1.0, cap)
+    return LengthDist(ls, dist.weights.copy(), math.ceil(cap), dist.shape)
+
+
 def quantile_mean(knots: list[tuple[float, float]]) -> float:
     """Mean of a piecewise-linear quantile function (the trapezoid rule is exact)."""
     total = 0.0

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from optimizer.core.hardware import BYTES_PER_PARAM
+from optimizer.demand import agent as ag
 from optimizer.demand import lengths as ld
 from optimizer.demand.lengths import LengthDist
 from optimizer.spec.project import ModelBlock, ProjectSpec, quantile_knots
@@ -274,6 +275,11 @@ def response_lengths(spec: ProjectSpec) -> LengthDist:
     d = spec.data
     mean, cap = float(d.response_tokens or 1), float(spec.max_response_tokens)
     r = d.response_length
+    if r is None and spec.agent is not None:
+        turns = ag.turns_dist(spec.agent)
+        if turns is not None:  # an episode generates τ per turn: lengths = τ × turns
+            tau = float(spec.agent.tokens_per_turn)
+            return ld.scaled(turns, tau, min(cap, spec.agent.max_turns * tau))
     if r is not None and r.histogram:
         return ld.from_histogram([(float(t), float(s)) for t, s in r.histogram], cap)
     knots = quantile_knots(r, int(cap)) if r is not None else None

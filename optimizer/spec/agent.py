@@ -9,9 +9,10 @@ in flight per inference replica (the asynchronous agent loop of veRL / OpenRLHF)
 
 from __future__ import annotations
 
-from typing import Annotated
+from itertools import pairwise
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from optimizer.spec.types import Count, _Strict
 
@@ -42,9 +43,70 @@ class Sandbox(_Strict):
     startup_s: Seconds = 0.0
 
 
+class Turns(_Strict):
+    """Model turns per episode as a distribution (issue #25; shaped as ``data.response_length``):
+    its ``mean`` drives the work (response tokens, tool calls, prefill), ``max`` caps an episode
+    (the frameworks' turn limit), and quantiles (p50/p90/p99) or a histogram give its shape
+    (neither: the maximum-entropy shape for the mean on [1, max]). The step's longest episode
+    in turns, read from it, sets the floor's tool calls (docs/demand-model.md §4.8)."""
+
+    mean: Annotated[float, Field(ge=1, le=10**6, strict=False)]
+    max: Count
+    p50: Count | None = None
+    p90: Count | None = None
+    p99: Count | None = None
+    histogram: list[tuple[Count, Annotated[float, Field(gt=0, strict=False)]]] | None = None
+    """``[[turns, share], ...]``: shares are normalised to sum to one."""
+
+    @model_validator(mode="after")
+    def _shape(self) -> Turns:
+        where = "agent.turns"
+        quant = [q for q in (self.p50, self.p90, self.p99) if q is not None]
+        if quant and self.histogram:
+            raise ValueError(f"{where}: give quantiles (p50/p90/p99) or a histogram, not both")
+        if quant != sorted(quant):
+            raise ValueError(f"{where}: quantiles must not decrease (p50 <= p90 <= p99), got "
+                             f"{quant}")
+        if self.mean > self.max or any(q > self.max for q in quant):
+            raise ValueError(f"{where}: mean {self.mean:g} and quantiles {quant} must not "
+                             f"exceed max {self.max}; raise max or fix them")
+        implied: float | None = None
+        if self.histogram is not None:
+            if not self.histogram:
+                raise ValueError(f"{where}.histogram is empty; give [[turns, share], ...]")
+            if max(t for t, _ in self.histogram) > self.max:
+                raise ValueError(f"{where}.histogram has turns above max {self.max}; raise "
+                                 "max or fix the bins")
+            total = sum(w for _, w in self.histogram)
+            implied = sum(t * w for t, w in self.histogram) / total
+        elif quant:
+            implied = sum((u1 - u0) * (a + b) / 2 for (u0, a), (u1, b) in pairwise(self.knots()))
+        if implied is not None and abs(implied - self.mean) > 0.1 * self.mean:
+            raise ValueError(f"{where} implies a mean of {implied:.2f} turns but its mean is "
+                             f"{self.mean:g}; make them agree within 10 %")
+        return self
+
+    def knots(self) -> list[tuple[float, float]]:
+        """(u, turns) knots of the piecewise-linear quantile function: (0, 1), the given
+        quantiles, (1, max), as for ``data.response_length`` (optimizer.spec.lengths)."""
+        given = [(u, float(q)) for u, q in ((0.5, self.p50), (0.9, self.p90),
+                                             (0.99, self.p99)) if q is not None]
+        return [(0.0, 1.0), *given, (1.0, float(self.max))]
+
+
+def _turns_kind(value: Any) -> str:
+    return "distribution" if isinstance(value, dict | Turns) else "mean"
+
+
+TurnsField = Annotated[Annotated[Count, Tag("mean")] | Annotated[Turns, Tag("distribution")],
+                       Discriminator(_turns_kind)]
+"""A mean (an integer) or a mapping (:class:`Turns`), each validated on its own: a bad
+distribution is reported as such, not as "not an integer"."""
+
+
 class Agent(_Strict):
-    turns: Count
-    """Model turns per episode (the mean)."""
+    turns: TurnsField
+    """Model turns per episode: the mean, or a distribution (:class:`Turns`)."""
     tokens_per_turn: Count
     """Model output per turn."""
     observation_tokens_per_turn: Annotated[int, Field(ge=0, le=10**7, strict=True)] = 0
@@ -64,16 +126,32 @@ class Agent(_Strict):
     diff, in MB = 10^6 bytes); 0: the trajectory's actions replay it on the task image."""
 
     @property
-    def tool_calls(self) -> int:
-        """Tool calls per episode: one between two consecutive turns."""
-        return self.turns - 1
+    def mean_turns(self) -> float:
+        """K: model turns per episode on average (the distribution's mean)."""
+        return self.turns.mean if isinstance(self.turns, Turns) else self.turns
+
+    @property
+    def max_turns(self) -> int:
+        """The longest episode's turns: ``turns.max`` (a plain mean caps itself)."""
+        return self.turns.max if isinstance(self.turns, Turns) else self.turns
+
+    @property
+    def tool_calls(self) -> float:
+        """Tool calls per episode: one between two consecutive turns (K − 1 on average)."""
+        return self.mean_turns - 1
 
     @property
     def observation_tokens(self) -> int:
-        """Observation tokens an episode's context gains: (turns − 1) × per turn."""
-        return self.tool_calls * self.observation_tokens_per_turn
+        """Observation tokens an episode's context gains: (turns − 1) × per turn (rounded
+        when the mean of a distribution is not whole)."""
+        if isinstance(self.turns, Turns):
+            return round((self.turns.mean - 1) * self.observation_tokens_per_turn)
+        return (self.turns - 1) * self.observation_tokens_per_turn
 
     @property
     def response_tokens(self) -> int:
-        """Generated tokens per episode: turns × tokens_per_turn."""
+        """Generated tokens per episode: turns × tokens_per_turn (rounded when the mean of a
+        distribution is not whole)."""
+        if isinstance(self.turns, Turns):
+            return round(self.turns.mean * self.tokens_per_turn)
         return self.turns * self.tokens_per_turn

@@ -93,6 +93,10 @@ class ProjectSpec(_Strict):
         turns, per = a.get("turns"), a.get("tokens_per_turn")
         if type(turns) is int and type(per) is int and turns > 0 and per > 0:
             return {**data, "data": {**data["data"], "response_tokens": turns * per}}
+        mean = turns.get("mean") if isinstance(turns, dict) else None  # a distribution
+        if isinstance(mean, int | float) and not isinstance(mean, bool) and type(per) is int \
+                and mean > 0 and per > 0:
+            return {**data, "data": {**data["data"], "response_tokens": round(mean * per)}}
         return data
 
     @model_validator(mode="after")

@@ -361,8 +361,9 @@ def run_of(spec: Any) -> Run:
 
 
 def max_turns(agent: Any) -> int:
-    """The longest episode's model turns (the cap the frameworks take): ``agent.turns``."""
-    return int(agent.turns)
+    """The longest episode's model turns (the cap the frameworks take): ``agent.turns``, or
+    its ``max`` when it is a distribution."""
+    return int(agent.max_turns)
 
 
 def ceil_int(x: float) -> int:
