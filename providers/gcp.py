@@ -25,7 +25,9 @@ slice SKU × 8.
 Machine shapes: :data:`providers.gcp_machines.MACHINES` (shared with the embedded snapshot). The
 SKU series labels for A3 Mega (``A3Plus``) and A3 Ultra are taken from published SKU listings
 and are not verified against a live pull: a machine whose SKUs are missing is excluded with its
-reason, never priced partly.
+reason, never priced partly. CPU machine types of CPU pools (issue #25): the N2 and C3 shapes of
+:data:`providers.gcp_machines.CPU_MACHINES`, vCPU × core SKU + GiB × RAM SKU, on-demand and spot
+(spot not capped in nodes), as CPU offers (``gpu`` none).
 
 Billing Catalog prices are regional: offers have no zone, and a price in a region does not
 promise capacity there. Spot interruption rates and capacity are not published: the embedded
@@ -48,8 +50,9 @@ from optimizer.core.errors import ProviderError
 from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Offer, ReservedRate, checked_regions
 from providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
+from providers.cpu import CPU_GPU
 from providers.embedded import DEFAULT_SPOT_BAND, SPOT_NODES_PER_ZONE, band_hazard
-from providers.gcp_machines import MACHINES, SERIES_LABELS
+from providers.gcp_machines import CPU_MACHINES, MACHINES, SERIES_LABELS
 from providers.gcp_skus import USAGE_TYPES, kind_of, read_head, read_price
 
 SERVICE = "services/6F81-5844-456A"
@@ -235,6 +238,7 @@ def _build(index: _Index, regions: tuple[str, ...], as_of: str) -> Pull:
         raise ProviderError("the GCP Billing Catalog returned no GPU machine prices"
                             + (f" for {', '.join(regions)}" if regions else "")
                             + f"; check --regions; {UNCHANGED}")
+    offers += _cpu_offers(index, as_of, exclusions)
     notes = ["Billing Catalog prices are per region (no zones); a price is not a promise of "
              "capacity there",
              f"GCP spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per region and the default "
@@ -247,6 +251,38 @@ def _build(index: _Index, regions: tuple[str, ...], as_of: str) -> Pull:
     return Pull(provider="gcp", as_of=as_of, source=SOURCE, regions=regions,
                 offers=tuple(offers), reserved_rates=tuple(rates),
                 exclusions=tuple(sorted(set(exclusions))), notes=tuple(notes))
+
+
+def _cpu_offers(index: _Index, as_of: str, exclusions: list[str]) -> list[Offer]:
+    """CPU machine types (N2, C3: :data:`CPU_MACHINES`) for CPU pools, on-demand and spot, from
+    their series' core and RAM SKUs in every region that has either; a machine whose series
+    lacks one of the two there is excluded with the reason (never priced partly)."""
+    out: list[Offer] = []
+    for usage, capacity in (("OnDemand", "on_demand"), ("Preemptible", "spot")):
+        for itype, m in sorted(CPU_MACHINES.items()):
+            regions = sorted({k[3] for k in index.prices if k[0] in ("cpu", "ram")
+                              and k[2] == usage and k[1] in SERIES_LABELS[m.series]})
+            for region in regions:
+                cpu = _vm_price(index, "cpu", m.series, usage, region)
+                ram = _vm_price(index, "ram", m.series, usage, region)
+                if cpu is None or ram is None:
+                    missing = "vCPU" if cpu is None else "RAM"
+                    exclusions.append(f"gcp {itype} {region}: no {usage} {missing} SKU for "
+                                      f"series {m.series}")
+                    continue
+                note = f"{m.vcpus:g} vCPU × {cpu:g} + {m.memory_gib:g} GiB × {ram:g}"
+                spot: dict[str, Any] = {}
+                if capacity == "spot":
+                    spot = {"interruptions_per_hour": band_hazard(DEFAULT_SPOT_BAND)}
+                    note += (f"; spot band {DEFAULT_SPOT_BAND} (default: GCP publishes no "
+                             "rates); CPU capacity not capped (assumed plentiful)")
+                out.append(Offer(
+                    provider="gcp", region=region, zone="", instance_type=itype, gpu=CPU_GPU,
+                    gpus_per_node=0, vcpus=float(m.vcpus), memory_gib=float(m.memory_gib),
+                    as_of=as_of, source=SOURCE, capacity_type=capacity,
+                    usd_per_hour=round(cpu * m.vcpus + ram * m.memory_gib, 6), note=note,
+                    **spot))
+    return out
 
 
 def _vm_price(index: _Index, kind: str, series: str, usage: str, region: str) -> float | None:

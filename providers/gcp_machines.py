@@ -1,5 +1,5 @@
 """GCP accelerator-optimized machine shapes: the one table the embedded snapshot and the live
-adapter share.
+adapter share; and the general-purpose N2/C3 shapes of CPU pools (:data:`CPU_MACHINES`).
 
 Shapes (vCPUs, memory GiB, GPU, GPU count) are from Google's accelerator-optimized machine
 documentation (cloud.google.com/compute/docs/accelerator-optimized-machines, .../gpus) and match
@@ -31,6 +31,8 @@ SERIES_LABELS: dict[str, tuple[str, ...]] = {
     "A3-MEGA": ("A3Plus", "A3 Mega"),
     "A3-ULTRA": ("A3 Ultra", "A3Ultra"),
     "G2": ("G2",),
+    "N2": ("N2",),
+    "C3": ("C3",),
 }
 
 MACHINES: dict[str, Machine] = {
@@ -60,6 +62,28 @@ MACHINES: dict[str, Machine] = {
     "g2-standard-48": Machine("G2", 48, 192, "L4", 4),
     "g2-standard-96": Machine("G2", 96, 384, "L4", 8),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class CpuMachine:
+    """A general-purpose machine type for the plan's CPU pools (issue #25): no GPU; priced as
+    vCPUs × the series' core SKU + GiB × its RAM SKU."""
+
+    series: str
+    vcpus: float
+    memory_gib: float
+
+
+CPU_MACHINES: dict[str, CpuMachine] = {
+    # cloud.google.com/compute/docs/general-purpose-machines: N2 standard 4 GiB per vCPU,
+    # highcpu 1 GiB per vCPU; C3 standard 4 GiB per vCPU, highcpu 2 GiB per vCPU
+    **{f"n2-standard-{n}": CpuMachine("N2", n, 4 * n) for n in (8, 16, 32, 64)},
+    **{f"n2-highcpu-{n}": CpuMachine("N2", n, n) for n in (16, 32, 64)},
+    **{f"c3-standard-{n}": CpuMachine("C3", n, 4 * n) for n in (8, 22, 44, 88)},
+    **{f"c3-highcpu-{n}": CpuMachine("C3", n, 2 * n) for n in (22, 44, 88)},
+}
+"""The CPU machine types ``prices refresh --provider gcp`` prices (those of the embedded
+``providers/data/cpu_vms.csv`` among them)."""
 
 
 def machine(instance_type: str) -> Machine:

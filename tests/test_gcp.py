@@ -131,8 +131,39 @@ def test_pull_builds_machine_prices_over_pages(fake_gcp: FakeBilling) -> None:
     assert not any(o.instance_type == "a3-megagpu-8g" for o in pull.offers)
     assert any("a3-megagpu-8g us-central1: no OnDemand vCPU and RAM SKU" in e
                for e in pull.exclusions)
-    # noise ignored: no T4, no N2/G2 machines
-    assert {o.gpu for o in pull.offers} == {"H100", "A100-40GB", "B200"}
+    # noise ignored: no T4, no G2 machines, no custom N2 cores. (Changed deliberately for
+    # issue #25: the N2 core SKU used to be noise here; CPU pools now need N2/C3 machine types,
+    # so it prices them: test_pull_prices_cpu_machine_types.)
+    assert {o.gpu for o in pull.offers if o.gpus_per_node} == {"H100", "A100-40GB", "B200"}
+    assert {o.instance_type[:2] for o in pull.offers if not o.gpus_per_node} == {"n2", "c3"}
+
+
+def test_pull_prices_cpu_machine_types(fake_gcp: FakeBilling) -> None:
+    """N2 and C3 machine types from their core and RAM SKUs: on-demand prices equal the
+    embedded list prices of providers/data/cpu_vms.csv (same rates); spot from the Preemptible
+    SKUs; a region with the core SKU but no RAM SKU (N2 in us-east4) is excluded, and a series
+    without spot SKUs (C3) gets no spot offer."""
+    pull = fetch_gcp(endpoint=fake_gcp.url)
+    n2 = _offer(pull, "n2-standard-8", "us-central1", "on_demand")
+    assert n2.usd_per_hour == pytest.approx(8 * 0.031611 + 32 * 0.004237, abs=1e-6)  # 0.388472
+    assert (n2.gpu, n2.gpus_per_node, n2.vcpus, n2.memory_gib) == ("none", 0, 8.0, 32.0)
+    spot = _offer(pull, "n2-highcpu-32", "us-central1", "spot")
+    assert spot.usd_per_hour == pytest.approx(32 * 0.0094833 + 32 * 0.0012711, abs=1e-6)
+    assert spot.interruptions_per_hour and spot.max_nodes is None
+    c3 = _offer(pull, "c3-standard-44", "us-central1", "on_demand")
+    assert c3.usd_per_hour == pytest.approx(44 * 0.03398 + 176 * 0.00456, abs=1e-6)  # 2.29768
+    assert not any(o.instance_type.startswith("c3") and o.capacity_type == "spot"
+                   for o in pull.offers)
+    assert not any(o.instance_type.startswith("n2") and o.region == "us-east4"
+                   for o in pull.offers)
+    assert "gcp n2-standard-8 us-east4: no OnDemand RAM SKU for series N2" in pull.exclusions
+    rows = list(csv.DictReader((Path(__file__).parents[1] / "providers" / "data" /
+                                "cpu_vms.csv").read_text().splitlines()))
+    embedded = [r for r in rows if r["provider"] == "gcp" and r["region"] == "us-central1"]
+    assert len(embedded) == 5
+    for r in embedded:
+        o = _offer(pull, r["instance_type"], "us-central1", "on_demand")
+        assert o.usd_per_hour == pytest.approx(float(r["usd_per_hour"]), abs=1e-6), r
 
 
 def test_regions_filter(fake_gcp: FakeBilling) -> None:
