@@ -93,3 +93,22 @@ def test_compare_without_other_costs_adds_no_keys(tmp_path: Path) -> None:
     assert all("other_cost_usd" not in c and "other_costs" not in c for c in r["candidates"])
     table = runner.invoke(app, ["compare", str(SFT), str(OPD)])
     assert table.exit_code == 0 and "other $" not in table.output
+
+
+def test_html_whole_cost_by_part_has_the_other_costs(
+        tmp_path: Path, opd_other: tuple[Path, float, float]) -> None:
+    """The HTML comparison's cost-by-part chart and table carry the other costs, so its parts
+    add up to the planned cost again (run + data generation + other = C)."""
+    from optimizer.cli.compare import compare_footer, compare_rows
+    from optimizer.report.html_methods import compare_doc
+
+    r = _compare(tmp_path, str(SFT), str(opd_other[0]))
+    doc = compare_doc(r, compare_rows(r), compare_footer(r))
+    chart = next(c for s in doc.sections for c in s.charts if c.title == "whole cost by part")
+    values = chart.spec["data"]["values"]
+    for c in r["candidates"]:
+        mine = {v["part"]: v["usd"] for v in values if v["candidate"] == c["name"]}
+        assert mine["other costs"] == c["other_cost_usd"]
+        assert sum(mine.values()) == pytest.approx(c["planned_cost_usd"])
+    assert chart.table.header == ["candidate", "run $", "data gen $", "other $", "p x rework $",
+                                  "total $"]

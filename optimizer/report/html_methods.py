@@ -97,35 +97,42 @@ def compare_doc(r: dict[str, Any], rows: Rows, footer: list[str]) -> Doc:
                           d2(c["expected_cost_usd"]), c["break_even"]] for c in cands],
                         numeric=(1, 2, 4, 5))
     parts = []
+    other = any("other_cost_usd" in c for c in cands)  # other_costs (issue #25): only then
     for c in cands:
         gen = c["data_generation"]
         parts += [{"candidate": c["name"], "part": "run", "usd": c["run_cost_usd"]},
                   {"candidate": c["name"], "part": "data generation",
                    "usd": gen["cost_usd"] if gen else 0.0}]
+        if other:
+            parts.append({"candidate": c["name"], "part": "other costs",
+                          "usd": c["other_cost_usd"]})
         if c["expected_cost_usd"] is not None:
             parts.append({"candidate": c["name"], "part": "expected rework (p x R)",
                           "usd": c["expected_cost_usd"] - c["planned_cost_usd"]})
-    order = ["run", "data generation", "expected rework (p x R)"]
+    order = ["run", "data generation", *(["other costs"] if other else []),
+             "expected rework (p x R)"]
+    colors = ["#4c78a8", "#f58518", *(["#72b7b2"] if other else []), "#e45756"]
     bars = vl("Whole cost by part", parts, {
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {"y": {"field": "candidate", "type": "nominal", "sort": None, "title": None},
                      "x": {"field": "usd", "type": "quantitative", "title": "USD",
                            "axis": {"format": ",.0f"}},
                      "color": {"field": "part", "type": "nominal", "title": "part",
-                               "scale": {"domain": order,
-                                         "range": ["#4c78a8", "#f58518", "#e45756"]}},
+                               "scale": {"domain": order, "range": colors}},
                      "order": {"field": "part", "sort": "descending"},
                      "tooltip": [tip("candidate", "candidate"), tip("part", "part"),
                                  tip("usd", "USD", "quantitative", ",.2f")]}})
     parts_table = Table("whole cost by part",
-                        ["candidate", "run $", "data gen $", "p x rework $", "total $"],
+                        ["candidate", "run $", "data gen $", *(["other $"] if other else []),
+                         "p x rework $", "total $"],
                         [[c["name"], d2(c["run_cost_usd"]),
                           d2(c["data_generation"]["cost_usd"]) if c["data_generation"] else "-",
+                          *([d2(c["other_cost_usd"])] if other else []),
                           "-" if c["expected_cost_usd"] is None else
                           d2(c["expected_cost_usd"] - c["planned_cost_usd"]),
                           d2(c["expected_cost_usd"] if c["expected_cost_usd"] is not None
                              else c["planned_cost_usd"])] for c in cands],
-                        numeric=(1, 2, 3, 4))
+                        numeric=(1, 2, 3, 4, 5) if other else (1, 2, 3, 4))
     sections = [
         Section("Expected cost vs forgetting probability",
                 charts=[Chart("expected cost vs forgetting probability", spec, curve_table)],
