@@ -478,6 +478,15 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
     assert pools["reward"]["spec"]["limits"] == {"cpu": "512", "nodes": "8"}
     assert pools["reward"]["spec"]["disruption"]["consolidationPolicy"] == \
         "WhenEmptyOrUnderutilized"
+    # pinned to the zone of the GPU pools: the plan prices sandbox traffic as same-zone
+    gpu = [d for d in yaml.safe_load_all(files["karpenter/nodepools.yaml"]) if d
+           and d["kind"] == "NodePool"]
+    gpu_zones = {tuple(r["values"]) for d in gpu for r in d["spec"]["template"]["spec"]
+                 ["requirements"] if r["key"] == "topology.k8s.aws/zone-id"}
+    for d in pools.values():
+        zones = [r["values"] for r in d["spec"]["template"]["spec"]["requirements"]
+                 if r["key"] == "topology.k8s.aws/zone-id"]
+        assert len(zones) == 1 and {tuple(zones[0])} == gpu_zones, (zones, gpu_zones)
     assert check_render(planned(), files) == []
 
 
@@ -487,6 +496,8 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
     (lambda t: t.replace('"value": "sandbox"', '"value": "other"'), "lacks the taint"),
     (lambda t: t.replace('"ptplan.io/cpu-pool": "reward"', '"ptplan.io/cpu-pool": "extra"'),
      "which the plan does not have"),
+    (lambda t: t.replace('- key: "topology.k8s.aws/zone-id"', '- key: "example.com/unused"'),
+     "may run in zones any"),
 ])
 def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # type: ignore[no-untyped-def]
     from optimizer.render.check import check_render
@@ -590,6 +601,7 @@ def test_gke_cpu_node_pools_render_and_check() -> None:
     parsed back by the check (HCL through python-hcl2); an edited node cap or a lost taint is
     caught. Sandbox: 1,024 vCPU / 2,048 GiB on n2-standard-32 (32 vCPU, 128 GiB) = 32 nodes."""
     from optimizer.render.check import check_render
+    from optimizer.render.deploy import site_zone
     from optimizer.render.targets import render_plan
 
     agent = agentic()
@@ -609,3 +621,7 @@ def test_gke_cpu_node_pools_render_and_check() -> None:
         bad[path] = files[path].replace('effect = "NO_SCHEDULE"', 'effect = "PREFER_NO_SCHEDULE"')
         out = check_render(p, bad)
         assert any("lacks the taint" in x for x in out), out
+        assert f'node_locations = ["{p.zone or site_zone(p)[0]}"]' in files[path]
+        bad[path] = files[path].replace("node_locations", "# node_locations")
+        out = check_render(p, bad)
+        assert any("may run in zones any" in x for x in out), out

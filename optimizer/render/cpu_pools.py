@@ -29,8 +29,11 @@ GKE_PATHS = ("gke/cpu_node_pools.tf", "terraform-gcp/cpu_node_pools.tf")
 
 
 def cpu_groups(plan: Plan, slug: str,
-               label_sets: Callable[[Plan, str, str, str], dict[str, dict[str, str]]]
-               ) -> list[dict[str, Any]]:
+               label_sets: Callable[[Plan, str, str, str], dict[str, dict[str, str]]],
+               zone: str = "") -> list[dict[str, Any]]:
+    """One node-pool group per CPU pool, pinned to ``zone`` (the zone the GPU pools are pinned
+    to, :func:`optimizer.render.deploy.site_zone`): the plan prices sandbox and reward traffic
+    to the rollout nodes as same-zone, which holds only if the CPU nodes are there too."""
     out = []
     for c in plan.cpu_pools or []:
         cap = CAPACITY.get(c.capacity_type, str(c.capacity_type))
@@ -43,7 +46,7 @@ def cpu_groups(plan: Plan, slug: str,
             "labels": label_sets(plan, f"cpu-{c.name}", c.name, cap),
             "node_labels": {CPU_TAINT: c.name, "ptplan.io/capacity-type": cap},
             "taints": [{"key": CPU_TAINT, "value": c.name, "effect": "NoSchedule"}],
-            "cost_usd": c.cost_usd})
+            "cost_usd": c.cost_usd, "zone": zone})
     return out
 
 
@@ -63,6 +66,7 @@ def check_cpu_node_pools(plan: Plan, files: dict[str, str], out: list[str]) -> N
         req = {r["key"]: r["values"] for r in tmpl["spec"]["requirements"]
                if r["operator"] == "In"}
         got[name] = {"where": f"{PATH} NodePool {d['metadata']['name']}",
+                     "zones": req.get("topology.k8s.aws/zone-id", []),
                      "types": req.get("node.kubernetes.io/instance-type", []),
                      "capacity": req.get("karpenter.sh/capacity-type", []),
                      "limits": d["spec"].get("limits", {}),
@@ -84,7 +88,8 @@ def _gke_pools(path: str, text: str) -> dict[str, dict[str, Any]]:
         taints = [{"key": t["key"], "value": t.get("value", ""),
                    "effect": {"NO_SCHEDULE": "NoSchedule"}.get(t["effect"], t["effect"])}
                   for t in cfg.get("taint", [])]
-        got[pool] = {"where": f"{path} {name}", "types": [cfg["machine_type"]],
+        got[pool] = {"where": f"{path} {name}", "zones": list(body.get("node_locations", [])),
+                     "types": [cfg["machine_type"]],
                      "capacity": ["spot" if cfg.get("spot") else "on-demand"],
                      "limits": {"nodes": str(nodes)},  # a GKE pool caps nodes, not vCPUs
                      "taints": taints}
@@ -92,7 +97,10 @@ def _gke_pools(path: str, text: str) -> dict[str, dict[str, Any]]:
 
 
 def _compare(plan: Plan, got: dict[str, dict[str, Any]], path: str, out: list[str]) -> None:
+    from optimizer.render.deploy import site_zone
+
     want = {c.name: c for c in plan.cpu_pools or []}
+    zone = site_zone(plan)[0]
     for name in sorted(set(got) - set(want)):
         out.append(f"cpu_pools: {got[name]['where']} is for CPU pool {name!r}, which the plan "
                    "does not have")
@@ -111,6 +119,9 @@ def _compare(plan: Plan, got: dict[str, dict[str, Any]], path: str, out: list[st
         if g["limits"] != limits:
             out.append(f"cpu_pools: {g['where']} limits {g['limits']}; the plan priced "
                        f"{c.nodes} nodes, {vcpus} vCPUs")
+        if zone and g["zones"] != [zone]:
+            out.append(f"cpu_pools: {g['where']} may run in zones {g['zones'] or 'any'}; the "
+                       f"plan priced its traffic to the rollout nodes as same-zone ({zone})")
         if {"key": CPU_TAINT, "value": name, "effect": "NoSchedule"} not in g["taints"]:
             out.append(f"cpu_pools: {g['where']} lacks the taint {CPU_TAINT}={name}:NoSchedule "
                        "(GPU work could land on it)")
