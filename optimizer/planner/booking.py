@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from optimizer.core import clock
 from optimizer.core.errors import InfeasibleError
 from optimizer.plan.schema import Booking, Plan, Status, hours, usd
+from optimizer.planner.booking_exact import search
 from optimizer.planner.build import build_plan
 from optimizer.planner.candidates import PoolOption, PoolSpec, filter_offers
 from optimizer.planner.engine import Context, LayoutRun, prepare, run_hours, solve_runs
@@ -170,7 +171,10 @@ def _candidate(ctx: Context, runs: list[LayoutRun], r: LayoutRun, booked: list[O
         return None
     if deadline is not None and held + wait > deadline * (1 + 1e-9):
         return None
-    run = replace(r, solution=replace(r.solution, chosen=chosen))
+    # the search's figure for the real plan (whole units, conversions): what the plan's own
+    # pricing is cross-checked against
+    run = replace(r, best=replace(r.best, usd=cost) if r.best is not None else None,
+                  solution=replace(r.solution, chosen=chosen))
     return _Candidate(ctx, [run if x is r else x for x in runs], run, cost, held, wait)
 
 
@@ -200,13 +204,27 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
     relaxed = (ctx_r, *solve_runs(ctx_r, objective, solver, every_layout=explain))
     plain = _solved(spec, catalog, policy, objective, solver, explain)
     found: list[_Candidate] = []
-    for source in (plain, relaxed, *_fewer_units(spec, catalog, booked, relaxed, policy,
-                                                 objective, solver, explain)):
-        if source is None:
-            continue
-        ctx, runs, solved = source
-        found += [c for r in solved
-                  if (c := _candidate(ctx, runs, r, booked, deadline, budget)) is not None]
+
+    def add(source) -> None:
+        if source is not None:
+            ctx, runs, solved = source
+            found.extend(c for r in solved
+                         if (c := _candidate(ctx, runs, r, booked, deadline, budget)) is not None)
+
+    add(plain)
+    add(relaxed)
+    outcome = None
+    if objective == "cost":
+        outcome = search(spec, catalog, booked, policy, solver, explain,
+                         min((c.cost for c in found), default=math.inf),
+                         lambda ctx, runs, r: (c.cost, c) if (
+                             c := _candidate(ctx, runs, r, [], deadline, budget)) else None)
+    if outcome is not None:
+        found += outcome.found  # type: ignore[arg-type]
+    else:
+        for source in _fewer_units(spec, catalog, booked, relaxed, policy, objective, solver,
+                                   explain):
+            add(source)
     if not found:
         raise InfeasibleError(
             "capacity blocks: the plan with booked capacity needs whole block units (or a "
@@ -216,10 +234,13 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
     first = (lambda c: (round(c.cost, 9), round(c.held, 9))) if objective == "cost" else \
         (lambda c: (round(c.held + c.wait, 9), round(c.cost, 9)))
     win = min(found, key=first)
-    bound = _bound(relaxed[1], plain, booked, objective)
+    bound = outcome.bound if outcome is not None else _bound(relaxed[1], plain, booked,
+                                                              objective)
     value = win.cost if objective == "cost" else win.held + win.wait
     p = build_plan(win.ctx, win.runs, [win.run], objective, solver, start, timings)
-    return _finish(p, win, booked, catalog, spec, objective, bound, value, explain)
+    how = ("from the exact search's subproblems left unsolved (whole block units priced)"
+           if outcome is not None else "from booked capacity priced per held hour")
+    return _finish(p, win, booked, catalog, spec, objective, (bound, how), value, explain)
 
 
 MAX_UNIT_SOLVES = 6
@@ -276,22 +297,21 @@ def _bound(relaxed: list[LayoutRun], plain: tuple | None, booked: list[Offer],
 
 
 def _finish(p: Plan, win: _Candidate, booked: list[Offer], catalog: Catalog,
-            spec: ProjectSpec, objective: str, bound: float, value: float,
+            spec: ProjectSpec, objective: str, bound_how: tuple[float, str], value: float,
             explain: bool) -> Plan:
     """The plan's bookings, status against the relaxation's bound, and explanation."""
     bookings = bookings_of(p, catalog, spec)
+    bound, how = bound_how
     gap = max(0.0, value / bound - 1.0) if bound > 0 else 0.0
     warnings = list(p.warnings)
     status = p.status
     cross = p.solver.cross_check
     if gap > 1e-6 and abs(value - bound) > 0.005:
         status = Status.feasible
-        cross = (f"bound {bound:,.2f} from booked capacity priced per held hour; the plan "
-                 f"is within {gap:.2%} of it")
+        cross = f"bound {bound:,.2f} {how}; the plan is within {gap:.2%} of it"
         warnings.append(f"with capacity blocks bookable the plan is within {gap:.2%} of a "
-                        "lower bound that prices them per held hour, without their whole "
-                        "units (status feasible): a plan booking differently may be cheaper "
-                        "by at most that")
+                        f"lower bound {how} (status feasible): a plan booking differently "
+                        "may be cheaper by at most that")
     else:
         gap = 0.0
     for b in bookings:
