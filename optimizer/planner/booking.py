@@ -6,23 +6,22 @@ billed as used but runs at most 7 days and starts after an expected wait, which 
 must absorb (D + wait ≤ deadline). Both are bookable only for a run with a start date
 (``sla.start_after``), within the offer's booking window (:mod:`providers.blocks`).
 
-How the plan is found (exact whenever the status says ``optimal``):
+How the plan is found:
 
-1. **Lower bound.** The planning problem with booked offers priced per held hour, without
-   rounding, count steps, the 7-day limit or the wait (a relaxation: every real plan costs at
-   least this), solved exactly by the engine; its optimum over every layout is L.
-2. **Real plans.** (a) The plan without booked offers, where in each pool the policy lets book
+1. **Real plans.** (a) The plan without booked offers, where in each pool the policy lets book
    an on-demand allocation is converted, in part or whole, to the booked offer of the same
-   instance type when that is cheaper at the run's held time (busy time, and so the run, is
-   unchanged: booked nodes are not preempted); the count that saves most is taken among the
-   offer's allowed counts (enumerated). (b) The relaxation's own plan, priced for real
-   (rounded units), when its booked counts are ones the offer sells and it still meets the
-   deadline (with the wait) and the budget; then converted as in (a).
-3. The cheapest real plan (objective ``time``: the fastest) is the plan. It is ``optimal`` when
-   it reaches the lower bound min(plain optimum, max(L, B·u)) (to a cent): a plan without
-   booked nodes costs at least the plain optimum, one with a block node at least L and at
-   least one unit of it, B·u; otherwise ``feasible`` with its gap to that bound, stated in a
-   warning (the gap is at most the rounding of the relaxation's plan).
+   instance type when that is cheaper at the run's held time (the count that saves most among
+   the offer's allowed counts). (b) The relaxation's plan (booked offers priced per held hour,
+   without rounding, count steps, the 7-day limit or the wait), priced for real when its
+   counts are sold and it meets the deadline (with the wait) and budget; converted as in (a).
+2. **Objective cost: exact.** :func:`optimizer.planner.booking_exact.search` solves the
+   subproblems (a cap on the run, a booked count per block offer) whose lower bound is below
+   the best plan found; the status is ``optimal`` when its bound is reached (always, unless it
+   stops after its maximum number of solves: then ``feasible`` with the gap, in a warning;
+   with more subproblems than it lists, step 3's plans and bound apply).
+3. **Objective time: not exact.** The relaxation re-solved with the run capped at 1–3 fewer
+   whole units adds real plans; the bound is the relaxation's run time, and the plan is
+   ``feasible`` with its gap when it does not reach it.
 """
 
 from __future__ import annotations

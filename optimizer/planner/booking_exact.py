@@ -121,14 +121,16 @@ def _combos(blocks: list[Offer], cap: float, room: float) -> list[tuple[float, t
 
 
 def _engine(spec: ProjectSpec, catalog: Catalog, extra: list[Offer], policy: Policy | None,
-            solver: str, explain: bool, cap: float | None, budget: float | None
-            ) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
+            solver: str, explain: bool, cap: float | None, budget: float | None,
+            grids: dict | None = None) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
     sla = spec.sla.model_copy(update={"deadline_hours": cap})
     sub = spec.model_copy(update={"sla": sla, "budget": spec.budget.model_copy(
         update={"max_usd": budget})})
     try:
-        ctx = prepare(sub, replace(catalog, offers=catalog.offers + tuple(extra)), policy)
-        runs, solved = solve_runs(ctx, "cost", solver, every_layout=explain)
+        ctx = prepare(sub, replace(catalog, offers=catalog.offers + tuple(extra)), policy,
+                      grid_cache=grids)
+        runs, solved = solve_runs(ctx, "cost", solver, every_layout=explain,
+                                  diagnose_infeasible=False)
     except InfeasibleError:
         return None
     return replace(ctx, spec=spec), runs, solved
@@ -159,6 +161,7 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
             return None
     subs.sort(key=lambda x: (x[0], x[1], x[2]))
     found: list[object] = []
+    grids: dict = {}  # busy-time grids: they do not depend on prices, caps or the deadline
     best, solved_low, solves = incumbent, math.inf, 0
     for i, (lb, c, counts) in enumerate(subs):
         if lb >= best - 0.005:
@@ -168,9 +171,14 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
         fixed = lb - low
         extra = [replace(f, usd_per_hour=0.0, max_nodes=n) for f, n in zip(free, counts)
                  if n] + [f for f in flexes if _flex_ok(f, c, deadline)]
+        if not extra:  # the plan without booked capacity: already a candidate
+            continue
+        # only a plan cheaper than the best found matters: its cost is the subproblem's
+        # budget (no plan within it: the subproblem's value is at least the best found)
+        room = min(best, math.inf if budget is None else budget) - fixed
         got = _engine(spec, catalog, extra, policy, solver, explain,
                       None if math.isinf(c) else min(c, deadline or math.inf),
-                      None if budget is None else budget - fixed)
+                      None if math.isinf(room) else room, grids)
         solves += 1
         if got is None:
             continue
