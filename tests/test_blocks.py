@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -344,3 +345,19 @@ def test_a_booked_plan_validates_against_the_published_schema():
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []
     data["bookings"][0]["capacity_type"] = "blocky"
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
+
+
+@pytest.mark.parametrize("args", [["pareto"], ["whatif", "--price", "gpu=H100 *= 0.5"]])
+def test_pareto_and_whatif_refuse_a_start_date_they_would_ignore(tmp_path, args):
+    """They do not book yet: a spec with sla.start_after is refused (exit 2, one line naming
+    the field, the command and the fix), never planned silently without bookings."""
+    text = Path("examples/grpo-7b.yaml").read_text().replace("sla:\n", "sla:\n  start_after: "
+                                                            f"{TODAY}\n", 1)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    r = CliRunner().invoke(app, [args[0], str(spec), *args[1:]])
+    assert r.exit_code == 2
+    line = (r.stdout + (r.stderr or "")).strip()
+    assert line == (f"error: sla.start_after: {TODAY}: {args[0]} does not book capacity blocks "
+                    "or flex-start yet (only `ptplan plan` does); remove sla.start_after to run "
+                    f"{args[0]} without bookings")

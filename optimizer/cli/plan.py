@@ -20,6 +20,7 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
+    refuse_bookings,
     schema_app,
 )
 from optimizer.core.kinds import Solver
@@ -252,6 +253,7 @@ def pareto(
         from providers.registry import load_catalog
 
         s = load_spec(str(spec))
+        refuse_bookings(s, "pareto")
         cat = load_catalog(catalog)
         pol = load_policy(str(policy) if policy else None)
         with ProgressBar("pareto: solving deadlines", points) as bar:

@@ -107,14 +107,14 @@ def _combos(blocks: list[Offer], cap: float, room: float) -> list[tuple[float, t
                 out.append((acc, counts))
             return
         b = blocks[i]
-        walk(i + 1, acc, counts + (0,))
+        walk(i + 1, acc, (*counts, 0))
         u = b.block_unit_hours or 24.0
         if _units(cap, u) > (b.block_max_hours or math.inf) + TOL:
             return
         for n in allowed_counts(b):
             fee = n * b.usd_per_hour * _units(cap, u)
             if acc + fee < room:
-                walk(i + 1, acc + fee, counts + (n,))
+                walk(i + 1, acc + fee, (*counts, n))
 
     walk(0, 0.0, ())
     return out
@@ -163,14 +163,15 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
     found: list[object] = []
     grids: dict = {}  # busy-time grids: they do not depend on prices, caps or the deadline
     best, solved_low, solves = incumbent, math.inf, 0
-    for i, (lb, c, counts) in enumerate(subs):
+    for lb, c, counts in subs:
         if lb >= best - 0.005:
             return Outcome(found, min(best, solved_low, lb), solves)
         if solves >= MAX_SOLVES:
             return Outcome(found, min(solved_low, lb, best), solves)
         fixed = lb - low
-        extra = [replace(f, usd_per_hour=0.0, max_nodes=n) for f, n in zip(free, counts)
-                 if n] + [f for f in flexes if _flex_ok(f, c, deadline)]
+        extra = [replace(f, usd_per_hour=0.0, max_nodes=n)
+                 for f, n in zip(free, counts, strict=True) if n]
+        extra += [f for f in flexes if _flex_ok(f, c, deadline)]
         if not extra:  # the plan without booked capacity: already a candidate
             continue
         # only a plan cheaper than the best found matters: its cost is the subproblem's
