@@ -238,5 +238,6 @@ def refuse_bookings(spec: Any, command: str) -> None:
         from optimizer.core.errors import InputError
 
         raise InputError(f"sla.start_after: {spec.sla.start_after.isoformat()}: {command} does "
-                         "not book capacity blocks or flex-start yet (only `ptplan plan` does); "
-                         f"remove sla.start_after to run {command} without bookings")
+                         "not book capacity blocks or flex-start yet (only `ptplan plan` "
+                         "without --risk does); remove sla.start_after to run "
+                         f"{command} without bookings")
