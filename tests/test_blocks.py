@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -364,3 +365,52 @@ def test_pareto_and_whatif_refuse_a_start_date_they_would_ignore(tmp_path, args)
                     "or flex-start yet (only `ptplan plan` without --risk does); remove "
                     "sla.start_after to run "
                     f"{command} without bookings")
+
+
+# -- sla.deadline as a date --------------------------------------------------------------------
+
+def test_a_date_deadline_counts_hours_from_the_start_date():
+    """2026-12-10 00:00 UTC to the end of 2026-12-12 is 72 h; a datetime is its instant (UTC
+    when naive); the plan shows where the hours came from."""
+    spec = small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-12",
+                           "deadline_hours": None})
+    assert spec.sla.deadline_hours == 72.0
+    assert small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-11T06:30:00",
+                           "deadline_hours": None}).sla.deadline_hours == 30.5
+    assert small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-10T12:00:00+02:00",
+                           "deadline_hours": 10}).sla.deadline_hours == 10.0  # agree
+    p = plan(spec, small_catalog(), explain=False)
+    assert p.deadline_hours == 72.0
+    assert p.defaults_applied[0] == ("sla.deadline_hours = 72 (from sla.deadline 2026-12-12, "
+                                     "counted from sla.start_after 2026-12-10 00:00 UTC)")
+
+
+@pytest.mark.parametrize("sla,message", [
+    ({"deadline": "2026-12-12", "deadline_hours": None},
+     "deadline 2026-12-12 is a date but start_after is not given; give sla.start_after (the "
+     "run's first day) or sla.deadline_hours"),
+    ({"start_after": "2026-12-10", "deadline": "2026-12-09", "deadline_hours": None},
+     "deadline 2026-12-09 is not after start_after 2026-12-10; give a later deadline"),
+    ({"start_after": "2026-12-10", "deadline": "2026-12-10", "deadline_hours": 30},
+     "deadline 2026-12-10 (24 h after start_after) and deadline_hours 30 disagree; give one of "
+     "them"),
+])
+def test_a_date_deadline_without_or_before_the_start_is_an_input_error(sla, message):
+    with pytest.raises(Exception, match=re.escape(message)):
+        small_spec(sla=sla)
+
+
+def test_cli_start_after_recounts_a_date_deadline(tmp_path):
+    text = Path("examples/grpo-7b.yaml").read_text().replace(
+        "  deadline_hours: 72\n", "  start_after: 2026-12-10\n  deadline: 2026-12-12\n", 1)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    out = tmp_path / "plan.json"
+    r = CliRunner().invoke(app, ["plan", str(spec), "--start-after", "2026-12-11",
+                                 "--format", "json", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["deadline_hours"] == 48.0
+    spec.write_text(text.replace("  start_after: 2026-12-10\n", ""))
+    r = CliRunner().invoke(app, ["plan", str(spec)])
+    assert r.exit_code == 2
+    assert "deadline 2026-12-12 is a date but start_after is not given" in r.output

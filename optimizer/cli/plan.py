@@ -125,9 +125,10 @@ def plan(
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
             s = load_spec(str(spec))
-        if start_after is not None:
-            s = s.model_copy(update={"sla": s.sla.model_copy(update={
-                "start_after": parse_date("--start-after", start_after)})})
+        if start_after is not None:  # re-validated: a date deadline counts from it
+            raw = s.sla.model_dump(exclude={"deadline_hours"} if s.sla.deadline else set())
+            s = s.model_copy(update={"sla": type(s.sla).model_validate(
+                {**raw, "start_after": parse_date("--start-after", start_after)})})
         if s.data.generated_by is not None:
             info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
                  "cost is not in this plan; `ptplan compare` and campaigns count it")
