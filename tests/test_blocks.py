@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,30 +70,27 @@ NO_REF = {"reference_model": False, "placement": {"max_nodes_per_pool": 2}}
 
 def test_ten_day_run_books_a_two_week_block_when_cheaper():
     """A ~235 h run, 168-h units: two weeks (336 h) cover it. At B = 0.6 × on-demand the two
-    update nodes cost 2 × 12 × 336 = $8,064 booked vs 2 × 20 × D ≈ $9,400 on demand: the plan
-    books it, the rest of the plan unchanged, and states 336 − D hours lost to rounding."""
+    update nodes cost 2 × 12 × 336 = $8,064 booked vs 2 × 20 × D ≈ $9,400 on demand, so
+    booking beats the plain plan by 2 × 20 × D − 8,064. The exact search finds better still
+    (as the brute force does): one update node booked for three weeks (a 453 h run, 504 h
+    billed), $2.13 cheaper than the two-node two-week plan; the plan is that optimum."""
     plain = plan(small_spec(data={"steps": STEPS_10_DAYS}, sla={"deadline_hours": None},
                             **NO_REF), small_catalog())
     d = plain.makespan_hours
     assert 216 < d < 240  # 9 to 10 days
-    p = plan(booked_spec(STEPS_10_DAYS, **NO_REF),
-             with_booked(small_catalog(), block(12.0, 168.0)))
-    assert verify_plan(p) == []
+    spec, catalog = booked_spec(STEPS_10_DAYS, **NO_REF), with_booked(small_catalog(),
+                                                                       block(12.0, 168.0))
+    p = assert_never_better_and_exact_when_optimal(spec, catalog)
+    assert p is not None and p.status == "optimal"
     (b,) = p.bookings
-    assert (b.pool, b.nodes, b.units, b.duration_hours) == ("update", 2, 2, 336.0)
-    assert b.rounding_hours == pytest.approx(336.0 - d)
-    assert b.cost_usd == "8064.00"
-    assert float(b.on_demand_cost_usd) == pytest.approx(2 * 20.0 * d, abs=0.01)
-    # the enumeration finds a plan $2.13 cheaper (one node booked for three weeks, 453 h): the
-    # planner's plan is a real one within its stated gap of the optimum, not the optimum
-    assert_never_better_and_exact_when_optimal(booked_spec(STEPS_10_DAYS, **NO_REF),
-                                               with_booked(small_catalog(), block(12.0, 168.0)))
-    saving = 2 * 20.0 * d - 8064.0
-    assert float(p.total_cost_usd) == pytest.approx(float(plain.total_cost_usd) - saving,
-                                                    abs=0.02)
+    assert (b.pool, b.nodes, b.units, b.duration_hours) == ("update", 1, 3, 504.0)
+    assert b.rounding_hours == pytest.approx(504.0 - p.makespan_hours)
+    assert b.cost_usd == "6048.00"  # 1 × 12 × 504
+    two_weeks = float(plain.total_cost_usd) - (2 * 20.0 * d - 8064.0)
+    assert float(p.total_cost_usd) == pytest.approx(two_weeks - 2.13, abs=0.02)
     assert p.schema_version == 6 <= SCHEMA_VERSION  # 7 only with CPU pools
-    assert any(line.startswith("booking: pool update 2 x h100x8 block $8064.00")
-               and "saves" in line for line in p.explain.summary)
+    assert any(line.startswith("booking: pool update 1 x h100x8 block $6048.00")
+               for line in plan(spec, catalog).explain.summary)
 
 
 def test_rounding_to_week_units_makes_on_demand_cheaper():
@@ -174,6 +173,8 @@ def test_a_block_never_covers_a_phase_the_policy_forbids():
 # -- exactness against the brute force -------------------------------------------------------
 
 def assert_never_better_and_exact_when_optimal(spec, catalog):
+    """The plan is the brute force's optimum and says so (the exact search of
+    :mod:`optimizer.planner.booking_exact`: status optimal, no gap)."""
     want = brute_force(spec, catalog)
     if want is None:
         with pytest.raises(InfeasibleError):
@@ -181,12 +182,8 @@ def assert_never_better_and_exact_when_optimal(spec, catalog):
         return None
     p = plan(spec, catalog, explain=False)
     assert verify_plan(p) == []
-    got = float(p.total_cost_usd)
-    assert got >= want[0] * (1 - 1e-6) - 0.006  # a real plan: never below the optimum
-    if p.status == "optimal":
-        assert got == pytest.approx(want[0], rel=1e-6, abs=0.006)
-    else:  # within the stated gap of a lower bound (so of the optimum)
-        assert got <= want[0] * (1 + p.solver.gap) + 0.006
+    assert (p.status, p.solver.gap) == ("optimal", 0.0)
+    assert float(p.total_cost_usd) == pytest.approx(want[0], rel=1e-6, abs=0.006)
     return p
 
 
@@ -349,3 +346,71 @@ def test_a_booked_plan_validates_against_the_published_schema():
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []
     data["bookings"][0]["capacity_type"] = "blocky"
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
+
+
+@pytest.mark.parametrize("args", [["pareto"], ["whatif", "--price", "gpu=H100 *= 0.5"],
+                                  ["plan", "--risk", "p90"]])
+def test_pareto_and_whatif_refuse_a_start_date_they_would_ignore(tmp_path, args):
+    """They do not book yet: a spec with sla.start_after is refused (exit 2, one line naming
+    the field, the command and the fix), never planned silently without bookings."""
+    text = Path("examples/grpo-7b.yaml").read_text().replace("sla:\n", "sla:\n  start_after: "
+                                                            f"{TODAY}\n", 1)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    r = CliRunner().invoke(app, [args[0], str(spec), *args[1:]])
+    assert r.exit_code == 2
+    command = " ".join(args[:2]) if args[0] == "plan" else args[0]
+    line = (r.stdout + (r.stderr or "")).strip().splitlines()[-1]
+    assert line == (f"error: sla.start_after: {TODAY}: {command} does not book capacity blocks "
+                    "or flex-start yet (only `ptplan plan` without --risk does); remove "
+                    "sla.start_after to run "
+                    f"{command} without bookings")
+
+
+# -- sla.deadline as a date --------------------------------------------------------------------
+
+def test_a_date_deadline_counts_hours_from_the_start_date():
+    """2026-12-10 00:00 UTC to the end of 2026-12-12 is 72 h; a datetime is its instant (UTC
+    when naive); the plan shows where the hours came from."""
+    spec = small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-12",
+                           "deadline_hours": None})
+    assert spec.sla.deadline_hours == 72.0
+    assert small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-11T06:30:00",
+                           "deadline_hours": None}).sla.deadline_hours == 30.5
+    assert small_spec(sla={"start_after": "2026-12-10", "deadline": "2026-12-10T12:00:00+02:00",
+                           "deadline_hours": 10}).sla.deadline_hours == 10.0  # agree
+    p = plan(spec, small_catalog(), explain=False)
+    assert p.deadline_hours == 72.0
+    assert p.defaults_applied[0] == ("sla.deadline_hours = 72 (from sla.deadline 2026-12-12, "
+                                     "counted from sla.start_after 2026-12-10 00:00 UTC)")
+
+
+@pytest.mark.parametrize("sla,message", [
+    ({"deadline": "2026-12-12", "deadline_hours": None},
+     "deadline 2026-12-12 is a date but start_after is not given; give sla.start_after (the "
+     "run's first day) or sla.deadline_hours"),
+    ({"start_after": "2026-12-10", "deadline": "2026-12-09", "deadline_hours": None},
+     "deadline 2026-12-09 is not after start_after 2026-12-10; give a later deadline"),
+    ({"start_after": "2026-12-10", "deadline": "2026-12-10", "deadline_hours": 30},
+     "deadline 2026-12-10 (24 h after start_after) and deadline_hours 30 disagree; give one of "
+     "them"),
+])
+def test_a_date_deadline_without_or_before_the_start_is_an_input_error(sla, message):
+    with pytest.raises(Exception, match=re.escape(message)):
+        small_spec(sla=sla)
+
+
+def test_cli_start_after_recounts_a_date_deadline(tmp_path):
+    text = Path("examples/grpo-7b.yaml").read_text().replace(
+        "  deadline_hours: 72\n", "  start_after: 2026-12-10\n  deadline: 2026-12-12\n", 1)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    out = tmp_path / "plan.json"
+    r = CliRunner().invoke(app, ["plan", str(spec), "--start-after", "2026-12-11",
+                                 "--format", "json", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["deadline_hours"] == 48.0
+    spec.write_text(text.replace("  start_after: 2026-12-10\n", ""))
+    r = CliRunner().invoke(app, ["plan", str(spec)])
+    assert r.exit_code == 2
+    assert "deadline 2026-12-12 is a date but start_after is not given" in r.output

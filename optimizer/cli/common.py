@@ -228,3 +228,16 @@ def _emit_as(fmt: Format | ReportFormat, output: Path | None, json_text: Callabl
 
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def refuse_bookings(spec: Any, command: str) -> None:
+    """``pareto`` and ``whatif`` do not book capacity blocks or flex-start yet: a spec with
+    ``sla.start_after`` (which lets ``plan`` book) is refused rather than silently planned
+    without bookings."""
+    if spec.sla.start_after is not None:
+        from optimizer.core.errors import InputError
+
+        raise InputError(f"sla.start_after: {spec.sla.start_after.isoformat()}: {command} does "
+                         "not book capacity blocks or flex-start yet (only `ptplan plan` "
+                         "without --risk does); remove sla.start_after to run "
+                         f"{command} without bookings")

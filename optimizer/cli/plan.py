@@ -20,6 +20,7 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
+    refuse_bookings,
     schema_app,
 )
 from optimizer.core.kinds import Solver
@@ -124,9 +125,10 @@ def plan(
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
             s = load_spec(str(spec))
-        if start_after is not None:
-            s = s.model_copy(update={"sla": s.sla.model_copy(update={
-                "start_after": parse_date("--start-after", start_after)})})
+        if start_after is not None:  # re-validated: a date deadline counts from it
+            raw = s.sla.model_dump(exclude={"deadline_hours"} if s.sla.deadline else set())
+            s = s.model_copy(update={"sla": type(s.sla).model_validate(
+                {**raw, "start_after": parse_date("--start-after", start_after)})})
         if s.data.generated_by is not None:
             info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
                  "cost is not in this plan; `ptplan compare` and campaigns count it")
@@ -135,6 +137,7 @@ def plan(
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
              f"policy {pol.name}...")
         if risk is not None:
+            refuse_bookings(s, "plan --risk")
             _risk_plan(s, cat, pol, objective.value, solver.value, timings, risk, trials, seed,
                        correlated, fmt, output, explain)
             return
@@ -252,6 +255,7 @@ def pareto(
         from providers.registry import load_catalog
 
         s = load_spec(str(spec))
+        refuse_bookings(s, "pareto")
         cat = load_catalog(catalog)
         pol = load_policy(str(policy) if policy else None)
         with ProgressBar("pareto: solving deadlines", points) as bar:

@@ -20,6 +20,7 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
+    refuse_bookings,
 )
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
@@ -259,6 +260,7 @@ def whatif(
         modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])
         s = load_spec(str(spec))
+        refuse_bookings(s, "whatif")
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
         setup = Setup(s, cat, pol, objective.value, solver.value, timings)

@@ -26,6 +26,10 @@ def spec_digest(spec_dump: dict[str, Any]) -> str:
         # and a plan made with `plan --start-after` matches its spec file); the bookings
         # record it and `check --spec` compares them with it (rules_spec)
         spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "start_after"}}
+    sla = spec_dump.get("sla")
+    if isinstance(sla, dict) and "deadline" in sla and sla["deadline"] is None:
+        # issue #15: a date deadline; left out when unset, so that specs keep their digest
+        spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "deadline"}}
     data = spec_dump.get("data")
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()

@@ -6,23 +6,22 @@ billed as used but runs at most 7 days and starts after an expected wait, which 
 must absorb (D + wait ≤ deadline). Both are bookable only for a run with a start date
 (``sla.start_after``), within the offer's booking window (:mod:`providers.blocks`).
 
-How the plan is found (exact whenever the status says ``optimal``):
+How the plan is found:
 
-1. **Lower bound.** The planning problem with booked offers priced per held hour, without
-   rounding, count steps, the 7-day limit or the wait (a relaxation: every real plan costs at
-   least this), solved exactly by the engine; its optimum over every layout is L.
-2. **Real plans.** (a) The plan without booked offers, where in each pool the policy lets book
+1. **Real plans.** (a) The plan without booked offers, where in each pool the policy lets book
    an on-demand allocation is converted, in part or whole, to the booked offer of the same
-   instance type when that is cheaper at the run's held time (busy time, and so the run, is
-   unchanged: booked nodes are not preempted); the count that saves most is taken among the
-   offer's allowed counts (enumerated). (b) The relaxation's own plan, priced for real
-   (rounded units), when its booked counts are ones the offer sells and it still meets the
-   deadline (with the wait) and the budget; then converted as in (a).
-3. The cheapest real plan (objective ``time``: the fastest) is the plan. It is ``optimal`` when
-   it reaches the lower bound min(plain optimum, max(L, B·u)) (to a cent): a plan without
-   booked nodes costs at least the plain optimum, one with a block node at least L and at
-   least one unit of it, B·u; otherwise ``feasible`` with its gap to that bound, stated in a
-   warning (the gap is at most the rounding of the relaxation's plan).
+   instance type when that is cheaper at the run's held time (the count that saves most among
+   the offer's allowed counts). (b) The relaxation's plan (booked offers priced per held hour,
+   without rounding, count steps, the 7-day limit or the wait), priced for real when its
+   counts are sold and it meets the deadline (with the wait) and budget; converted as in (a).
+2. **Objective cost: exact.** :func:`optimizer.planner.booking_exact.search` solves the
+   subproblems (a cap on the run, a booked count per block offer) whose lower bound is below
+   the best plan found; the status is ``optimal`` when its bound is reached (always, unless it
+   stops after its maximum number of solves: then ``feasible`` with the gap, in a warning;
+   with more subproblems than it lists, step 3's plans and bound apply).
+3. **Objective time: not exact.** The relaxation re-solved with the run capped at 1–3 fewer
+   whole units adds real plans; the bound is the relaxation's run time, and the plan is
+   ``feasible`` with its gap when it does not reach it.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from dataclasses import dataclass, replace
 from optimizer.core import clock
 from optimizer.core.errors import InfeasibleError
 from optimizer.plan.schema import Booking, Plan, Status, hours, usd
+from optimizer.planner.booking_exact import search
 from optimizer.planner.build import build_plan
 from optimizer.planner.candidates import PoolOption, PoolSpec, filter_offers
 from optimizer.planner.engine import Context, LayoutRun, prepare, run_hours, solve_runs
@@ -170,7 +170,10 @@ def _candidate(ctx: Context, runs: list[LayoutRun], r: LayoutRun, booked: list[O
         return None
     if deadline is not None and held + wait > deadline * (1 + 1e-9):
         return None
-    run = replace(r, solution=replace(r.solution, chosen=chosen))
+    # the search's figure for the real plan (whole units, conversions): what the plan's own
+    # pricing is cross-checked against
+    run = replace(r, best=replace(r.best, usd=cost) if r.best is not None else None,
+                  solution=replace(r.solution, chosen=chosen))
     return _Candidate(ctx, [run if x is r else x for x in runs], run, cost, held, wait)
 
 
@@ -200,13 +203,27 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
     relaxed = (ctx_r, *solve_runs(ctx_r, objective, solver, every_layout=explain))
     plain = _solved(spec, catalog, policy, objective, solver, explain)
     found: list[_Candidate] = []
-    for source in (plain, relaxed, *_fewer_units(spec, catalog, booked, relaxed, policy,
-                                                 objective, solver, explain)):
-        if source is None:
-            continue
-        ctx, runs, solved = source
-        found += [c for r in solved
-                  if (c := _candidate(ctx, runs, r, booked, deadline, budget)) is not None]
+
+    def add(source) -> None:
+        if source is not None:
+            ctx, runs, solved = source
+            found.extend(c for r in solved
+                         if (c := _candidate(ctx, runs, r, booked, deadline, budget)) is not None)
+
+    add(plain)
+    add(relaxed)
+    outcome = None
+    if objective == "cost":
+        outcome = search(spec, catalog, booked, policy, solver, explain,
+                         min((c.cost for c in found), default=math.inf),
+                         lambda ctx, runs, r: (c.cost, c) if (
+                             c := _candidate(ctx, runs, r, [], deadline, budget)) else None)
+    if outcome is not None:
+        found += outcome.found  # type: ignore[arg-type]
+    else:
+        for source in _fewer_units(spec, catalog, booked, relaxed, policy, objective, solver,
+                                   explain):
+            add(source)
     if not found:
         raise InfeasibleError(
             "capacity blocks: the plan with booked capacity needs whole block units (or a "
@@ -216,10 +233,13 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
     first = (lambda c: (round(c.cost, 9), round(c.held, 9))) if objective == "cost" else \
         (lambda c: (round(c.held + c.wait, 9), round(c.cost, 9)))
     win = min(found, key=first)
-    bound = _bound(relaxed[1], plain, booked, objective)
+    bound = outcome.bound if outcome is not None else _bound(relaxed[1], plain, booked,
+                                                              objective)
     value = win.cost if objective == "cost" else win.held + win.wait
     p = build_plan(win.ctx, win.runs, [win.run], objective, solver, start, timings)
-    return _finish(p, win, booked, catalog, spec, objective, bound, value, explain)
+    how = ("from the exact search's subproblems left unsolved (whole block units priced)"
+           if outcome is not None else "from booked capacity priced per held hour")
+    return _finish(p, win, booked, catalog, spec, objective, (bound, how), value, explain)
 
 
 MAX_UNIT_SOLVES = 6
@@ -276,22 +296,21 @@ def _bound(relaxed: list[LayoutRun], plain: tuple | None, booked: list[Offer],
 
 
 def _finish(p: Plan, win: _Candidate, booked: list[Offer], catalog: Catalog,
-            spec: ProjectSpec, objective: str, bound: float, value: float,
+            spec: ProjectSpec, objective: str, bound_how: tuple[float, str], value: float,
             explain: bool) -> Plan:
     """The plan's bookings, status against the relaxation's bound, and explanation."""
     bookings = bookings_of(p, catalog, spec)
+    bound, how = bound_how
     gap = max(0.0, value / bound - 1.0) if bound > 0 else 0.0
     warnings = list(p.warnings)
     status = p.status
     cross = p.solver.cross_check
     if gap > 1e-6 and abs(value - bound) > 0.005:
         status = Status.feasible
-        cross = (f"bound {bound:,.2f} from booked capacity priced per held hour; the plan "
-                 f"is within {gap:.2%} of it")
+        cross = f"bound {bound:,.2f} {how}; the plan is within {gap:.2%} of it"
         warnings.append(f"with capacity blocks bookable the plan is within {gap:.2%} of a "
-                        "lower bound that prices them per held hour, without their whole "
-                        "units (status feasible): a plan booking differently may be cheaper "
-                        "by at most that")
+                        f"lower bound {how} (status feasible): a plan booking differently "
+                        "may be cheaper by at most that")
     else:
         gap = 0.0
     for b in bookings:

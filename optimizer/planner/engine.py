@@ -128,8 +128,8 @@ def _first_bound(c: Candidates, objective: str) -> float:
     return regions[0][0] if regions else math.inf
 
 
-def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = True
-               ) -> tuple[list[LayoutRun], list[LayoutRun]]:
+def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = True,
+               diagnose_infeasible: bool = True) -> tuple[list[LayoutRun], list[LayoutRun]]:
     """The layouts of ``ctx`` solved exactly: (all runs, those with a solution). Raises
     :class:`InfeasibleError` naming what binds when no layout has a plan.
 
@@ -174,7 +174,8 @@ def solve_runs(ctx: Context, objective: str, solver: str, every_layout: bool = T
             plan_rank = r_rank if plan_rank is None else min(plan_rank, r_rank)
     feasible = [r for r in runs if r.best is not None]
     if not feasible:
-        raise InfeasibleError(diagnose(ctx, deadline, budget, objective))
+        raise InfeasibleError(diagnose(ctx, deadline, budget, objective)
+                              if diagnose_infeasible else "no plan")
     caps = ctx.caps
     contested = any(r.shared_capacity for r in feasible)
     by_rank = sorted(feasible, key=lambda r: (rank(r.best, objective),  # type: ignore[arg-type]

@@ -11,6 +11,10 @@ from optimizer.spec.project import Checkpoints, ProjectSpec
 def applied_defaults(spec: ProjectSpec) -> list[str]:
     """Human-readable list of defaults the loader filled in (shown in every output)."""
     out: list[str] = []
+    if spec.sla.deadline is not None and spec.sla.start_after is not None:
+        out.append(f"sla.deadline_hours = {spec.sla.deadline_hours:g} (from sla.deadline "
+                   f"{spec.sla.deadline.isoformat()}, counted from sla.start_after "
+                   f"{spec.sla.start_after.isoformat()} 00:00 UTC)")
     d = spec.data
     if spec.method == "sft":
         if d.epochs is None:

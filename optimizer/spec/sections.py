@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import (
     Field,
+    TypeAdapter,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -147,6 +149,48 @@ class SLA(_Strict):
     """The first day the run may start (ISO date). Capacity blocks and flex-start offers
     (booked for the run, :mod:`providers.blocks`) are considered only when it is given; AWS
     sells blocks starting at most 8 weeks ahead. ``ptplan plan --start-after`` sets it."""
+    deadline: dt.datetime | dt.date | None = None
+    """The run's end as a date (the end of that day, UTC) or an ISO datetime (UTC when naive);
+    with ``start_after`` only: it sets ``deadline_hours`` to the hours from ``start_after``
+    (its first instant, 00:00 UTC) to it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deadline_date(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("deadline") is None:
+            return data
+        raw = data["deadline"]
+        try:  # a bare ISO date is a day (its end), anything longer an instant
+            deadline = dt.date.fromisoformat(raw) if isinstance(raw, str) and len(raw) == 10 \
+                else raw if isinstance(raw, dt.date) \
+                else TypeAdapter(dt.datetime).validate_python(raw)
+            start = TypeAdapter(dt.date | None).validate_python(data.get("start_after"))
+        except (ValidationError, ValueError):
+            return data  # the fields' own validation names the bad value
+        shown = deadline.isoformat()
+        if start is None:
+            raise ValueError(f"deadline {shown} is a date but start_after is not given; give "
+                             "sla.start_after (the run's first day) or sla.deadline_hours")
+        hours = deadline_hours_from(deadline, start)
+        if hours <= 0:
+            raise ValueError(f"deadline {shown} is not after start_after {start.isoformat()}; "
+                             "give a later deadline")
+        given = data.get("deadline_hours")
+        if given is not None and abs(float(given) - hours) > 1e-6:
+            raise ValueError(f"deadline {shown} ({hours:g} h after start_after) and "
+                             f"deadline_hours {given} disagree; give one of them")
+        return {**data, "deadline": deadline, "deadline_hours": hours}
+
+
+def deadline_hours_from(deadline: dt.datetime | dt.date, start: dt.date) -> float:
+    """Hours from ``start`` (00:00 UTC) to ``deadline``: a date is the end of that day (UTC),
+    a naive datetime is UTC."""
+    if isinstance(deadline, dt.datetime):
+        end = deadline if deadline.tzinfo else deadline.replace(tzinfo=dt.UTC)
+    else:
+        end = dt.datetime.combine(deadline + dt.timedelta(days=1), dt.time(), dt.UTC)
+    begin = dt.datetime.combine(start, dt.time(), dt.UTC)
+    return (end - begin).total_seconds() / 3600.0
 
 
 class Budget(_Strict):
