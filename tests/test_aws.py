@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 import pytest
+from local_server import Answer, LocalServer
 
 from optimizer.core.errors import InputError, ProviderError
 from providers.aws import fetch_aws
@@ -45,41 +44,26 @@ class FakeAWS:
         self.fail_token: str | None = None
         self.malformed = False
         self.items: list[dict[str, Any]] = PRICE_LIST
-        fake = self
+        self.local = LocalServer(self._serve)
+        self.url = self.local.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                target = self.headers.get("X-Amz-Target", "")
-                auth = self.headers.get("Authorization", "")
-                region = re.search(r"Credential=[^/]+/\d+/([^/]+)/", auth)
-                fake.calls.append({"target": target, "auth": auth,
-                                   "region": region.group(1) if region else None})
-                if target == "AWSPriceListService.GetProducts":
-                    status, ctype, out = fake.get_products(json.loads(body))
-                else:
-                    form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-                    fake.calls[-1]["form"] = form
-                    status, ctype, out = fake.ec2(form, region.group(1) if region else "")
-                data = out.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("x-amzn-RequestId", "00000000-0000-0000-0000-000000000000")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+    def _serve(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        target = headers.get("x-amz-target", "")
+        auth = headers.get("authorization", "")
+        region = re.search(r"Credential=[^/]+/\d+/([^/]+)/", auth)
+        self.calls.append({"target": target, "auth": auth,
+                           "region": region.group(1) if region else None})
+        if target == "AWSPriceListService.GetProducts":
+            status, ctype, out = self.get_products(json.loads(body))
+        else:
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            self.calls[-1]["form"] = form
+            status, ctype, out = self.ec2(form, region.group(1) if region else "")
+        return status, {"Content-Type": ctype,
+                        "x-amzn-RequestId": "00000000-0000-0000-0000-000000000000"}, out
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
 
     def get_products(self, req: dict[str, Any]) -> tuple[int, str, str]:
         ctype = "application/x-amz-json-1.1"

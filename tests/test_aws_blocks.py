@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
+from local_server import Answer, LocalServer
 from test_aws import aws_env
 from typer.testing import CliRunner
 
@@ -40,32 +38,17 @@ class FakeEC2Blocks:
         self.calls: list[dict[str, str]] = []
         self.throttle = 0
         self.bad_fee = False
-        fake = self
+        self.local = LocalServer(self._serve)
+        self.url = self.local.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                form = {k: v[0] for k, v in parse_qs(body).items()}
-                fake.calls.append(form)
-                status, out = fake.answer(form)
-                data = out.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/xml")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+    def _serve(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        self.calls.append(form)
+        status, out = self.answer(form)
+        return status, {"Content-Type": "text/xml"}, out
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
 
     def answer(self, form: dict[str, str]) -> tuple[int, str]:
         if self.throttle > 0:

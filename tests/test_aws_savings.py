@@ -14,13 +14,12 @@ service model (2019-06-28).
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_server import Answer, LocalServer
 from test_aws import aws_env
 from typer.testing import CliRunner
 
@@ -68,33 +67,17 @@ class FakeSavingsPlans:
         self.malformed = False
         self.results = [*RESULTS, _result("Compute", 1, "p5.48xlarge", option="All Upfront"),
                         _result("Compute", 1, "p5.48xlarge", region="us-west-2")]
-        fake = self
+        self.local = LocalServer(self._serve)
+        self.url = self.local.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                fake.calls.append({"path": self.path, "body": body,
-                                   "auth": self.headers.get("Authorization", "")})
-                status, headers, out = fake.answer(self.path, body)
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                for k, v in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+    def _serve(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Answer:
+        body = json.loads(raw)
+        self.calls.append({"path": path, "body": body, "auth": headers.get("authorization", "")})
+        status, out_headers, out = self.answer(path, body)
+        return status, {"Content-Type": "application/json", **out_headers}, json.dumps(out)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
 
     def answer(self, path: str, req: dict[str, Any]) -> tuple[int, dict[str, str], Any]:
         if path != "/DescribeSavingsPlansOfferingRates":
