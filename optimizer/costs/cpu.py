@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -41,9 +42,8 @@ PREP_HOURS = 1.0
 class CpuNeed:
     """What one CPU pool needs, before an instance type is chosen."""
 
-    name: str
-    """``sandbox``, ``reward`` or ``prep``."""
-    basis: str
+    name: Literal["sandbox", "reward", "prep"]
+    basis: Literal["held", "work"]
     """``held`` (the whole run) or ``work`` (vCPU-hours billed as used)."""
     vcpus: float
     """vCPUs held (held) or at the peak (work)."""

@@ -7,6 +7,7 @@ verifier recomputes them from the spec and the plan's makespan (docs/spec.md).""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -15,9 +16,8 @@ from optimizer.demand.model import Demand
 
 @dataclass(frozen=True)
 class OtherLine:
-    name: str
-    basis: str
-    """``fixed``, ``per_sample`` or ``per_hour``."""
+    name: Literal["data_collection", "annotation", "ab_test", "human_review", "ops"]
+    basis: Literal["fixed", "per_sample", "per_hour"]
     quantity: float
     """1 (fixed), samples, or hours (filled in with the run's hours)."""
     usd_per_unit: float
@@ -61,9 +61,10 @@ def other_cost_model(demand: Demand) -> OtherCostModel | None:
     o = demand.spec.other_costs
     if o is None:
         return None
-    lines = [OtherLine(name, "fixed", 1.0, usd) for name, usd in (
+    fixed: tuple[tuple[Literal["data_collection", "annotation", "ab_test"], float], ...] = (
         ("data_collection", o.data_collection_usd), ("annotation", o.annotation_usd),
-        ("ab_test", o.ab_test_usd)) if usd > 0]
+        ("ab_test", o.ab_test_usd))
+    lines = [OtherLine(name, "fixed", 1.0, usd) for name, usd in fixed if usd > 0]
     if o.human_review_usd_per_sample > 0:
         lines.append(OtherLine("human_review", "per_sample", float(reviewed_samples(demand)),
                                o.human_review_usd_per_sample))

@@ -101,11 +101,11 @@ def _costs(winner: LayoutRun, chosen: dict[str, PoolOption], held: float) -> _Co
     if model is None:
         return _Costs(compute, idle, stored, storage_total, sent, network_total, disks,
                       cpu_items=cpu_items, cpu=cpu)
-    items = [OtherCostItem(name=ln.name, basis=ln.basis,  # type: ignore[arg-type]
+    items = [OtherCostItem(name=ln.name, basis=ln.basis,
                            quantity=held if ln.basis == "per_hour" else ln.quantity,
                            usd_per_unit=ln.usd_per_unit, cost_usd=usd(ln.cost(held)))
-             for ln in model.lines]  # type: ignore[attr-defined]
-    other = float(model.cost(held))  # type: ignore[attr-defined]
+             for ln in model.lines]
+    other = float(model.cost(held))
     return _Costs(compute, idle, stored, storage_total, sent, network_total, disks, items,
                   other, cpu_items, cpu)
 

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 from optimizer.core.kinds import CapacityType
+from optimizer.costs.cpu import CpuPoolModel
 from optimizer.plan.schema import CpuPoolItem, usd
 
 
-def cpu_pool_items(model: object | None, provider: str, region: str,
+def cpu_pool_items(model: CpuPoolModel | None, provider: str, region: str,
                    held: float) -> tuple[list[CpuPoolItem] | None, float]:
     """(items, their cost) at the site's region for a run of ``held`` hours; (None, 0) when the
     spec has no CPU work."""
     if model is None:
         return None, 0.0
-    choices = model.choices(provider, region)  # type: ignore[attr-defined]
+    choices = model.choices(provider, region)
     assert choices is not None, "the search never picks a region without CPU offers"
     items = []
     total = 0.0

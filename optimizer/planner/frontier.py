@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optimizer.costs.cpu import CpuPoolModel
 from optimizer.costs.network import NetworkModel
+from optimizer.costs.other import OtherCostModel
 from optimizer.demand.model import Demand
 from optimizer.planner.candidates import Layout
 from optimizer.planner.merged_frontier import merged_frontier
@@ -121,10 +123,10 @@ class Candidates:
     """Regions of the rollout pool's cross-region entries (``split_regions``)."""
     memo: dict = field(default_factory=dict, repr=False)
     """Results derived from the frontiers (e.g. region bounds), computed once."""
-    other: object | None = None
-    """A :class:`optimizer.costs.other.OtherCostModel` (``other_costs:``): fixed + per hour."""
-    cpu: object | None = None
-    """A :class:`optimizer.costs.cpu.CpuPoolModel` (sandbox and reward CPU pools) per region."""
+    other: OtherCostModel | None = None
+    """The spec's ``other_costs:``: fixed + per hour."""
+    cpu: CpuPoolModel | None = None
+    """The sandbox and reward CPU pools, priced per region."""
 
     def storage_cost(self, region: int, run_hours):
         """Storage cost (USD) at site ``region`` at run time(s) D (0 without a storage model)."""
@@ -148,8 +150,8 @@ class Candidates:
         other costs, which do not depend on the site)."""
         extra = self.storage_cost(region, run_hours) + self.fixed_network(region)
         if self.other is not None:
-            extra = extra + self.other.cost(run_hours)  # type: ignore[attr-defined]
+            extra = extra + self.other.cost(run_hours)
         if self.cpu is not None:
             provider, name = self.regions[region][:2]
-            extra = extra + self.cpu.cost(provider, name, run_hours)  # type: ignore[attr-defined]
+            extra = extra + self.cpu.cost(provider, name, run_hours)
         return extra
