@@ -12,7 +12,6 @@ import copy
 import json
 from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +67,9 @@ def agent_spec(**edits: Any) -> ProjectSpec:
     return parse_spec(d)
 
 
-@cache
 def planned(edits: str = "{}", policy: str | None = None) -> Plan:
+    """Planned in the test that asks (not cached: a plan built once in mutmut's parent process
+    would hide every mutant of the costing code, docs/testing.md)."""
     pol = parse_policy(policy) if policy else None
     return plan(agent_spec(**json.loads(edits)), embedded_catalog(), timings=False, policy=pol)
 
@@ -405,7 +405,6 @@ def test_trajectories_get_their_own_bucket_rule(tmp_path: Path) -> None:
 
 # ---- data preparation ------------------------------------------------------------------------
 
-@cache
 def sft_prep(prep: float, hours: float | None = None) -> Plan:
     d = example_dict("sft-8b.yaml")
     d["data"]["prep_cpu_hours"] = prep

@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 from decimal import Decimal
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,9 @@ def spec(other: dict[str, Any] | None, **top: Any) -> ProjectSpec:
     return parse_spec(d)
 
 
-@cache
 def planned(other: str) -> Plan:
+    """Planned in the test that asks (not cached: a plan built once in mutmut's parent process
+    would hide every mutant of the costing code, docs/testing.md)."""
     return plan(spec(json.loads(other)), embedded_catalog(), timings=False)
 
 
