@@ -332,10 +332,12 @@ def _frontier_columns(frontier) -> list:
 
 @pytest.mark.parametrize("example", ["grpo-7b.yaml", "opd-8b-from-32b.yaml"])
 def test_prefilters_leave_every_frontier_unchanged(example, monkeypatch):
-    """Two filters drop options before a site's exact Pareto filter: the per-group running
-    minimum (``group_filter.prefilter``) and the lowest-level staircase inside
-    ``pareto_mask3``. With both switched off (an infinite margin drops nothing) every frontier
-    of the example on the whole catalog must be exactly the same, columns and order."""
+    """Three filters drop options before a site's exact Pareto filter: the per-group running
+    minimum (``group_filter.prefilter``), the staircase of the other groups' level-0 options
+    at the group's sites (``site_stairs.beaten_at_sites``, run by the prefilter with its
+    margin) and the lowest-level staircase inside ``pareto_mask3``. With all switched off (an
+    infinite margin drops nothing) every frontier of the example on the whole catalog must be
+    exactly the same, columns and order."""
     import math
 
     import optimizer.planner.group_filter as group_filter

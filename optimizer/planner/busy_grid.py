@@ -65,12 +65,19 @@ def busy_grid(demand: Demand, pool: PoolSpec, rates_per_phase: list[list[PhaseRa
     n_tot = np.maximum(total, 1).astype(float)
     e_nodes, omega, stable = _effective_nodes(demand, pool, nn, sp_eff, sp_lam, total, n_tot)
     valid &= stable
-    busy = np.full(total.shape, pool.stall_hours)
+    # the demand model runs only at the counts the pool may take (about half the grid: the
+    # cap bounds non-spot + spot nodes); elsewhere busy is +inf and no rate is picked
+    at = np.nonzero(valid)
+    busy_at = np.full(len(at[0]), pool.stall_hours)
     picks: list[np.ndarray] = []
     for rates in rates_per_phase:
-        best, pick = _fastest_rate(rates, total, n_tot, e_nodes)
-        busy = busy + best
+        best, pick_at = _fastest_rate(rates, total[at], n_tot[at], e_nodes[at])
+        busy_at = busy_at + best
+        pick = np.zeros(total.shape, dtype=int)
+        pick[at] = pick_at
         picks.append(pick)
+    busy = np.full(total.shape, np.inf)
+    busy[at] = busy_at
     valid &= np.isfinite(busy)
     return BusyGrid(valid, busy, picks, e_nodes, omega)
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from optimizer.planner.busy_grid import BusyGrid
+from optimizer.planner.site_stairs import beaten_at_sites
 
 
 class Entries(NamedTuple):
@@ -60,9 +61,12 @@ PREFILTER_MARGIN = 1e-9
 the filter's own 1e-12 tie tolerance, so that the prefilter never decides a near-tie)."""
 
 
-def prefilter(raws: list[RawGroup]) -> list[Entries]:
+def prefilter(raws: list[RawGroup], sites: list[list[int]] | None = None) -> list[Entries]:
     """Each group's options that no option *of the same group* with no remote node beats:
-    at least as fast and cheaper per hour by more than :data:`PREFILTER_MARGIN`.
+    at least as fast and cheaper per hour by more than :data:`PREFILTER_MARGIN`; with
+    ``sites`` (per group, the sites it is placed at), also none of the level-0 options of
+    the *other groups at each of those sites*
+    (:func:`optimizer.planner.site_stairs.beaten_at_sites`).
 
     Such a beaten option is dominated in (busy time, $/h, remote nodes) and would be dropped
     by the site's Pareto filter anyway
@@ -77,35 +81,53 @@ def prefilter(raws: list[RawGroup]) -> list[Entries]:
     batches: dict[int, list[int]] = defaultdict(list)
     for n, raw in enumerate(raws):
         batches[id(raw.grid)].append(n)
-    for members in batches.values():
+    priced = [_priced(raws, members) for members in batches.values()]
+    if sites is not None:
+        beaten_at_sites(raws, list(batches.values()), priced, sites, PREFILTER_MARGIN)
+    for members, (cost, keep, _) in zip(batches.values(), priced, strict=True):
         grid = raws[members[0]].grid
-        ii, jj = grid.i[grid.order], grid.j[grid.order]
-        ns = np.stack([raws[n].ns_cost for n in members])
-        sp = np.stack([raws[n].sp_cost for n in members])
-        cost = ns[:, ii] + sp[:, jj]
-        if any(raws[n].all_remote for n in members):  # every node remote: no beater
-            beat = np.full(cost.shape, np.inf)
-        elif any(raws[n].rem[-1] > 0 for n in members):
-            level = np.stack([levels(raws[n], jj, ii) for n in members])
-            beat = np.where(level == 0, cost, np.inf)
-        else:
-            beat = cost
-        run = np.minimum.accumulate(beat, axis=1)
-        prev = np.concatenate((np.full((len(members), 1), np.inf), run[:, :-1]), axis=1)
-        keep = ~(prev < cost - PREFILTER_MARGIN)
         # survivors in the order a Pareto filter returns them: (t, c, level), grid position
         # among equals; the grid's order by t is that order unless two counts tie on t
         ties = bool((np.diff(grid.busy[grid.order]) == 0).any())
+        rows, n_at = np.nonzero(keep)  # by row, then by busy time
+        pos = grid.order[n_at]
+        i_all, j_all, t_all, c_all = grid.i[pos], grid.j[pos], grid.busy[pos], cost[rows, n_at]
+        rem = np.stack([raws[n].rem for n in members])
+        lv_all = rem[rows, j_all]
+        ends = np.cumsum(np.bincount(rows, minlength=len(members)))
         for row, n in enumerate(members):
             raw = raws[n]
-            pos = grid.order[keep[row]]  # by busy time, grid position among equals
-            i, j = grid.i[pos], grid.j[pos]
-            t, c, level = grid.busy[pos], raw.ns_cost[i] + raw.sp_cost[j], levels(raw, j, i)
+            a, b = (int(ends[row - 1]) if row else 0), int(ends[row])
+            t, c, i, j = t_all[a:b], c_all[a:b], i_all[a:b], j_all[a:b]
+            level = levels(raw, j, i) if raw.all_remote else lv_all[a:b]
             if ties and bool((t[1:] == t[:-1]).any()):  # survivors that tie: by (c, level)
                 by = np.lexsort((level, c, t))
                 t, c, i, j, level = t[by], c[by], i[by], j[by], level[by]
             out[n] = Entries(raw.gid, t, c, i, j, level)
     return out  # type: ignore[return-value]
+
+
+def _priced(raws: list[RawGroup], members: list[int]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One batch (groups sharing a grid) priced in grid order: (cost matrix, the options no
+    level-0 option of the same row beats, the row's level-0 staircase points: level-0 options
+    cheaper than every earlier level-0 option of the row)."""
+    grid = raws[members[0]].grid
+    ii, jj = grid.i[grid.order], grid.j[grid.order]
+    ns = np.stack([raws[n].ns_cost for n in members])
+    sp = np.stack([raws[n].sp_cost for n in members])
+    cost = ns[:, ii] + sp[:, jj]
+    if any(raws[n].all_remote for n in members):  # every node remote: no beater
+        beat = np.full(cost.shape, np.inf)
+    elif any(raws[n].rem[-1] > 0 for n in members):
+        level = np.stack([levels(raws[n], jj, ii) for n in members])
+        beat = np.where(level == 0, cost, np.inf)
+    else:
+        beat = cost
+    run = np.minimum.accumulate(beat, axis=1)
+    prev = np.concatenate((np.full((len(members), 1), np.inf), run[:, :-1]), axis=1)
+    keep = ~(prev < cost - PREFILTER_MARGIN)
+    return cost, keep, beat < prev
 
 
 def select(got: Entries, keep: np.ndarray) -> Entries:

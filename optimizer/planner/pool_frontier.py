@@ -241,17 +241,30 @@ def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list
         rates = enum.rates(shape[2], shape[3])
         if rates is None:
             continue
-        done: dict[tuple, int | None] = {}
+        # sites in zones holding none of the shape's offers see the same arrangement (the
+        # region's offers local, every zone's spot offers remote); the others each their own
+        zoned = {o.zone for o in group if o.zone}
+        done: dict[str | None, int | None] = {}
         for s in zones[shape[:2]]:
-            parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
-            arrangement = tuple(tuple(map(id, part)) for part in parts)
-            if arrangement not in done:
-                done[arrangement] = enum.cached_or_raw(shape, rates, parts, arrangement,
-                                                       slots, misses)
-            slot = done[arrangement]
+            zone = sites[s][2] if sites[s][2] in zoned else None
+            if zone not in done:
+                parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
+                arrangement = tuple(tuple(map(id, part)) for part in parts)
+                done[zone] = enum.cached_or_raw(shape, rates, parts, arrangement, slots,
+                                                misses)
+            slot = done[zone]
             if slot is not None:
                 placed.append((shape, s, slot))
-    for (n, key, raw, parts), got in zip(misses, prefilter([m[2] for m in misses]),
+    at: dict[int, list[int]] = defaultdict(list)  # slot -> the sites it is placed at
+    for _, s, n in placed:
+        at[n].append(s)
+    # the sites' staircases (optimizer.planner.site_stairs) for pools with remote nodes,
+    # whose own-group filter keeps most options (elsewhere it keeps few and the staircases
+    # cost more than they save), and only where the groups are not cached for other calls
+    # (the split search's cache keeps a group's own options, whatever its neighbours)
+    where = [at[m[0]] for m in misses] \
+        if enum.prefiltered is None and enum.pool.remote_ok else None
+    for (n, key, raw, parts), got in zip(misses, prefilter([m[2] for m in misses], where),
                                          strict=True):
         g = enum.groups[got.gid]
         if enum.prefiltered is not None:
