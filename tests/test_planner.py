@@ -443,3 +443,45 @@ def test_egress_dominance_drops_options_no_plan_would_choose():
     # at exactly break-even (egress = saving · t) nothing is dropped: the plans tie
     e[1] = 20.0
     assert not egress_dominated(t, c, e)[0]
+
+
+def test_busy_grids_shared_by_effective_nodes_equal_grids_computed_alone(monkeypatch):
+    """The grids of one shape share the phases' times by effective nodes
+    (``busy_grid._by_effective_nodes``: each distinct value computed once). Computed grid by
+    grid instead, every frontier of the RL example on the whole catalog, and the rate each
+    option picks per phase, must be exactly the same."""
+    import optimizer.planner.busy_grid as busy_grid
+    import optimizer.planner.pool_frontier as pool_frontier
+    from optimizer.planner.engine import prepare
+
+    spec = load_spec("examples/grpo-7b.yaml")
+    catalog = embedded_catalog()
+
+    def frontiers():
+        ctx = prepare(spec, catalog)
+        out = []
+        for run in ctx.runs:
+            for name, f in sorted(run.frontiers.items()):
+                picks = [[int(p[int(i), int(j)]) for p in f.groups[int(g)].picks]
+                         for g, i, j in zip(f.gid, f.i, f.j, strict=True)]
+                out.append((name, _frontier_columns(f), picks))
+        return out
+
+    calls = []
+    original = busy_grid._by_effective_nodes
+
+    def counted(memo, rates_per_phase, e):
+        calls.append(len(e))
+        return original(memo, rates_per_phase, e)
+
+    monkeypatch.setattr(busy_grid, "_by_effective_nodes", counted)
+    shared = frontiers()
+    assert calls  # the shared path ran
+
+    def alone(*args):  # no memo: every grid evaluated at its own counts
+        return busy_grid.busy_grid(*args[:8])
+
+    monkeypatch.setattr(pool_frontier, "busy_grid", alone)
+    calls.clear()
+    assert repr(shared) == repr(frontiers())
+    assert not calls

@@ -147,8 +147,10 @@ class Enumerator:
         identifies ``sp_eff`` and (gangs) ``sp_lam`` (:meth:`spot_arrays`)."""
         key = (self.context, gpu_name, gpn, n_nonspot, *sig)
         if key not in self.grid_cache:
+            memo = self.grid_cache.setdefault(("effective nodes", self.context, gpu_name, gpn),
+                                              {})
             grid = busy_grid(self.demand, self.pool, rates, gpn, self.cap, n_nonspot, sp_eff,
-                             sp_lam)
+                             sp_lam, memo)
             ii, jj = np.nonzero(grid.valid)
             busy = grid.busy[ii, jj]
             self.grid_cache[key] = CachedGrid(grid, ii, jj, busy,
@@ -249,7 +251,9 @@ def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list
             zone = sites[s][2] if sites[s][2] in zoned else None
             if zone not in done:
                 parts = _arrangement(group, sites[s][2], enum.pool.remote_ok)
-                arrangement = tuple(tuple(map(id, part)) for part in parts)
+                # the offers' identities key the split search's group cache (only it has one)
+                arrangement = tuple(tuple(map(id, part)) for part in parts) \
+                    if enum.prefiltered is not None else ()
                 done[zone] = enum.cached_or_raw(shape, rates, parts, arrangement, slots,
                                                 misses)
             slot = done[zone]
