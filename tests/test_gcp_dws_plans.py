@@ -12,7 +12,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from planner_fixtures import small_spec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from planner_fixtures import small_catalog, small_spec
+from test_blocks import (
+    assert_never_better_and_exact_when_optimal,
+    block,
+    booked_spec,
+    flex,
+    with_booked,
+)
 
 from optimizer.plan.verify import verify_plan
 from optimizer.planner.api import plan
@@ -97,3 +106,18 @@ def test_calendar_mode_does_not_pay_when_one_day_costs_more_than_the_run() -> No
     assert p.status == "optimal" and p.bookings == []
     assert p.total_cost_usd == plain.total_cost_usd
     assert [q.allocations for q in p.pools] == [q.allocations for q in plain.pools]
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(price=st.floats(2.0, 30.0), steps=st.sampled_from([200, 1500, 3000]),
+       flex_price=st.floats(5.0, 25.0), deadline=st.sampled_from([None, 30.0, 60.0]))
+def test_calendar_mode_shaped_offers_match_brute_force(price, steps, flex_price, deadline):
+    """GCP's terms on the brute-force fixture: calendar mode sells any count (here 1 to the
+    offer's cap of 3) in 24-h units up to 90 days, beside flex-start in the same region; the
+    exact search (its lazy cap and count relaxations) must reach the enumeration's optimum."""
+    spec = booked_spec(steps, deadline, placement={"max_nodes_per_pool": 3})
+    calendar = replace(block(price, 24.0, longest=2160.0, counts=()), max_nodes=3,
+                       max_start_days=60)
+    catalog = with_booked(small_catalog(caps=(2, 1)), calendar, flex(flex_price, 0.0))
+    assert_never_better_and_exact_when_optimal(spec, catalog)
