@@ -22,14 +22,18 @@ subproblem whose lower bound is below the best plan found is solved.
 
 Lower bounds and order: one solve with every block offer free (at its largest count) and
 flex-start at its rate (a relaxation of every subproblem) gives E; subproblem (C, s) is at
-least E + its fixed sum. Subproblems are taken in the order of that bound; the first time a
-count vector s comes up, its own relaxation (those counts free, no cap) is solved once, E(s) ≥
-E, and every subproblem with counts s is at least E(s) + its fixed sum: one whose bound rises
-goes back in the queue (a heap). This matters where an offer sells many counts (GCP calendar
-mode: 1 to 80 VMs, 24-h units up to 90 days), where E, with every count free, is far below
-the plans that book one or two nodes. Subproblems are solved until the least bound reaches the
-best plan found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves (relaxations
-included) were made (then the plan is ``feasible`` with its gap to the least bound left).
+least E + its fixed sum. Subproblems are taken in the order of that bound (a heap). The first
+time a capped subproblem that books blocks comes up, two relaxations of it are solved, once
+each and shared by every subproblem they relax: its cap's (every block offer free, the
+flex-starts it may use, the run capped at C) and its counts' (the counts s free, those
+flex-starts, uncapped).
+A subproblem is at least either value + its fixed sum: one whose bound rises goes back in the
+queue, one with no plan in either is dropped. This matters where an offer sells many counts
+over many units (GCP calendar mode: 1 to 80 VMs, 24-h units up to 90 days): E, with every
+count free and every cap open, is far below the plans that book one or two nodes, and short
+caps have no plan at all. Subproblems are solved until the least bound reaches the best plan
+found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves (relaxations included)
+were made (then the plan is ``feasible`` with its gap to the least bound left).
 """
 
 from __future__ import annotations
@@ -192,15 +196,15 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
                  for f, n in zip(free, counts, strict=True) if n] + ok
         if not extra:  # the plan without booked capacity: already a candidate
             continue
-        if not (math.isinf(c) or (deadline is not None and c >= deadline - TOL)):
-            # capped: first its cap's relaxation (every block offer free if it books, capped
-            # at C), then its counts' (these counts free, uncapped); back in the queue if
-            # either raises its bound, dropped if either has no plan
+        if any(counts) and not (math.isinf(c) or (deadline is not None
+                                                  and c >= deadline - TOL)):
+            # capped, booking blocks: first its cap's relaxation (every block offer free,
+            # capped at C), then its counts' (these counts free, uncapped); back in the queue
+            # if either raises its bound, dropped if either has no plan
             flex_key = tuple(f.key for f in ok)
             raised = lb
-            for key, offers, cap in (
-                    (("cap", c, any(counts), flex_key), (free if any(counts) else []) + ok, c),
-                    (("counts", counts, flex_key), extra, deadline)):
+            for key, offers, cap in ((("cap", c, flex_key), free + ok, c),
+                                     (("counts", counts, flex_key), extra, deadline)):
                 raised = max(raised, relaxed_value(key, offers, cap) + fixed)
                 if raised > lb + 0.005:
                     break
