@@ -11,9 +11,10 @@
   like on-demand at their own (discounted) SKU price.
 
 Embedded prices: ``providers/data/capacity_blocks.csv`` (published AWS effective
-instance-hour rates, with their date and URL). GCP DWS prices are billing-catalog SKUs that
-the embedded snapshot does not hold: give them in a custom catalog
-(``block_usd_per_hour``, ``flex_start_usd_per_hour``).
+instance-hour rates, with their date and URL) and ``providers/data/gcp_dws.csv`` (GCP DWS
+flex-start and calendar-mode prices in us-central1 from Billing Catalog SKUs, each row with its
+SKUs, date, source and how the machine price is formed from them). Live GCP DWS prices:
+``ptplan prices blocks --provider gcp`` (:mod:`providers.gcp_dws`) into the price cache.
 """
 
 from __future__ import annotations
@@ -74,28 +75,58 @@ def check_start(offers: list[Offer], start: dt.date, today: dt.date) -> list[Off
     return [o for o in offers if o.max_start_days is None or ahead <= o.max_start_days]
 
 
+EMBEDDED_FILES = ("capacity_blocks.csv", "gcp_dws.csv")
+"""The published booked-capacity rates (AWS capacity blocks; GCP DWS flex-start and calendar
+mode), one row per (provider, region, instance type, capacity type)."""
+
+
+def _number(row: dict[str, str], key: str) -> float | None:
+    text = (row.get(key) or "").strip()
+    return float(text) if text else None
+
+
+def _embedded_offer(row: dict[str, str], base: Offer) -> Offer:
+    kind = row.get("capacity_type") or "block"
+    unit, cap = _number(row, "unit_hours"), _number(row, "max_nodes")
+    start = _number(row, "max_start_days")
+    if kind == "block" and base.provider == "aws":
+        note = (f"capacity block: published rate of {row['as_of']}; booked in "
+                f"{row['unit_hours']}-h units, paid upfront; `ptplan prices blocks` gives "
+                "today's offerings")
+    elif kind == "block":
+        note = (f"calendar-mode reservation: published rate of {row['as_of']}; booked in "
+                f"{row['unit_hours']}-h units, paid for whole units; `ptplan prices blocks "
+                "--provider gcp` gives today's prices")
+    else:
+        note = (f"flex-start: published rate of {row['as_of']}; billed as used, at most "
+                f"{float(row['max_hours']):g} h; expected wait {float(row['wait_hours']):g} h "
+                "(none published)")
+    if row.get("derivation"):
+        note += f"; {row['derivation']}"
+    return Offer(
+        provider=base.provider, region=base.region, zone="",
+        instance_type=base.instance_type, gpu=base.gpu, gpus_per_node=base.gpus_per_node,
+        capacity_type=kind, usd_per_hour=float(row["usd_per_instance_hour"]),
+        vcpus=base.vcpus, memory_gib=base.memory_gib,
+        max_nodes=int(cap) if cap is not None else (MAX_BLOCK_NODES if kind == "block" else None),
+        as_of=row["as_of"], source=row["source"], note=note,
+        block_unit_hours=unit, block_max_hours=float(row["max_hours"]),
+        block_counts=tuple(int(n) for n in (row.get("counts") or "").split()),
+        wait_hours=_number(row, "wait_hours") or 0.0,
+        max_start_days=int(start) if start is not None else None,
+    )
+
+
 def embedded_block_offers(on_demand: tuple[Offer, ...]) -> tuple[Offer, ...]:
-    """The published block rates of ``providers/data/capacity_blocks.csv`` as offers, shaped
-    like the catalog's on-demand offer of the same instance type and region (GPU, GPUs per
-    node, vCPUs, memory); rows without one are skipped."""
+    """The published booked-capacity rates of :data:`EMBEDDED_FILES` as offers, shaped like
+    the catalog's on-demand offer of the same instance type and region (GPU, GPUs per node,
+    vCPUs, memory); rows without one are skipped."""
     shapes = {(o.provider, o.region, o.instance_type): o for o in on_demand}
-    text = resources.files("providers").joinpath("data/capacity_blocks.csv").read_text()
     out: list[Offer] = []
-    for row in csv.DictReader(text.splitlines()):
-        base = shapes.get((row["provider"], row["region"], row["instance_type"]))
-        if base is None:
-            continue
-        out.append(Offer(
-            provider=base.provider, region=base.region, zone="",
-            instance_type=base.instance_type, gpu=base.gpu, gpus_per_node=base.gpus_per_node,
-            capacity_type="block", usd_per_hour=float(row["usd_per_instance_hour"]),
-            vcpus=base.vcpus, memory_gib=base.memory_gib, max_nodes=MAX_BLOCK_NODES,
-            as_of=row["as_of"], source=row["source"],
-            note=(f"capacity block: published rate of {row['as_of']}; booked in "
-                  f"{row['unit_hours']}-h units, paid upfront; `ptplan prices blocks` "
-                  "gives today's offerings"),
-            block_unit_hours=float(row["unit_hours"]), block_max_hours=float(row["max_hours"]),
-            block_counts=tuple(int(n) for n in row["counts"].split()),
-            max_start_days=int(row["max_start_days"]),
-        ))
+    for name in EMBEDDED_FILES:
+        text = resources.files("providers").joinpath(f"data/{name}").read_text()
+        for row in csv.DictReader(text.splitlines()):
+            base = shapes.get((row["provider"], row["region"], row["instance_type"]))
+            if base is not None:
+                out.append(_embedded_offer(row, base))
     return tuple(sorted(out, key=lambda o: o.order))

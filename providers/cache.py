@@ -24,7 +24,8 @@ Reading (:func:`load_cache_catalog`): a :class:`~providers.base.Catalog` named `
 plan states the age of its stalest price and the usual staleness warning applies. Storage tiers
 and egress rates are not pulled live: the embedded reference values (REFERENCE_FACTS.md) are
 attached, as in the embedded catalog; so are the embedded capacity block rates
-(:func:`providers.blocks.embedded_block_offers`, for the cached on-demand instance types).
+(:func:`providers.blocks.embedded_block_offers`, for the cached on-demand instance types),
+under the live booked-capacity prices of ``block_offers`` (:mod:`providers.cache_blocks`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ import platformdirs
 from optimizer.core.errors import InputError, ProviderError
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 from providers.blocks import embedded_block_offers
-from providers.cache_rows import OfferRow, PullRow, RateRow, check_row
+from providers.cache_blocks import BlockPull, merge, offer_of, read_rows, replace_blocks, row_of
+from providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
@@ -214,10 +216,19 @@ def _validate_pull(pull: Pull) -> None:
                             f"{UNCHANGED}")
 
 
-def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
-    """Write a complete pull atomically (one transaction); returns the cache path."""
+def store_pull(pull: Pull | BlockPull, path: str | os.PathLike[str] | None = None) -> Path:
+    """Write a complete pull atomically (one transaction); returns the cache path. A
+    :class:`~providers.cache_blocks.BlockPull` (live booked-capacity prices) replaces only the
+    provider's ``block_offers`` rows."""
     target = resolve_cache_path(path)
-    _validate_pull(pull)
+    if isinstance(pull, BlockPull):
+        problem = next((p for p in (check_row(BlockRow, "block_offers", row_of(o))
+                                    for o in pull.offers) if p), None)
+        if problem:
+            raise ProviderError(f"the {pull.provider} prices could not be stored ({problem}); "
+                                f"{UNCHANGED}")
+    else:
+        _validate_pull(pull)
     with _connect(target, write=True) as con:
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -228,7 +239,10 @@ def store_pull(pull: Pull, path: str | os.PathLike[str] | None = None) -> Path:
                 _check_schema(con, target)
             con.execute("INSERT OR IGNORE INTO meta (key, value) "
                         "VALUES ('schema_version', :version)", {"version": SCHEMA_VERSION})
-            _replace(con, pull)
+            if isinstance(pull, BlockPull):
+                replace_blocks(con, pull)
+            else:
+                _replace(con, pull)
             con.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             con.execute("ROLLBACK")
@@ -320,6 +334,8 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
             "instance_type, term_years, offering_class, purchase_option")]
         exclusions = [str(row["reason"]) for row in con.execute(
             "SELECT reason FROM exclusions ORDER BY provider, region, reason")]
+        booked = [offer_of(_checked(BlockRow, "block_offers", row, target))
+                  for row in read_rows(con)]
     infos = pulls(target)
     if not offers or not infos:
         raise InputError(f"price cache {str(target)!r} holds no offers: run `ptplan prices "
@@ -329,6 +345,8 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
              + ("(all regions)" if i.regions == ("*",) else f"({', '.join(i.regions)})")
              + f" from {i.source}" for i in infos]
     notes += sorted({n for i in infos for n in i.notes})
+    notes += sorted({f"{o.provider} booked-capacity prices pulled {o.as_of} from {o.source}"
+                     for o in booked})
     notes.append("storage tiers and egress rates: embedded reference values "
                  "(REFERENCE_FACTS.md), not pulled live")
     explicit = path is not None and str(path) != ""
@@ -342,10 +360,10 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
         reserved_rates=tuple(rates),
         exclusions=tuple(exclusions),
         notes=tuple(notes),
-        # capacity blocks: the embedded published rates (providers/data/capacity_blocks.csv),
-        # shaped by the cached on-demand offers, like the storage and egress reference values
-        block_offers=embedded_block_offers(tuple(o for o in offers
-                                                 if o.capacity_type == "on_demand")),
+        # booked capacity: live pulled prices (block_offers) over the embedded published rates
+        # (providers/data/capacity_blocks.csv, gcp_dws.csv) shaped by the cached on-demand offers
+        block_offers=merge(booked, embedded_block_offers(
+            tuple(o for o in offers if o.capacity_type == "on_demand"))),
     )
 
 

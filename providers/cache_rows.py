@@ -85,6 +85,41 @@ class OfferRow(_Row):
         return self
 
 
+class BlockRow(_Row):
+    """A row of ``block_offers`` (:mod:`providers.cache_blocks`): a booked-capacity price."""
+
+    provider: Name
+    region: Name
+    zone: Annotated[str, Field(max_length=200)]
+    instance_type: Name
+    gpu: Name
+    gpus_per_node: Annotated[int, Field(ge=1, le=1024)]
+    capacity_type: Literal["block", "flex_start"]
+    usd_per_hour: Annotated[float, Field(gt=0)]
+    vcpus: Annotated[float, Field(gt=0)] | None
+    memory_gib: Annotated[float, Field(gt=0)] | None
+    max_nodes: Annotated[int, Field(ge=1)] | None
+    as_of: Name
+    source: str
+    note: str
+    block_unit_hours: Annotated[float, Field(gt=0)] | None
+    block_max_hours: Annotated[float, Field(gt=0)]
+    wait_hours: Annotated[float, Field(ge=0, le=168)]
+    max_start_days: Annotated[int, Field(ge=0)] | None
+
+    @field_validator("usd_per_hour", "vcpus", "memory_gib", "block_unit_hours",
+                     "block_max_hours", "wait_hours", mode="before")
+    @classmethod
+    def _int_is_a_number(cls, value: Any) -> Any:
+        return _real(value)
+
+    @model_validator(mode="after")
+    def _terms(self) -> BlockRow:
+        if (self.capacity_type == "block") != (self.block_unit_hours is not None):
+            raise ValueError("block_unit_hours is set exactly for a block (calendar mode)")
+        return self
+
+
 class RateRow(_Row):
     """A row of ``reserved_rates`` (:class:`providers.base.ReservedRate`)."""
 
@@ -142,7 +177,7 @@ def row_key(table: str, row: Mapping[str, Any]) -> str:
         text = value if isinstance(value, str) else repr(value)
         return text if text.isprintable() and len(text) <= 60 else repr(text)[:60]
 
-    if table == "offers":
+    if table in ("offers", "block_offers"):
         where = part("region") + (f"/{part('zone')}" if row.get("zone") else "")
         return f"{part('provider')}:{where}:{part('instance_type')}:{part('capacity_type')}"
     if table == "reserved_rates":

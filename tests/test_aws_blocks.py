@@ -151,7 +151,7 @@ def test_cli_json_and_table(fake_blocks: FakeEC2Blocks) -> None:
     (["--duration-hours", "100"], "--duration-hours: 100"),
     (["--start-after", "2099-01-01"], "more than 8 weeks after today"),
     (["--start-after", "soon"], "--start-after: 'soon' is not a date"),
-    (["--provider", "gcp"], "--provider: 'gcp'"),
+    (["--provider", "azure"], "--provider: 'azure'"),  # gcp: tests/test_gcp_dws.py
 ])
 def test_cli_bad_requests_exit_2(fake_blocks: FakeEC2Blocks, extra: list[str],
                                  needle: str) -> None:

@@ -1,21 +1,29 @@
-"""``ptplan prices blocks``: live AWS EC2 Capacity Blocks for ML offerings for one request.
+"""``ptplan prices blocks``: live booked-capacity prices for one request.
 
-``--provider aws --region R --instance-type T --count N --duration-hours H [--start-after
-DATE] [--endpoint URL] [--format table|json] [-o FILE]``: every offering AWS quotes
-(:mod:`providers.aws_blocks`), cheapest upfront fee first: zone, start and end, the fee and the
-fee per instance-hour. Bad requests (a length AWS does not sell, more than 64 instances, a start
-more than 8 weeks ahead) exit 2 with one line; provider faults exit 3.
+* ``--provider aws --region R --instance-type T --count N --duration-hours H [--start-after
+  DATE] [--endpoint URL]``: every EC2 Capacity Blocks for ML offering AWS quotes
+  (:mod:`providers.aws_blocks`), cheapest upfront fee first: zone, start and end, the fee and
+  the fee per instance-hour. Bad requests (a length AWS does not sell, more than 64 instances, a
+  start more than 8 weeks ahead) exit 2 with one line; provider faults exit 3.
+* ``--provider gcp [--region R,...] [--instance-type T] [--count N --duration-hours H]
+  [--endpoint URL] [--cache PATH]``: the GCP DWS flex-start and calendar-mode prices of the
+  Billing Catalog (:mod:`providers.gcp_dws`), stored in the price cache in one transaction
+  (``--catalog cache`` plans with them) and listed per machine type; with ``--count`` and
+  ``--duration-hours`` also what N machines for H hours cost (calendar mode: whole days).
+  Faults exit 3 and leave the cache as it was.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from optimizer.cli.common import TableOrJson, _emit, _run, dumps
-from optimizer.cli.prices import _check_endpoint, prices_app
+from optimizer.cli.common import ProgressBar, TableOrJson, _emit, _run, dumps, info
+from optimizer.cli.prices import _check_endpoint, _split, prices_app
 from optimizer.core.errors import InputError
 
 
@@ -30,44 +38,133 @@ def _date(text: str | None) -> dt.date | None:
 
 @prices_app.command("blocks")
 def blocks(
-    provider: str = typer.Option("aws", "--provider", help="aws (EC2 Capacity Blocks for ML)."),
-    region: str = typer.Option(..., "--region", help="The region to ask, e.g. us-east-1."),
-    instance_type: str = typer.Option(..., "--instance-type", help="e.g. p5.48xlarge."),
-    count: int = typer.Option(..., "--count", help="Instances in the block (1-64)."),
-    duration_hours: int = typer.Option(..., "--duration-hours", help="24-336 in 24-h steps, "
-                                       "then 168-h steps up to 4368."),
-    start_after: str = typer.Option(None, "--start-after", help="Earliest start, YYYY-MM-DD "
-                                    "(at most 8 weeks ahead)."),
+    provider: str = typer.Option("aws", "--provider", help="aws (EC2 Capacity Blocks for ML) "
+                                 "or gcp (DWS flex-start and calendar mode)."),
+    region: str = typer.Option(None, "--region", help="aws: the region to ask (required), "
+                               "e.g. us-east-1; gcp: regions to pull (comma-separated; "
+                               "default all)."),
+    instance_type: str = typer.Option(None, "--instance-type", help="e.g. p5.48xlarge (aws: "
+                                      "required); gcp: show only this machine type."),
+    count: int = typer.Option(None, "--count", help="Instances (aws: 1-64, required)."),
+    duration_hours: int = typer.Option(None, "--duration-hours", help="aws: 24-336 in 24-h "
+                                       "steps, then 168-h steps up to 4368 (required)."),
+    start_after: str = typer.Option(None, "--start-after", help="aws: earliest start, "
+                                    "YYYY-MM-DD (at most 8 weeks ahead)."),
     endpoint: str = typer.Option(None, "--endpoint", help="Send SDK requests to this URL "
                                  "(private mirror, tests)."),
+    cache: Path = typer.Option(None, "--cache", help="gcp: the cache file to store the prices "
+                               "in (default: $PTPLAN_CACHE or the user cache directory)."),
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
-    """Capacity block offerings AWS quotes now for one request, cheapest first."""
+    """Live booked capacity: AWS capacity block offerings, or GCP DWS prices (cached)."""
 
     def go() -> None:
-        if provider != "aws":
-            raise InputError(f"--provider: {provider!r}: blocks are read from aws only (GCP "
-                             "calendar-mode reservations are not built yet)")
+        if provider not in ("aws", "gcp"):
+            raise InputError(f"--provider: {provider!r} is not supported; use aws or gcp")
         _check_endpoint(endpoint)
-        from providers.aws_blocks import fetch_block_offerings
-
-        data = fetch_block_offerings(region, instance_type, count, duration_hours,
-                                     _date(start_after), endpoint)
-        if fmt is TableOrJson.json:
-            _emit(dumps(data), output)
+        if provider == "gcp":
+            _gcp(region, instance_type, count, duration_hours, start_after, endpoint, cache,
+                 fmt, output)
             return
-        from optimizer.report.tables import text_table
-
-        rows = [[o["zone"], o["start"], o["end"], str(o["duration_hours"]), str(o["count"]),
-                 f"{float(o['upfront_fee_usd']):,.2f}", f"{o['usd_per_instance_hour']:.4f}",
-                 o["offering_id"]] for o in data["offerings"]]
-        caption = (f"capacity blocks: {count} x {instance_type} for {duration_hours} h in "
-                   f"{data['region']} ({data['source']}; as_of {data['as_of']})")
-        text = text_table(["zone", "start", "end", "hours", "count", "upfront $",
-                           "$/instance-h", "offering"], rows or [["-"] * 8], caption)
-        if not rows:
-            text += "no offering for this request now: try another length, count or start\n"
-        _emit(text, output)
+        missing = [f"--{n}" for n, v in (("region", region), ("instance-type", instance_type),
+                                         ("count", count), ("duration-hours", duration_hours))
+                   if v is None]
+        if missing:
+            raise InputError(f"{missing[0]}: required with --provider aws; e.g. --region "
+                             "us-east-1 --instance-type p5.48xlarge --count 2 "
+                             "--duration-hours 48")
+        _aws(region, instance_type, count, duration_hours, start_after, endpoint, fmt, output)
 
     _run(go)
+
+
+def _aws(region: str, instance_type: str, count: int, duration_hours: int,
+         start_after: str | None, endpoint: str | None, fmt: TableOrJson,
+         output: Path | None) -> None:
+    from providers.aws_blocks import fetch_block_offerings
+
+    data = fetch_block_offerings(region, instance_type, count, duration_hours,
+                                 _date(start_after), endpoint)
+    if fmt is TableOrJson.json:
+        _emit(dumps(data), output)
+        return
+    from optimizer.report.tables import text_table
+
+    rows = [[o["zone"], o["start"], o["end"], str(o["duration_hours"]), str(o["count"]),
+             f"{float(o['upfront_fee_usd']):,.2f}", f"{o['usd_per_instance_hour']:.4f}",
+             o["offering_id"]] for o in data["offerings"]]
+    caption = (f"capacity blocks: {count} x {instance_type} for {duration_hours} h in "
+               f"{data['region']} ({data['source']}; as_of {data['as_of']})")
+    text = text_table(["zone", "start", "end", "hours", "count", "upfront $",
+                       "$/instance-h", "offering"], rows or [["-"] * 8], caption)
+    if not rows:
+        text += "no offering for this request now: try another length, count or start\n"
+    _emit(text, output)
+
+
+def gcp_cost(kind: str, usd_per_hour: float, count: int, hours: int) -> tuple[float | None, int]:
+    """What ``count`` machines for ``hours`` cost and the hours billed: calendar mode in whole
+    24-h days (1 to 90), flex-start as used (at most 168 h; None beyond)."""
+    if kind == "block":
+        billed = 24 * max(1, math.ceil(hours / 24))
+        return (None, billed) if billed > 90 * 24 else (count * usd_per_hour * billed, billed)
+    return (None, hours) if hours > 168 else (count * usd_per_hour * hours, hours)
+
+
+def _gcp(region: str | None, instance_type: str | None, count: int | None,
+         duration_hours: int | None, start_after: str | None, endpoint: str | None,
+         cache: Path | None, fmt: TableOrJson, output: Path | None) -> None:
+    if start_after is not None:
+        raise InputError("--start-after: applies to aws only; GCP DWS prices do not depend "
+                         "on the start")
+    if (count is None) != (duration_hours is None):
+        raise InputError("--count and --duration-hours: give both (the cost of N machines for "
+                         "H hours) or neither")
+    if count is not None and duration_hours is not None and (count < 1 or duration_hours < 1):
+        raise InputError(f"--count {count} --duration-hours {duration_hours}: both must be "
+                         "at least 1")
+    from providers.cache import resolve_cache_path, store_pull
+    from providers.gcp_dws import fetch_dws
+
+    regions = _split([region] if region else None)
+    target = resolve_cache_path(cache)
+    info(f"pulling gcp DWS prices into {target}...")
+    with ProgressBar("pulling gcp DWS prices") as bar:
+        pull = fetch_dws(regions, endpoint=endpoint,
+                         progress=lambda label, done, total: bar(done, total, label))
+    store_pull(pull, target)
+    rows: list[dict[str, Any]] = []
+    for o in pull.offers:
+        if instance_type and o.instance_type != instance_type:
+            continue
+        row: dict[str, Any] = {"region": o.region, "instance_type": o.instance_type,
+                               "capacity_type": o.capacity_type, "usd_per_hour": o.usd_per_hour,
+                               "unit_hours": o.block_unit_hours,
+                               "max_hours": o.block_max_hours, "note": o.note}
+        if count is not None and duration_hours is not None:
+            cost, billed = gcp_cost(o.capacity_type, o.usd_per_hour, count, duration_hours)
+            row |= {"billed_hours": billed, "cost_usd": None if cost is None else round(cost, 2)}
+        rows.append(row)
+    data = {"source": pull.source, "as_of": pull.as_of, "cache": str(target),
+            "regions": list(pull.regions), "request": {
+                "instance_type": instance_type, "count": count,
+                "duration_hours": duration_hours},
+            "prices": rows, "exclusions": list(pull.exclusions)}
+    if fmt is TableOrJson.json:
+        _emit(dumps(data), output)
+        return
+    from optimizer.report.tables import text_table
+
+    head = ["region", "machine type", "mode", "$/machine-h", "unit h", "longest h"]
+    body = [[r["region"], r["instance_type"], "calendar" if r["capacity_type"] == "block"
+             else "flex-start", f"{r['usd_per_hour']:.4f}",
+             f"{r['unit_hours']:g}" if r["unit_hours"] else "as used", f"{r['max_hours']:g}"]
+            for r in rows]
+    if count is not None:
+        head += [f"{count} x {duration_hours} h $"]
+        for line, r in zip(body, rows, strict=True):
+            line.append("over the longest" if r["cost_usd"] is None
+                        else f"{r['cost_usd']:,.2f}")
+    caption = (f"GCP DWS prices ({pull.source}; as_of {pull.as_of}); stored in {target}")
+    _emit(text_table(head, body or [["-"] * len(head)], caption), output)

@@ -22,13 +22,23 @@ subproblem whose lower bound is below the best plan found is solved.
 
 Lower bounds and order: one solve with every block offer free (at its largest count) and
 flex-start at its rate (a relaxation of every subproblem) gives E; subproblem (C, s) is at
-least E + its fixed sum. Subproblems are solved in the order of that bound until the bound
-reaches the best plan found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves
+least E + its fixed sum. Subproblems are taken in the order of that bound (a heap). The first
+time a capped subproblem that books blocks comes up, two relaxations of it are solved, once
+each and shared by every subproblem they relax: its cap's (every block offer free, the
+flex-starts it may use, the run capped at C) and its counts' (the counts s free, those
+flex-starts, uncapped).
+A subproblem is at least either value + its fixed sum: one whose bound rises goes back in the
+queue, one with no plan in either is dropped. This matters where an offer sells many counts
+over many units (GCP calendar mode: 1 to 80 VMs, 24-h units up to 90 days): E, with every
+count free and every cap open, is far below the plans that book one or two nodes, and short
+caps have no plan at all. Subproblems are solved until the least bound reaches the best plan
+found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves (relaxations included)
 were made (then the plan is ``feasible`` with its gap to the least bound left).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -159,21 +169,49 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
                  _combos(blocks, c, incumbent - low if math.isfinite(incumbent) else math.inf)]
         if len(subs) > MAX_SUBPROBLEMS:
             return None
-    subs.sort(key=lambda x: (x[0], x[1], x[2]))
+    heap = [(lb, c, counts, lb - low) for lb, c, counts in subs]
+    heapq.heapify(heap)
     found: list[object] = []
     grids: dict = {}  # busy-time grids: they do not depend on prices, caps or the deadline
+    bounds: dict[tuple, float] = {}  # relaxations solved, by what they relax
     best, solved_low, solves = incumbent, math.inf, 0
-    for lb, c, counts in subs:
+
+    def relaxed_value(key: tuple, offers: list[Offer], cap: float | None) -> float:
+        nonlocal solves
+        if key not in bounds:
+            got = _engine(spec, catalog, offers, policy, solver, explain, cap, budget, grids)
+            solves += 1
+            bounds[key] = math.inf if got is None else min(
+                r.best.usd for r in got[2] if r.best is not None)
+        return bounds[key]
+
+    while heap:
+        lb, c, counts, fixed = heapq.heappop(heap)
         if lb >= best - 0.005:
             return Outcome(found, min(best, solved_low, lb), solves)
         if solves >= MAX_SOLVES:
             return Outcome(found, min(solved_low, lb, best), solves)
-        fixed = lb - low
+        ok = [f for f in flexes if _flex_ok(f, c, deadline)]
         extra = [replace(f, usd_per_hour=0.0, max_nodes=n)
-                 for f, n in zip(free, counts, strict=True) if n]
-        extra += [f for f in flexes if _flex_ok(f, c, deadline)]
+                 for f, n in zip(free, counts, strict=True) if n] + ok
         if not extra:  # the plan without booked capacity: already a candidate
             continue
+        if any(counts) and not (math.isinf(c) or (deadline is not None
+                                                  and c >= deadline - TOL)):
+            # capped, booking blocks: first its cap's relaxation (every block offer free,
+            # capped at C), then its counts' (these counts free, uncapped); back in the queue
+            # if either raises its bound, dropped if either has no plan
+            flex_key = tuple(f.key for f in ok)
+            raised = lb
+            for key, offers, cap in ((("cap", c, flex_key), free + ok, c),
+                                     (("counts", counts, flex_key), extra, deadline)):
+                raised = max(raised, relaxed_value(key, offers, cap) + fixed)
+                if raised > lb + 0.005:
+                    break
+            if raised > lb + 0.005:
+                if math.isfinite(raised):
+                    heapq.heappush(heap, (raised, c, counts, fixed))
+                continue
         # only a plan cheaper than the best found matters: its cost is the subproblem's
         # budget (no plan within it: the subproblem's value is at least the best found)
         room = min(best, math.inf if budget is None else budget) - fixed
