@@ -90,7 +90,7 @@ def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np
     """Per pool at one site: (busy hours, $/h, frontier index, egress USD), by busy time."""
     out = {}
     for name, f in c.frontiers.items():
-        idx = np.nonzero(f.region == region)[0]
+        idx = _at_site(c, name, f.region, region)
         e = f.e[idx]
         if (f.place >= 0).any():
             extra, extra_e = _cross_region(c, f, region)
@@ -99,6 +99,18 @@ def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np
         order = np.argsort(f.t[idx], kind="stable")
         out[name] = (f.t[idx[order]], f.c[idx[order]], idx[order], e[order])
     return out
+
+
+def _at_site(c: Candidates, name: str, sites: np.ndarray, region: int) -> np.ndarray:
+    """Indices (ascending) of a pool's options at one site: the frontier grouped by site once
+    (a stable sort), not scanned once per site."""
+    key = ("by site", name)
+    if key not in c.memo:
+        order = np.argsort(sites, kind="stable")
+        c.memo[key] = (order, sites[order])
+    order, sorted_sites = c.memo[key]
+    lo, hi = np.searchsorted(sorted_sites, [region, region + 1])
+    return order[lo:hi]
 
 
 def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
