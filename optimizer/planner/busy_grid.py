@@ -36,15 +36,27 @@ def cheapest_first(offers: list[Offer], weights: list[float], room: int, extra: 
     """One entry per node, cheapest first (by price, plus ``extra`` $/h per node (its boot
     disk), per effective node-hour, then key), each offer up to its cap, at most ``room``
     nodes."""
+    seq: list[Offer] = []
+    for i, take in cheapest_runs(offers, weights, room, extra):
+        seq.extend([offers[i]] * take)
+    return seq
+
+
+def cheapest_runs(offers: list[Offer], weights: list[float], room: int, extra: float = 0.0
+                  ) -> list[tuple[int, int]]:
+    """:func:`cheapest_first` as runs: (index into ``offers``, nodes taken), in order."""
     order = sorted(range(len(offers)), key=lambda i: (
         (offers[i].usd_per_hour + extra) / max(weights[i], 1e-9), offers[i].key))
-    seq: list[Offer] = []
+    runs: list[tuple[int, int]] = []
+    taken = 0
     for i in order:
-        take = min(offers[i].max_nodes or room, room - len(seq))
-        seq.extend([offers[i]] * take)
-        if len(seq) >= room:
+        take = min(offers[i].max_nodes or room, room - taken)
+        if take > 0:
+            runs.append((i, take))
+            taken += take
+        if taken >= room:
             break
-    return seq
+    return runs
 
 
 def cumulative(values: Iterable[float]) -> np.ndarray:

@@ -24,7 +24,7 @@ from optimizer.core.hardware import gpus
 from optimizer.costs.network import NetworkModel
 from optimizer.demand.model import Demand
 from optimizer.demand.rates import PhaseRate, phase_rates
-from optimizer.planner.busy_grid import busy_grid, cheapest_first, cumulative
+from optimizer.planner.busy_grid import busy_grid, cheapest_first, cheapest_runs, cumulative
 from optimizer.planner.candidates import Layout, PoolSpec, spot_overhead
 from optimizer.planner.frontier_parts import Group, PoolFrontier, Shape, Site
 from optimizer.planner.group_filter import CachedGrid, Entries, RawGroup, prefilter, select
@@ -119,27 +119,38 @@ class Enumerator:
                tuple(map(id, remote)))
         hit = self.sequences.get(key)
         if hit is None:
-            sp_seq, rem = self.spot_sequence(local, remote)
-            sp_eff = cumulative(self.weights(sp_seq))
-            sp_lam = cumulative(o.interruptions_per_hour or 0.0 for o in sp_seq)
+            sp_seq, rem, runs = self.spot_sequence(local, remote)
+            takes = np.asarray([take for _, _, take in runs], dtype=int)
+            sp_eff = _running([w for _, w, _ in runs], takes)
+            sp_lam = _running([o.interruptions_per_hour or 0.0 for o, _, _ in runs], takes)
             sig = (sp_eff.round(12).tobytes(),
                    sp_lam.round(15).tobytes() if self.pool.stateful else b"")
-            hit = self.sequences[key] = (sp_seq, rem, cumulative(
-                o.usd_per_hour + disk for o in sp_seq), sp_eff, sp_lam, sig, local, remote)
+            hit = self.sequences[key] = (sp_seq, rem, _running(
+                [o.usd_per_hour + disk for o, _, _ in runs], takes), sp_eff, sp_lam, sig,
+                local, remote)
         return hit
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
-                      ) -> tuple[list[Offer], np.ndarray]:
-        """Spot nodes, local ones first, each class cheapest first, and the cumulative number
-        of remote nodes among the first 0, 1, ... of them."""
-        disk = self.disk(local[0].provider, local[0].region) if local else 0.0
-        local_seq = cheapest_first(local, self.weights(local), self.cap, disk)
-        remote_seq = (cheapest_first(remote, self.weights(remote), self.cap - len(local_seq),
-                                     self.disk(remote[0].provider, remote[0].region))
-                      if remote else [])
-        rem = np.concatenate((np.zeros(len(local_seq) + 1, dtype=int),
-                              np.arange(1, len(remote_seq) + 1)))
-        return local_seq + remote_seq, rem
+                      ) -> tuple[list[Offer], np.ndarray, list[tuple[Offer, float, int]]]:
+        """Spot nodes, local ones first, each class cheapest first, the cumulative number
+        of remote nodes among the first 0, 1, ... of them, and the sequence as runs (offer,
+        effective nodes per node, nodes)."""
+        runs: list[tuple[Offer, float, int]] = []
+        n_local = 0
+        for part, room in ((local, self.cap), (remote, None)):
+            if not part:
+                continue
+            weights = self.weights(part)
+            room = self.cap - n_local if room is None else room
+            for i, take in cheapest_runs(part, weights, room,
+                                         self.disk(part[0].provider, part[0].region)):
+                runs.append((part[i], weights[i], take))
+            if part is local:
+                n_local = sum(take for _, _, take in runs)
+        seq = [o for o, _, take in runs for _ in range(take)]
+        rem = np.concatenate((np.zeros(n_local + 1, dtype=int),
+                              np.arange(1, len(seq) - n_local + 1)))
+        return seq, rem, runs
 
     def grid(self, gpu_name: str, gpn: int, rates: list[list[PhaseRate]], n_nonspot: int,
              sp_eff: np.ndarray, sp_lam: np.ndarray, sig: tuple[bytes, bytes]) -> CachedGrid:
@@ -204,6 +215,14 @@ class Enumerator:
                                  cached.grid.picks, rem, all_remote,
                                  self.disk(provider, region)))
         return RawGroup(gid, cached, ns_cost, sp_cost, rem, all_remote)
+
+
+def _running(per_run: list[float], takes: np.ndarray) -> np.ndarray:
+    """Running sums from 0 of a sequence given as runs: each value repeated ``takes`` times
+    (the same sums, in the same order, as :func:`optimizer.planner.busy_grid.cumulative`
+    over the sequence node by node)."""
+    return np.concatenate(([0.0], np.cumsum(np.repeat(np.asarray(per_run, dtype=float),
+                                                      takes))))
 
 
 def by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
