@@ -120,8 +120,10 @@ def _priced(raws: list[RawGroup], members: list[int]
     if any(raws[n].all_remote for n in members):  # every node remote: no beater
         beat = np.full(cost.shape, np.inf)
     elif any(raws[n].rem[-1] > 0 for n in members):
-        level = np.stack([levels(raws[n], jj, ii) for n in members])
-        beat = np.where(level == 0, cost, np.inf)
+        # a row's level-0 options: its first spot nodes, up to its last local one (rem is 0
+        # for them and rises by one per remote node after)
+        local = np.asarray([int(np.count_nonzero(raws[n].rem == 0)) for n in members])
+        beat = np.where(jj[None, :] < local[:, None], cost, np.inf)
     else:
         beat = cost
     run = np.minimum.accumulate(beat, axis=1)
