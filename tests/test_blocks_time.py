@@ -1,0 +1,132 @@
+"""Capacity blocks and flex-start with objective ``time`` (issue #15, item 1): the exact search
+of :mod:`optimizer.planner.booking_time` against the brute-force enumeration of
+``tests/planner_fixtures.py`` (time = run + flex-start wait; the cheapest plan on a tie), hand-
+derived cases, and the search's reuse of frontiers (the same plans as solving every
+subproblem from scratch)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from planner_fixtures import brute_force, small_catalog, small_spec
+from test_blocks import TODAY, block, booked_spec, flex, with_booked
+
+from optimizer.core.errors import InfeasibleError
+from optimizer.plan.verify import verify_plan
+from optimizer.planner.api import plan
+
+
+@pytest.fixture(autouse=True)
+def _today(monkeypatch):
+    monkeypatch.setenv("PTPLAN_TODAY", TODAY)
+
+
+def assert_fastest(spec, catalog):
+    """The plan is the enumeration's fastest (run + wait), the cheapest of those, proven."""
+    want = brute_force(spec, catalog, "time")
+    if want is None:
+        with pytest.raises(InfeasibleError):
+            plan(spec, catalog, "time", explain=False)
+        return None
+    p = plan(spec, catalog, "time", explain=False)
+    assert verify_plan(p) == []
+    wait = max((b.wait_hours for b in p.bookings), default=0.0)
+    assert (p.status, p.solver.gap) == ("optimal", 0.0)
+    assert p.makespan_hours + wait == pytest.approx(want[1], rel=1e-6)
+    assert float(p.total_cost_usd) == pytest.approx(want[0], rel=1e-6, abs=0.006)
+    return p
+
+
+def _capped(steps: int = 3000, budget: float | None = None, deadline: float | None = None):
+    """On-demand H100 capped at one node: a block adds update nodes, so it can speed the run."""
+    spec = small_spec(data={"steps": steps}, sla={"deadline_hours": deadline,
+                                                  "start_after": TODAY},
+                      placement={"max_nodes_per_pool": 4}, budget={"max_usd": budget})
+    return spec, small_catalog(caps=(1, 1))
+
+
+def test_a_block_adds_the_nodes_that_make_the_run_fastest():
+    """Hand-derived: with one on-demand H100 node, the plain fastest plan takes 42.2 h
+    ($1,223.49); two block nodes (one 24-h unit, 2 × 12 × 24 = $576) bring the update to three
+    nodes and the run to 18.1 h for $1,101.49: faster and, here, cheaper too."""
+    spec, catalog = _capped()
+    plain = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={
+        "start_after": None})}), catalog, "time", explain=False)
+    assert plain.makespan_hours == pytest.approx(42.19, abs=0.01)
+    p = assert_fastest(spec, with_booked(catalog, block(12.0, counts=(1, 2))))
+    assert p is not None
+    (b,) = p.bookings
+    assert (b.nodes, b.units, b.cost_usd) == (2, 1, "576.00")
+    assert p.makespan_hours == pytest.approx(18.12, abs=0.01)
+    assert p.total_cost_usd == "1101.49"
+
+
+def test_a_budget_below_the_blocks_whole_units_leaves_no_plan():
+    """Priced per held hour the booked plan would cost $960; its whole unit makes it $1,101.49,
+    above a $1,000 budget, and no plan without the block fits it either (the plain plan
+    costs at least $1,223.49): infeasible, as the enumeration says."""
+    spec, catalog = _capped(budget=1000.0)
+    assert assert_fastest(spec, with_booked(catalog, block(12.0, counts=(1, 2)))) is None
+
+
+def test_the_flex_start_wait_counts_in_the_time():
+    """Flex-start nodes as fast as on demand but waiting 30 h: the run with them would be
+    faster (more nodes) but ends later once the wait is added; with no wait they win."""
+    spec, catalog = _capped()
+    slow = assert_fastest(spec, with_booked(catalog, flex(10.0, 30.0)))
+    assert slow is not None and slow.bookings == []
+    fast = assert_fastest(spec, with_booked(catalog, flex(10.0, 0.0)))
+    assert fast is not None and [b.capacity_type for b in fast.bookings] == ["flex_start"]
+    assert fast.makespan_hours < slow.makespan_hours
+
+
+def test_a_tie_on_time_goes_to_the_cheaper_plan():
+    """Block nodes at a tenth of on demand, with room for on-demand nodes too: the fastest run
+    holds as many update nodes either way; it books the block when that is cheaper."""
+    spec, catalog = _capped()
+    catalog = replace(catalog, offers=tuple(
+        replace(o, max_nodes=4) if o.capacity_type == "on_demand" else o
+        for o in catalog.offers))
+    p = assert_fastest(spec, with_booked(catalog, block(2.0, counts=(1, 2))))
+    assert p is not None and p.bookings
+
+
+@settings(max_examples=14, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(price=st.floats(2.0, 30.0), unit=st.sampled_from([24.0, 168.0]),
+       steps=st.sampled_from([200, 1500, 3000]), flex_price=st.floats(5.0, 25.0),
+       wait=st.sampled_from([0.0, 1.0, 6.0]), deadline=st.sampled_from([None, 30.0]),
+       budget=st.sampled_from([None, 300.0, 1200.0]),
+       counts=st.sampled_from([(1,), (1, 2), (2,)]), caps=st.sampled_from([(2, 1), (1, 1)]))
+def test_random_booked_offers_fastest_matches_brute_force(price, unit, steps, flex_price, wait,
+                                                          deadline, budget, counts, caps):
+    spec = booked_spec(steps, deadline, placement={"max_nodes_per_pool": 3},
+                       budget={"max_usd": budget})
+    catalog = with_booked(small_catalog(caps=caps), block(price, unit, counts=counts),
+                          flex(flex_price, wait, region="r2"))
+    assert_fastest(spec, catalog)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_reused_frontiers_give_the_plans_of_fresh_ones(objective, monkeypatch):
+    """The subproblems share pool frontiers and are searched in the booked offers' regions
+    (:mod:`optimizer.planner.booking_contexts`); with every subproblem built from scratch over
+    every region (``engine.prepare``) the plan is the same."""
+    from optimizer.planner import booking_contexts
+    from optimizer.planner.engine import prepare
+
+    spec = booked_spec(3000, 30.0, placement={"max_nodes_per_pool": 3})
+    catalog = with_booked(small_catalog(caps=(2, 1)), block(9.0, 24.0, counts=(1, 2)),
+                          flex(12.0, 1.0, region="r2"))
+    reused = plan(spec, catalog, objective, explain=True, timings=False)
+
+    def fresh(self, extra, regional=False):
+        return prepare(self.spec, replace(self.catalog, offers=self.catalog.offers
+                                          + tuple(extra)), self.policy)
+
+    monkeypatch.setattr(booking_contexts.Contexts, "get", fresh)
+    assert plan(spec, catalog, objective, explain=True, timings=False).to_json() == \
+        reused.to_json()
