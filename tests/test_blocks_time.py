@@ -6,6 +6,7 @@ subproblem from scratch)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 
 import pytest
@@ -130,3 +131,104 @@ def test_reused_frontiers_give_the_plans_of_fresh_ones(objective, monkeypatch):
     monkeypatch.setattr(booking_contexts.Contexts, "get", fresh)
     assert plan(spec, catalog, objective, explain=True, timings=False).to_json() == \
         reused.to_json()
+
+
+# -- pareto and whatif book as plan does ------------------------------------------------------
+
+LAB = """as_of: 2026-11-01
+offers:
+  - {provider: lab, region: r1, instance_type: h100x8, gpu: H100, gpus_per_node: 8,
+     on_demand_usd_per_hour: 20.0, block_usd_per_hour: 12.0, block_unit_hours: 24,
+     block_max_nodes: 4, flex_start_usd_per_hour: 14.0, flex_start_wait_hours: 2}
+  - {provider: lab, region: r1, instance_type: l4x1, gpu: L4, gpus_per_node: 1,
+     on_demand_usd_per_hour: 0.8}
+"""
+SPEC = """name: grpo-1.5b-test
+method: rl
+algorithm: grpo
+model: {params_b: 1.54, layers: 28, hidden_size: 1536, heads: 12, kv_heads: 2, head_dim: 128}
+data: {steps: 3000, prompts_per_step: 256, samples_per_prompt: 8, prompt_tokens: 512,
+       response_tokens: 2048}
+checkpoints: {every_steps: 20}
+reference_model: false
+placement: {max_nodes_per_pool: 4}
+"""
+
+
+def _files(tmp_path):
+    (tmp_path / "lab.yaml").write_text(LAB)
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    return str(tmp_path / "spec.yaml"), str(tmp_path / "lab.yaml")
+
+
+def test_cli_pareto_start_after_books_each_point_as_plan_does(tmp_path):
+    """Each point is `plan --start-after` at its deadline (same cost and bookings); the ends
+    are the fastest plan (its run + flex-start wait) and the cheapest; without a start date
+    no point books, and the booked frontier is never dearer at the same deadline."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from optimizer.cli.app import app
+    from optimizer.planner.api import pareto
+    from optimizer.spec.project import load_spec
+    from providers.custom import load_custom_catalog
+
+    spec, lab = _files(tmp_path)
+    r = CliRunner().invoke(app, ["pareto", spec, "--catalog", lab, "--start-after", TODAY,
+                                 "--points", "5", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    booked = [p for p in report["points"] if p.get("bookings")]
+    assert booked and all("flex_start" in " ".join(p["pools"]) for p in booked)
+    s = load_spec(spec)
+    s = s.model_copy(update={"sla": s.sla.model_copy(update={
+        "start_after": dt.date.fromisoformat(TODAY)})})
+    cat = load_custom_catalog(lab)
+    for point in report["points"]:
+        at = s.model_copy(update={"sla": s.sla.model_copy(update={
+            "deadline_hours": point["deadline_hours"]})})
+        p = plan(at, cat, explain=False)
+        assert (p.total_cost_usd, p.makespan_hours) == (point["total_cost_usd"],
+                                                       point["makespan_hours"])
+        assert len(p.bookings) == len(point.get("bookings", []))
+    fast = plan(s, cat, "time", explain=False)
+    wait = max((b.wait_hours for b in fast.bookings), default=0.0)
+    assert report["fastest_hours"] == pytest.approx(fast.makespan_hours + wait, abs=1e-6)
+    assert report["cheapest_usd"] == plan(s, cat, explain=False).total_cost_usd
+    plain = pareto(load_spec(spec), cat, points=5)
+    assert not any(p.get("bookings") for p in plain["points"])
+    assert float(report["cheapest_usd"]) < float(plain["cheapest_usd"])
+
+
+def test_cli_whatif_start_after_books_each_scenario_as_plan_does(tmp_path):
+    """The baseline and each scenario are the plans `plan --start-after` makes of their
+    catalogs: on demand at 0.5 × undercuts flex-start, which the baseline books."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from optimizer.cli.app import app
+    from optimizer.spec.project import load_spec
+    from optimizer.whatif.pricerules import apply_rules, parse_rule
+    from providers.custom import load_custom_catalog
+
+    spec, lab = _files(tmp_path)
+    rule = "capacity_type=on_demand *= 0.5"
+    r = CliRunner().invoke(app, ["whatif", spec, "--catalog", lab, "--start-after", TODAY,
+                                 "--price", rule, "--format", "json", "--no-timings",
+                                 "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    s = load_spec(spec)
+    s = s.model_copy(update={"sla": s.sla.model_copy(update={
+        "start_after": dt.date.fromisoformat(TODAY)})})
+    cat = load_custom_catalog(lab)
+    base = plan(s, cat, explain=False, timings=False)
+    assert report["baseline"]["bookings"] and \
+        report["baseline"]["total_cost_usd"] == base.total_cost_usd
+    cheaper, _ = apply_rules(cat, [parse_rule(rule)])
+    (scenario,) = report["scenarios"]
+    want = plan(s, cheaper, explain=False, timings=False)
+    assert scenario["plan"]["total_cost_usd"] == want.total_cost_usd
+    assert len(scenario["plan"].get("bookings", [])) == len(want.bookings) == 0

@@ -230,14 +230,46 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def parse_date(option: str, text: str) -> Any:
+    """An ISO date option (a ``datetime.date``), or a one-line input error naming it."""
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        from optimizer.core.errors import InputError
+
+        raise InputError(f"{option}: {text!r} is not a date; use YYYY-MM-DD, e.g. "
+                         "2027-01-15") from None
+
+
+START_AFTER_HELP = ("DATE (YYYY-MM-DD): the run starts on or after it; sets sla.start_after, "
+                    "so capacity blocks and flex-start may be booked (README \"Capacity "
+                    "blocks\").")
+
+
+def with_start_after(spec: Any, start_after: str | None) -> Any:
+    """``spec`` with ``--start-after`` as its ``sla.start_after`` (re-validated: a date
+    deadline counts from it); unchanged without the option."""
+    if start_after is None:
+        return spec
+    raw = spec.sla.model_dump(exclude={"deadline_hours"} if spec.sla.deadline else set())
+    return spec.model_copy(update={"sla": type(spec.sla).model_validate(
+        {**raw, "start_after": parse_date("--start-after", start_after)})})
+
+
 def refuse_bookings(spec: Any, command: str) -> None:
-    """``pareto`` and ``whatif`` do not book capacity blocks or flex-start yet: a spec with
+    """``plan --risk`` does not book capacity blocks or flex-start: a spec with
     ``sla.start_after`` (which lets ``plan`` book) is refused rather than silently planned
-    without bookings."""
+    without bookings (see the message for why and what to do instead)."""
     if spec.sla.start_after is not None:
         from optimizer.core.errors import InputError
 
         raise InputError(f"sla.start_after: {spec.sla.start_after.isoformat()}: {command} does "
-                         "not book capacity blocks or flex-start yet (only `ptplan plan` "
-                         "without --risk does); remove sla.start_after to run "
-                         f"{command} without bookings")
+                         "not book capacity blocks or flex-start: its simulation bills a delayed "
+                         "run's extra hours at each node's hourly rate, but a block is prepaid "
+                         "for whole units and ends at a fixed hour (a run delayed past it needs "
+                         "on-demand nodes), and a flex-start wait is not simulated; run `ptplan "
+                         "plan --start-after DATE` for the booked plan (its bookings' "
+                         "rounding_hours are the slack before a block ends), or remove "
+                         f"sla.start_after to run {command} without bookings")
