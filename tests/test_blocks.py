@@ -348,23 +348,6 @@ def test_a_booked_plan_validates_against_the_published_schema():
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
 
 
-def test_plan_risk_refuses_a_start_date_it_would_ignore(tmp_path):
-    """``plan --risk`` does not book: a spec with sla.start_after is refused (exit 2, one line
-    naming the field, the command, why and what to do instead), never planned silently
-    without bookings. (``pareto`` and ``whatif`` book: tests/test_blocks_time.py.)"""
-    text = Path("examples/grpo-7b.yaml").read_text().replace("sla:\n", "sla:\n  start_after: "
-                                                            f"{TODAY}\n", 1)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(text)
-    r = CliRunner().invoke(app, ["plan", str(spec), "--risk", "p90"])
-    assert r.exit_code == 2
-    line = (r.stdout + (r.stderr or "")).strip().splitlines()[-1]
-    assert line.startswith(f"error: sla.start_after: {TODAY}: plan --risk does not book "
-                           "capacity blocks or flex-start: its simulation bills")
-    assert "ends at a fixed hour" in line and line.endswith(
-        "or remove sla.start_after to run plan --risk without bookings")
-
-
 # -- sla.deadline as a date --------------------------------------------------------------------
 
 def test_a_date_deadline_counts_hours_from_the_start_date():

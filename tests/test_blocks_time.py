@@ -7,17 +7,27 @@ subproblem from scratch)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import tempfile
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import brute_force, small_catalog, small_spec
 from test_blocks import TODAY, block, booked_spec, flex, with_booked
+from typer.testing import CliRunner
 
+from optimizer.cli.app import app
 from optimizer.core.errors import InfeasibleError
+from optimizer.plan.schema import Plan
 from optimizer.plan.verify import verify_plan
 from optimizer.planner.api import plan
+from optimizer.risk.model import build_model
+from optimizer.risk.runner import run_trials
+from providers.custom import load_custom_catalog
 
 
 @pytest.fixture(autouse=True)
@@ -232,3 +242,69 @@ def test_cli_whatif_start_after_books_each_scenario_as_plan_does(tmp_path):
     want = plan(s, cheaper, explain=False, timings=False)
     assert scenario["plan"]["total_cost_usd"] == want.total_cost_usd
     assert len(scenario["plan"].get("bookings", [])) == len(want.bookings) == 0
+
+
+# -- plan --risk and simulate with bookings ---------------------------------------------------
+
+def _booked_spot_plan(block_price: float, flex_fields: str = ""):
+    """A plan whose update pool books a block (one 24-h unit) beside a spot rollout pool."""
+    text = LAB.replace("on_demand_usd_per_hour: 20.0, block_usd_per_hour: 12.0",
+                       "on_demand_usd_per_hour: 20.0, spot_usd_per_hour: 8.0, "
+                       f"spot_interruptions_per_hour: 0.3, block_usd_per_hour: {block_price}")
+    text = text.replace("flex_start_usd_per_hour: 14.0, flex_start_wait_hours: 2",
+                        flex_fields or "flex_start_usd_per_hour: 99.0")
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "lab.yaml").write_text(text)
+        cat = load_custom_catalog(str(Path(d) / "lab.yaml"))
+    spec = booked_spec(3000, 22.0, reference_model=False, placement={"max_nodes_per_pool": 4})
+    return plan(spec, cat, explain=False, timings=False)
+
+
+def test_simulation_bills_a_block_only_past_its_end():
+    """A block is prepaid for whole units: a delayed run costs nothing more on its nodes until
+    it outlasts the booking (slack = booked hours − the interruption-free run), then their
+    on-demand price per hour; the other nodes cost their rate per hour of delay as before."""
+    p = _booked_spot_plan(4.0)
+    (b,) = [x for x in p.bookings if x.capacity_type == "block"]
+    m = build_model(p)
+    assert m.wait_hours == 0.0
+    ((slack, past),) = m.overruns
+    assert slack == pytest.approx(b.duration_hours - m.base_makespan_hours)
+    assert past == pytest.approx(b.nodes * b.on_demand_usd_per_hour)
+    rate = sum(q.usd_per_hour + q.disk_usd_per_hour for q in p.pools)
+    assert m.usd_per_hour == pytest.approx(rate - b.nodes * b.usd_per_hour)
+    res = run_trials(m, 4000, 0)
+    delay = res.makespan_hours - m.base_makespan_hours
+    assert (delay <= slack).all()  # this plan's delays stay inside its block: no extra
+    assert np.allclose(res.cost_usd, m.base_cost_usd + m.usd_per_hour * delay
+                       + res.fallback_usd)
+    short = replace(m, overruns=((1.0, past),))  # a block ending 1 h after the run
+    res = run_trials(short, 4000, 0)
+    delay = res.makespan_hours - m.base_makespan_hours
+    assert (delay > 1.0).any() and (delay <= 1.0).any()
+    plain = m.base_cost_usd + m.usd_per_hour * delay + res.fallback_usd
+    assert np.allclose(res.cost_usd - plain, past * np.maximum(0.0, delay - 1.0))
+
+
+def test_cli_plan_risk_books_and_counts_the_flex_start_wait(tmp_path):
+    """plan --risk with a start date plans each candidate through the booking search; the
+    simulated makespan of a flex-start plan holds its wait, and the chosen plan meets the
+    deadline at P90 with it."""
+    spec, lab = _files(tmp_path)
+    (tmp_path / "lab.yaml").write_text(LAB.replace(
+        "on_demand_usd_per_hour: 20.0, block", "on_demand_usd_per_hour: 20.0, "
+        "spot_usd_per_hour: 8.0, spot_interruptions_per_hour: 0.3, block"))
+    (tmp_path / "spec.yaml").write_text(SPEC + "sla: {deadline_hours: 22}\n")
+    out = tmp_path / "plan.json"
+    r = CliRunner().invoke(app, ["plan", spec, "--catalog", lab, "--start-after", TODAY,
+                                 "--risk", "p90", "--format", "json", "--no-timings",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    p = json.loads(out.read_text())
+    (b,) = p["bookings"]
+    assert b["capacity_type"] == "flex_start" and b["wait_hours"] == 2.0
+    m = build_model(Plan.model_validate(p))
+    res = run_trials(m, 10_000, 0)
+    assert m.wait_hours == 2.0
+    assert res.makespan_hours.min() >= m.base_makespan_hours + 2.0 - 1e-9  # the wait is in
+    assert float(np.quantile(res.makespan_hours, 0.9)) <= 22.0

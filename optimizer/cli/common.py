@@ -256,20 +256,3 @@ def with_start_after(spec: Any, start_after: str | None) -> Any:
     raw = spec.sla.model_dump(exclude={"deadline_hours"} if spec.sla.deadline else set())
     return spec.model_copy(update={"sla": type(spec.sla).model_validate(
         {**raw, "start_after": parse_date("--start-after", start_after)})})
-
-
-def refuse_bookings(spec: Any, command: str) -> None:
-    """``plan --risk`` does not book capacity blocks or flex-start: a spec with
-    ``sla.start_after`` (which lets ``plan`` book) is refused rather than silently planned
-    without bookings (see the message for why and what to do instead)."""
-    if spec.sla.start_after is not None:
-        from optimizer.core.errors import InputError
-
-        raise InputError(f"sla.start_after: {spec.sla.start_after.isoformat()}: {command} does "
-                         "not book capacity blocks or flex-start: its simulation bills a delayed "
-                         "run's extra hours at each node's hourly rate, but a block is prepaid "
-                         "for whole units and ends at a fixed hour (a run delayed past it needs "
-                         "on-demand nodes), and a flex-start wait is not simulated; run `ptplan "
-                         "plan --start-after DATE` for the booked plan (its bookings' "
-                         "rounding_hours are the slack before a block ends), or remove "
-                         f"sla.start_after to run {command} without bookings")

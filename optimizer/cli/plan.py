@@ -20,7 +20,6 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
-    refuse_bookings,
     schema_app,
     with_start_after,
 )
@@ -121,7 +120,6 @@ def plan(
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
              f"policy {pol.name}...")
         if risk is not None:
-            refuse_bookings(s, "plan --risk")
             _risk_plan(s, cat, pol, objective.value, solver.value, timings, risk, trials, seed,
                        correlated, fmt, output, explain)
             return
