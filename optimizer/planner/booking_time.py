@@ -18,7 +18,8 @@ of those on a tie (the engine's own order: least run time, then least cost). Two
    pays at least p_b·u_b⌈C/u_b⌉/h per hour per block node: one solve with blocks priced so
    (:func:`optimizer.planner.booking_exact.level_extra`) bounds every subproblem of cap C.
    Subproblems are solved in the order of their bound, each with its run capped below T − w,
-   until the bound reaches T.
+   until the bound reaches T. Without a budget only the subproblem with every block offer at
+   its largest count is solved per cap and wait (it holds the plans of the others).
 2. **The cheapest plan taking T\\*.** The exact cost search of
    :mod:`optimizer.planner.booking_exact` with the deadline T\\* (engine tolerance 1e-9).
 """
@@ -39,6 +40,7 @@ from optimizer.planner.booking_exact import (
     _combos,
     _flex_ok,
     _priced,
+    _units,
     caps,
     level_extra,
     solve,
@@ -60,6 +62,15 @@ class TimeOutcome:
     best: float
     """The least time of a real plan found (with the incumbent's)."""
     solves: int
+
+
+def _largest(blocks: list[Offer], cap: float) -> list[tuple[float, tuple[int, ...]]]:
+    """Without a budget the fixed sum binds nothing: a subproblem with every block offer at its
+    largest count (those whose units fit under the cap) holds every plan of the cap's other
+    subproblems, so it alone is solved (its value is at most theirs)."""
+    top = tuple(max(allowed_counts(b)) if _units(cap, b.block_unit_hours or 24.0)
+                <= (b.block_max_hours or math.inf) + TOL else 0 for b in blocks)
+    return [(0.0, top)] if any(top) else []
 
 
 def fastest(contexts: Contexts, spec: ProjectSpec, booked: list[Offer], solver: str,
@@ -87,7 +98,8 @@ def fastest(contexts: Contexts, spec: ProjectSpec, booked: list[Offer], solver: 
                      for prev, c in pairwise([0.0, *cap_p])]
         for prev, c in pairwise([0.0, *cap_b]):
             subs += [(max(low, prev) + w, c, w, fee, counts)
-                     for fee, counts in _combos(blocks, c, room)]
+                     for fee, counts in (_combos(blocks, c, room) if budget is not None
+                                         else _largest(blocks, c))]
             if len(subs) > MAX_SUBPROBLEMS:
                 return None
     subs.sort(key=lambda x: (x[0], x[1], x[2], x[3], x[4]))
