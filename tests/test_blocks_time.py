@@ -122,16 +122,24 @@ def test_random_booked_offers_fastest_matches_brute_force(price, unit, steps, fl
 
 
 @pytest.mark.parametrize("objective", ["cost", "time"])
-def test_reused_frontiers_give_the_plans_of_fresh_ones(objective, monkeypatch):
+@pytest.mark.parametrize("case", [
+    (9.0, 24.0, "r1", 12.0, 1.0, "r2", 30.0, None),
+    (14.0, 24.0, "r2", 11.0, 0.0, "r1", None, None),
+    (6.0, 168.0, "r1", 15.0, 6.0, "r1", None, 1500.0),
+])
+def test_reused_frontiers_give_the_plans_of_fresh_ones(objective, case, monkeypatch):
     """The subproblems share pool frontiers and are searched in the booked offers' regions
     (:mod:`optimizer.planner.booking_contexts`); with every subproblem built from scratch over
-    every region (``engine.prepare``) the plan is the same."""
+    every region (``engine.prepare``) the plan is the same (explanation included)."""
     from optimizer.planner import booking_contexts
     from optimizer.planner.engine import prepare
 
-    spec = booked_spec(3000, 30.0, placement={"max_nodes_per_pool": 3})
-    catalog = with_booked(small_catalog(caps=(2, 1)), block(9.0, 24.0, counts=(1, 2)),
-                          flex(12.0, 1.0, region="r2"))
+    price, unit, where, flex_price, wait, flex_where, deadline, budget = case
+    spec = booked_spec(3000, deadline, placement={"max_nodes_per_pool": 3},
+                       budget={"max_usd": budget})
+    catalog = with_booked(small_catalog(caps=(2, 1)),
+                          block(price, unit, counts=(1, 2), region=where),
+                          flex(flex_price, wait, region=flex_where))
     reused = plan(spec, catalog, objective, explain=True, timings=False)
 
     def fresh(self, extra, regional=False):
