@@ -136,7 +136,9 @@ def ref_layouts(demand) -> list[RefLayout]:
 def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                 ) -> tuple[float, float] | None:
     """(cost, run hours) of the best plan by exhaustive enumeration, or None. Pools are held at
-    the same time, so together they take at most each offer's cap.
+    the same time, so together they take at most each offer's cap. The run hours include the
+    expected wait of the flex-start offers the plan uses (objective ``time`` minimises that sum:
+    the plan cannot end sooner).
 
     Zones: the trainer sits in one zone of the region (each zone that has zoned offers is
     tried); pools other than rollout use region-level offers and that zone's; the rollout pool
@@ -271,8 +273,9 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
                     continue
                 if budget is not None and cost > budget * (1 + 1e-9):
                     continue
-                key = (cost, run) if objective == "cost" else (run, cost)
+                # time: the run plus the flex-start wait (the plan cannot end sooner)
+                key = (cost, run + wait) if objective == "cost" else (run + wait, cost)
                 if best is None or key < ((best[0], best[1]) if objective == "cost"
                                           else (best[1], best[0])):
-                    best = (cost, run)
+                    best = (cost, run + wait)
     return best

@@ -348,25 +348,6 @@ def test_a_booked_plan_validates_against_the_published_schema():
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
 
 
-@pytest.mark.parametrize("args", [["pareto"], ["whatif", "--price", "gpu=H100 *= 0.5"],
-                                  ["plan", "--risk", "p90"]])
-def test_pareto_and_whatif_refuse_a_start_date_they_would_ignore(tmp_path, args):
-    """They do not book yet: a spec with sla.start_after is refused (exit 2, one line naming
-    the field, the command and the fix), never planned silently without bookings."""
-    text = Path("examples/grpo-7b.yaml").read_text().replace("sla:\n", "sla:\n  start_after: "
-                                                            f"{TODAY}\n", 1)
-    spec = tmp_path / "spec.yaml"
-    spec.write_text(text)
-    r = CliRunner().invoke(app, [args[0], str(spec), *args[1:]])
-    assert r.exit_code == 2
-    command = " ".join(args[:2]) if args[0] == "plan" else args[0]
-    line = (r.stdout + (r.stderr or "")).strip().splitlines()[-1]
-    assert line == (f"error: sla.start_after: {TODAY}: {command} does not book capacity blocks "
-                    "or flex-start yet (only `ptplan plan` without --risk does); remove "
-                    "sla.start_after to run "
-                    f"{command} without bookings")
-
-
 # -- sla.deadline as a date --------------------------------------------------------------------
 
 def test_a_date_deadline_counts_hours_from_the_start_date():

@@ -230,14 +230,29 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def refuse_bookings(spec: Any, command: str) -> None:
-    """``pareto`` and ``whatif`` do not book capacity blocks or flex-start yet: a spec with
-    ``sla.start_after`` (which lets ``plan`` book) is refused rather than silently planned
-    without bookings."""
-    if spec.sla.start_after is not None:
+def parse_date(option: str, text: str) -> Any:
+    """An ISO date option (a ``datetime.date``), or a one-line input error naming it."""
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
         from optimizer.core.errors import InputError
 
-        raise InputError(f"sla.start_after: {spec.sla.start_after.isoformat()}: {command} does "
-                         "not book capacity blocks or flex-start yet (only `ptplan plan` "
-                         "without --risk does); remove sla.start_after to run "
-                         f"{command} without bookings")
+        raise InputError(f"{option}: {text!r} is not a date; use YYYY-MM-DD, e.g. "
+                         "2027-01-15") from None
+
+
+START_AFTER_HELP = ("DATE (YYYY-MM-DD): the run starts on or after it; sets sla.start_after, "
+                    "so capacity blocks and flex-start may be booked (README \"Capacity "
+                    "blocks\").")
+
+
+def with_start_after(spec: Any, start_after: str | None) -> Any:
+    """``spec`` with ``--start-after`` as its ``sla.start_after`` (re-validated: a date
+    deadline counts from it); unchanged without the option."""
+    if start_after is None:
+        return spec
+    raw = spec.sla.model_dump(exclude={"deadline_hours"} if spec.sla.deadline else set())
+    return spec.model_copy(update={"sla": type(spec.sla).model_validate(
+        {**raw, "start_after": parse_date("--start-after", start_after)})})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import typer
 
 from optimizer.cli.common import (
+    START_AFTER_HELP,
     Format,
     Objective,
     ProgressBar,
@@ -20,8 +20,8 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
-    refuse_bookings,
     schema_app,
+    with_start_after,
 )
 from optimizer.core.kinds import Solver
 
@@ -54,17 +54,6 @@ def estimate(
     _run(go)
 
 
-def parse_date(option: str, text: str) -> dt.date:
-    """An ISO date option, or a one-line input error naming it."""
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        from optimizer.core.errors import InputError
-
-        raise InputError(f"{option}: {text!r} is not a date; use YYYY-MM-DD, e.g. "
-                         "2027-01-15") from None
-
-
 @app.command()
 def plan(
     spec: Path = typer.Argument(..., help="Project spec YAML."),
@@ -94,10 +83,7 @@ def plan(
     calibration: Path = typer.Option(None, "--calibration", help="Calibration entries (YAML "
                                      "calibration: list, e.g. from `ptplan runs calibrate`) "
                                      "added to the spec's."),
-    start_after: str = typer.Option(None, "--start-after", help="DATE (YYYY-MM-DD): the run "
-                                    "starts on or after it; sets sla.start_after, so capacity "
-                                    "blocks and flex-start may be booked (README \"Capacity "
-                                    "blocks\")."),
+    start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
     the NN-th percentile of simulated runs)."""
@@ -125,10 +111,7 @@ def plan(
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
             s = load_spec(str(spec))
-        if start_after is not None:  # re-validated: a date deadline counts from it
-            raw = s.sla.model_dump(exclude={"deadline_hours"} if s.sla.deadline else set())
-            s = s.model_copy(update={"sla": type(s.sla).model_validate(
-                {**raw, "start_after": parse_date("--start-after", start_after)})})
+        s = with_start_after(s, start_after)  # re-validated: a date deadline counts from it
         if s.data.generated_by is not None:
             info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
                  "cost is not in this plan; `ptplan compare` and campaigns count it")
@@ -137,7 +120,6 @@ def plan(
         info(f"planning {s.name} on catalog {cat.name} ({len(cat.offers)} offers), "
              f"policy {pol.name}...")
         if risk is not None:
-            refuse_bookings(s, "plan --risk")
             _risk_plan(s, cat, pol, objective.value, solver.value, timings, risk, trials, seed,
                        correlated, fmt, output, explain)
             return
@@ -244,8 +226,10 @@ def pareto(
     solver: Solver = typer.Option(Solver.highs, "--solver", help="MILP solver."),
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
+    start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
 ) -> None:
-    """The cost-vs-deadline frontier: what each hour of deadline costs."""
+    """The cost-vs-deadline frontier: what each hour of deadline costs (with a start date,
+    each point books capacity blocks and flex-start as `plan` does)."""
 
     def go() -> None:
         from optimizer.planner.api import pareto as run
@@ -254,8 +238,7 @@ def pareto(
         from policies.model import load_policy
         from providers.registry import load_catalog
 
-        s = load_spec(str(spec))
-        refuse_bookings(s, "pareto")
+        s = with_start_after(load_spec(str(spec)), start_after)
         cat = load_catalog(catalog)
         pol = load_policy(str(policy) if policy else None)
         with ProgressBar("pareto: solving deadlines", points) as bar:

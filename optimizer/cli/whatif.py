@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from optimizer.cli.common import (
+    START_AFTER_HELP,
     Objective,
     ProgressBar,
     ReportFormat,
@@ -20,7 +21,7 @@ from optimizer.cli.common import (
     app,
     dumps,
     info,
-    refuse_bookings,
+    with_start_after,
 )
 from optimizer.core.errors import InputError
 from optimizer.core.kinds import Solver
@@ -240,8 +241,11 @@ def whatif(
     timings: bool = typer.Option(True, "--timings/--no-timings",
                                  help="--no-timings zeroes solver.seconds for byte-identical "
                                  "output."),
+    start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
 ) -> None:
-    """What-if prices: baseline vs scenarios, sweeps of one price, break-even prices.
+    """What-if prices: baseline vs scenarios, sweeps of one price, break-even prices (with a
+    start date, each scenario books capacity blocks and flex-start as `plan` does; the rules
+    change the catalog's offers, not the block and flex-start rates).
 
     RULE is 'SELECTOR OP VALUE': SELECTOR is * or comma-separated KEY=GLOB, KEY one of
     provider, region, zone, instance_type, gpu, capacity_type (offers; $/node-hour),
@@ -259,8 +263,7 @@ def whatif(
 
         modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])
-        s = load_spec(str(spec))
-        refuse_bookings(s, "whatif")
+        s = with_start_after(load_spec(str(spec)), start_after)
         pol = load_policy(str(policy) if policy else None)
         cat = load_catalog(catalog)
         setup = Setup(s, cat, pol, objective.value, solver.value, timings)

@@ -25,7 +25,7 @@ from optimizer.core.errors import InfeasibleError, InputError, PlannerError
 from optimizer.core.lp import check_solver
 from optimizer.plan.schema import Lifecycle, Plan, hours, usd
 from optimizer.plan.verify import verify_plan
-from optimizer.planner.booking import plan_with_bookings
+from optimizer.planner.booking import booked_offers, plan_with_bookings
 from optimizer.planner.build import build_plan
 from optimizer.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from optimizer.planner.explain import explain_plan
@@ -62,6 +62,15 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
     return p
 
 
+def _at_deadline(spec: ProjectSpec, d: float) -> ProjectSpec:
+    return spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})})
+
+
+def _with_wait(p: Plan) -> float:
+    """The plan's run plus its flex-start wait (what a deadline must hold)."""
+    return p.makespan_hours + max((b.wait_hours for b in p.bookings), default=0.0)
+
+
 PARETO_SCHEMA_VERSION = 2
 """Pareto report schema: 1 = first release; 2 = ``warnings`` and ``defaults_applied`` added."""
 LIFECYCLE_KEYS = ("keep_hot", "archive_every", "retention_days")
@@ -86,20 +95,41 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
            policy: Policy | None = None,
            progress: Callable[[int, int], None] | None = None) -> dict:
     """The cost-vs-deadline frontier: verified plans at deadlines from the fastest achievable
-    run to the cheapest plan's run (geometric grid), with the cost of each hour saved.
+    run to the cheapest plan's run (geometric grid), with the cost of each hour saved. With
+    capacity blocks or flex-start bookable (``sla.start_after``) each point books exactly as
+    :func:`plan` does (the ends are the fastest and the cheapest such plans; a point lists
+    its ``bookings``).
 
     Like a plan, the report carries ``defaults_applied`` (the same for every point) and
     ``warnings``: each distinct warning of the points' plans, in order of first appearance."""
     if points < 2:
         raise InputError(f"--points: {points} is too few; ask for at least 2")
     check_solver(solver)
-    ctx = prepare(spec, catalog, policy)
     budget = spec.budget.max_usd
-    fastest = best_over_layouts(ctx, None, budget, "time")
-    cheapest = best_over_layouts(ctx, None, budget, "cost")
-    if fastest is None or cheapest is None:
-        raise InfeasibleError(diagnose(ctx, None, budget, "cost"))
-    t_min, t_max = fastest[1].run_hours, cheapest[1].run_hours
+    if booked_offers(spec, catalog, policy):
+        # capacity blocks / flex-start bookable (sla.start_after): every point is planned as
+        # `plan` plans it, booking exactly; the ends are the fastest and the cheapest plans
+        # (their time with the flex-start wait: the deadline holds run + wait)
+        fast_p = plan(spec, catalog, "time", solver, explain=False, timings=False, policy=policy)
+        cheap_p = plan(spec, catalog, "cost", solver, explain=False, timings=False, policy=policy)
+        t_min, t_max = _with_wait(fast_p), _with_wait(cheap_p)
+        cheapest_usd = float(cheap_p.total_cost_usd)
+
+        def solve_at(d: float) -> Plan:
+            return plan(_at_deadline(spec, d), catalog, "cost", solver, explain=False,
+                        timings=False, policy=policy)
+    else:
+        ctx = prepare(spec, catalog, policy)
+        fastest = best_over_layouts(ctx, None, budget, "time")
+        cheapest = best_over_layouts(ctx, None, budget, "cost")
+        if fastest is None or cheapest is None:
+            raise InfeasibleError(diagnose(ctx, None, budget, "cost"))
+        t_min, t_max = fastest[1].run_hours, cheapest[1].run_hours
+        cheapest_usd = cheapest[1].usd
+
+        def solve_at(d: float) -> Plan:
+            return plan(_at_deadline(spec, d), catalog, "cost", solver, explain=False,
+                        timings=False, ctx=ctx)
     grid = [t_min * (t_max / t_min) ** (i / (points - 1)) for i in range(points)] \
         if t_max > t_min * (1 + 1e-9) else [t_min]
     rows: list[dict] = []
@@ -110,8 +140,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
         if progress is not None:
             progress(n, len(grid))
         d = d * (1 + 1e-9)
-        p = plan(spec.model_copy(update={"sla": spec.sla.model_copy(update={"deadline_hours": d})}),
-                 catalog, "cost", solver, explain=False, timings=False, ctx=ctx)
+        p = solve_at(d)
         key = (p.total_cost_usd, p.makespan_hours)
         if key in seen:
             continue
@@ -127,6 +156,11 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
                       f"({'+'.join(sorted({a.capacity_type for a in pool.allocations}))})"
                       for pool in p.pools],
             "verified": True,
+            **({"bookings": [f"{b.pool}: {b.nodes} x {b.instance_type} {b.capacity_type} "
+                             f"${b.cost_usd}" + (f" ({b.units} x {b.unit_hours:g} h)"
+                                                 if b.capacity_type == "block" else
+                                                 f" (wait {b.wait_hours:g} h)")
+                             for b in p.bookings]} if p.bookings else {}),
         })
     if progress is not None:
         progress(len(grid), len(grid))
@@ -145,7 +179,7 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
     return {
         "schema_version": PARETO_SCHEMA_VERSION, "spec_name": spec.name,
         "budget_usd": usd(budget) if budget is not None else None,
-        "fastest_hours": hours(t_min), "cheapest_usd": usd(cheapest[1].usd),
+        "fastest_hours": hours(t_min), "cheapest_usd": usd(cheapest_usd),
         "catalog": catalog.name, "catalog_as_of": catalog.as_of,
         "points": frontier,
         "note": "each point is a verified plan at that deadline; usd_per_hour_saved is what "

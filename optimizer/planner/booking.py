@@ -18,10 +18,15 @@ How the plan is found:
    subproblems (a cap on the run, a booked count per block offer) whose lower bound is below
    the best plan found; the status is ``optimal`` when its bound is reached (always, unless it
    stops after its maximum number of solves: then ``feasible`` with the gap, in a warning;
-   with more subproblems than it lists, step 3's plans and bound apply).
-3. **Objective time: not exact.** The relaxation re-solved with the run capped at 1–3 fewer
-   whole units adds real plans; the bound is the relaxation's run time, and the plan is
-   ``feasible`` with its gap when it does not reach it.
+   with more subproblems than it lists, the relaxation re-solved with the run capped at 1–3
+   fewer whole units adds real plans and the relaxation's bound applies).
+3. **Objective time: exact.** :func:`optimizer.planner.booking_time.fastest` finds the least
+   time (run + flex-start wait) over the same subproblems with a wait threshold, then the
+   cost search at that time finds the cheapest plan taking it (the engine's order).
+
+The subproblems share their pool frontiers (:mod:`optimizer.planner.booking_contexts`) and
+are solved with the layouts that cannot win pruned; the winner's is solved again with every
+layout when the plan is explained.
 """
 
 from __future__ import annotations
@@ -32,20 +37,19 @@ from dataclasses import dataclass, replace
 
 from optimizer.core import clock
 from optimizer.core.errors import InfeasibleError
-from optimizer.plan.schema import Booking, Plan, Status, hours, usd
-from optimizer.planner.booking_exact import search
+from optimizer.plan.schema import Plan
+from optimizer.planner.booking_contexts import Contexts
+from optimizer.planner.booking_exact import Outcome, Sub, _priced, search, solve
+from optimizer.planner.booking_items import finish
+from optimizer.planner.booking_time import TimeOutcome, fastest
 from optimizer.planner.build import build_plan
 from optimizer.planner.candidates import PoolOption, PoolSpec, filter_offers
-from optimizer.planner.engine import Context, LayoutRun, prepare, run_hours, solve_runs
-from optimizer.planner.explain import explain_plan
+from optimizer.planner.engine import Context, LayoutRun, run_hours, solve_runs
 from optimizer.planner.plan_phases import rounding_cost
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy
 from providers.base import BOOKED_TYPES, Catalog, Offer
 from providers.blocks import allowed_counts, billed_hours, check_start, fits, units
-
-BOOKING_SCHEMA = 6
-"""The plan schema that added bookings (``optimizer.plan.schema``)."""
 
 
 def booked_offers(spec: ProjectSpec, catalog: Catalog, policy: Policy | None) -> list[Offer]:
@@ -177,13 +181,17 @@ def _candidate(ctx: Context, runs: list[LayoutRun], r: LayoutRun, booked: list[O
     return _Candidate(ctx, [run if x is r else x for x in runs], run, cost, held, wait)
 
 
-def _solved(spec: ProjectSpec, catalog: Catalog, policy: Policy | None, objective: str,
-            solver: str, explain: bool) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
-    """The plan without booked offers (None when there is none)."""
+def _solved(contexts: Contexts, spec: ProjectSpec, extra: list[Offer], objective: str,
+            solver: str, explain: bool, diagnose: bool = False
+            ) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
+    """The plan on the catalog plus ``extra`` under ``spec``'s deadline and budget (None when
+    there is none; with ``diagnose``, raises naming what binds)."""
+    ctx = replace(contexts.get(extra), spec=spec)
     try:
-        ctx = prepare(spec, catalog, policy)
         runs, solved = solve_runs(ctx, objective, solver, every_layout=explain)
     except InfeasibleError:
+        if diagnose:
+            raise
         return None
     return ctx, runs, solved
 
@@ -197,32 +205,62 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
         return None
     start = time.perf_counter()
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
-    # the relaxation: raises (naming what binds) when no plan exists even with booked
-    # capacity at its hourly rate, and then none exists without it either
-    ctx_r = prepare(spec, replace(catalog, offers=catalog.offers + tuple(booked)), policy)
-    relaxed = (ctx_r, *solve_runs(ctx_r, objective, solver, every_layout=explain))
-    plain = _solved(spec, catalog, policy, objective, solver, explain)
-    found: list[_Candidate] = []
+    contexts = Contexts(spec, catalog, policy, booked)
+    plain = _solved(contexts, spec, [], objective, solver, explain)
+    # the relaxation (booked offers priced per held hour), in their regions: its plan is a
+    # candidate; solved again with every layout if it wins and is explained
+    whole = Sub(tuple(booked), deadline, budget, objective)
+    relaxed = solve(contexts, spec, whole, solver)
+    if relaxed is None and plain is None:
+        # no plan even with booked capacity at its hourly rate: raises naming what binds
+        _solved(contexts, spec, booked, objective, solver, explain, diagnose=True)
+        raise InfeasibleError("no plan meets the deadline and budget, with or without "
+                              "booked capacity")
+    found: list[tuple[_Candidate, Sub | None]] = []
 
-    def add(source) -> None:
+    def add(source, sub: Sub | None = None) -> None:
         if source is not None:
             ctx, runs, solved = source
-            found.extend(c for r in solved
+            found.extend((c, sub) for r in solved
                          if (c := _candidate(ctx, runs, r, booked, deadline, budget)) is not None)
 
+    def evaluate(limit: float | None, key):
+        def real(ctx, runs, r):
+            c = _candidate(replace(ctx, spec=spec), runs, r, [], limit, budget)
+            return (key(c), c) if c is not None else None
+        return real
+
     add(plain)
-    add(relaxed)
-    outcome = None
+    add(relaxed, whole)
+    notes: list[str] = []
+    outcome: Outcome | TimeOutcome | None = None
     if objective == "cost":
-        outcome = search(spec, catalog, booked, policy, solver, explain,
-                         min((c.cost for c in found), default=math.inf),
-                         lambda ctx, runs, r: (c.cost, c) if (
-                             c := _candidate(ctx, runs, r, [], deadline, budget)) else None)
+        outcome = search(contexts, spec, booked, solver,
+                         min((c.cost for c, _ in found), default=math.inf),
+                         evaluate(deadline, lambda c: c.cost))
+    else:
+        outcome = fastest(contexts, spec, booked, solver,
+                          min((c.held + c.wait for c, _ in found), default=math.inf),
+                          evaluate(deadline, lambda c: c.held + c.wait))
     if outcome is not None:
         found += outcome.found  # type: ignore[arg-type]
+        if isinstance(outcome, TimeOutcome) and math.isfinite(outcome.best):
+            # phase 2: the cheapest plan taking the least time (the engine's tolerance)
+            t = outcome.best * (1 + TIME_TIE) + TIME_TIE
+            at_t = spec.model_copy(update={"sla": spec.sla.model_copy(update={
+                "deadline_hours": t if deadline is None else min(deadline, t)})})
+            at_best = min((c.cost for c, _ in found if c.held + c.wait <= t), default=math.inf)
+            cheap = search(contexts, at_t, booked, solver, at_best,
+                           evaluate(at_t.sla.deadline_hours, lambda c: c.cost))
+            if cheap is not None:
+                found += cheap.found  # type: ignore[arg-type]
+            best_cost = min((c.cost for c, _ in found if c.held + c.wait <= t), default=math.inf)
+            if cheap is None or cheap.bound < best_cost - 0.005:
+                notes.append("capacity blocks: the least time is proven, but the search for the "
+                             "cheapest plan taking it stopped early; a plan of the same time "
+                             "may be cheaper")
     else:
-        for source in _fewer_units(spec, catalog, booked, relaxed, policy, objective, solver,
-                                   explain):
+        for source in _fewer_units(contexts, spec, booked, relaxed, objective, solver, explain):
             add(source)
     if not found:
         raise InfeasibleError(
@@ -230,29 +268,71 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
             "flex-start wait) that break the deadline or budget, and no plan without them "
             "meets both; relax sla.deadline_hours or budget.max_usd, or give a start date "
             "with more booking choices")
-    first = (lambda c: (round(c.cost, 9), round(c.held, 9))) if objective == "cost" else \
-        (lambda c: (round(c.held + c.wait, 9), round(c.cost, 9)))
-    win = min(found, key=first)
-    bound = outcome.bound if outcome is not None else _bound(relaxed[1], plain, booked,
-                                                              objective)
+    win, sub = _winner(found, objective)
+    if explain and sub is not None:  # the explanation lists every layout's own optimum
+        win = _with_every_layout(contexts, spec, sub, solver, win,
+                                 evaluate(deadline, lambda c: c.cost))
+    bound = outcome.bound if outcome is not None else _bound(
+        relaxed[1] if relaxed is not None else [], plain, booked, objective)
     value = win.cost if objective == "cost" else win.held + win.wait
     p = build_plan(win.ctx, win.runs, [win.run], objective, solver, start, timings)
     how = ("from the exact search's subproblems left unsolved (whole block units priced)"
            if outcome is not None else "from booked capacity priced per held hour")
-    return _finish(p, win, booked, catalog, spec, objective, (bound, how), value, explain)
+    return finish(p, (win.ctx, win.runs), catalog, spec, objective, (bound, how), value,
+                  explain, notes)
+
+
+TIME_TIE = 1e-9
+"""Run times within this fraction tie (the MILP's lexicographic tolerance,
+:mod:`optimizer.planner.milp`): the cheaper plan wins."""
+
+
+def _winner(found: list[tuple[_Candidate, Sub | None]], objective: str
+            ) -> tuple[_Candidate, Sub | None]:
+    """The cheapest plan (then the shortest); with objective time, the cheapest of the plans
+    within :data:`TIME_TIE` of the least time."""
+    if objective == "cost":
+        return min(found, key=lambda x: (round(x[0].cost, 9), round(x[0].held, 9)))
+    t = min(c.held + c.wait for c, _ in found)
+    found = [x for x in found if x[0].held + x[0].wait <= t * (1 + TIME_TIE) + TIME_TIE]
+    return min(found, key=lambda x: (round(x[0].cost, 9), round(x[0].held + x[0].wait, 9)))
+
+
+def _with_every_layout(contexts: Contexts, spec: ProjectSpec, sub: Sub, solver: str,
+                       win: _Candidate, evaluate) -> _Candidate:
+    """The winner's subproblem solved again with every layout (the subproblems are solved
+    with the others pruned): the same plan, with each layout's own optimum for the
+    explanation's alternatives; the winner as it was if the plan differs."""
+    got = solve(contexts, spec, sub, solver, every_layout=True)
+    if got is None:
+        return win
+    ctx, runs, solved = got
+    name = win.run.cands.layout.name
+    blocks = [o for o in contexts.booked if o.capacity_type == "block"]
+    for r in solved:
+        if r.cands.layout.name != name:
+            continue
+        priced = _priced(r, blocks)
+        real = evaluate(ctx, [priced if x is r else x for x in runs], priced)
+        if real is not None and abs(real[1].cost - win.cost) <= 0.005 and \
+                abs(real[1].held - win.held) <= 1e-6 * max(1.0, win.held):
+            return real[1]
+    return win
 
 
 MAX_UNIT_SOLVES = 6
 """Extra relaxations solved with the run capped at fewer whole units (see _fewer_units)."""
 
 
-def _fewer_units(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], relaxed: tuple,
-                 policy: Policy | None, objective: str, solver: str, explain: bool) -> list:
+def _fewer_units(contexts: Contexts, spec: ProjectSpec, booked: list[Offer],
+                 relaxed: tuple | None,
+                 objective: str, solver: str, explain: bool) -> list:
     """The relaxation re-solved with the run capped at 1, 2, 3 fewer whole units of each
     block offer than the relaxation's plan holds (at most :data:`MAX_UNIT_SOLVES`): a faster
     plan that fits in fewer units can be cheaper for real than the relaxation's own, which
-    does not see its rounding. More real plans to choose from; the bound is unchanged."""
-    if objective != "cost":
+    does not see its rounding. More real plans to choose from; the bound is unchanged. Only
+    when the exact search has too many subproblems to list."""
+    if objective != "cost" or relaxed is None:
         return []
     runs = [r for r in relaxed[2] if r.solution is not None and r.solution.chosen]
     if not runs:
@@ -265,13 +345,12 @@ def _fewer_units(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], relax
                                   units(held, o.block_unit_hours))}, reverse=True)
     deadline = spec.sla.deadline_hours
     out = []
-    with_booked = replace(catalog, offers=catalog.offers + tuple(booked))
     for cap in caps[:MAX_UNIT_SOLVES]:
         if deadline is not None and cap >= deadline:
             continue
         capped = spec.model_copy(update={"sla": spec.sla.model_copy(update={
             "deadline_hours": cap})})
-        got = _solved(capped, with_booked, policy, objective, solver, explain)
+        got = _solved(contexts, capped, booked, objective, solver, explain)
         if got is not None:  # the plan records the spec's own deadline, not the cap
             out.append((replace(got[0], spec=spec), got[1], got[2]))
     return out
@@ -279,121 +358,20 @@ def _fewer_units(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], relax
 
 def _bound(relaxed: list[LayoutRun], plain: tuple | None, booked: list[Offer],
            objective: str) -> float:
-    """A lower bound on every real plan. Time: the relaxation's. Cost: a plan without booked
-    nodes costs at least the plain optimum; one with them at least the relaxation's L and at
-    least one unit of one block node (B·u; 0 when flex-start may be booked)."""
+    """A lower bound on every real plan. Time: the least of the relaxation's and the plain
+    plan's. Cost: a plan without booked nodes costs at least the plain optimum; one with them
+    at least the relaxation's L and at least one unit of one block node (B·u; 0 when
+    flex-start may be booked)."""
     bests = [r.best for r in relaxed if r.best is not None]
-    if objective == "time":
-        return min(b.run_hours for b in bests)
+    plain_bests = [r.best for r in plain[1] if r.best is not None] if plain is not None else []
+    if objective == "time":  # the relaxation is searched in the booked offers' regions
+        return min(b.run_hours for b in bests + plain_bests)
+    if not bests:
+        return min(b.usd for b in plain_bests)
     low = min(b.usd for b in bests)
     fee = min((o.usd_per_hour * (o.block_unit_hours or 0.0) if o.capacity_type == "block"
                else 0.0) for o in booked)
     with_booked = max(low, fee)
     if plain is None:
         return with_booked
-    plain_best = min(r.best.usd for r in plain[1] if r.best is not None)
-    return min(plain_best, with_booked)
-
-
-def _finish(p: Plan, win: _Candidate, booked: list[Offer], catalog: Catalog,
-            spec: ProjectSpec, objective: str, bound_how: tuple[float, str], value: float,
-            explain: bool) -> Plan:
-    """The plan's bookings, status against the relaxation's bound, and explanation."""
-    bookings = bookings_of(p, catalog, spec)
-    bound, how = bound_how
-    gap = max(0.0, value / bound - 1.0) if bound > 0 else 0.0
-    warnings = list(p.warnings)
-    status = p.status
-    cross = p.solver.cross_check
-    if gap > 1e-6 and abs(value - bound) > 0.005:
-        status = Status.feasible
-        cross = f"bound {bound:,.2f} {how}; the plan is within {gap:.2%} of it"
-        warnings.append(f"with capacity blocks bookable the plan is within {gap:.2%} of a "
-                        f"lower bound {how} (status feasible): a plan booking differently "
-                        "may be cheaper by at most that")
-    else:
-        gap = 0.0
-    for b in bookings:
-        if b.wait_hours:
-            warnings.append(f"flex-start: expected wait {b.wait_hours:g} h before pool {b.pool} "
-                            f"starts (not billed); run + wait = "
-                            f"{p.makespan_hours + b.wait_hours:.2f} h")
-    solver = p.solver.model_copy(update={"status": status, "gap": round(gap, 9),
-                                         "cross_check": cross})
-    # bookings are schema 6; a plan with CPU pools is already 7
-    p = p.model_copy(update={"schema_version": max(BOOKING_SCHEMA, p.schema_version)
-                             if bookings else p.schema_version,
-                             "bookings": bookings, "status": status, "solver": solver,
-                             "warnings": warnings})
-    if explain:
-        ex = explain_plan(win.ctx, win.runs, p, objective)
-        ex = ex.model_copy(update={"summary": ex.summary + [compare_line(b) for b in bookings]})
-        p = p.model_copy(update={"explain": ex})
-    return p
-
-
-def compare_line(b: Booking) -> str:
-    """The booking against the same nodes on demand for the held hours (explain)."""
-    head = (f"booking: pool {b.pool} {b.nodes} x {b.instance_type} {b.capacity_type} "
-            f"${b.cost_usd}")
-    if b.capacity_type == "block":
-        head += (f" for {b.units} x {b.unit_hours:g} h = {b.duration_hours:g} h "
-                 f"({b.rounding_hours:.2f} h lost to rounding)")
-    if b.on_demand_cost_usd is None:
-        return head + "; no on-demand offer of this type to compare"
-    saved = float(b.on_demand_cost_usd) - float(b.cost_usd)
-    return (head + f" vs ${b.on_demand_cost_usd} on demand for the held {b.held_hours:.2f} h: "
-            f"{'saves' if saved >= 0 else 'costs'} ${abs(saved):,.2f}")
-
-
-def bookings_of(p: Plan, catalog: Catalog, spec: ProjectSpec) -> list[Booking]:
-    """One booking per pool allocation of a booked capacity type."""
-    od = {(o.provider, o.region, o.instance_type): o.usd_per_hour for o in catalog.offers
-          if o.capacity_type == "on_demand" and not o.zone}
-    start = spec.sla.start_after.isoformat() if spec.sla.start_after else ""
-    units_by = {(o.provider, o.region, o.zone, o.instance_type, o.capacity_type): o
-                for o in catalog.block_offers}
-    out: list[Booking] = []
-    for pool in p.pools:
-        for a in pool.allocations:
-            if a.capacity_type not in BOOKED_TYPES:
-                continue
-            offer = units_by[(a.provider, a.region, a.zone, a.instance_type, a.capacity_type)]
-            held = pool.held_hours
-            unit = offer.block_unit_hours or 0.0
-            duration = billed_hours(held, unit) if a.capacity_type == "block" else held
-            price = od.get((a.provider, a.region, a.instance_type))
-            out.append(Booking(
-                pool=pool.name, capacity_type=a.capacity_type, provider=a.provider,
-                region=a.region, zone=a.zone, instance_type=a.instance_type, nodes=a.nodes,
-                usd_per_hour=a.usd_per_hour, unit_hours=unit,
-                units=units(held, unit) if a.capacity_type == "block" else 0,
-                duration_hours=hours(duration), held_hours=hours(held),
-                rounding_hours=hours(duration - held),
-                cost_usd=usd(a.nodes * a.usd_per_hour * duration),
-                upfront=a.capacity_type == "block", wait_hours=offer.wait_hours,
-                earliest_start=start, on_demand_usd_per_hour=price,
-                on_demand_cost_usd=usd(a.nodes * price * held) if price is not None else None,
-                how_to_book=how_to_book(a.provider, a.region, a.instance_type, a.nodes,
-                                        a.capacity_type, duration, start),
-            ))
-    return out
-
-
-def how_to_book(provider: str, region: str, itype: str, nodes: int, kind: str,
-                duration: float, start: str) -> str:
-    """The exact call that books it (AWS: find the offering, then purchase it)."""
-    h = round(duration) if kind == "block" else math.ceil(duration - 1e-9)  # never short
-    if provider == "aws" and kind == "block":
-        return (f"aws ec2 describe-capacity-block-offerings --region {region} --instance-type "
-                f"{itype} --instance-count {nodes} --capacity-duration-hours {h} "
-                f"--start-date-range {start}T00:00:00Z; then aws ec2 purchase-capacity-block "
-                f"--region {region} --capacity-block-offering-id <the cheapest offering's "
-                "CapacityBlockOfferingId> --instance-platform Linux/UNIX")
-    if kind == "flex_start":
-        return (f"gcloud compute instances create <name> --zone <a zone of {region}> "
-                f"--machine-type {itype} --provisioning-model FLEX_START --max-run-duration "
-                f"{h}h --instance-termination-action DELETE (x {nodes}; or a GKE node pool "
-                "with flex-start / queued provisioning: ptplan render)")
-    return (f"{provider} calendar reservation of {nodes} x {itype} in {region} for {h} h "
-            f"from {start} (GCP: a future reservation in calendar mode)")
+    return min(min(b.usd for b in plain_bests), with_booked)

@@ -22,32 +22,22 @@ subproblem whose lower bound is below the best plan found is solved.
 
 Lower bounds and order: one solve with every block offer free (at its largest count) and
 flex-start at its rate (a relaxation of every subproblem) gives E; subproblem (C, s) is at
-least E + its fixed sum. Subproblems are taken in the order of that bound (a heap). The first
-time a capped subproblem that books blocks comes up, two relaxations of it are solved, once
-each and shared by every subproblem they relax: its cap's (every block offer free, the
-flex-starts it may use, the run capped at C) and its counts' (the counts s free, those
-flex-starts, uncapped).
-A subproblem is at least either value + its fixed sum: one whose bound rises goes back in the
-queue, one with no plan in either is dropped. This matters where an offer sells many counts
-over many units (GCP calendar mode: 1 to 80 VMs, 24-h units up to 90 days): E, with every
-count free and every cap open, is far below the plans that book one or two nodes, and short
-caps have no plan at all. Subproblems are solved until the least bound reaches the best plan
-found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves (relaxations included)
+least E + its fixed sum. Subproblems are solved in the order of that bound until the bound
+reaches the best plan found (then the plan is proven optimal) or :data:`MAX_SOLVES` solves
 were made (then the plan is ``feasible`` with its gap to the least bound left).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from optimizer.core.errors import InfeasibleError
-from optimizer.planner.engine import Context, LayoutRun, prepare, solve_runs
+from optimizer.planner.booking_contexts import Contexts
+from optimizer.planner.engine import Context, LayoutRun, solve_runs
 from optimizer.spec.project import ProjectSpec
-from policies.model import Policy
-from providers.base import Catalog, Offer
+from providers.base import Offer
 from providers.blocks import FLEX_START_MAX_HOURS, allowed_counts
 
 MAX_SOLVES = 40
@@ -62,8 +52,8 @@ Evaluate = Callable[[Context, list[LayoutRun], LayoutRun], "tuple[float, object]
 
 @dataclass
 class Outcome:
-    found: list[object]
-    """Candidates of the solved subproblems (real plans)."""
+    found: list[tuple[object, Sub]]
+    """Candidates of the solved subproblems (real plans), each with its subproblem."""
     bound: float
     """A lower bound on every plan's cost (the optimum when a candidate reaches it)."""
     solves: int
@@ -130,32 +120,66 @@ def _combos(blocks: list[Offer], cap: float, room: float) -> list[tuple[float, t
     return out
 
 
-def _engine(spec: ProjectSpec, catalog: Catalog, extra: list[Offer], policy: Policy | None,
-            solver: str, explain: bool, cap: float | None, budget: float | None,
-            grids: dict | None = None) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
-    sla = spec.sla.model_copy(update={"deadline_hours": cap})
-    sub = spec.model_copy(update={"sla": sla, "budget": spec.budget.model_copy(
-        update={"max_usd": budget})})
+@dataclass(frozen=True)
+class Sub:
+    """One subproblem: the extra (booked) offers, the cap on the run, the budget, the
+    objective. Solved by :func:`solve`; kept with its candidates so that the winner's may be
+    solved again with every layout for the explanation."""
+
+    extra: tuple[Offer, ...]
+    cap: float | None
+    budget: float | None
+    objective: str = "cost"
+
+
+def solve(contexts: Contexts, spec: ProjectSpec, sub: Sub, solver: str, every_layout: bool = False
+          ) -> tuple[Context, list[LayoutRun], list[LayoutRun]] | None:
+    """The subproblem solved exactly by the engine (None when it has no plan); the context
+    returned carries the spec (the plan records the spec's deadline and budget, not the
+    subproblem's).
+
+    Without ``every_layout`` only the regions of the extra offers are searched: a plan of the
+    subproblem that uses none of them is a plan without booked capacity (matched or beaten by
+    the plain plan, a candidate already) or, in a subproblem with block nodes, one that pays
+    their fixed sum for nothing (matched by the subproblem without them). Not when the policy
+    splits pools across regions (a pool's nodes may then sit in another region)."""
+    ctx = contexts.get(list(sub.extra), regional=not every_layout)
+    sla = spec.sla.model_copy(update={"deadline_hours": sub.cap})
+    capped = spec.model_copy(update={"sla": sla, "budget": spec.budget.model_copy(
+        update={"max_usd": sub.budget})})
     try:
-        ctx = prepare(sub, replace(catalog, offers=catalog.offers + tuple(extra)), policy,
-                      grid_cache=grids)
-        runs, solved = solve_runs(ctx, "cost", solver, every_layout=explain,
-                                  diagnose_infeasible=False)
+        runs, solved = solve_runs(replace(ctx, spec=capped), sub.objective, solver,
+                                  every_layout=every_layout, diagnose_infeasible=False)
     except InfeasibleError:
         return None
     return replace(ctx, spec=spec), runs, solved
 
 
-def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Policy | None,
-           solver: str, explain: bool, incumbent: float, evaluate: Evaluate) -> Outcome | None:
+def level_extra(contexts: Contexts, blocks: list[Offer], flexes: list[Offer], cap: float,
+                held: float, deadline: float | None) -> list[Offer]:
+    """The booked offers of a relaxation of every plan held at most ``held`` ≤ ``cap`` hours
+    whose units are those of ``cap``: each block node priced per held hour at
+    p·u⌈cap/u⌉ / held (what its whole units cost per hour of a run that long, at least),
+    capped at its largest count; the flex-start offers usable under that cap, at their rate."""
+    out = []
+    for b in blocks:
+        billed = _units(cap, b.block_unit_hours or 24.0)
+        if billed > (b.block_max_hours or math.inf) + TOL:
+            continue
+        out.append(contexts.variant(b, b.usd_per_hour * billed / held, max(allowed_counts(b))))
+    return out + [f for f in flexes if _flex_ok(f, cap, deadline)]
+
+
+def search(contexts: Contexts, spec: ProjectSpec, booked: list[Offer], solver: str,
+           incumbent: float, evaluate: Evaluate) -> Outcome | None:
     """The exact search (module docstring); None when too many subproblems to list."""
     deadline, budget = spec.sla.deadline_hours, spec.budget.max_usd
     blocks = [o for o in booked if o.capacity_type == "block"]
     flexes = [o for o in booked if o.capacity_type == "flex_start"]
-    free = [replace(b, usd_per_hour=0.0, max_nodes=max(allowed_counts(b))) for b in blocks]
-    relaxed = _engine(spec, catalog, free + flexes, policy, solver, explain, deadline, budget)
-    if relaxed is None:
-        raise InfeasibleError("no plan meets the deadline and budget even with booked capacity")
+    free = [contexts.variant(b, 0.0, max(allowed_counts(b))) for b in blocks]
+    relaxed = solve(contexts, spec, Sub(tuple(free + flexes), deadline, budget), solver)
+    if relaxed is None:  # no plan uses booked capacity: the best plan without it is optimal
+        return Outcome([], incumbent, 1)
     low = min(r.best.usd for r in relaxed[2] if r.best is not None)
     # a run held longer than `limit` pays more than `incumbent` in block fees alone
     cheapest = min((b.usd_per_hour * min(allowed_counts(b)) for b in blocks), default=1.0)
@@ -169,55 +193,38 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
                  _combos(blocks, c, incumbent - low if math.isfinite(incumbent) else math.inf)]
         if len(subs) > MAX_SUBPROBLEMS:
             return None
-    heap = [(lb, c, counts, lb - low) for lb, c, counts in subs]
-    heapq.heapify(heap)
-    found: list[object] = []
-    grids: dict = {}  # busy-time grids: they do not depend on prices, caps or the deadline
-    bounds: dict[tuple, float] = {}  # relaxations solved, by what they relax
+    subs.sort(key=lambda x: (x[0], x[1], x[2]))
+    found: list[tuple[object, Sub]] = []
     best, solved_low, solves = incumbent, math.inf, 0
-
-    def relaxed_value(key: tuple, offers: list[Offer], cap: float | None) -> float:
-        nonlocal solves
-        if key not in bounds:
-            got = _engine(spec, catalog, offers, policy, solver, explain, cap, budget, grids)
-            solves += 1
-            bounds[key] = math.inf if got is None else min(
-                r.best.usd for r in got[2] if r.best is not None)
-        return bounds[key]
-
-    while heap:
-        lb, c, counts, fixed = heapq.heappop(heap)
+    level: dict[float, float] = {}  # cap -> lower bound on the plans it holds
+    for lb, c, counts in subs:
         if lb >= best - 0.005:
             return Outcome(found, min(best, solved_low, lb), solves)
         if solves >= MAX_SOLVES:
             return Outcome(found, min(solved_low, lb, best), solves)
-        ok = [f for f in flexes if _flex_ok(f, c, deadline)]
-        extra = [replace(f, usd_per_hour=0.0, max_nodes=n)
-                 for f, n in zip(free, counts, strict=True) if n] + ok
+        fixed = lb - low
+        extra = [contexts.variant(b, 0.0, n) for b, n in zip(blocks, counts, strict=True) if n]
+        extra += [f for f in flexes if _flex_ok(f, c, deadline)]
         if not extra:  # the plan without booked capacity: already a candidate
             continue
-        if any(counts) and not (math.isinf(c) or (deadline is not None
-                                                  and c >= deadline - TOL)):
-            # capped, booking blocks: first its cap's relaxation (every block offer free,
-            # capped at C), then its counts' (these counts free, uncapped); back in the queue
-            # if either raises its bound, dropped if either has no plan
-            flex_key = tuple(f.key for f in ok)
-            raised = lb
-            for key, offers, cap in ((("cap", c, flex_key), free + ok, c),
-                                     (("counts", counts, flex_key), extra, deadline)):
-                raised = max(raised, relaxed_value(key, offers, cap) + fixed)
-                if raised > lb + 0.005:
-                    break
-            if raised > lb + 0.005:
-                if math.isfinite(raised):
-                    heapq.heappush(heap, (raised, c, counts, fixed))
-                continue
+        run_cap = None if math.isinf(c) else min(c, deadline or math.inf)
+        if any(counts) and run_cap is not None and c not in level:
+            # one solve bounds every subproblem of this cap: block nodes per hour at their
+            # whole units' cost over the longest run the cap allows (a plan held H ≤ that
+            # pays at least this per hour); no plan below the best found: the cap is done
+            got = solve(contexts, spec, Sub(tuple(level_extra(
+                contexts, blocks, flexes, c, run_cap, deadline)), run_cap,
+                None if math.isinf(best) else min(best, budget or math.inf)), solver)
+            solves += 1
+            level[c] = math.inf if got is None else min(
+                r.best.usd for r in got[2] if r.best is not None)
+        if any(counts) and level.get(c, -math.inf) >= best - 0.005:
+            continue
         # only a plan cheaper than the best found matters: its cost is the subproblem's
         # budget (no plan within it: the subproblem's value is at least the best found)
         room = min(best, math.inf if budget is None else budget) - fixed
-        got = _engine(spec, catalog, extra, policy, solver, explain,
-                      None if math.isinf(c) else min(c, deadline or math.inf),
-                      None if math.isinf(room) else room, grids)
+        sub = Sub(tuple(extra), run_cap, None if math.isinf(room) else room)
+        got = solve(contexts, spec, sub, solver)
         solves += 1
         if got is None:
             continue
@@ -228,7 +235,7 @@ def search(spec: ProjectSpec, catalog: Catalog, booked: list[Offer], policy: Pol
             priced = _priced(r, blocks)
             real = evaluate(ctx, [priced if x is r else x for x in runs], priced)
             if real is not None:
-                found.append(real[1])
+                found.append((real[1], sub))
                 best = min(best, real[0])
     return Outcome(found, min(best, solved_low), solves)
 

@@ -93,6 +93,15 @@ class RunModel:
     plan_pool_busy: dict[str, float] = field(default_factory=dict)
     """Each pool's busy hours as planned (with the planner's expected overhead)."""
     notes: tuple[str, ...] = field(default=())
+    overruns: tuple[tuple[float, float], ...] = ()
+    """Capacity booked for the run (the plan's ``bookings``), as (slack hours, $/h past it):
+    a block is prepaid for whole units and ends at a fixed hour, so a delay costs nothing
+    until the run outlasts it (slack = booked duration − the interruption-free run) and then
+    its nodes' on-demand price per hour (they continue on demand); flex-start nodes run at
+    most 7 days, then continue on demand at the difference. ``usd_per_hour`` leaves block
+    nodes out."""
+    wait_hours: float = 0.0
+    """The plan's flex-start wait: added to every simulated run (the deadline holds both)."""
 
     @property
     def plan_overhead_hours(self) -> float:
@@ -233,6 +242,8 @@ def build_model(plan: Plan, correlated: float = 0.0, shortage_hours: float = 0.0
     order = {"rollout": 0, "update": 2}
     pools.sort(key=lambda p: 2 if p.stateful else order.get(p.name, 1))
     rate = sum(p.usd_per_hour + p.disk_usd_per_hour for p in plan.pools)
+    overruns, wait = _bookings(plan, m0, notes)
+    rate -= sum(b.nodes * b.usd_per_hour for b in plan.bookings if b.capacity_type == "block")
     return RunModel(
         name=plan.spec_name, mode=plan.pipeline_mode, steps=plan.steps, pools=tuple(pools),
         base_makespan_hours=m0, plan_makespan_hours=plan.makespan_hours,
@@ -244,7 +255,30 @@ def build_model(plan: Plan, correlated: float = 0.0, shortage_hours: float = 0.0
         deadline_hours=plan.deadline_hours,
         budget_usd=float(plan.budget_usd) if plan.budget_usd is not None else None,
         correlated=correlated, async_buffer=async_buffer,
-        plan_pool_busy={p.name: p.busy_hours for p in plan.pools}, notes=tuple(notes))
+        plan_pool_busy={p.name: p.busy_hours for p in plan.pools}, notes=tuple(notes),
+        overruns=overruns, wait_hours=wait)
+
+
+FLEX_START_HOURS = 168.0
+"""GCP flex-start VMs run at most 7 days (providers.blocks.FLEX_START_MAX_HOURS)."""
+
+
+def _bookings(plan: Plan, m0: float, notes: list[str]
+              ) -> tuple[tuple[tuple[float, float], ...], float]:
+    """:attr:`RunModel.overruns` and :attr:`RunModel.wait_hours` of the plan's bookings."""
+    out = []
+    for b in plan.bookings:
+        od = b.on_demand_usd_per_hour
+        if od is None:
+            notes.append(f"pool {b.pool}: no on-demand price for its {b.capacity_type} "
+                         f"{b.instance_type} nodes: a run past the booking is priced at the "
+                         "booking's rate")
+            od = b.usd_per_hour
+        if b.capacity_type == "block":
+            out.append((max(0.0, b.duration_hours - m0), b.nodes * od))
+        else:
+            out.append((max(0.0, FLEX_START_HOURS - m0), b.nodes * max(0.0, od - b.usd_per_hour)))
+    return tuple(out), max((b.wait_hours for b in plan.bookings), default=0.0)
 
 
 def scaled(model: RunModel, factor: float) -> RunModel:

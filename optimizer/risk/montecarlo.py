@@ -284,6 +284,8 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
             delay += _totals_delay(model, slips, trials)
         else:
             delay += _pipeline_delay(model, slips, trials)
-    makespan = m0 + delay
+    makespan = m0 + delay + model.wait_hours
     cost = model.base_cost_usd + model.usd_per_hour * delay + fallback
+    for slack, past in model.overruns:  # booked capacity: free until it ends, then on demand
+        cost = cost + past * np.maximum(0.0, delay - slack)
     return ChunkResult(makespan, cost, events, fallback, own_slip), covered

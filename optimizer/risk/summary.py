@@ -59,7 +59,7 @@ def _dist(x: np.ndarray, digits: int) -> dict[str, float]:
 def summarise(model: RunModel, res: ChunkResult, trials: int, seed: int) -> dict[str, Any]:
     """The simulation report (JSON-ready)."""
     x, c = res.makespan_hours, res.cost_usd
-    over_mean, over_half = mean_ci(x - model.base_makespan_hours)
+    over_mean, over_half = mean_ci(x - model.base_makespan_hours - model.wait_hours)
     report: dict[str, Any] = {
         "simulate_schema_version": SIMULATE_SCHEMA_VERSION,
         "spec_name": model.name, "pipeline_mode": model.mode, "trials": trials, "seed": seed,

@@ -94,7 +94,10 @@ def risk_plan(spec: ProjectSpec, solve: Callable[[ProjectSpec], Plan], opt: Risk
     while best is None and len(tried) < MAX_ROUNDS:
         d = fail.deadline
         if deadline is not None and fail.q_makespan > deadline:
-            d = fail.plan.makespan_hours - (fail.q_makespan - deadline) * 1.0001
+            # the plan's own time holds its flex-start wait (the deadline holds run + wait)
+            own = fail.plan.makespan_hours + max((b.wait_hours for b in fail.plan.bookings),
+                                                 default=0.0)
+            d = own - (fail.q_makespan - deadline) * 1.0001
         b = fail.budget
         if budget is not None and fail.q_cost > budget:
             b = float(fail.plan.total_cost_usd) - (fail.q_cost - budget) - 0.01

@@ -68,8 +68,10 @@ class Session:
         catalog, effects = apply_rules(s.catalog, rules, self.indices)
         texts = tuple(r.text for r in rules)
         try:
-            ctx = prepare(s.spec, catalog, s.policy, demand=self.demand,
-                          grid_cache=self.grid_cache)
+            # with sla.start_after the scenario books capacity blocks and flex-start exactly
+            # as `ptplan plan` does (planner.booking: no shared context there)
+            ctx = None if s.spec.sla.start_after is not None else prepare(
+                s.spec, catalog, s.policy, demand=self.demand, grid_cache=self.grid_cache)
             p = plan(s.spec, catalog, s.objective, s.solver, explain=False, timings=s.timings,
                      ctx=ctx, policy=s.policy)
         except InfeasibleError as exc:
