@@ -485,3 +485,20 @@ def test_busy_grids_shared_by_effective_nodes_equal_grids_computed_alone(monkeyp
     calls.clear()
     assert repr(shared) == repr(frontiers())
     assert not calls
+
+
+def test_an_offer_capped_below_one_node_is_refused_naming_it():
+    """A catalog built in Python skips the file formats' ``max_nodes >= 1``: an offer capped at
+    0 nodes is an input error naming the offer and the field, not a traceback from deep in the
+    plan (it used to fail validating the plan's allocation)."""
+    from dataclasses import replace
+
+    from planner_fixtures import small_catalog, small_spec
+
+    from optimizer.core.errors import InputError
+    from optimizer.planner.api import plan
+
+    cat = small_catalog()
+    zero = replace(cat.offers[0], max_nodes=0)
+    with pytest.raises(InputError, match=rf"offer {zero.key}: max_nodes 0 is below 1"):
+        plan(small_spec(), replace(cat, offers=(zero, *cat.offers[1:])))

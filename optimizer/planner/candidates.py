@@ -131,6 +131,10 @@ def filter_offers(spec_placement, catalog: Catalog,
     under 8 GPUs on demand: :mod:`providers.buyability`) and opt-in zones (AWS Local and
     Wavelength zones) unless the policy sets ``allow_opt_in_zones``."""
     offers = list(catalog.offers)
+    bad = next((o for o in offers if o.max_nodes is not None and o.max_nodes < 1), None)
+    if bad is not None:  # a catalog built in Python skips the file formats' validation
+        raise InputError(f"catalog {catalog.name}: offer {bad.key}: max_nodes {bad.max_nodes} "
+                         "is below 1; give None (no cap) or at least 1, or leave the offer out")
     removed: dict[str, int] = {}
     if spec_placement.providers:  # a name the catalog lacks is a typo, whatever the policy
         known = {o.provider for o in offers}
