@@ -45,6 +45,13 @@ def units(held: float, unit: float) -> int:
     return round(billed_hours(held, unit) / unit)
 
 
+def calendar_reservation_name(instance_type: str, start: str) -> str:
+    """The name a GCP calendar-mode booking gives the reservation it delivers (``gcloud
+    compute future-reservations create --reservation-name``), which the plan's GKE node pool
+    consumes as a specific reservation: ``ptplan-<machine type>-<start YYYYMMDD>``."""
+    return f"ptplan-{instance_type}-{dt.date.fromisoformat(start):%Y%m%d}"
+
+
 def allowed_counts(offer: Offer) -> tuple[int, ...]:
     """Instance counts one booking of ``offer`` may hold (its steps, up to its cap)."""
     cap = min(offer.max_nodes or MAX_BLOCK_NODES, MAX_BLOCK_NODES)

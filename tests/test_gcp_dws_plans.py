@@ -10,6 +10,7 @@ be checked by hand; the small GRPO spec of planner_fixtures.py."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import date, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -91,6 +92,16 @@ def test_a_run_past_seven_days_books_calendar_mode_in_whole_days() -> None:
     assert b.cost_usd == f"{2 * CAL * 192:.2f}" == "18504.59"
     assert float(b.on_demand_cost_usd) == pytest.approx(2 * OD * b.held_hours, abs=0.006)
     assert b.rounding_hours == pytest.approx(192 - b.held_hours)
+    # the exact request: 2 VMs for 8 days from the start date, in calendar mode, delivered
+    # as a reservation named for the GKE node pool to consume
+    start = date.fromisoformat(TODAY)
+    end = (start + timedelta(days=8)).isoformat()
+    name = f"ptplan-a3-megagpu-8g-{start:%Y%m%d}"
+    assert b.how_to_book.startswith(f"gcloud compute future-reservations create {name} ")
+    for flag in ("--machine-type a3-megagpu-8g", "--total-count 2",
+                 f"--start-time {TODAY}T00:00:00Z", f"--end-time {end}T00:00:00Z",
+                 "--reservation-mode CALENDAR", f"--reservation-name {name}"):
+        assert flag in b.how_to_book
     plain = plan(small_spec(data={"steps": 30_000}, sla={"deadline_hours": None}, **extra),
                  mega())
     assert float(p.total_cost_usd) < float(plain.total_cost_usd)

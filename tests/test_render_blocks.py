@@ -110,3 +110,29 @@ def test_plans_without_bookings_render_as_before():
     plan's held reservation still selects by the discovery tag alone."""
     text = (ROOT / "templates" / "karpenter" / "nodepools.yaml.j2").read_text()
     assert '{"karpenter.sh/discovery": project.cluster}|q' in text
+
+
+GCP_CALENDAR = GCP.replace("name: gcpflex", "name: gcpcalendar").replace(
+    "flex_start_usd_per_hour: 40.0, flex_start_wait_hours: 1.5",
+    "block_usd_per_hour: 20.0, block_unit_hours: 24")
+
+
+def test_gcp_calendar_mode_renders_the_request_and_a_node_pool_consuming_it(tmp_path):
+    """A GCP calendar-mode booking: the plan states the exact ``gcloud compute
+    future-reservations create`` request (calendar mode, the reservation it delivers named),
+    and the Terraform node pool consumes that reservation by name (a request made with
+    --require-specific-reservation is not consumed by ANY_RESERVATION)."""
+    plan, out = _plan_and_render(tmp_path, "gcp", GCP_CALENDAR)
+    (b,) = plan["bookings"]
+    assert (b["capacity_type"], b["instance_type"]) == ("block", "a3-highgpu-8g")
+    name = "ptplan-a3-highgpu-8g-20261210"
+    days = round(b["duration_hours"] / 24)
+    for flag in (f"future-reservations create {name} ", f"--total-count {b['nodes']} ",
+                 "--start-time 2026-12-10T00:00:00Z ",
+                 f"--end-time 2026-12-{10 + days:02d}T00:00:00Z ",
+                 "--reservation-mode CALENDAR ", f"--reservation-name {name} "):
+        assert flag in b["how_to_book"]
+    tf = (out / "terraform-gcp" / "node_pools.tf").read_text()
+    assert 'consume_reservation_type = "SPECIFIC_RESERVATION"' in tf
+    assert 'key                      = "compute.googleapis.com/reservation-name"' in tf
+    assert f'values                   = ["{name}"]' in tf

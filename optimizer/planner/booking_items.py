@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 
 from optimizer.plan.schema import Booking, Plan, Status, hours, usd
 from optimizer.planner.context import Context, LayoutRun
 from optimizer.planner.explain import explain_plan
 from optimizer.spec.project import ProjectSpec
 from providers.base import BOOKED_TYPES, Catalog
-from providers.blocks import billed_hours, units
+from providers.blocks import billed_hours, calendar_reservation_name, units
 
 BOOKING_SCHEMA = 6
 """The plan schema that added bookings (``optimizer.plan.schema``)."""
@@ -124,5 +125,19 @@ def how_to_book(provider: str, region: str, itype: str, nodes: int, kind: str,
                 f"--machine-type {itype} --provisioning-model FLEX_START --max-run-duration "
                 f"{h}h --instance-termination-action DELETE (x {nodes}; or a GKE node pool "
                 "with flex-start / queued provisioning: ptplan render)")
+    if provider == "gcp":
+        # a future reservation request in calendar mode (the flags of
+        # https://cloud.google.com/compute/docs/instances/create-future-reservations-calendar-mode
+        # and the gcloud reference of `compute future-reservations create`); the
+        # reservation it delivers is named so that a GKE node pool can consume it
+        begin = datetime.fromisoformat(start).replace(tzinfo=UTC)
+        end = begin + timedelta(hours=h)
+        name = calendar_reservation_name(itype, start)
+        return (f"gcloud compute future-reservations create {name} --zone <a zone of {region} "
+                f"that sells {itype}> --machine-type {itype} --total-count {nodes} "
+                f"--start-time {begin:%Y-%m-%dT%H:%M:%SZ} --end-time {end:%Y-%m-%dT%H:%M:%SZ} "
+                "--reservation-mode CALENDAR --deployment-type DENSE --planning-status SUBMITTED "
+                f"--require-specific-reservation --reservation-name {name} "
+                "--auto-delete-auto-created-reservations (not cancellable once approved)")
     return (f"{provider} calendar reservation of {nodes} x {itype} in {region} for {h} h "
-            f"from {start} (GCP: a future reservation in calendar mode)")
+            f"from {start}")

@@ -51,6 +51,7 @@ from optimizer.render.names import (
     tf_name,
 )
 from optimizer.render.transport import ray_entrypoint
+from providers.blocks import calendar_reservation_name
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the
@@ -112,7 +113,10 @@ def _booking(plan: Plan, pool: str, ct: str, it: str) -> dict[str, Any] | None:
     return {"nodes": b.nodes, "units": b.units, "unit_hours": b.unit_hours,
             "duration_hours": round(b.duration_hours), "earliest_start": b.earliest_start,
             "cost_usd": b.cost_usd, "wait_hours": b.wait_hours,
-            "max_run_seconds": round(b.held_hours * 3600)}
+            "max_run_seconds": round(b.held_hours * 3600),
+            # GCP calendar mode: the reservation the booking delivers, consumed by name
+            "reservation": calendar_reservation_name(it, b.earliest_start)
+            if ct == "block" and plan.provider == "gcp" else None}
 
 
 def _group_name(pool: str, label: str, zone: str, it: str, split_zone: bool,
