@@ -61,13 +61,23 @@ def merged_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list
     cols = Columns()
     site_entries(enum, {sh: g for sh, g in shapes.items() if sh in moved}, sites, network,
                   cols, ranks)
-    parts = [a for a in (base, cols.arrays() if cols.sizes else None) if a is not None]
+    moved_arrays = cols.arrays() if cols.sizes else None
+    parts = [a for a in (base, moved_arrays) if a is not None]
     if not parts:
         return empty_frontier(pool), evaluated + enum.evaluated
     arrays = {k: np.concatenate([a[k] for a in parts]) for k in COLUMNS}
     order = np.lexsort((arrays["pos"], arrays["region"], arrays["rank"]))
     arrays = {k: v[order] for k, v in arrays.items()}
-    sel = per_site_pareto(arrays)
+    # a site's filter sees only its own options: where no re-evaluated shape has an option,
+    # the site holds the cached frontier's, already filtered, and filtering them again keeps
+    # them all (every filter of a site is idempotent); only the touched sites are filtered
+    touched = np.isin(arrays["region"], np.unique(moved_arrays["region"])) \
+        if moved_arrays is not None else np.zeros(len(arrays["t"]), dtype=bool)
+    at = np.nonzero(touched)[0]
+    sel = np.nonzero(~touched)[0]
+    if len(at):
+        sel = np.sort(np.concatenate((sel, at[per_site_pareto(
+            {k: v[at] for k, v in arrays.items()})])))
     return PoolFrontier(pool, enum.groups, *(arrays[k][sel] for k in (
         "t", "c", "gid", "i", "j", "region", "e", "remote", "place"))), \
         evaluated + enum.evaluated
