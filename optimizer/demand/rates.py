@@ -114,7 +114,10 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
     policy = policy or default_policy()
     synchronous = tail if phase in GEN_PHASES else True
     together = colocated and demand.spec.method not in ("sft", "generate")
-    key = (phase, gpu.name, gpn, synchronous, together, policy.model_dump_json())
+    pinned = demand.memo.get(("policy", id(policy)))  # its JSON, once per policy object
+    if pinned is None or pinned[0] is not policy:
+        pinned = demand.memo[("policy", id(policy))] = (policy, policy.model_dump_json())
+    key = (phase, gpu.name, gpn, synchronous, together, pinned[1])
     hit = demand.memo.get(key)
     if hit is None:
         hit = demand.memo[key] = _phase_rates(demand, phase, gpu, gpn, synchronous, policy,
