@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field, ValidationError
 
 from optimizer.core.errors import InputError, ProviderError
 from providers.aws import _guarded, max_attempts, sdk, validate_instance_types, validate_regions
-from providers.base import PriceListModel, validation_detail
+from providers.base import Catalog, Offer, PriceListModel, validation_detail
 from providers.cache import utc_now
+from providers.cache_blocks import BlockPull
 
 SOURCE = "AWS EC2 DescribeCapacityBlockOfferings"
 MAX_DAYS_AHEAD = 56
@@ -119,3 +121,40 @@ def _pages(ec2: Any, kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
         token = page.get("NextToken")
         if not token:
             return
+
+
+def block_pull(data: dict[str, Any], embedded: Catalog) -> BlockPull | None:
+    """The quote of :func:`fetch_block_offerings` as the instance type's capacity block rate in
+    the price cache: the cheapest offering's fee per instance-hour, on the booking terms of the
+    embedded published row for that type and region (counts, start window), in 24-h units for a
+    request of up to 14 days, else 168-h units up to 182 days. None when AWS quoted nothing, or
+    the type is not in the embedded catalog (its GPU shape is not known here)."""
+    if not data["offerings"]:
+        return None
+    region, itype = data["region"], data["request"]["instance_type"]
+    best = data["offerings"][0]  # cheapest fee: the same count and hours for every offering
+    terms = next((o for o in embedded.block_offers if (o.provider, o.region, o.instance_type,
+                  o.capacity_type) == ("aws", region, itype, "block")), None)
+    shape = terms or next((o for o in embedded.offers if (o.provider, o.region,
+                           o.instance_type, o.capacity_type) == ("aws", region, itype,
+                                                                 "on_demand")), None)
+    if shape is None:
+        return None
+    hours = int(best["duration_hours"])
+    unit, longest = (24.0, 14 * 24.0) if hours <= 14 * 24 else (168.0, float(MAX_HOURS))
+    note = (f"capacity block: live offering {best['offering_id']} ({best['count']} x {hours} h "
+            f"from {best['start']} in {best['zone']}, ${best['upfront_fee_usd']} upfront), "
+            f"quoted {data['as_of']}; booked in {unit:g}-h units, paid upfront; a later quote "
+            "may differ (`ptplan prices blocks`)")
+    offer = Offer(
+        provider="aws", region=region, zone="", instance_type=itype, gpu=shape.gpu,
+        gpus_per_node=shape.gpus_per_node, capacity_type="block",
+        usd_per_hour=float(best["usd_per_instance_hour"]), vcpus=shape.vcpus,
+        memory_gib=shape.memory_gib, max_nodes=MAX_INSTANCES, as_of=data["as_of"][:10],
+        source=SOURCE, note=note, block_unit_hours=unit, block_max_hours=longest,
+        block_counts=terms.block_counts if terms is not None else (),
+        max_start_days=MAX_DAYS_AHEAD)
+    if terms is not None:
+        offer = replace(offer, max_nodes=terms.max_nodes)
+    return BlockPull("aws", data["as_of"], SOURCE, (region,), (offer,),
+                     instance_types=(itype,))

@@ -29,14 +29,15 @@ CREATE TABLE IF NOT EXISTS block_offers (
     vcpus REAL, memory_gib REAL, max_nodes INTEGER,
     as_of TEXT NOT NULL, source TEXT NOT NULL, note TEXT NOT NULL,
     block_unit_hours REAL, block_max_hours REAL, wait_hours REAL NOT NULL,
-    max_start_days INTEGER,
+    max_start_days INTEGER, block_counts TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (provider, region, zone, instance_type, capacity_type))
 """
 BLOCK_COLUMNS: tuple[str, ...] = (
     "provider", "region", "zone", "instance_type", "gpu", "gpus_per_node", "capacity_type",
     "usd_per_hour", "vcpus", "memory_gib", "max_nodes", "as_of", "source", "note",
-    "block_unit_hours", "block_max_hours", "wait_hours", "max_start_days")
-"""The ``block_offers`` columns: :class:`~providers.base.Offer` fields of the same names."""
+    "block_unit_hours", "block_max_hours", "wait_hours", "max_start_days", "block_counts")
+"""The ``block_offers`` columns: :class:`~providers.base.Offer` fields of the same names
+(``block_counts``, the instance counts one booking may hold, space-separated; empty: any)."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,14 @@ class BlockPull:
     regions: tuple[str, ...]
     offers: tuple[Offer, ...]
     exclusions: tuple[str, ...] = ()
+    instance_types: tuple[str, ...] = ()
+    """Non-empty: only these instance types' rows (in ``regions``) are replaced (an AWS pull
+    quotes one instance type's offerings)."""
 
 
 def row_of(offer: Offer) -> dict[str, Any]:
     data = asdict(offer)
+    data["block_counts"] = " ".join(str(n) for n in offer.block_counts)
     return {c: data[c] for c in BLOCK_COLUMNS}
 
 
@@ -65,6 +70,10 @@ def replace_blocks(con: sqlite3.Connection, pull: BlockPull) -> None:
     where = "provider = :provider"
     if pull.regions:
         where += f" AND region IN ({', '.join(f':region{i}' for i in range(len(pull.regions)))})"
+    if pull.instance_types:
+        params |= {f"type{i}": t for i, t in enumerate(pull.instance_types)}
+        where += (" AND instance_type IN "
+                  f"({', '.join(f':type{i}' for i in range(len(pull.instance_types)))})")
     con.execute(f"DELETE FROM block_offers WHERE {where}", params)
     con.executemany(f"INSERT INTO block_offers ({', '.join(BLOCK_COLUMNS)}) "
                     f"VALUES ({', '.join(':' + c for c in BLOCK_COLUMNS)})",
@@ -82,7 +91,8 @@ def read_rows(con: sqlite3.Connection) -> list[sqlite3.Row]:
 
 
 def offer_of(data: dict[str, Any]) -> Offer:
-    return Offer(**data)
+    counts = tuple(int(n) for n in str(data.get("block_counts") or "").split())
+    return Offer(**{**data, "block_counts": counts})
 
 
 def merge(cached: list[Offer], embedded: tuple[Offer, ...]) -> tuple[Offer, ...]:

@@ -106,6 +106,7 @@ class BlockRow(_Row):
     block_max_hours: Annotated[float, Field(gt=0)]
     wait_hours: Annotated[float, Field(ge=0, le=168)]
     max_start_days: Annotated[int, Field(ge=0)] | None
+    block_counts: Annotated[str, Field(max_length=400, pattern=r"^[0-9]{1,5}( [0-9]{1,5})*$|^$")]
 
     @field_validator("usd_per_hour", "vcpus", "memory_gib", "block_unit_hours",
                      "block_max_hours", "wait_hours", mode="before")

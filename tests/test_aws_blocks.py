@@ -88,6 +88,7 @@ class FakeEC2Blocks:
 @pytest.fixture
 def fake_blocks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeEC2Blocks]:
     aws_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("PTPLAN_CACHE", str(tmp_path / "prices.sqlite"))
     fake = FakeEC2Blocks()
     yield fake
     fake.close()
@@ -164,3 +165,63 @@ def test_cli_bad_requests_exit_2(fake_blocks: FakeEC2Blocks, extra: list[str],
     assert needle in res.output and "Traceback" not in res.output
     assert len([ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]) == 1
     assert fake_blocks.calls == []
+
+
+def _block_rows(path: Path) -> list[tuple]:
+    import sqlite3
+
+    with sqlite3.connect(path) as con:
+        return con.execute("SELECT provider, region, instance_type, usd_per_hour, "
+                           "block_unit_hours, block_max_hours, block_counts, max_nodes "
+                           "FROM block_offers ORDER BY instance_type").fetchall()
+
+
+def test_cli_caches_the_cheapest_rate_per_type_and_a_fault_leaves_the_cache(
+        fake_blocks: FakeEC2Blocks, tmp_path: Path) -> None:
+    """The quote's cheapest fee per instance-hour becomes the type's block rate in the price
+    cache, on the embedded row's terms (counts 1-64 in powers of two); a quote for another type
+    keeps it, a new quote for the same type replaces it, and a malformed quote exits 3 with
+    the file byte-identical."""
+    cache = tmp_path / "prices.sqlite"
+    args = ["prices", "blocks", "--region", "us-east-1", "--count", "2",
+            "--endpoint", fake_blocks.url, "--format", "json"]
+    res = runner.invoke(app, [*args, "--instance-type", "p5.48xlarge", "--duration-hours", "48"])
+    assert res.exit_code == 0, res.output
+    rate = round(float(f"{RATE * 2 * 48:.2f}") / 96, 6)  # the fee is quoted in cents
+    assert json.loads(res.stdout)["cached"]["usd_per_hour"] == rate == 31.463958
+    assert _block_rows(cache) == [("aws", "us-east-1", "p5.48xlarge", rate, 24.0, 336.0,
+                                   "1 2 4 8 16 32 64", 64)]
+    # a 3-week request: 168-h units up to 182 days, the embedded counts kept
+    res = runner.invoke(app, [*args, "--instance-type", "p5.48xlarge",
+                              "--duration-hours", "504"])
+    assert res.exit_code == 0, res.output
+    (row,) = _block_rows(cache)
+    assert row[4:7] == (168.0, 4368.0, "1 2 4 8 16 32 64")
+    before = cache.read_bytes()
+    fake_blocks.bad_fee = True
+    res = runner.invoke(app, [*args, "--instance-type", "p5.48xlarge", "--duration-hours", "48"])
+    assert res.exit_code == 3 and cache.read_bytes() == before
+
+
+def test_cached_rate_is_what_the_cache_catalog_plans_with(fake_blocks: FakeEC2Blocks,
+                                                          tmp_path: Path) -> None:
+    """Read back through the cache's loader: the live rate is the catalog's p5.48xlarge block
+    offer in us-east-1 (over the embedded published rate), with its counts."""
+    import sqlite3
+
+    from providers.cache_blocks import merge, offer_of, read_rows
+
+    res = runner.invoke(app, ["prices", "blocks", "--region", "us-east-1", "--instance-type",
+                              "p5.48xlarge", "--count", "1", "--duration-hours", "24",
+                              "--endpoint", fake_blocks.url, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    con = sqlite3.connect(tmp_path / "prices.sqlite")
+    con.row_factory = sqlite3.Row
+    cached = [offer_of(dict(r)) for r in read_rows(con)]
+    con.close()
+    from providers.embedded import embedded_catalog
+    merged = merge(cached, embedded_catalog().block_offers)
+    (p5,) = [o for o in merged if (o.region, o.instance_type) == ("us-east-1", "p5.48xlarge")]
+    assert p5.usd_per_hour == round(float(f"{RATE * 24:.2f}") / 24, 6) == 31.464167
+    assert p5.block_counts == (1, 2, 4, 8, 16, 32, 64)
+    assert "live offering cbr-0a" in p5.note

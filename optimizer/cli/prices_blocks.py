@@ -4,7 +4,10 @@
   DATE] [--endpoint URL]``: every EC2 Capacity Blocks for ML offering AWS quotes
   (:mod:`providers.aws_blocks`), cheapest upfront fee first: zone, start and end, the fee and
   the fee per instance-hour. Bad requests (a length AWS does not sell, more than 64 instances, a
-  start more than 8 weeks ahead) exit 2 with one line; provider faults exit 3.
+  start more than 8 weeks ahead) exit 2 with one line; provider faults exit 3. The cheapest
+  offering's fee per instance-hour is stored in the price cache as the type's block rate
+  (:func:`providers.aws_blocks.block_pull`; ``--catalog cache`` plans with it); a fault leaves
+  the cache as it was.
 * ``--provider gcp [--region R,...] [--instance-type T] [--count N --duration-hours H]
   [--endpoint URL] [--cache PATH]``: the GCP DWS flex-start and calendar-mode prices of the
   Billing Catalog (:mod:`providers.gcp_dws`), stored in the price cache in one transaction
@@ -52,8 +55,9 @@ def blocks(
                                     "YYYY-MM-DD (at most 8 weeks ahead)."),
     endpoint: str = typer.Option(None, "--endpoint", help="Send SDK requests to this URL "
                                  "(private mirror, tests)."),
-    cache: Path = typer.Option(None, "--cache", help="gcp: the cache file to store the prices "
-                               "in (default: $PTPLAN_CACHE or the user cache directory)."),
+    cache: Path = typer.Option(None, "--cache", help="The cache file to store the prices in "
+                               "(aws: the cheapest offering's rate for the type; default: "
+                               "$PTPLAN_CACHE or the user cache directory)."),
     fmt: TableOrJson = typer.Option(TableOrJson.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
@@ -74,18 +78,31 @@ def blocks(
             raise InputError(f"{missing[0]}: required with --provider aws; e.g. --region "
                              "us-east-1 --instance-type p5.48xlarge --count 2 "
                              "--duration-hours 48")
-        _aws(region, instance_type, count, duration_hours, start_after, endpoint, fmt, output)
+        _aws(region, instance_type, count, duration_hours, start_after, endpoint, cache, fmt,
+             output)
 
     _run(go)
 
 
 def _aws(region: str, instance_type: str, count: int, duration_hours: int,
-         start_after: str | None, endpoint: str | None, fmt: TableOrJson,
-         output: Path | None) -> None:
-    from providers.aws_blocks import fetch_block_offerings
+         start_after: str | None, endpoint: str | None, cache: Path | None,
+         fmt: TableOrJson, output: Path | None) -> None:
+    from providers.aws_blocks import block_pull, fetch_block_offerings
+    from providers.cache import resolve_cache_path, store_pull
+    from providers.embedded import embedded_catalog
 
     data = fetch_block_offerings(region, instance_type, count, duration_hours,
                                  _date(start_after), endpoint)
+    pull = block_pull(data, embedded_catalog())
+    target = resolve_cache_path(cache)
+    if pull is not None:  # the type's block rate in the cache: --catalog cache plans with it
+        store_pull(pull, target)
+        data["cached"] = {"cache": str(target), "usd_per_hour": pull.offers[0].usd_per_hour,
+                          "unit_hours": pull.offers[0].block_unit_hours}
+    else:
+        data["cached"] = None
+        info("not cached: " + ("AWS quoted no offering" if not data["offerings"] else
+                               f"{instance_type} is not in the embedded catalog"))
     if fmt is TableOrJson.json:
         _emit(dumps(data), output)
         return
