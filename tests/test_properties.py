@@ -46,6 +46,10 @@ prices = st.fixed_dictionaries({
     "l4_spot": st.floats(0.1, 2), "l40s_od": st.floats(0.8, 4), "r2": st.floats(0.7, 1.4)})
 DEFAULT = {"h100_od": 20.0, "h100_spot": 9.0, "l4_od": 0.8, "l4_spot": 0.35, "l40s_od": 1.9,
            "r2": 1.1}
+DEFAULT_FAILING = {"h100_od": 19.0, "h100_spot": 3.0, "l4_od": 1.0, "l4_spot": 1.0,
+                   "l40s_od": 1.0, "r2": 1.0}
+"""Prices under which an added dear local spot offer raises the plan's cost (the documented
+approximation: :func:`test_known_approximation_local_spot_before_remote`)."""
 
 
 def run(spec, cat: Catalog, objective: str = "cost") -> Plan | None:
@@ -136,6 +140,23 @@ def test_a_larger_budget_never_costs_more(p, b1, extra, objective) -> None:
         assert b.makespan_hours <= a.makespan_hours * (1 + 1e-9)
 
 
+@pytest.mark.xfail(strict=True, reason="documented approximation (README, network paragraph): "
+                   "at a site the rollout pool fills its spot nodes from the trainer's zone "
+                   "first; fixing it turns this test green and strict xfail then fails: "
+                   "drop the mark and the restriction in the property above")
+def test_known_approximation_local_spot_before_remote() -> None:
+    """A dear spot offer ($19/h, 1 node) added in the trainer's zone a, where the scoring pool
+    takes one of the two $3 nodes: the rollout pool's share is then [a $3, new $19] before
+    zone b's $3.15 node, so the plan that used a + b ($63.77) is no longer found ($63.99)."""
+    cat = catalog(**DEFAULT_FAILING)
+    spec = small_spec(sla={"deadline_hours": 1.0})
+    base = run(spec, cat)
+    new = offer("r1", "h100x8-new", "H100", 8, "spot", 19.0, 1, 0.003, "a")
+    more = run(spec, replace(cat, offers=(*cat.offers, new)))
+    assert base is not None and more is not None
+    assert (total(base), total(more)) == (63.77, 63.77)
+
+
 @SETTINGS
 @given(p=prices, gpu=st.sampled_from([("h100x8", "H100", 8), ("l4x1", "L4", 1),
                                       ("l40sx1", "L40S", 1)]),
@@ -144,11 +165,19 @@ def test_a_larger_budget_never_costs_more(p, b1, extra, objective) -> None:
 @example(p=DEFAULT, gpu=("h100x8", "H100", 8), kind="on_demand", factor=0.6, cap=2,
          deadline=6.0)
 def test_adding_an_offer_never_costs_more(p, gpu, kind, factor, cap, deadline) -> None:
+    """An added on-demand offer, or an added spot offer no dearer than the shape's other spot
+    offers in its region, never raises the cost. (A dearer spot offer in the trainer's zone
+    can: the rollout pool fills its spot nodes from the trainer's zone first, the documented
+    approximation pinned by :func:`test_known_approximation_local_spot_before_remote`.)"""
     cat = catalog(**p)
     spec = small_spec(sla={"deadline_hours": deadline})
     base = run(spec, cat)
     price = next(o.usd_per_hour for o in cat.offers if o.instance_type == gpu[0]
                  and o.capacity_type == "on_demand" and o.region == "r1") * factor
+    spot = [o.usd_per_hour for o in cat.offers if o.instance_type == gpu[0]
+            and o.capacity_type == "spot" and o.region == "r1"]
+    if kind == "spot" and spot:
+        price = min(price, min(spot))
     new = offer("r1", gpu[0] + "-new", gpu[1], gpu[2], kind, price, cap,
                 0.003 if kind == "spot" else None, "a" if kind == "spot" else "")
     more = run(spec, replace(cat, offers=(*cat.offers, new)))
