@@ -125,3 +125,57 @@ def test_a_regional_storage_price_is_the_one_compared() -> None:
         f"catalog_match: storage {s['data_class']} on gcs_standard: $0.02/GB-month, "
         f"{s['min_days']:g} days minimum, ${s['retrieval_usd_per_gb']}/GB retrieval; the "
         f"catalog says $0.023, {s['min_days']:g}, ${s['retrieval_usd_per_gb']}" for s in std]
+
+
+def _flow(d: dict[str, Any], name: str) -> dict[str, Any]:
+    item: dict[str, Any] = next(n for n in d["network"] if n["flow"] == name)
+    return item
+
+
+def test_a_network_rate_is_the_catalogs_for_its_provider_and_path() -> None:
+    """The experience flow moved to cross_zone: at GCP's cross-zone rate (the catalog's
+    ``gcp cross_zone`` row, $0.01/GB) it matches; at $0.02 (AWS's cross-zone rate) or 0 it is a
+    line naming the GCP rate."""
+    cat = embedded_catalog()
+    gcp_cz = next(e.usd_per_gb for e in cat.egress if (e.provider, e.path) == ("gcp", "cross_zone"))
+    aws_cz = next(e.usd_per_gb for e in cat.egress if (e.provider, e.path) == ("aws", "cross_zone"))
+    assert (gcp_cz, aws_cz) == (0.01, 0.02)
+    assert _check(lambda d: _flow(d, "experience").update(path="cross_zone",
+                                                          usd_per_gb=gcp_cz)) == []
+    for wrong in (aws_cz, 0.0):
+        assert _check(lambda d, w=wrong: _flow(d, "experience").update(
+            path="cross_zone", usd_per_gb=w)) == [
+            f"catalog_match: experience on cross_zone from gcp at ${wrong}/GB; the catalog "
+            f"says ${gcp_cz}"]
+
+
+def test_a_provider_without_an_egress_row_is_free_and_rates_are_exact() -> None:
+    """A flow from a provider the catalog has no egress row for is priced 0 (a recorded 0
+    matches, $0.01 does not); rates are compared to 1e-12, not the default 1e-6: a same-zone
+    flow recorded at $1e-7/GB is a line."""
+    def lab(d: dict[str, Any]) -> None:
+        _flow(d, "experience")["src"]["provider"] = "lab"
+    assert _check(lab) == []
+
+    def lab_priced(d: dict[str, Any]) -> None:
+        _flow(d, "experience")["src"]["provider"] = "lab"
+        _flow(d, "experience")["usd_per_gb"] = 0.01
+    assert _check(lab_priced) == [
+        "catalog_match: experience on same_zone from lab at $0.01/GB; the catalog says $0.0"]
+    assert _check(lambda d: _flow(d, "weight_sync").update(usd_per_gb=1e-7)) == [
+        "catalog_match: weight_sync on same_zone from gcp at $1e-07/GB; the catalog says $0.0"]
+
+
+def test_storage_rates_are_compared_to_1e_12() -> None:
+    """gcs_standard has no retrieval fee and costs $0.02/GB-month: a dataset recorded at
+    $1e-7/GB retrieval, or at $0.02 + 1e-7/GB-month, is a line (1e-7 is inside the default
+    tolerance of 1e-6)."""
+    d0 = _plan_json()["storage"][0]
+    assert (d0["data_class"], d0["tier"], d0["retrieval_usd_per_gb"]) == \
+        ("dataset", "gcs_standard", 0.0)
+    assert _check(lambda d: d["storage"][0].update(retrieval_usd_per_gb=1e-7)) == [
+        "catalog_match: storage dataset on gcs_standard: $0.02/GB-month, 0 days minimum, "
+        "$1e-07/GB retrieval; the catalog says $0.02, 0, $0.0"]
+    assert _check(lambda d: d["storage"][0].update(usd_per_gb_month=0.0200001)) == [
+        "catalog_match: storage dataset on gcs_standard: $0.0200001/GB-month, 0 days minimum, "
+        "$0.0/GB retrieval; the catalog says $0.02, 0, $0.0"]
