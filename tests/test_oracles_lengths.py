@@ -1,0 +1,92 @@
+"""Response-length distributions worked by hand (``optimizer/demand/lengths.py``; issue #27 item
+5, the surviving mutants of the whole-module run, docs/testing.md).
+
+The expected longest of ``count`` draws is the quantile at u = count / (count + 1)
+(``docs/demand-model.md`` §4: the mean position of the largest of n uniform order statistics is
+n / (n + 1)); a histogram or a fixed length is discrete, so that quantile is a step function
+(the smallest point whose cumulative share reaches u), while a continuous shape interpolates
+between its quantile midpoints and runs linearly to the cap. Each distribution is built here
+from its points, never from the spec loader.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optimizer.demand.lengths import (
+    LengthDist,
+    fixed,
+    from_histogram,
+    from_quantiles,
+    quantile_mean,
+    scaled,
+)
+
+
+def two_points() -> LengthDist:
+    """100 and 300 tokens, half each, cap 1000: cumulative shares 0.5, 1.0."""
+    return from_histogram([(100.0, 1.0), (300.0, 1.0)], 1000.0)
+
+
+def test_longest_of_a_histogram_is_a_step_quantile() -> None:
+    """count 1: the mean, (100 + 300) / 2 = 200. count 2: u = 2/3, the first cumulative share
+    ≥ 2/3 is 300's (1.0) — not the interpolated 100 + (2/3 − 1/4) / (3/4 − 1/4) · 200 = 266.67
+    of a continuous shape. count 3: u = 3/4, 300."""
+    d = two_points()
+    assert (d.shape, d.cap) == ("histogram", 1000)
+    assert list(d.weights) == [0.5, 0.5]
+    assert d.longest(1) == pytest.approx(200.0)
+    assert d.longest(2) == 300.0
+    assert d.longest(3) == 300.0
+    # 3/4 of the mass at 100 tokens: u = 2/3 and u = 3/4 are reached at 100 (the step is
+    # inclusive), u = 4/5 (count 4) only at 300
+    low = from_histogram([(100.0, 3.0), (300.0, 1.0)], 1000.0)
+    assert (low.longest(2), low.longest(3), low.longest(4)) == (100.0, 100.0, 300.0)
+
+
+def test_longest_of_a_fixed_length_is_that_length() -> None:
+    """250.5 tokens every time: cap ⌈250.5⌉ = 251, the longest of any count is 250.5 (a
+    continuous reading would run from 250.5 towards the cap: 250.83 for 5 draws)."""
+    d = fixed(250.5)
+    assert (d.shape, d.cap, d.mean) == ("fixed", 251, 250.5)
+    assert d.longest(5) == 250.5 and d.longest(1000) == 250.5
+    assert fixed(0.2).mean == 1.0  # at least one token
+
+
+def test_longest_of_a_continuous_shape_interpolates_to_the_cap() -> None:
+    """Quantiles through (0, 100), (1, 300), cap 1000: 64 midpoints (k + 0.5)/64 of a line from
+    100 to 300, i.e. 100 + 200·(k + 0.5)/64 at shares (k + 0.5)/64. count 2, u = 2/3: on the
+    line, 100 + 200 · 2/3 = 233.33; count 200, u = 200/201 = 0.995, above the top midpoint
+    (0.9921875, 298.4375): linear to (1, cap 1000): 298.4375 + (0.995025 − 0.9921875) /
+    0.0078125 · 701.5625 = 553.24."""
+    d = from_quantiles([(0.0, 100.0), (1.0, 300.0)], 1000.0)
+    assert d.shape == "quantiles"
+    assert d.longest(2) == pytest.approx(100 + 200 * 2 / 3)
+    u = 200 / 201
+    top_u, top_l = 127 / 128, 100 + 200 * 127 / 128
+    assert d.longest(200) == pytest.approx(top_l + (u - top_u) / (1 / 128) * (1000 - top_l))
+
+
+def test_scaled_clips_to_one_token_and_the_cap() -> None:
+    """× 4 with cap 1000: 400 and 1200 → 1000; × 0.001: 0.1 and 0.3 → 1 token each. The
+    shape and weights are kept."""
+    d = two_points()
+    up = scaled(d, 4.0, 1000.0)
+    assert list(up.lengths) == [400.0, 1000.0] and up.cap == 1000 and up.shape == "histogram"
+    assert list(up.weights) == [0.5, 0.5] and up.weights is not d.weights
+    down = scaled(d, 0.001, 1000.0)
+    assert list(down.lengths) == [1.0, 1.0] and down.mean == 1.0
+
+
+def test_quantile_mean_is_the_trapezoid_area() -> None:
+    """Knots (0, 100), (0.5, 200), (0.9, 1000), (1, 2000): 0.5 · 150 + 0.4 · 600 + 0.1 · 1500 =
+    75 + 240 + 150 = 465."""
+    knots = [(0.0, 100.0), (0.5, 200.0), (0.9, 1000.0), (1.0, 2000.0)]
+    assert quantile_mean(knots) == pytest.approx(465.0)
+    assert quantile_mean([(0.0, 7.0), (1.0, 7.0)]) == pytest.approx(7.0)
+    assert quantile_mean([(0.0, 7.0)]) == 0.0
+    # the 64-point discretisation keeps that mean within the midpoint rule's error
+    d = from_quantiles(knots, 4096.0)
+    assert d.mean == pytest.approx(465.0, rel=1e-3)
+    assert float(np.max(d.lengths)) < 2000.0
