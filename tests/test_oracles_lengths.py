@@ -90,3 +90,21 @@ def test_quantile_mean_is_the_trapezoid_area() -> None:
     d = from_quantiles(knots, 4096.0)
     assert d.mean == pytest.approx(465.0, rel=1e-3)
     assert float(np.max(d.lengths)) < 2000.0
+
+
+def test_longest_with_a_point_mass_at_the_cap() -> None:
+    """Four points of 1/4: 100, 300, 999.5 and the cap 1000 (a truncated share of 1/4). Below
+    the cap the midpoints are at 1/8, 3/8, 5/8 and the body's quantile runs to (3/4, cap);
+    count 2, u = 2/3: 999.5 + (2/3 − 5/8) / (3/4 − 5/8) · 0.5 = 999.67 (a point 0.5 token
+    under the cap is body, not cap). Count 3, u = 3/4 = 1 − 1/4: the cap itself; count 1000:
+    the cap."""
+    d = LengthDist(np.array([100.0, 300.0, 999.5, 1000.0]), np.full(4, 0.25), 1000,
+                   "max-entropy+truncated")
+    assert d.longest(2) == pytest.approx(999.5 + (2 / 3 - 5 / 8) / (1 / 8) * 0.5)
+    assert d.longest(3) == 1000.0 and d.longest(1000) == 1000.0
+    # 100, 200, 300 and the cap: count 2 lands on the body's last segment, 300 → 1000 at 3/4:
+    # 300 + (2/3 − 5/8) / (1/8) · 700 = 533.33 (without the cap point's share taken out, the
+    # midpoints would run to 7/8 and give 300 + (2/3 − 5/8) / (1/4) · 700 = 416.67)
+    e = LengthDist(np.array([1000.0, 100.0, 200.0, 300.0]), np.full(4, 0.25), 1000,
+                   "max-entropy+truncated")
+    assert e.longest(2) == pytest.approx(300 + (2 / 3 - 5 / 8) / (1 / 8) * 700)
