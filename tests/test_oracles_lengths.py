@@ -108,3 +108,18 @@ def test_longest_with_a_point_mass_at_the_cap() -> None:
     e = LengthDist(np.array([1000.0, 100.0, 200.0, 300.0]), np.full(4, 0.25), 1000,
                    "max-entropy+truncated")
     assert e.longest(2) == pytest.approx(300 + (2 / 3 - 5 / 8) / (1 / 8) * 700)
+
+
+def test_survival_and_residual_of_one_token_responses() -> None:
+    """Every response 1 token long (the shortest a distribution holds, mean 1): S(j) = 1 for
+    j ≤ 1 and 0 beyond; the residual of a sequence caught in flight E[(1 − r)⁺] / 1 = 1 − r."""
+    d = fixed(1.0)
+    assert list(d.survival(np.array([0.0, 1.0, 1.5]))) == [1.0, 1.0, 0.0]
+    assert list(d.residual_survival(np.array([0.0, 0.5, 1.0, 2.0]))) == \
+        pytest.approx([1.0, 0.5, 0.0, 0.0])
+    # two points of 1/2, 100 and 300 (mean 200): S_e(r) = (½(100 − r)⁺ + ½(300 − r)⁺) / 200
+    h = two_points()
+    assert list(h.residual_survival(np.array([0.0, 100.0, 200.0]))) == \
+        pytest.approx([1.0, 0.5, 0.25])
+    assert list(h.survival(np.array([1.0, 100.0, 101.0, 300.0, 301.0]))) == \
+        [1.0, 1.0, 0.5, 0.5, 0.0]
