@@ -253,3 +253,18 @@ def test_close_never_matches_a_non_finite_value() -> None:
     assert not close(13.3333, inf) and not close(inf, 13.3333) and not close(-inf, 0.0)
     assert not close(inf, inf) and not close(nan, nan) and not close(1.0, nan)
     assert close(1.0, 1.0 + 1e-7) and not close(1.0, 1.0 + 1e-5)
+
+
+def test_a_few_cents_dearer_than_the_catalog_is_both_lines() -> None:
+    """The sandbox recorded at $1.1426/h instead of the catalog's $1.1424/h: a price line, and
+    16·D·1.1426 exceeds the cheapest type's 16·D·1.1424 by 16·D·0.0002 (≈ $0.35 for the
+    example's D ≈ 108 h) — well under a dollar, still "a cheaper type was passed over"."""
+    d = _plan_json()
+    D = d["makespan_hours"]
+    _pool(d, "sandbox").update(usd_per_hour=1.1426, cost_usd=_cents(16 * D * 1.1426))
+    assert 0.1 < 16 * D * 0.0002 < 1.0
+    assert check_cpu_against_catalog(Plan.model_validate(d), embedded_catalog()) == [
+        "catalog_match: CPU c7i.16xlarge spot: 64 vCPUs, 128 GiB at $1.1426/h; the catalog "
+        "says 64.0, 128.0 at $1.1424/h",
+        f"catalog_match: CPU pool sandbox on c7i.16xlarge costs ${16 * D * 1.1426:.2f}; "
+        f"c7i.16xlarge spot would cost ${16 * D * SPOT * C7I_16:.2f}"]
