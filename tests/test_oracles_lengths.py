@@ -19,8 +19,10 @@ from optimizer.demand.lengths import (
     fixed,
     from_histogram,
     from_quantiles,
+    max_entropy,
     quantile_mean,
     scaled,
+    with_truncation,
 )
 
 
@@ -123,3 +125,21 @@ def test_survival_and_residual_of_one_token_responses() -> None:
         pytest.approx([1.0, 0.5, 0.25])
     assert list(h.survival(np.array([1.0, 100.0, 101.0, 300.0, 301.0]))) == \
         [1.0, 1.0, 0.5, 0.5, 0.0]
+
+
+def test_truncation_share_zero_and_a_body_at_one_token() -> None:
+    """share 0: the max-entropy distribution itself (no point at the cap). share 0.1 of a
+    1000-token cap with an overall mean of 100: the body's mean (100 − 0.1 · 1000) / 0.9 = 0
+    is floored at one token, so the body is the max-entropy shape of mean 1 on [1, 1000] (its
+    64 points, floored at one token after the mean-keeping rescale, average 1.25)."""
+    none = with_truncation(500.0, 4000.0, 0.0)
+    plain = max_entropy(500.0, 4000.0)
+    assert none.shape == "max-entropy" and list(none.lengths) == list(plain.lengths)
+    d = with_truncation(100.0, 1000.0, 0.1)
+    assert (d.shape, d.cap) == ("max-entropy+truncated", 1000)
+    assert d.lengths[-1] == 1000.0 and d.weights[-1] == pytest.approx(0.1)
+    body = max_entropy(1.0, 1000.0)
+    assert list(d.lengths[:-1]) == list(body.lengths)
+    assert list(d.weights[:-1]) == pytest.approx([0.9 / 64] * 64)
+    assert 1.0 <= body.mean < 2.0
+    assert d.mean == pytest.approx(0.9 * body.mean + 0.1 * 1000)
