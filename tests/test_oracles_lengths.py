@@ -143,3 +143,24 @@ def test_truncation_share_zero_and_a_body_at_one_token() -> None:
     assert list(d.weights[:-1]) == pytest.approx([0.9 / 64] * 64)
     assert 1.0 <= body.mean < 2.0
     assert d.mean == pytest.approx(0.9 * body.mean + 0.1 * 1000)
+
+
+def test_max_entropy_edges() -> None:
+    """A mean at or above the cap is every response at the cap (one point, shape max-entropy);
+    a cap under one token is one token. Mean exactly half a large cap: λ = 0, the uniform
+    distribution, whose 64 quantile midpoints are (k + 0.5)/64 · 32768 = 256·(2k + 1). A mean
+    of 2 on a 1000-token cap piles points at the one-token floor, none below it."""
+    top = max_entropy(5000.0, 4000.0)
+    assert (list(top.lengths), top.cap, top.shape) == ([4000.0], 4000, "max-entropy")
+    tiny = max_entropy(1.0, 0.5)
+    assert (list(tiny.lengths), tiny.cap, tiny.shape) == ([1.0], 1, "max-entropy")
+    flat = max_entropy(16384.0, 32768.0)
+    assert list(flat.lengths) == pytest.approx([256.0 * (2 * k + 1) for k in range(64)],
+                                               rel=1e-6)
+    low = max_entropy(2.0, 1000.0)
+    assert float(low.lengths.min()) == 1.0 and float(low.lengths.max()) < 1000.0
+
+
+def test_residual_survival_of_a_scalar() -> None:
+    """One remaining-length value in, one share out: (½ · 0 + ½ · 200) / 200 = 0.5 at 100."""
+    assert float(two_points().residual_survival(100.0)) == pytest.approx(0.5)
