@@ -268,3 +268,23 @@ def test_a_few_cents_dearer_than_the_catalog_is_both_lines() -> None:
         "says 64.0, 128.0 at $1.1424/h",
         f"catalog_match: CPU pool sandbox on c7i.16xlarge costs ${16 * D * 1.1426:.2f}; "
         f"c7i.16xlarge spot would cost ${16 * D * SPOT * C7I_16:.2f}"]
+
+
+def test_cost_and_total_tolerances_are_cents() -> None:
+    """A pool's cost is node-hours x $/h to the cent (half a cent of rounding and a bit); the
+    total of two pools is their sum within 0.006 x (2 + 1) = $0.018: 50 cents off a pool, or 2
+    cents off the total, is a line."""
+    d = _plan_json()
+    sb = _pool(d, "sandbox")
+    exact = sb["node_hours"] * sb["usd_per_hour"]
+    sb["cost_usd"] = str(Decimal(sb["cost_usd"]) + Decimal("0.50"))
+    d["cpu_cost_usd"] = str(Decimal(d["cpu_cost_usd"]) + Decimal("0.50"))
+    assert check_cpu_pools(Plan.model_validate(d)) == [
+        f"cpu_pools: sandbox {sb['cost_usd']} != node-hours x $/h = {exact:.2f}"]
+    d = _plan_json()
+    total = sum(Decimal(c["cost_usd"]) for c in d["cpu_pools"])
+    d["cpu_cost_usd"] = str(total + Decimal("0.02"))
+    assert check_cpu_pools(Plan.model_validate(d)) == [
+        f"totals: CPU pools {total + Decimal('0.02')} != {float(total):.2f} from their pools"]
+    d["cpu_cost_usd"] = str(total + Decimal("0.01"))  # inside 0.018
+    assert check_cpu_pools(Plan.model_validate(d)) == []
