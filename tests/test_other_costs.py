@@ -165,3 +165,48 @@ def test_json_schema_validates_a_plan_with_other_costs() -> None:
     assert list(validator.iter_errors(p)) == []
     p["other_costs"][0]["basis"] = "per_fortnight"
     assert list(validator.iter_errors(p))
+
+
+# ---- the cost model by hand (mutation survivors of optimizer/costs/other.py, docs/testing.md) --
+
+def test_review_samples_without_eval_is_zero() -> None:
+    """No ``eval`` block and no ``human_review_samples``: no evaluated sample to review, 0
+    (docs/spec.md, ``other_costs.human_review_samples``: default every evaluated sample)."""
+    from optimizer.costs.other import reviewed_samples
+    from optimizer.demand.model import build_demand
+
+    d = example_dict("grpo-7b.yaml")
+    d.pop("eval")
+    d["other_costs"] = {"annotation_usd": 10}
+    assert reviewed_samples(build_demand(parse_spec(d))) == 0
+    d["other_costs"]["human_review_samples"] = 300  # given: taken as is, eval or not
+    assert reviewed_samples(build_demand(parse_spec(d))) == 300
+    # with the example's eval: 300 steps // 25 = 12 runs x 500 prompts x 4 samples = 24,000
+    assert reviewed_samples(build_demand(spec({"annotation_usd": 10}))) == 24_000
+
+
+def test_sub_dollar_lines_are_kept_and_zero_lines_dropped() -> None:
+    """Every positive amount is a line, however small: $0.50 + $0.40 + $0.99 fixed, review
+    $0.01 x 24,000 samples = $240, ops $0.25/h; fixed = 0.50 + 0.40 + 0.99 + 240 = 241.89, so
+    10 h cost 241.89 + 0.25 x 10 = 244.39. A zero amount is no line at all."""
+    from optimizer.costs.other import other_cost_model
+    from optimizer.demand.model import build_demand
+
+    small = {"data_collection_usd": 0.5, "annotation_usd": 0.4, "ab_test_usd": 0.99,
+             "human_review_usd_per_sample": 0.01, "ops_usd_per_hour": 0.25}
+    m = other_cost_model(build_demand(spec(small)))
+    assert m is not None
+    assert [(x.name, x.basis, x.quantity, x.usd_per_unit) for x in m.lines] == [
+        ("data_collection", "fixed", 1.0, 0.5), ("annotation", "fixed", 1.0, 0.4),
+        ("ab_test", "fixed", 1.0, 0.99), ("human_review", "per_sample", 24_000.0, 0.01),
+        ("ops", "per_hour", 0.0, 0.25)]
+    assert m.fixed == pytest.approx(241.89)
+    assert m.per_hour == pytest.approx(0.25)
+    assert m.cost(10.0) == pytest.approx(244.39)
+    assert list(m.cost([0.0, 4.0])) == pytest.approx([241.89, 242.89])
+    assert [x.cost(10.0) for x in m.lines] == pytest.approx([0.5, 0.4, 0.99, 240.0, 2.5])
+    zero = {"data_collection_usd": 0, "annotation_usd": 0, "ab_test_usd": 0,
+            "human_review_usd_per_sample": 0, "ops_usd_per_hour": 0}
+    none = other_cost_model(build_demand(spec(zero)))
+    assert none is not None and none.lines == () and none.cost(10.0) == 0.0
+    assert other_cost_model(build_demand(spec(None))) is None

@@ -3,12 +3,18 @@ to cents), so recomputed figures match them within these bounds."""
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 REL = 1e-6
 
 
 def close(a: float, b: float, rel: float = REL, abs_: float = 1e-6) -> bool:
+    """Within ``abs_`` or ``rel`` of the larger. Never for a non-finite value: the relative
+    bound of an infinite one is infinite, so every number would pass (a CPU pool's work
+    node-hours on a 0-vCPU node are infinite, and any recorded figure matched them)."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
 
 
