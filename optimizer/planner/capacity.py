@@ -13,12 +13,14 @@ which stays a valid lower bound, and the search stops when the bound exceeds the
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from optimizer.planner.fills import over_capacity
 from optimizer.planner.frontier import Candidates, build_candidates, sites_of
-from optimizer.planner.search import Best, best, rank
+from optimizer.planner.search import Best, best, rank, regions_by_bound
 from providers.base import Offer
 
 MAX_DEPTH = 3
@@ -60,23 +62,34 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
         return Resolved(c, relaxed, True)
     incumbent: Resolved | None = None
     exact = True
+    split = _split(c)
+    searched: set[tuple[str, str]] = set()
     for region, rb in _regional_bests(c, deadline, budget, objective):
         if incumbent is not None and rank(rb, objective) >= rank(incumbent.best, objective):
             break  # relaxed bound of the remaining regions cannot beat the incumbent
         if limit is not None and rank(rb, objective) >= limit:
             break  # nor the plan the caller has
+        place = c.regions[region][:2]
+        if place in searched:
+            # without split plans a region's split search covers every site of its region
+            # (its candidates hold that region's offers only, and its best is over all of
+            # their sites): it found the best plan there below its bound, or proved none
+            # is, and the bound has only tightened since
+            continue
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
         else:
             # split plans: the rollout pool may use other regions, so every offer stays
-            region_offers = offers if _split(c) else [
-                o for o in offers if (o.provider, o.region) == c.regions[region][:2]]
+            region_offers = offers if split else [
+                o for o in offers if (o.provider, o.region) == place]
             bound = [rank(incumbent.best, objective)] if incumbent is not None else \
                 ([limit] if limit is not None else [])
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0,
                                       c.memo.setdefault(("split", region), _Memo(region)), bound)
             exact = exact and ok
+            if ok and not split:
+                searched.add(place)
         if found is not None and (incumbent is None or
                                   rank(found.best, objective) < rank(incumbent.best, objective)):
             incumbent = found
@@ -95,14 +108,23 @@ def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> lis
                           for n, k in b.picks.items()], caps)
 
 
-def _regional_bests(c: Candidates, deadline, budget, objective) -> list[tuple[int, Best]]:
-    """Each region's relaxed best plan, best first (a lower bound on what the region holds)."""
-    found = []
-    for region in range(len(c.regions)):
+def _regional_bests(c: Candidates, deadline, budget, objective) -> Iterator[tuple[int, Best]]:
+    """Each region's relaxed best plan, best first (ties by region; a lower bound on what the
+    region holds). Computed lazily, in the order of the regions' lower bounds
+    (:func:`optimizer.planner.search.regions_by_bound`): a region's plan is given out once
+    every region not yet computed has a bound above it, so a caller that stops early does not
+    pay for the rest, and the order is that of sorting them all."""
+    pending: list[tuple[tuple[float, float], int, Best]] = []
+    for bound, region, _ in regions_by_bound(c, objective):
+        while pending and bound > pending[0][0][0] * (1 + 1e-9) + 1e-9:
+            _, r, rb = heapq.heappop(pending)
+            yield r, rb
         rb = best(c, deadline, budget, objective, only_region=region)
         if rb is not None:
-            found.append((rank(rb, objective), region, rb))
-    return [(region, rb) for _, region, rb in sorted(found, key=lambda x: (x[0], x[1]))]
+            heapq.heappush(pending, (rank(rb, objective), region, rb))
+    while pending:
+        _, r, rb = heapq.heappop(pending)
+        yield r, rb
 
 
 @dataclass

@@ -38,6 +38,12 @@ class CachedGrid(NamedTuple):
     order: np.ndarray
     """Positions of the valid counts by busy hours (stable): the order every group that
     shares this grid is filtered in, whatever its prices."""
+    sorted_busy: np.ndarray
+    """``busy[order]``: the busy hours in that order (and ``i[order]``, ``j[order]``)."""
+    sorted_i: np.ndarray
+    sorted_j: np.ndarray
+    ties: bool
+    """Whether two valid counts have the same busy hours."""
 
 
 class RawGroup(NamedTuple):
@@ -88,10 +94,10 @@ def prefilter(raws: list[RawGroup], sites: list[list[int]] | None = None) -> lis
         grid = raws[members[0]].grid
         # survivors in the order a Pareto filter returns them: (t, c, level), grid position
         # among equals; the grid's order by t is that order unless two counts tie on t
-        ties = bool((np.diff(grid.busy[grid.order]) == 0).any())
+        ties = grid.ties
         rows, n_at = np.nonzero(keep)  # by row, then by busy time
-        pos = grid.order[n_at]
-        i_all, j_all, t_all, c_all = grid.i[pos], grid.j[pos], grid.busy[pos], cost[rows, n_at]
+        i_all, j_all = grid.sorted_i[n_at], grid.sorted_j[n_at]
+        t_all, c_all = grid.sorted_busy[n_at], cost[rows, n_at]
         rem = np.stack([raws[n].rem for n in members])
         lv_all = rem[rows, j_all]
         ends = np.cumsum(np.bincount(rows, minlength=len(members)))
@@ -113,7 +119,7 @@ def _priced(raws: list[RawGroup], members: list[int]
     level-0 option of the same row beats, the row's level-0 staircase points: level-0 options
     cheaper than every earlier level-0 option of the row)."""
     grid = raws[members[0]].grid
-    ii, jj = grid.i[grid.order], grid.j[grid.order]
+    ii, jj = grid.sorted_i, grid.sorted_j
     ns = np.stack([raws[n].ns_cost for n in members])
     sp = np.stack([raws[n].sp_cost for n in members])
     cost = ns[:, ii] + sp[:, jj]

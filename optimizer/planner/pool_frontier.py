@@ -164,8 +164,11 @@ class Enumerator:
                              sp_lam, memo)
             ii, jj = np.nonzero(grid.valid)
             busy = grid.busy[ii, jj]
-            self.grid_cache[key] = CachedGrid(grid, ii, jj, busy,
-                                               np.argsort(busy, kind="stable"))
+            order = np.argsort(busy, kind="stable")
+            sorted_busy = busy[order]
+            self.grid_cache[key] = CachedGrid(grid, ii, jj, busy, order, sorted_busy,
+                                               ii[order], jj[order],
+                                               bool((np.diff(sorted_busy) == 0).any()))
         return self.grid_cache[key]
 
     def cached_or_raw(self, shape: Shape, rates: list[list[PhaseRate]],

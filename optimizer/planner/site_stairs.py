@@ -44,7 +44,7 @@ def beaten_at_sites(raws: list[Any], batches: list[list[int]], priced: list[Pric
         if len(pr) == 0:
             continue
         grid = raws[members[0]].grid
-        bound = _bounds(grid.busy[grid.order], ps, stairs)
+        bound = _bounds(grid.sorted_busy, ps, stairs)
         if len(starts) < len(pr):  # a group at several sites: beaten at all of them
             bound = np.maximum.reduceat(bound, starts, axis=0)
         rows = pr[starts]
@@ -81,7 +81,7 @@ def _staircases(raws: list[Any], batches: list[list[int]], priced: list[Priced],
         grid = raws[members[0]].grid
         p, n = np.nonzero(stair[pr])
         site_p.append(ps[p])
-        t_p.append(grid.busy[grid.order][n])
+        t_p.append(grid.sorted_busy[n])
         c_p.append(cost[pr[p], n])
     if not site_p:
         return None
