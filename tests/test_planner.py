@@ -107,8 +107,10 @@ def test_plan_without_explanation_picks_the_same_plan(h100_spot, l4_spot, deadli
 
 def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
     """The OPD example at a deadline where its sync layouts contest spot caps (2.9 h): the plan
-    without explanation equals the plan with it, and searches far fewer cap splits (the sync
-    layouts' splits are skipped: their relaxed optimum is above the async plan)."""
+    without explanation equals the plan with it, and searches fewer cap splits (the sync
+    layouts' splits are skipped: their relaxed optimum is above the async plan). Since each
+    site's search splits only what its own plans contest, the plan with the explanation
+    runs 9 split searches here (it ran about 20 per layout before)."""
     import optimizer.planner.capacity as capacity
 
     calls = {"n": 0}
@@ -126,7 +128,7 @@ def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
     quick_calls, calls["n"] = calls["n"], 0
     full = plan(spec, catalog)
     assert _figures(quick) == _figures(full)
-    assert quick_calls * 10 < calls["n"]
+    assert 0 < quick_calls < calls["n"]
 
 
 def test_boot_disks_are_optimised_and_match_brute_force():

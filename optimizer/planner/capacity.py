@@ -3,12 +3,14 @@
 Pools of a plan are held at the same time, so together they take at most an offer's
 ``max_nodes`` (spot capacity per zone, reserved holdings, on-prem node counts). The pool
 frontiers and the enumeration treat pools as independent (each may take the whole cap): a
-relaxation. When its best plan over-uses an offer, the offer's cap is split among the pools that
-may use it, in every possible way; under a split the pools are independent again, so each split
-is solved exactly, and the best over all splits is the exact optimum for that region. A split
-that reveals another contested offer is split further (up to :data:`MAX_DEPTH` offers, at most
-:data:`MAX_SPLITS` split combinations). Regions are visited in order of their relaxed bound,
-which stays a valid lower bound, and the search stops when the bound exceeds the best plan found.
+relaxation. When its best plan at a site (the trainer's zone) over-uses an offer, the offer's
+cap is split among the pools that can use it at that site, in every possible way; under a
+split the pools are independent again, so each split is solved exactly, and the best over all
+splits is the exact optimum at that site. A split that reveals another contested offer is
+split further (up to :data:`MAX_DEPTH` offers, at most :data:`MAX_SPLITS` split
+combinations). Sites are visited in order of their relaxed bound, which stays a valid lower
+bound, and the search stops when the bound exceeds the best plan found. The splits of one
+region's sites share each pool's frontier per share (:class:`_Memo`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from optimizer.planner.fills import over_capacity
 from optimizer.planner.frontier import Candidates, build_candidates, sites_of
@@ -63,33 +65,27 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
     incumbent: Resolved | None = None
     exact = True
     split = _split(c)
-    searched: set[tuple[str, str]] = set()
     for region, rb in _regional_bests(c, deadline, budget, objective):
         if incumbent is not None and rank(rb, objective) >= rank(incumbent.best, objective):
             break  # relaxed bound of the remaining regions cannot beat the incumbent
         if limit is not None and rank(rb, objective) >= limit:
             break  # nor the plan the caller has
-        place = c.regions[region][:2]
-        if place in searched:
-            # without split plans a region's split search covers every site of its region
-            # (its candidates hold that region's offers only, and its best is over all of
-            # their sites): it found the best plan there below its bound, or proved none
-            # is, and the bound has only tightened since
-            continue
         if not _contested(c, rb):
             found: Resolved | None = Resolved(c, rb, True)
         else:
             # split plans: the rollout pool may use other regions, so every offer stays
+            place = c.regions[region][:2]
             region_offers = offers if split else [
                 o for o in offers if (o.provider, o.region) == place]
             bound = [rank(incumbent.best, objective)] if incumbent is not None else \
                 ([limit] if limit is not None else [])
+            memo = c.memo.get(("split", place if not split else None))
+            if memo is None:
+                memo = c.memo[("split", place if not split else None)] = _Memo(region_offers)
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
-                                      objective, {}, 0,
-                                      c.memo.setdefault(("split", region), _Memo(region)), bound)
+                                      objective, {}, 0, memo,
+                                      memo.sites.index(c.regions[region]), bound)
             exact = exact and ok
-            if ok and not split:
-                searched.add(place)
         if found is not None and (incumbent is None or
                                   rank(found.best, objective) < rank(incumbent.best, objective)):
             incumbent = found
@@ -127,31 +123,32 @@ def _regional_bests(c: Candidates, deadline, budget, objective) -> Iterator[tupl
         yield r, rb
 
 
-@dataclass
 class _Memo:
-    """What the splits of one region share: each pool's frontier per share of the contested
-    offers it is given (a pool's frontier depends on its own share only), and busy grids."""
+    """What the split searches of one region's sites share (with split plans, of every
+    site): the offers, each pool's frontier per share of the contested offers it is given (a
+    pool's frontier depends on its own share only), and busy grids."""
 
-    region: int
-    frontiers: dict = field(default_factory=dict)
-    grids: dict = field(default_factory=dict)
-    evaluated: dict = field(default_factory=dict)
-    """Per (deadline, budget, objective, shares): the region's candidates, their relaxed best
-    and the limit it was searched with."""
-    by_key: dict | None = None
-    keyed: list = field(default_factory=list)
-    sites: list | None = None
-    places: list | None = None
+    def __init__(self, offers: list[Offer]) -> None:
+        self.keyed = [(o.key, o) for o in offers]
+        self.by_key = dict(self.keyed)
+        self.sites = sites_of(offers)
+        self.places = sorted({(o.provider, o.region) for o in offers})
+        self.frontiers: dict = {}
+        self.grids: dict = {}
+        self.evaluated: dict = {}
+        """Per (site, deadline, budget, objective, shares): the region's candidates, the
+        site's relaxed best and the limit it was searched with."""
 
 
 def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, budget,
-              objective: str, shares: dict[str, dict[str, int]], memo: _Memo,
+              objective: str, shares: dict[str, dict[str, int]], memo: _Memo, site: int,
               limit: float = math.inf) -> tuple[Candidates, Best | None]:
-    """The candidates of one region with the given per-pool shares of contested offers, and
-    their relaxed best plan (the offers not yet split are shared freely), or None when it is
-    not below ``limit`` (see :func:`optimizer.planner.search.best`): computed once per shares,
-    and again only for a looser limit."""
-    skey = (deadline, budget, objective,
+    """The candidates of the memo's offers with the given per-pool shares of contested
+    offers, and the relaxed best plan at ``site`` (an index into ``memo.sites``; the offers
+    not yet split are shared freely), or None when it is not below ``limit`` (see
+    :func:`optimizer.planner.search.best`): computed once per shares, and again only for a
+    looser limit."""
+    skey = (site, deadline, budget, objective,
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in shares.items())))
     hit = memo.evaluated.get(skey)
     if hit is not None:
@@ -161,15 +158,10 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
         if limit <= used:
             return sub, None  # no plan below the limit it was searched with, so none below
         #                       this one either
-        out = sub, best(sub, deadline, budget, objective, limit=limit)
+        out = sub, best(sub, deadline, budget, objective, only_region=site, limit=limit)
         memo.evaluated[skey] = (*out, limit)
         return out
     layout = c.layout
-    if memo.by_key is None:
-        memo.keyed = [(o.key, o) for o in offers]
-        memo.by_key = dict(memo.keyed)
-        memo.sites = sites_of(offers)
-        memo.places = sorted({(o.provider, o.region) for o in offers})
     by_key = memo.by_key
     pool_offers = {}
     for pool in layout.pools:
@@ -189,29 +181,40 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
         if by_key[k].capacity_type in pool.capacity_types
         and (n := v.get(pool.name, 0)) < (by_key[k].max_nodes or cap)))
         for pool in layout.pools}
-    sub = build_candidates(demand, layout, offers, cap, memo.frontiers, pool_offers=pool_offers,
-                           grid_cache=memo.grids, network=c.network, split=_split(c),
-                           share_keys=share_keys, changed=frozenset(shares),
-                           sites=memo.sites, places=memo.places)
-    sub.storage = c.storage
-    sub.other = c.other
-    sub.cpu = c.cpu
-    out = sub, best(sub, deadline, budget, objective, limit=limit)
+    frontiers = memo.evaluated.get(("candidates", shares_key := skey[4]))
+    if frontiers is None:
+        frontiers = build_candidates(demand, layout, offers, cap, memo.frontiers,
+                                     pool_offers=pool_offers, grid_cache=memo.grids,
+                                     network=c.network, split=_split(c),
+                                     share_keys=share_keys, changed=frozenset(shares),
+                                     sites=memo.sites, places=memo.places)
+        frontiers.storage = c.storage
+        frontiers.other = c.other
+        frontiers.cpu = c.cpu
+        memo.evaluated[("candidates", shares_key)] = frontiers
+    sub = frontiers
+    out = sub, best(sub, deadline, budget, objective, only_region=site, limit=limit)
     memo.evaluated[skey] = (*out, limit)
     return out
 
 
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
                   deadline, budget, objective: str, shares: dict[str, dict[str, int]],
-                  depth: int, memo: _Memo, bound: list) -> tuple[Resolved | None, bool]:
-    """Best plan in one region with the given per-pool shares of contested offers.
+                  depth: int, memo: _Memo, site: int, bound: list
+                  ) -> tuple[Resolved | None, bool]:
+    """Best plan at one site (``memo.sites[site]``) with the given per-pool shares of
+    contested offers.
 
-    ``bound`` holds the rank of the best plan found so far (any region, any split): a split
+    ``bound`` holds the rank of the best plan found so far (any site, any split): a split
     whose relaxed best (shares of the offers contested so far, the rest shared freely) does not
     beat it is pruned, since splitting further only restricts the pools more. The splits of a
     contested offer are searched best-first (by their relaxed best), so that the first plan
-    found is usually the optimum and the bound prunes the rest."""
-    sub, b = _evaluate(c, offers, demand, cap, deadline, budget, objective, shares, memo,
+    found is usually the optimum and the bound prunes the rest. An offer is split only among
+    the pools that can use it at this site (:func:`_can_use`): the others keep its whole cap,
+    which they cannot use here, so their frontiers are not rebuilt and a site's search splits
+    only what its plans contest (a zone's spot offer is contested by the rollout and scoring
+    pools at that zone, by the rollout pool alone at the region's other zones)."""
+    sub, b = _evaluate(c, offers, demand, cap, deadline, budget, objective, shares, memo, site,
                        bound[0][0] if bound else math.inf)
     if b is None or (bound and rank(b, objective) >= bound[0]):
         return None, True
@@ -222,17 +225,23 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
     if depth >= MAX_DEPTH:
         return None, False
     key = contested[0]
-    offer = next(o for o in offers if o.key == key)
+    offer = memo.by_key[key]
+    whole = offer.max_nodes or cap
+    split_plans = _split(c)
     eligible = [p.name for p in c.layout.pools
-                if offer.capacity_type != "spot" or p.spot_ok]
-    splits = _compositions(offer.max_nodes or cap, len(eligible))
+                if _can_use(p, offer, memo.sites[site], split_plans)]
+    if len(eligible) < 2:  # contested, so at least two pools use it: every pool that may
+        eligible = [p.name for p in c.layout.pools  # take its capacity type at all
+                    if offer.capacity_type != "spot" or p.spot_ok]
+    others = {p.name: whole for p in c.layout.pools if p.name not in eligible}
+    splits = _compositions(whole, len(eligible))
     if len(splits) > MAX_SPLITS:
         return None, False
     children = []
     for n, split in enumerate(splits):
         new = dict(shares)
-        new[key] = dict(zip(eligible, split, strict=True))
-        kb = _evaluate(c, offers, demand, cap, deadline, budget, objective, new, memo,
+        new[key] = {**dict(zip(eligible, split, strict=True)), **others}
+        kb = _evaluate(c, offers, demand, cap, deadline, budget, objective, new, memo, site,
                        bound[0][0] if bound else math.inf)[1]
         if kb is not None:
             children.append((rank(kb, objective), n, new))
@@ -243,9 +252,23 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
         if bound and r >= bound[0]:
             break  # sorted: no later split can beat the best plan found either
         res, ok = _split_search(c, offers, demand, cap, deadline, budget, objective, new,
-                                depth + 1, memo, bound)
+                                depth + 1, memo, site, bound)
         exact = exact and ok
         if res is not None and (found is None or
                                 rank(res.best, objective) < rank(found.best, objective)):
             found = res
     return found, exact
+
+
+def _can_use(pool, offer: Offer, site: tuple[str, str, str], split: bool) -> bool:
+    """Whether ``pool`` may take nodes of ``offer`` in a plan anchored at ``site`` (see
+    :func:`optimizer.planner.pool_frontier._arrangement` and the cross-region entries of
+    split plans); erring towards True only adds splits."""
+    if offer.capacity_type not in pool.capacity_types or \
+            (offer.capacity_type == "spot" and not pool.spot_ok):
+        return False
+    if (offer.provider, offer.region) != site[:2]:
+        return split and pool.remote_ok
+    if offer.zone and offer.zone != site[2]:
+        return pool.remote_ok and offer.capacity_type == "spot"
+    return True
