@@ -31,9 +31,9 @@ def test_memory_bound_iteration_in_exact_units() -> None:
     2.004 GB, 2.004 ms; b = 1 at 1,000: 2.001 ms; b = 4 at 2,000: 2.008 ms. The GEMMs
     (4 × 2e9 FLOPs at 1,000 TFLOPS × 0.5 = 16 µs) stay below."""
     e = engine()
-    assert float(e.iteration_seconds(4, 1000)) == pytest.approx(2.004e-3, rel=TIGHT)
+    assert float(e.iteration_seconds(4, 1000)) == pytest.approx(2.004e-3, rel=TIGHT, abs=0)
     got = e.iteration_seconds(np.array([1.0, 4.0]), np.array([1000.0, 2000.0]))
-    assert list(got) == pytest.approx([2.001e-3, 2.008e-3], rel=TIGHT)
+    assert list(got) == pytest.approx([2.001e-3, 2.008e-3], rel=TIGHT, abs=0)
     assert e.bound(4, 1000) == "memory-bandwidth"
 
 
@@ -43,7 +43,7 @@ def test_compute_bound_gemms_without_attention() -> None:
     nothing else is added (no 1-FLOP or 1-s placeholder)."""
     e = engine({"fp8": 400.0, "bf16": 200.0}, "fp8", bw_tbps=1000.0, weights=0.0, kv=1.0,
                attention=False)
-    assert float(e.iteration_seconds(8, 1000)) == pytest.approx(8e-5, rel=TIGHT)
+    assert float(e.iteration_seconds(8, 1000)) == pytest.approx(8e-5, rel=TIGHT, abs=0)
     assert e.bound(8, 1000) == "compute"
 
 
@@ -60,7 +60,7 @@ def test_attention_runs_at_the_16_bit_peak(peaks: dict[str, float], attention: f
     context: the attention term 4·L·H·Q·c = 2,048 × 100,000 FLOPs per sequence dominates, at
     the bf16 peak, else fp16, else the weight precision's."""
     e = engine(peaks, "fp8", bw_tbps=1000.0, active_b=0.001, weights=0.0, kv=1.0)
-    assert float(e.iteration_seconds(8, 100_000)) == pytest.approx(8e-8 + attention, rel=TIGHT)
+    assert float(e.iteration_seconds(8, 100_000)) == pytest.approx(8e-8 + attention, rel=TIGHT, abs=0)
 
 
 def test_fixed_costs_add_to_the_iteration() -> None:
@@ -70,9 +70,9 @@ def test_fixed_costs_add_to_the_iteration() -> None:
     e = engine()
     e2 = type(e)(**{**e.__dict__, "gpus": 2,
                     "eff": eff(decode_step_overhead_ms=2.0, cuda_graphs=False)})
-    assert e2.fixed_seconds == pytest.approx(2e-3 + 90e-6 + 40e-6, rel=1e-12)
+    assert e2.fixed_seconds == pytest.approx(2e-3 + 90e-6 + 40e-6, rel=1e-12, abs=0)
     assert float(e2.iteration_seconds(1, 1000)) == pytest.approx(
-        (2e9 + 1e6) / 2e12 + 2.13e-3, rel=1e-12)
+        (2e9 + 1e6) / 2e12 + 2.13e-3, rel=1e-12, abs=0)
 
 
 def test_bound_at_the_tie_and_a_hair_either_side() -> None:
@@ -98,11 +98,11 @@ def test_prefill_seconds_per_token_by_hand() -> None:
     m = model(1e-6)
     off = eff(attention_flops=False)
     assert prefill_seconds_per_token(m, g, "bf16", 2, off, 1000.0) == pytest.approx(
-        2e-11, rel=1e-12)
+        2e-11, rel=1e-12, abs=0)
     assert prefill_seconds_per_token(m, g, "bf16", 2, off, 1000.0, 0.25) == pytest.approx(
-        4e-11, rel=1e-12)
+        4e-11, rel=1e-12, abs=0)
     assert prefill_seconds_per_token(m, g, "bf16", 2, eff(), 1000.0) == pytest.approx(
-        2.05e-8, rel=1e-12)
+        2.05e-8, rel=1e-12, abs=0)
 
 
 def test_prefill_at_low_precision_speeds_up_only_the_gemm_share() -> None:
@@ -110,9 +110,9 @@ def test_prefill_at_low_precision_speeds_up_only_the_gemm_share() -> None:
     time (Amdahl), 1.5e-11 s for the 2,000 FLOPs above."""
     g = gpu({"bf16": 100.0, "fp8": 200.0})
     e = eff(attention_flops=False, gemm_time_share=0.5)
-    assert precision_time_factor(g, "fp8", e) == pytest.approx(0.75, rel=1e-15)
+    assert precision_time_factor(g, "fp8", e) == pytest.approx(0.75, rel=1e-15, abs=0)
     assert prefill_seconds_per_token(model(1e-6), g, "fp8", 2, e, 10.0) == pytest.approx(
-        1.5e-11, rel=1e-12)
+        1.5e-11, rel=1e-12, abs=0)
 
 
 def test_precision_time_factor_is_the_exact_peak_ratio() -> None:

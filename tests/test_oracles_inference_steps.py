@@ -47,10 +47,10 @@ def test_fresh_drain_saturated_iteration_residual_and_recompute() -> None:
     sequence: P + 96."""
     sm = step_model(engine(), fixed_rollout(192.0), 1, 1.0)
     assert list(sm.n_grid) == [1.0]
-    assert sm.drain[0] == pytest.approx(191 * t_iter(1, 1096.5), rel=1e-12)
-    assert sm.saturated_iter == pytest.approx(t_iter(1, 1096.0), rel=1e-12)
+    assert sm.drain[0] == pytest.approx(191 * t_iter(1, 1096.5), rel=1e-12, abs=0)
+    assert sm.saturated_iter == pytest.approx(t_iter(1, 1096.0), rel=1e-12, abs=0)
     assert sm.residual_drain == pytest.approx(191 * 2e-3 + 1e-9 * (95 * 1144.5 + 96 * 1192.0),
-                                              rel=1e-12)
+                                              rel=1e-12, abs=0)
     assert (sm.batch, sm.mean_len, sm.mean_age, sm.admitted) == (1, 192.0, 96.0, 1.0)
     assert sm.recompute_tokens_per_seq == pytest.approx(1096.0)
 
@@ -61,13 +61,13 @@ def test_fresh_drain_at_every_tabulated_load() -> None:
     sm = step_model(engine(), fixed_rollout(192.0), 4, 6.0)
     assert sm.n_grid[0] == 1.0 and sm.n_grid[-1] == 4.0
     assert list(sm.drain) == pytest.approx([191 * t_iter(n, 1096.5) for n in sm.n_grid],
-                                           rel=1e-12)
+                                           rel=1e-12, abs=0)
 
 
 def test_single_stream_is_the_longest_response_alone() -> None:
     """Batch 1 from iteration 1 to 192 at context P + j: 191 × t(1, 1,096.5)."""
     assert single_stream_seconds(engine(), fixed_rollout(192.0)) == pytest.approx(
-        191 * t_iter(1, 1096.5), rel=1e-12)
+        191 * t_iter(1, 1096.5), rel=1e-12, abs=0)
 
 
 def test_responses_shorter_than_two_tokens() -> None:
@@ -75,9 +75,9 @@ def test_responses_shorter_than_two_tokens() -> None:
     the mean context P + 1.25, alone and as the batch-1 drain."""
     ro = fixed_rollout(1.5)
     assert single_stream_seconds(engine(), ro) == pytest.approx(0.5 * t_iter(1, P + 1.25),
-                                                                 rel=1e-12)
+                                                                 rel=1e-12, abs=0)
     sm = step_model(engine(), ro, 1, 1.0)
-    assert sm.drain[0] == pytest.approx(0.5 * t_iter(1, P + 1.25), rel=1e-12)
+    assert sm.drain[0] == pytest.approx(0.5 * t_iter(1, P + 1.25), rel=1e-12, abs=0)
 
 
 def test_drain_on_one_and_two_iterations() -> None:
@@ -87,13 +87,13 @@ def test_drain_on_one_and_two_iterations() -> None:
     e = engine()
     one = _drain_seconds(e, np.array([2.0, 3.0]), np.array([1.0]), np.array([5.0]),
                          np.array([100.0]))
-    assert list(one) == pytest.approx([t_iter(2, 100), t_iter(3, 100)], rel=1e-12)
+    assert list(one) == pytest.approx([t_iter(2, 100), t_iter(3, 100)], rel=1e-12, abs=0)
     two = _drain_seconds(e, 2.0, np.array([1.0, 1.0]), np.array([1.0, 3.0]),
                          np.array([100.0, 300.0]))
-    assert list(two) == pytest.approx([t_iter(2, 100) + t_iter(2, 300)], rel=1e-12)
+    assert list(two) == pytest.approx([t_iter(2, 100) + t_iter(2, 300)], rel=1e-12, abs=0)
     # below one sequence still generating, the batch counts as one
     half = _drain_seconds(e, 1.0, np.array([0.5]), np.array([1.0]), np.array([100.0]))
-    assert list(half) == pytest.approx([t_iter(1, 100)], rel=1e-12)
+    assert list(half) == pytest.approx([t_iter(1, 100)], rel=1e-12, abs=0)
 
 
 def test_grid_step_rounds_up_to_the_next_tabulated_load() -> None:
@@ -131,7 +131,7 @@ def test_step_seconds_beyond_the_batch_cap() -> None:
     0.5 s the fresh drain at the cap (2.5 s) floors it."""
     assert list(_table().seconds(np.array([10.0, 5.0]))) == pytest.approx([3.9, 2.65])
     assert float(_table(mean_len=10.0, mean_age=20.0, residual_drain=3.0).seconds(5.0)) \
-        == pytest.approx(3.0, rel=1e-12)
+        == pytest.approx(3.0, rel=1e-12, abs=0)
     assert float(_table(mean_len=10.0, mean_age=20.0, residual_drain=0.5).seconds(5.0)) \
         == pytest.approx(2.5)
 
@@ -151,7 +151,7 @@ def test_effective_batch_at_an_interior_kv_peak() -> None:
     e = engine(capacity=549_999.0, batch_cap=1000)
     b, admitted = effective_batch(e, Rollout(64.0, P, dist))
     assert b == 499
-    assert admitted == pytest.approx(549.999, rel=1e-12)
+    assert admitted == pytest.approx(549.999, rel=1e-12, abs=0)
     # the engine's cap binds both
     assert effective_batch(engine(capacity=549_999.0, batch_cap=256),
                            Rollout(64.0, P, dist)) == (256, 256)
