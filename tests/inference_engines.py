@@ -32,7 +32,7 @@ def eff(**changes: object) -> Efficiency:
     no launches, no all-reduce), prefill efficiency 0.5."""
     base: dict[str, object] = {"decode_mbu": 0.5, "decode_compute_efficiency": 0.5,
                                "decode_step_overhead_ms": 0.0, "prefill_efficiency": 0.5}
-    return Efficiency(**{**base, **changes})
+    return Efficiency.model_validate({**base, **changes})
 
 
 def engine(peaks: dict[str, float] | None = None, precision: str = "bf16", *,

@@ -60,7 +60,8 @@ def test_attention_runs_at_the_16_bit_peak(peaks: dict[str, float], attention: f
     context: the attention term 4·L·H·Q·c = 2,048 × 100,000 FLOPs per sequence dominates, at
     the bf16 peak, else fp16, else the weight precision's."""
     e = engine(peaks, "fp8", bw_tbps=1000.0, active_b=0.001, weights=0.0, kv=1.0)
-    assert float(e.iteration_seconds(8, 100_000)) == pytest.approx(8e-8 + attention, rel=TIGHT, abs=0)
+    assert float(e.iteration_seconds(8, 100_000)) == pytest.approx(8e-8 + attention, rel=TIGHT,
+                                                                   abs=0)
 
 
 def test_fixed_costs_add_to_the_iteration() -> None:
