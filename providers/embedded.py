@@ -40,6 +40,7 @@ from optimizer.core.hardware import canonical_gpu_name
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 from providers.blocks import embedded_block_offers
 from providers.cpu import embedded_cpu_offers
+from providers.embedded_pack import load_packed, write_pack
 from providers.gcp_machines import machine as gcp_machine
 
 AS_OF = "2025-12-01"
@@ -197,7 +198,22 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
         )
 
 
-def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) -> None:
+def parse_sources() -> tuple[list[Offer], list[str], list[ReservedRate],
+                             dict[tuple[str, str], float]]:
+    """Offers, exclusions, reserved rates and GCP VM shares normalised from the CSV files
+    (what :mod:`providers.embedded_pack` packs), offers in catalog order."""
+    offers: list[Offer] = []
+    exclusions: list[str] = []
+    rates: list[ReservedRate] = []
+    vm_share: dict[tuple[str, str], float] = {}
+    _aws(offers, exclusions, rates)
+    _gcp(offers, exclusions, rates, vm_share)
+    offers.sort(key=lambda o: o.order)
+    return offers, exclusions, rates, vm_share
+
+
+def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate],
+         vm_share: dict[tuple[str, str], float]) -> None:
     # Accelerator rows are keyed by count: most GPUs have a 1-GPU row (price x count), but
     # H100-MEGA, H200 and B200 are published only as 8-GPU rows (the price of all 8).
     accel: dict[tuple[str, str, int], dict[str, str]] = {}
@@ -258,7 +274,7 @@ def _gcp(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
     for (itype, region), rows in sorted(per_region_od.items()):
         rows.sort(key=lambda r: (r[0], r[1]))
         total, zone, common, vm_part = rows[0]
-        _GCP_VM_SHARE[(region, itype)] = vm_part / total
+        vm_share[(region, itype)] = vm_part / total
         prices = {r[0] for r in rows}
         offers.append(
             Offer(
@@ -319,13 +335,11 @@ EGRESS: tuple[tuple[str, str, float, str], ...] = (
 
 @cache
 def embedded_catalog() -> Catalog:
-    """The embedded snapshot, normalised (cached: the files are parsed once per process)."""
-    offers: list[Offer] = []
-    exclusions: list[str] = []
-    rates: list[ReservedRate] = []
-    _aws(offers, exclusions, rates)
-    _gcp(offers, exclusions, rates)
-    offers.sort(key=lambda o: o.order)
+    """The embedded snapshot, normalised (cached: loaded once per process, from the pre-built
+    pack of :mod:`providers.embedded_pack` when it matches the CSV files, else parsed)."""
+    offers, exclusions, rates, vm_share = load_packed() or parse_sources()
+    _GCP_VM_SHARE.clear()
+    _GCP_VM_SHARE.update(vm_share)
     blocks = embedded_block_offers(tuple(o for o in offers if o.capacity_type == "on_demand"))
     return Catalog(
         name="embedded",
@@ -345,3 +359,7 @@ def embedded_catalog() -> Catalog:
             f"spot capacity assumed {SPOT_NODES_PER_ZONE} nodes per zone (not in the snapshot)",
         ),
     )
+
+
+if __name__ == "__main__":  # pragma: no cover - the pack's test rebuilds it in memory
+    print(f"wrote {write_pack(parse_sources()).name}")  # python -m providers.embedded
