@@ -186,6 +186,21 @@ def test_pools_a_rounding_off_a_whole_number() -> None:
     assert calls == [(Layout(1, 1, 1, 4, 3, False), False)]
 
 
+def test_a_fractional_pool_runs_the_layout_of_its_whole_gpus_whatever_was_asked_before(
+        ) -> None:
+    """8.5 GPUs on nodes of 8 run as 8 (B, within the node), as ``seconds_per_token`` prices
+    them; asking for 8.5 first must not change what 8 GPUs cost (the memo is keyed by whole
+    GPUs: before the fix, 8.5 was timed across nodes and memoised as 8)."""
+    curve, calls = _curve()
+    assert curve.at(8.5) is B and calls == []
+    assert curve.seconds_per_token(np.array([8.0])).tolist() == [4.0]
+    curve, calls = _curve()
+    assert curve.seconds_per_token(np.array([8.0])).tolist() == [4.0]
+    assert curve.at(8.5) is B
+    curve, calls = _curve()
+    assert curve.at(9.5).layout == Layout(1, 1, 1, 9, 1, True) and calls[-1][1] is True
+
+
 def test_a_curve_without_in_node_layouts_spans_nodes_at_any_size() -> None:
     curve, calls = _curve(in_node=False)
     assert curve.smallest is C
