@@ -143,7 +143,7 @@ def test_candidates_equal_the_reference(name: str) -> None:
     got, smallest = _candidates(job, eff, *args)
     want, want_smallest = ref_candidates(job, eff, *args)
     assert got == want
-    assert smallest == pytest.approx(want_smallest, rel=1e-12)
+    assert smallest == pytest.approx(want_smallest, rel=1e-12, abs=0)
     assert got, "the scenario should have layouts"
 
 
@@ -226,15 +226,15 @@ def test_the_chosen_cells_within_a_node_and_across_nodes() -> None:
     assert (k, k2) == (2, 2) and inside.layout == lay == across.layout
     assert inside.fits is True and across.fits is True
     assert inside.reason == "" and across.reason == ""
-    assert inside.seconds_per_token_per_gpu == pytest.approx(0.03 / 1024, rel=1e-12)
-    assert across.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12)
-    assert inside.memory_gb_per_gpu == pytest.approx((8e9 + ACT32) / GB, rel=1e-12)
+    assert inside.seconds_per_token_per_gpu == pytest.approx(0.03 / 1024, rel=1e-12, abs=0)
+    assert across.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12, abs=0)
+    assert inside.memory_gb_per_gpu == pytest.approx((8e9 + ACT32) / GB, rel=1e-12, abs=0)
     compute = 6e9 * (0.55 * 2 + 0.45) / (1e15 * 0.5)
-    assert compute == pytest.approx(1.86e-5, rel=1e-12)
-    assert inside.single_sequence_seconds == pytest.approx(1024 * compute, rel=1e-12)
+    assert compute == pytest.approx(1.86e-5, rel=1e-12, abs=0)
+    assert inside.single_sequence_seconds == pytest.approx(1024 * compute, rel=1e-12, abs=0)
     assert curve.smallest is inside and curve.at(2) is inside
     # four GPUs span two nodes: dp 4, every gather over the network, a quarter of the state
     four = curve.at(4)
     assert four.layout == Layout(1, 1, 1, 4, 3, False) and four.fits and four.reason == ""
-    assert four.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12)
-    assert four.memory_gb_per_gpu == pytest.approx((4e9 + ACT32) / GB, rel=1e-12)
+    assert four.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12, abs=0)
+    assert four.memory_gb_per_gpu == pytest.approx((4e9 + ACT32) / GB, rel=1e-12, abs=0)

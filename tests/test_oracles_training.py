@@ -37,6 +37,7 @@ from optimizer.spec.project import Efficiency, ModelBlock
 
 GIB = 2.0 ** 30
 EXACT = 1e-12
+"""Relative tolerance, with abs=0: pytest's default absolute 1e-12 would swamp seconds of 1e-5."""
 COMPUTE = 6e9 / (1e15 * 0.5)
 """GPU-seconds per token at bf16 on the made-up GPU."""
 
@@ -77,30 +78,30 @@ def test_zero3_gathers_bind_with_both_offloads_on_a_2x2x2x2_layout() -> None:
     lay = Layout(2, 2, 2, 2, 3, True)
     eff = Efficiency(param_offload=True)
     tp_comm = 2 * 16 * 1024 * 0.5 * 4 / 1e11
-    assert tp_comm == pytest.approx(6.5536e-7, rel=EXACT)
+    assert tp_comm == pytest.approx(6.5536e-7, rel=EXACT, abs=0)
     gather = 3 * 2.5e8 * 2 * 0.5 / 1e11 * 8 / 1024
-    assert gather == pytest.approx(5.859375e-5, rel=EXACT)
+    assert gather == pytest.approx(5.859375e-5, rel=EXACT, abs=0)
     assert gather > 2 * COMPUTE + tp_comm
     optimizer = (1.25e8 * 4 / 32e9 + 1.25e8 / 0.4e9) * 16 / 2048
     params = 3 * (2e9 / 16) / 32e9 * 8 / 1024
     per_token, single = _time_per_token(job, gpu, "bf16", eff, lay, 16)  # spans: default no
-    assert per_token == pytest.approx(gather + optimizer + params, rel=EXACT)
-    assert single == pytest.approx(1024 * (COMPUTE + tp_comm) / 4, rel=EXACT)
+    assert per_token == pytest.approx(gather + optimizer + params, rel=EXACT, abs=0)
+    assert single == pytest.approx(1024 * (COMPUTE + tp_comm) / 4, rel=EXACT, abs=0)
     # each part alone
     plain, _ = _time_per_token(job, gpu, "bf16", Efficiency(), Layout(2, 2, 2, 2, 3, False), 16)
-    assert plain == pytest.approx(gather, rel=EXACT)
+    assert plain == pytest.approx(gather, rel=EXACT, abs=0)
     off, _ = _time_per_token(job, gpu, "bf16", Efficiency(), lay, 16, False)
-    assert off == pytest.approx(gather + optimizer, rel=EXACT)
+    assert off == pytest.approx(gather + optimizer, rel=EXACT, abs=0)
     # 16 GPUs on nodes of 8: the gathers cross the 50 GB/s network, still at (dp − 1)/dp
     cross, _ = _time_per_token(job, gpu, "bf16", Efficiency(), Layout(2, 2, 2, 2, 3, False), 8)
-    assert cross == pytest.approx(3 * 2.5e8 * 2 * 0.5 / 50e9 * 8 / 1024, rel=EXACT)
+    assert cross == pytest.approx(3 * 2.5e8 * 2 * 0.5 / 50e9 * 8 / 1024, rel=EXACT, abs=0)
     # a pool spanning nodes: all of the traffic (share 1) over the network
     spans, _ = _time_per_token(job, gpu, "bf16", Efficiency(), Layout(2, 2, 2, 2, 3, False),
                                16, True)
-    assert spans == pytest.approx(3 * 2.5e8 * 2 / 50e9 * 8 / 1024, rel=EXACT)
+    assert spans == pytest.approx(3 * 2.5e8 * 2 / 50e9 * 8 / 1024, rel=EXACT, abs=0)
     # ZeRO-1 gathers nothing and parameter offload needs ZeRO-3
     z1, _ = _time_per_token(job, gpu, "bf16", eff, Layout(2, 2, 2, 2, 1, False), 16)
-    assert z1 == pytest.approx(2 * COMPUTE + tp_comm, rel=EXACT)
+    assert z1 == pytest.approx(2 * COMPUTE + tp_comm, rel=EXACT, abs=0)
 
 
 def test_a_step_of_one_micro_batch_pays_the_whole_bubble() -> None:
@@ -111,11 +112,11 @@ def test_a_step_of_one_micro_batch_pays_the_whole_bubble() -> None:
     for tokens in (1024, 512):
         per_token, single = _time_per_token(_job(1024, tokens), _gpu(), "bf16", Efficiency(),
                                             lay, 8)
-        assert per_token == pytest.approx(2 * COMPUTE + tp_comm, rel=EXACT)
-        assert single == pytest.approx(1024 * (COMPUTE + tp_comm) / 2, rel=EXACT)
+        assert per_token == pytest.approx(2 * COMPUTE + tp_comm, rel=EXACT, abs=0)
+        assert single == pytest.approx(1024 * (COMPUTE + tp_comm) / 2, rel=EXACT, abs=0)
     # three micro-batches: bubble 1/3
     per_token, _ = _time_per_token(_job(1024, 3072), _gpu(), "bf16", Efficiency(), lay, 8)
-    assert per_token == pytest.approx(COMPUTE * (1 + 1 / 3) + tp_comm, rel=EXACT)
+    assert per_token == pytest.approx(COMPUTE * (1 + 1 / 3) + tp_comm, rel=EXACT, abs=0)
 
 
 def test_offload_of_a_one_token_step_is_paid_by_that_token() -> None:
@@ -123,9 +124,9 @@ def test_offload_of_a_one_token_step_is_paid_by_that_token() -> None:
     falls on that token (tokens per step floor at 1, not more)."""
     lay = Layout(1, 1, 1, 1, 1, True)
     per_token, _ = _time_per_token(_job(1024, 1.0), _gpu(), "bf16", Efficiency(), lay, 8)
-    assert per_token == pytest.approx(COMPUTE + 2.625, rel=EXACT)
+    assert per_token == pytest.approx(COMPUTE + 2.625, rel=EXACT, abs=0)
     half, _ = _time_per_token(_job(1024, 0.5), _gpu(), "bf16", Efficiency(), lay, 8)
-    assert half == pytest.approx(COMPUTE + 2.625, rel=EXACT)
+    assert half == pytest.approx(COMPUTE + 2.625, rel=EXACT, abs=0)
 
 
 # ---- the layout curve ----------------------------------------------------------------------
