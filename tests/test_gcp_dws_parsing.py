@@ -5,8 +5,12 @@ most 7 days; calendar mode in 24-h units, 1 to 90 days, up to 80 VMs, 60 days ah
 
 from __future__ import annotations
 
+import pytest
+
+from optimizer.core.errors import ProviderError
 from providers.base import Offer
-from providers.gcp_dws import SOURCE, _offer, dws_kind
+from providers.gcp import _Index
+from providers.gcp_dws import SOURCE, _build, _offer, dws_kind
 from providers.gcp_machines import MACHINES
 from providers.gcp_skus import Category, SkuHead
 
@@ -53,3 +57,57 @@ def test_one_machine_offered_in_each_mode() -> None:
                   "2026-12-05T00:00:00Z") == Offer(
         **common, capacity_type="flex_start", block_max_hours=168.0,  # type: ignore
         note="flex-start: billed as used, at most 7 days, expected wait not published (0 h): P")
+
+
+def _index(*rows: tuple[str, str, str, str, float]) -> _Index:
+    index = _Index({}, [])
+    for kind, key, usage, region, price in rows:
+        index.add(kind, key, usage, region, price, "S-" + key)
+    return index
+
+
+def test_build_prices_each_mode_from_its_skus_or_the_on_demand_vm() -> None:
+    """Calendar mode: 8 × 3 + 208 × 0.01 + 1,872 × 0.0010000003 = 27.9520005616, kept to 6
+    places. Flex-start has the GPU SKU only: the on-demand A3 vCPU and RAM (an upper bound).
+    A4's B200 SKU is an 8th of the machine with its vCPUs and memory: 8 × 11 = 88. L4 in
+    Frankfurt has no G2 vCPU/RAM SKU at all: excluded. On-demand GPU SKUs price nothing."""
+    index = _index(("gpu", "H100", "block", "us-central1", 3.0),
+                   ("cpu", "A3", "block", "us-central1", 0.01),
+                   ("ram", "A3", "block", "us-central1", 0.0010000003),
+                   ("gpu", "H100", "flex_start", "us-central1", 2.0),
+                   ("cpu", "A3", "OnDemand", "us-central1", 0.02),
+                   ("ram", "A3", "OnDemand", "us-central1", 0.002),
+                   ("gpu", "B200", "block", "us-central1", 11.0),
+                   ("gpu", "L4", "flex_start", "europe-west3", 0.5),
+                   ("gpu", "H100", "OnDemand", "us-east4", 9.0))
+    pull = _build(index, (), "2026-12-05T00:00:00Z")
+    assert (pull.provider, pull.as_of, pull.source, pull.regions) == (
+        "gcp", "2026-12-05T00:00:00Z", SOURCE, ())
+    got = {(o.instance_type, o.capacity_type): o for o in pull.offers}
+    assert {o.region for o in pull.offers} == {"us-central1"}
+    cal = got[("a3-highgpu-8g", "block")]
+    assert cal.usd_per_hour == 27.952001
+    assert cal.note == ("calendar-mode reservation in 24-h units, 1 to 90 days: 208 vCPU × 0.01 "
+                        "+ 1872 GiB × 0.001 + 8 × H100 3")
+    flex = got[("a3-highgpu-8g", "flex_start")]
+    assert flex.usd_per_hour == 8 * 2.0 + 208 * 0.02 + 1872 * 0.002
+    assert flex.note.endswith("208 vCPU × 0.02 + 1872 GiB × 0.002 + 8 × H100 2; no flex_start "
+                              "vCPU/RAM SKU for series A3: on-demand vCPU and RAM (an upper "
+                              "bound)")
+    a4 = got[("a4-highgpu-8g", "block")]
+    assert a4.usd_per_hour == 88.0
+    assert a4.note.endswith(": 8 × B200 11 (slice price includes vCPU and memory)")
+    assert "gcp g2-standard-8 europe-west3 flex_start: no vCPU/RAM SKU for series G2" in \
+        pull.exclusions
+    assert list(pull.exclusions) == sorted(set(pull.exclusions))
+
+
+def test_build_without_dws_gpu_prices_is_a_provider_error() -> None:
+    index = _index(("gpu", "H100", "OnDemand", "us-central1", 9.0))
+    for regions, where in (((), ""), (("us-central1", "us-east4"),
+                                      " for us-central1, us-east4")):
+        with pytest.raises(ProviderError) as err:
+            _build(index, regions, "2026-12-05T00:00:00Z")
+        assert str(err.value) == ("the GCP Billing Catalog returned no DWS (flex-start or "
+                                  f"calendar mode) GPU machine prices{where}; check --region; "
+                                  "the cache is unchanged")
