@@ -99,6 +99,10 @@ def test_build_prices_each_mode_from_its_skus_or_the_on_demand_vm() -> None:
     assert a4.note.endswith(": 8 × B200 11 (slice price includes vCPU and memory)")
     assert "gcp g2-standard-8 europe-west3 flex_start: no vCPU/RAM SKU for series G2" in \
         pull.exclusions
+    # the only exclusions: the L4 machines (none in us-east4, whose GPU SKU is on demand)
+    assert set(pull.exclusions) == {
+        f"gcp {t} europe-west3 flex_start: no vCPU/RAM SKU for series G2"
+        for t, m in MACHINES.items() if m.accelerator == "L4"}
     assert list(pull.exclusions) == sorted(set(pull.exclusions))
 
 
