@@ -195,12 +195,14 @@ class LayoutCurve:
 
     def at(self, gpus: float) -> TrainCell:
         """The layout a pool of ``gpus`` GPUs runs, its data parallelism grown to fill the pool
-        (the smallest layout if the pool is smaller)."""
+        (the smallest layout if the pool is smaller). A fractional pool, as spot overheads make
+        it, runs the layout of its whole GPUs (as in ``seconds_per_token``; the memo is keyed by
+        them)."""
         key = math.floor(gpus + 1e-9)
         hit = self._memo.get(key)
         if hit is not None:
             return hit
-        spans = gpus > self.gpus_per_node + 1e-9 or not self.in_node
+        spans = key > self.gpus_per_node or not self.in_node
         steps = self.multi_node if spans and self.multi_node else self.in_node
         cell = steps[0][1]
         for k, c in steps:
