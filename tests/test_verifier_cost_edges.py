@@ -132,10 +132,11 @@ def test_the_other_costs_total_takes_a_rounding_per_line() -> None:
 
 def _wait(hours: float) -> Plan:
     plan = _plan(_raw())
-    booking = Booking(pool="all", capacity_type="flex_start", provider="gcp", region="r",
-                      instance_type="a3-highgpu-8g", nodes=1, usd_per_hour=1.0, unit_hours=0.0,
-                      units=0, duration_hours=HELD, held_hours=HELD, rounding_hours=0.0,
-                      cost_usd="6.40", upfront=False, wait_hours=hours, earliest_start="")
+    booking = Booking.model_validate({
+        "pool": "all", "capacity_type": "flex_start", "provider": "gcp", "region": "r",
+        "instance_type": "a3-highgpu-8g", "nodes": 1, "usd_per_hour": 1.0, "unit_hours": 0.0,
+        "units": 0, "duration_hours": HELD, "held_hours": HELD, "rounding_hours": 0.0,
+        "cost_usd": "6.40", "upfront": False, "wait_hours": hours, "earliest_start": ""})
     return plan.model_copy(update={"bookings": [booking]})
 
 
