@@ -23,6 +23,7 @@ from optimizer.plan.rules_costs import (
     check_other_costs,
     check_totals,
 )
+from optimizer.plan.rules_pools import check_pool_accounting
 from optimizer.plan.schema import Booking, Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
@@ -164,3 +165,21 @@ def test_from_schema_4_the_total_is_exact_to_the_cent() -> None:
         assert any(x.startswith("totals: total 283.84 != compute + disks") for x in got), version
     raw["schema_version"] = 3
     assert not any(x.startswith("totals: total") for x in check_totals(_plan(raw)))
+
+
+# ---- a block's rounding in the pool's cost -----------------------------------------------------
+
+def test_a_blocks_unused_hours_are_in_the_pools_cost() -> None:
+    """The pool's one allocation as a capacity block billed for 7 h (the run holds it
+    6.4026 h): the allocation and the pool cost 1 × $43.06614/h × 7 h = $301.46, not the
+    $275.74 of the held hours; recorded as 301.46 both pass."""
+    raw = _raw()
+    raw["schema_version"] = 6
+    alloc = raw["pools"][0]["allocations"][0]
+    assert alloc["usd_per_hour"] == 43.06614 and raw["pools"][0]["cost_usd"] == "275.74"
+    alloc["capacity_type"], alloc["billed_hours"] = "block", 7.0
+    assert check_pool_accounting(_plan(raw)) == [
+        "pool_accounting: a3-edgegpu-8g-nolssd cost 275.74 != nodes x price x hours",
+        "pool_accounting: pool all cost 275.74 != 301.46"]
+    alloc["cost_usd"] = raw["pools"][0]["cost_usd"] = "301.46"
+    assert check_pool_accounting(_plan(raw)) == []
