@@ -56,3 +56,22 @@ def test_spend_covered_node_hours_and_nodes() -> None:
     assert len(rows) == 52 and [r["week"] for r in rows] == list(range(52))
     assert all(r["spend_covered_nodes"] == 3.0 and type(r["spend_covered_nodes"]) is float
                for r in rows)
+
+
+def test_one_flexible_cud_over_two_machine_types() -> None:
+    """A GCP flexible CUD (28 % off the vCPU + memory part, 20 % of each price) over 2 nodes of
+    a $10/h type and 1 node of a $4/h type: it consumes 2 × 2 × 0.72 + 0.8 × 0.72 = $3.456/h
+    and leaves both GPU parts on demand, 2 × 8 + 3.2 = $19.2/h: (3.456 + 19.2) × 8,736 h =
+    $197,922.82 for the year (each class's on-demand remainder counted)."""
+    gcp = {"provider": "gcp", "region": "us-central1"}
+    r = solve({"demand": [
+        {**gcp, "instance_type": "a3-highgpu-8g", "on_demand_usd_per_hour": 10.0, "nodes": 2},
+        {**gcp, "instance_type": "g2-standard-48", "on_demand_usd_per_hour": 4.0, "nodes": 1}],
+        "products": [],
+        "commitments": [{"name": "flex", "kind": "flexible_cud", "term_years": 1,
+                         "eligible_share": 0.2, "discount": 0.28}]})
+    (c,) = r.report["commitments"]
+    assert c["usd_per_hour"] == 3.456
+    assert sorted(c["covers"]) == ["gcp/us-central1/a3-highgpu-8g",
+                                   "gcp/us-central1/g2-standard-48"]
+    assert r.report["expected_total_cost_usd"] == "197922.82"
