@@ -115,9 +115,9 @@ def _regional_bests(c: Candidates, deadline, budget, objective) -> Iterator[tupl
         while pending and bound > pending[0][0][0] * (1 + 1e-9) + 1e-9:
             _, r, rb = heapq.heappop(pending)
             yield r, rb
-        rb = best(c, deadline, budget, objective, only_region=region)
-        if rb is not None:
-            heapq.heappush(pending, (rank(rb, objective), region, rb))
+        found = best(c, deadline, budget, objective, only_region=region)
+        if found is not None:
+            heapq.heappush(pending, (rank(found, objective), region, found))
     while pending:
         _, r, rb = heapq.heappop(pending)
         yield r, rb
