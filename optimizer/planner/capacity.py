@@ -79,9 +79,10 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
                 o for o in offers if (o.provider, o.region) == place]
             bound = [rank(incumbent.best, objective)] if incumbent is not None else \
                 ([limit] if limit is not None else [])
-            memo = c.memo.get(("split", place if not split else None))
+            key = ("split", None if split else place)
+            memo = c.memo.get(key)
             if memo is None:
-                memo = c.memo[("split", place if not split else None)] = _Memo(region_offers)
+                memo = c.memo[key] = _Memo(region_offers, split)
             found, ok = _split_search(c, region_offers, demand, cap, deadline, budget,
                                       objective, {}, 0, memo,
                                       memo.sites.index(c.regions[region]), bound)
@@ -128,7 +129,9 @@ class _Memo:
     site): the offers, each pool's frontier per share of the contested offers it is given (a
     pool's frontier depends on its own share only), and busy grids."""
 
-    def __init__(self, offers: list[Offer]) -> None:
+    def __init__(self, offers: list[Offer], split: bool) -> None:
+        self.split = split
+        """Whether the layout has split plans (:func:`_split`)."""
         self.keyed = [(o.key, o) for o in offers]
         self.by_key = dict(self.keyed)
         self.sites = sites_of(offers)
@@ -138,6 +141,8 @@ class _Memo:
         self.evaluated: dict = {}
         """Per (site, deadline, budget, objective, shares): the region's candidates, the
         site's relaxed best and the limit it was searched with."""
+        self.candidates: dict = {}
+        """Per shares: the region's candidates (shared by its sites' searches)."""
 
 
 def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, budget,
@@ -161,6 +166,20 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
         out = sub, best(sub, deadline, budget, objective, only_region=site, limit=limit)
         memo.evaluated[skey] = (*out, limit)
         return out
+    sub = _candidates(c, offers, demand, cap, shares, skey[4], memo)
+    out = sub, best(sub, deadline, budget, objective, only_region=site, limit=limit)
+    memo.evaluated[skey] = (*out, limit)
+    return out
+
+
+def _candidates(c: Candidates, offers: list[Offer], demand, cap: int,
+                shares: dict[str, dict[str, int]], shares_key: tuple, memo: _Memo
+                ) -> Candidates:
+    """The candidates of the memo's offers with the given per-pool shares (built once per
+    shares, for every site of the region)."""
+    sub = memo.candidates.get(shares_key)
+    if sub is not None:
+        return sub
     layout = c.layout
     by_key = memo.by_key
     pool_offers = {}
@@ -181,21 +200,15 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
         if by_key[k].capacity_type in pool.capacity_types
         and (n := v.get(pool.name, 0)) < (by_key[k].max_nodes or cap)))
         for pool in layout.pools}
-    frontiers = memo.evaluated.get(("candidates", shares_key := skey[4]))
-    if frontiers is None:
-        frontiers = build_candidates(demand, layout, offers, cap, memo.frontiers,
-                                     pool_offers=pool_offers, grid_cache=memo.grids,
-                                     network=c.network, split=_split(c),
-                                     share_keys=share_keys, changed=frozenset(shares),
-                                     sites=memo.sites, places=memo.places)
-        frontiers.storage = c.storage
-        frontiers.other = c.other
-        frontiers.cpu = c.cpu
-        memo.evaluated[("candidates", shares_key)] = frontiers
-    sub = frontiers
-    out = sub, best(sub, deadline, budget, objective, only_region=site, limit=limit)
-    memo.evaluated[skey] = (*out, limit)
-    return out
+    sub = build_candidates(demand, layout, offers, cap, memo.frontiers,
+                           pool_offers=pool_offers, grid_cache=memo.grids,
+                           network=c.network, split=memo.split, share_keys=share_keys,
+                           changed=frozenset(shares), sites=memo.sites, places=memo.places)
+    sub.storage = c.storage
+    sub.other = c.other
+    sub.cpu = c.cpu
+    memo.candidates[shares_key] = sub
+    return sub
 
 
 def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
@@ -227,9 +240,8 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
     key = contested[0]
     offer = memo.by_key[key]
     whole = offer.max_nodes or cap
-    split_plans = _split(c)
     eligible = [p.name for p in c.layout.pools
-                if _can_use(p, offer, memo.sites[site], split_plans)]
+                if _can_use(p, offer, memo.sites[site], memo.split)]
     if len(eligible) < 2:  # contested, so at least two pools use it: every pool that may
         eligible = [p.name for p in c.layout.pools  # take its capacity type at all
                     if offer.capacity_type != "spot" or p.spot_ok]
