@@ -90,9 +90,28 @@ def egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
     c_a ≤ c_b, costs strictly less (e_a − e_b < (c_b − c_a)·t_b ≤ (c_b − c_a)·D). So b is in no
     optimum, for either objective, and in no point of a cost–time frontier. This catches what the
     Pareto filter in (t, c, remote nodes) keeps on a plateau of busy time (e.g. at the latency
-    floor): a remote spot node that saves more per hour than its weight-sync egress costs."""
-    at_b = e[None, :] + c[None, :] * t[None, :]  # b's cost share at D = t_b
-    at_a = e[:, None] + c[:, None] * t[None, :]  # a's at the same D
+    floor): a remote spot node that saves more per hour than its weight-sync egress costs.
+
+    Computed per class of equal egress (a site's egress is its remote nodes × one rate, so
+    there are few classes): within a class the candidate beater of b is the cheapest option
+    with t_a ≤ t_b (e_a + c_a·t_b grows with c_a, and if that one is dearer than b so are all
+    the others), read from each class's running minimum of c in t order. O(n·K) for K classes
+    instead of every pair; the same test, term for term, as comparing every pair
+    (``tests/test_pareto_egress.py``)."""
+    n = len(t)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    values, cls = np.unique(e, return_inverse=True)
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    m = np.full((n, len(values)), np.inf)
+    m[np.arange(n), cls[order]] = c[order]
+    run = np.minimum.accumulate(m, axis=0)  # per class: least c among the first p + 1 by t
+    last = np.searchsorted(ts, t, side="right") - 1  # every a with t_a <= t_b, ties included
+    best_c = run[last]  # (b, class): the class's cheapest option no slower than b
+    at_b = e + c * t  # b's cost share at D = t_b
     tol = 1e-9 * np.maximum(1.0, np.abs(at_b))
-    beats = (t[:, None] <= t[None, :]) & (c[:, None] <= c[None, :]) & (at_a < at_b - tol)
-    return beats.any(axis=0)
+    with np.errstate(invalid="ignore"):  # inf * 0: no option in that class yet
+        at_a = values[None, :] + best_c * t[:, None]
+        beats = (best_c <= c[:, None]) & (at_a < (at_b - tol)[:, None])
+    return beats.any(axis=1)

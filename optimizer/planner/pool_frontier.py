@@ -120,14 +120,11 @@ class Enumerator:
         hit = self.sequences.get(key)
         if hit is None:
             sp_seq, rem, runs = self.spot_sequence(local, remote)
-            takes = np.asarray([take for _, _, take in runs], dtype=int)
-            sp_eff = _running([w for _, w, _ in runs], takes)
-            sp_lam = _running([o.interruptions_per_hour or 0.0 for o, _, _ in runs], takes)
+            sp_cost, sp_eff, sp_lam = _running3(runs, disk)
             sig = (sp_eff.round(12).tobytes(),
                    sp_lam.round(15).tobytes() if self.pool.stateful else b"")
-            hit = self.sequences[key] = (sp_seq, rem, _running(
-                [o.usd_per_hour + disk for o, _, _ in runs], takes), sp_eff, sp_lam, sig,
-                local, remote)
+            hit = self.sequences[key] = (sp_seq, rem, sp_cost, sp_eff, sp_lam, sig, local,
+                                         remote)
         return hit
 
     def spot_sequence(self, local: list[Offer], remote: list[Offer]
@@ -220,12 +217,21 @@ class Enumerator:
         return RawGroup(gid, cached, ns_cost, sp_cost, rem, all_remote)
 
 
-def _running(per_run: list[float], takes: np.ndarray) -> np.ndarray:
-    """Running sums from 0 of a sequence given as runs: each value repeated ``takes`` times
-    (the same sums, in the same order, as :func:`optimizer.planner.busy_grid.cumulative`
-    over the sequence node by node)."""
-    return np.concatenate(([0.0], np.cumsum(np.repeat(np.asarray(per_run, dtype=float),
-                                                      takes))))
+def _running3(runs: list[tuple[Offer, float, int]], disk: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Running sums from 0 of a spot sequence given as runs (offer, effective nodes per
+    node, nodes): its $/h (boot ``disk`` included), effective nodes and interruption rates,
+    each run's value repeated once per node (the same sums, in the same order, as
+    :func:`optimizer.planner.busy_grid.cumulative` over the sequence node by node)."""
+    if not runs:
+        zero = np.zeros(1)
+        return zero, zero.copy(), zero.copy()
+    per_run = np.asarray([(o.usd_per_hour + disk, w, o.interruptions_per_hour or 0.0)
+                          for o, w, _ in runs], dtype=float)
+    takes = np.asarray([take for _, _, take in runs], dtype=int)
+    sums = np.cumsum(np.repeat(per_run, takes, axis=0), axis=0)
+    out = np.concatenate((np.zeros((1, 3)), sums))
+    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
 
 
 def by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
