@@ -11,13 +11,24 @@ from collections.abc import Callable
 
 from optimizer.core.errors import InputError, suggest
 from providers.base import Catalog
-from providers.cache import CACHE_SUFFIXES, cache_catalog, load_cache_catalog
-from providers.custom import load_custom_catalog
 from providers.embedded import embedded_catalog
+
+# The price cache (SQLite, pydantic row models) and custom catalogs (YAML) are imported when a
+# reference names them, so that a plan on the embedded catalog does not pay for them at start.
+CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
+"""File names read as a price cache (``providers.cache.CACHE_SUFFIXES``; a test keeps the two
+equal)."""
+
+
+def _cache_catalog() -> Catalog:
+    from providers.cache import cache_catalog
+
+    return cache_catalog()
+
 
 KINDS: dict[str, Callable[[], Catalog]] = {
     "embedded": embedded_catalog,
-    "cache": cache_catalog,
+    "cache": _cache_catalog,
 }
 """Catalogs named by a word; anything else is a file."""
 
@@ -27,8 +38,12 @@ def load_catalog(ref: str) -> Catalog:
     if ref in KINDS:
         return KINDS[ref]()
     if ref.endswith(CACHE_SUFFIXES):
+        from providers.cache import load_cache_catalog
+
         return load_cache_catalog(ref)
     if ref.endswith((".yaml", ".yml", ".json")) or "/" in ref:
+        from providers.custom import load_custom_catalog
+
         return load_custom_catalog(ref)
     raise InputError(
         f"--catalog: unknown catalog {ref!r}{suggest(ref, KINDS)}; use one of "
