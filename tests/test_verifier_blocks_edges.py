@@ -205,6 +205,23 @@ def test_a_block_without_a_unit_is_named_and_not_recomputed() -> None:
     assert _check(raw) == [f"{WHAT}: no unit"]
 
 
+def test_a_one_hour_unit_is_a_unit() -> None:
+    """Units of 1 h: 6.4026 h take ⌈6.4026⌉ = 7 units, 7 h billed, 0.59739316 h lost to
+    rounding, 43.06614 × 7 = $301.46298 → "301.46"."""
+    raw = _booking(
+        _raw(),
+        unit_hours=1.0,
+        units=7,
+        duration_hours=7.0,
+        rounding_hours=7.0 - HELD,
+        cost_usd="301.46",
+    )
+    raw["pools"][0]["allocations"][0]["billed_hours"] = 7.0
+    assert _check(raw) == []
+    raw["bookings"][0]["units"] = 1
+    assert _check(raw) == [f"{WHAT}: 1 x 1 h; covering 6.4026 h takes 7 units (7 h)"]
+
+
 @pytest.mark.parametrize("edit", [{"units": 2}, {"duration_hours": 48.0}])
 def test_a_blocks_units_cover_the_held_hours(edit: dict[str, Any]) -> None:
     """2 units recorded, or 48 h of duration: 6.4026 h take 1 unit of 24 h (the rounding and
@@ -277,11 +294,18 @@ def _flex_held(hours: float) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "hours,ok", [(168.0, True), (168.0000001, True), (168.000001, False), (169.0, False)]
+    "hours,ok",
+    [
+        (168.0, True),
+        (168.0000001, True),
+        (168.0 * (1 + 1e-9), True),
+        (168.000001, False),
+        (169.0, False),
+    ],
 )
 def test_flex_start_runs_at_most_seven_days(hours: float, ok: bool) -> None:
-    """The cap is 168 h × (1 + 1e-9) = 168.000000168 h: 168 h and 168.0000001 h pass,
-    168.000001 h and 169 h are named."""
+    """The cap is 168 h × (1 + 1e-9) = 168.000000168 h: 168 h, 168.0000001 h and the cap
+    itself pass, 168.000001 h and 169 h are named."""
     want = [] if ok else [f"{FLEX}: flex-start runs at most 168 h, the pool is held {hours:.2f} h"]
     assert _check(_flex_held(hours)) == want
 
