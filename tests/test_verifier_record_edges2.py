@@ -113,6 +113,25 @@ def test_a_rate_is_over_all_the_pools_effective_nodes() -> None:
     assert len(_phases(raw)) == 1
 
 
+def test_a_phase_shorter_than_one_node_hour_is_checked_too() -> None:
+    """eval: 49,152,000 tokens in 0.45333520 h on 1 node × 0.99995427 (0.4533 node-hours):
+    108,428,041 tokens per node-hour; 1 % more is named."""
+    raw = _raw()
+    want = 49_152_000.0 / (0.4533352026814822 * FRACTION)
+    _phase(raw, "eval")["tokens_per_node_hour"] = want * 1.01
+    assert _phases(raw) == [
+        f"coverage: phase eval rate {want * 1.01:.6g} tokens/node-hour != tokens / busy / "
+        f"effective nodes = {want:.6g}"
+    ]
+
+
+def test_no_usable_nodes_records_the_models_rate() -> None:
+    """A usable fraction of 0: no effective nodes, the rate is not derived (no division)."""
+    raw = _raw()
+    _phase(raw, "rollout")["usable_node_fraction"] = 0.0
+    assert _rate(raw, 1.0) == []
+
+
 def test_no_busy_time_records_the_models_rate() -> None:
     """0 busy hours: the rate cannot be derived and is not checked (no division by zero)."""
     raw = _raw()
