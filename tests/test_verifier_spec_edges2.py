@@ -257,6 +257,10 @@ def test_a_calibration_factor_is_measured_over_modelled(tmp_path: Path) -> None:
     assert _calibration_lines(raw, spec) == [
         "spec_match: calibration update/H100 factor 0.81 != measured / modelled"
     ]
+    raw, spec = _calibrated(tmp_path, factor=0.8 + 9e-7)  # over 1e-6 × 0.8 = 8e-7
+    assert _calibration_lines(raw, spec) == [
+        f"spec_match: calibration update/H100 factor {0.8 + 9e-7} != measured / modelled"
+    ]
     raw, spec = _calibrated(tmp_path)
     raw["calibration"][0]["modelled_tokens_per_second_per_gpu"] = 0.0
     assert _calibration_lines(raw, spec) == [

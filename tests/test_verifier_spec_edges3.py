@@ -193,3 +193,49 @@ def test_an_other_cost_line_missing_or_unlike_the_specs_is_named(tmp_path: Path)
     assert _check(_with_other(dict(COLLECTION, quantity=2.0), OPS), spec) == [
         "spec_match: other cost data_collection quantity 2 != spec 1"
     ]
+
+
+def _network_lines(raw: dict[str, Any], spec: Any) -> list[str]:
+    return [x for x in _check(raw, spec) if x.startswith("spec_match: network")]
+
+
+def _copy_to(spec: Any) -> Any:
+    return spec.model_copy(
+        update={"checkpoints": spec.checkpoints.model_copy(update={"copy_to": "aws:us-east-1"})}
+    )
+
+
+def test_a_job_without_checkpoints_copies_none() -> None:
+    """generate-32b writes no checkpoints (none archived, no final one): with ``copy_to`` set
+    there is still no checkpoint_copies flow."""
+    assert _network_lines(_raw("plan-generate-32b.json"), _copy_to(_spec("generate-32b"))) == []
+
+
+def test_lora_checkpoint_copies_under_one_gb_are_a_flow(tmp_path: Path) -> None:
+    """A LoRA (rank 8) adapter's 4 copies weigh well under 1 GB: still a flow the plan must
+    list."""
+    text = (Path(__file__).resolve().parent.parent / "examples" / "grpo-7b.yaml").read_text(
+        encoding="utf-8"
+    )
+    assert "  finetune: full\n" in text
+    path = tmp_path / "grpo-lora.yaml"
+    path.write_text(text.replace("  finetune: full\n", "  finetune: lora\n  lora_rank: 8\n"))
+    from optimizer.spec.project import load_spec
+
+    assert _network_lines(_raw(), _copy_to(load_spec(str(path)))) == [
+        "spec_match: network flows ['dataset_staging', 'experience'] != the spec's "
+        "['checkpoint_copies', 'dataset_staging', 'experience']"
+    ]
+
+
+def test_under_one_gb_of_experience_is_a_flow() -> None:
+    """At 10 steps the GRPO run moves 10 × 18.874368 / 300 = 0.6291456 GB of experience (256
+    prompts × 8 samples × 2,560 tokens × 12 bytes a step): still expected, so the recorded
+    18.87 GB is named against it (the dataset staged shrinks too: 10 × 256 prompts × 512
+    tokens × 4 bytes = 0.00524288 GB)."""
+    spec = _spec()
+    spec = spec.model_copy(update={"data": spec.data.model_copy(update={"steps": 10})})
+    assert _network_lines(_raw(), spec) == [
+        "spec_match: network dataset_staging moves 0.157286 GB, the spec 0.00524288",
+        "spec_match: network experience moves 18.8744 GB, the spec 0.629146",
+    ]
