@@ -39,14 +39,20 @@ def test_the_generate_plan_without_archived_checkpoints_matches() -> None:
 
 def test_a_storage_class_the_spec_does_not_have_is_named() -> None:
     """The SFT spec keeps no rollout logs: the GRPO plan's rollout-log item added to the SFT
-    plan is named, with the spec's classes, and not costed."""
+    plan is named, with the spec's classes, and not costed; listed first, it does not stop
+    the items after it being checked (the dataset's GB doubled: 3.2768 against 1.6384)."""
     raw = _raw("plan-sft-8b.json")
     item = copy.deepcopy(_storage(_raw(), "rollout_logs"))
     item["gb_months"] = 1.0
-    raw["storage"].append(item)
+    raw["storage"].insert(0, item)
     assert _check(raw, _spec("sft-8b")) == [
         "spec_match: storage lists ['rollout_logs'], not data classes of the spec "
         "(archived_checkpoints, dataset, eval_outputs, hot_checkpoints, retained_checkpoints)"
+    ]
+    _storage(raw, "dataset")["gb"] = 3.2768
+    assert _check(raw, _spec("sft-8b"))[1:] == [
+        "spec_match: storage dataset 3.2768 GB (retrieval 0, ms) != spec 1.6384 GB (retrieval "
+        "0, ms)"
     ]
 
 
