@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from test_verifier_spec_edges2 import _check, _raw, _spec
 
+from optimizer.spec.project import load_spec
+
 GRPO_HOT_GB_MONTHS = 320.8460089819304
 
 
@@ -225,9 +227,9 @@ def test_lora_checkpoint_copies_under_one_gb_are_a_flow(tmp_path: Path) -> None:
     )
     assert "  finetune: full\n" in text
     path = tmp_path / "grpo-lora.yaml"
-    path.write_text(text.replace("  finetune: full\n", "  finetune: lora\n  lora_rank: 8\n"))
-    from optimizer.spec.project import load_spec
-
+    path.write_text(
+        text.replace("  finetune: full\n", "  finetune: lora\n  lora_rank: 8\n"), encoding="utf-8"
+    )
     assert _network_lines(_raw(), _copy_to(load_spec(str(path)))) == [
         "spec_match: network flows ['dataset_staging', 'experience'] != the spec's "
         "['checkpoint_copies', 'dataset_staging', 'experience']"
