@@ -138,7 +138,8 @@ def _network(plan: Plan, demand: Any, policy: Any, rollout: bool) -> list[str]:
     got: dict[str, float] = {}
     for item in plan.network:
         if item.flow != "weight_sync":
-            got[item.flow] = got.get(item.flow, 0.0) + item.gb
+            flow = str(item.flow)  # the value, not the enum's repr, in the line below
+            got[flow] = got.get(flow, 0.0) + item.gb
     v: list[str] = []
     if sorted(got) != sorted(want):
         v.append(f"spec_match: network flows {sorted(got)} != the spec's {sorted(want)}")
