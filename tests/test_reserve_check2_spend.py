@@ -139,6 +139,7 @@ def test_steps_must_be_whole_and_non_negative() -> None:
         (1, 1, 1e-3, True),  # 3.601 of the 3.6 $/h of the half-active week
         (1, 1, 3.6, True),  # the full 7.2 $/h in a week it is active half of
         (0, 0, 1e-6, False),  # within TOL × 7.2 = 7.2e-6
+        (0, 0, 1e-5, True),  # beyond it
     ],
 )
 def test_more_spend_than_committed_is_flagged(s: int, w: int, extra: float, flagged: bool) -> None:
@@ -166,4 +167,31 @@ def test_spend_coverage_outside_the_demand(which: str) -> None:
     got = verify(pb, [], obj, "optimal", **parts)
     assert got == [
         "class 1 (gcp/us-central1/a2-highgpu-1g): dispatch outside 0 <= committed + spot <= demand"
+    ]
+
+
+def test_the_tolerance_of_a_commitment_of_nothing_is_one_millionth_of_a_dollar() -> None:
+    """TOL × max(1, committed $/h): with 0 steps bought, 1.5e-6 $/h spent is flagged, 0.5e-6
+    is not."""
+    pb = _problem()
+    ev = evaluate(pb, [], [0])
+    for extra, want in (
+        (1.5e-6, ["commitment cud: the MILP consumes more than its 0 $/h in some week"]),
+        (0.5e-6, []),
+    ):
+        spent = [np.full((2, W), extra)]
+        got = verify(pb, [], ev.expected(pb), "optimal", ev.used, ev.spot, [0], ev.covered, spent)
+        assert got == want
+
+
+def test_no_steps_given_means_none_bought() -> None:
+    """``verify`` without ``steps`` checks the purchase with no commitment bought: the
+    all-on-demand cost passes, the cost with the 10 steps does not."""
+    pb = _problem()
+    none, ten = evaluate(pb, [], [0]), evaluate(pb, [], [10])
+    assert verify(pb, [], none.expected(pb), "optimal", none.used, none.spot) == []
+    got = verify(pb, [], ten.expected(pb), "feasible", ten.used, ten.spot)
+    assert got == [
+        f"recomputed objective {none.expected(pb):.4f} exceeds the MILP's "
+        f"{ten.expected(pb):.4f} for the same purchase"
     ]

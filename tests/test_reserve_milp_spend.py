@@ -134,9 +134,14 @@ def test_a_reservation_below_every_commitment_is_bought() -> None:
 
 
 def test_nothing_to_serve_costs_nothing() -> None:
-    """No demand in the horizon: nothing bought and an objective of exactly 0."""
+    """No demand in the horizon: nothing bought and an objective of exactly 0, with and
+    without spend commitments."""
     sol = milp.solve(_problem((0.0, 0.0, 0.0)))
     assert (sol.counts, sol.steps, sol.objective) == ([0], [0, 0], 0.0)
+    pb = _problem((0.0, 0.0, 0.0))
+    pb.spend = []  # no second (tie-break) solve
+    sol = milp.solve(pb)
+    assert (sol.counts, sol.steps, sol.objective) == ([0], [], 0.0)
 
 
 def test_cvar_with_commitments_of_one_scenario_is_its_cost() -> None:

@@ -168,3 +168,25 @@ def test_rates_files_out_of_ratio_through_spend_rows(tmp_path: Path) -> None:
             demand={0, 1},
         )
     assert str(err.value) == _refused("c3", "c1")
+
+
+def test_rows_of_one_commitment_in_later_weeks_are_not_compared() -> None:
+    """The rows bought in weeks 13 and 26 of one commitment are not compared either (their
+    name before ``@`` is the same), whatever their keys."""
+    rows_ = [
+        _row("csp", {0: (30.0, 55.0)}),
+        _row("csp@w13", {0: (30.0, 55.0), 1: (1.0, 2.0)}),
+        _row("csp@w26", {0: (30.0, 55.0)}),
+    ]
+    check_order(rows_, [])
+
+
+def test_a_pair_that_passes_does_not_end_the_checks_of_its_first_row() -> None:
+    """P passes against Q1 (keys(P) ⊆ keys(Q1), one ratio 4/3) and is refused against Q2
+    after it (keys(P) ⊄ keys(Q2))."""
+    p = _row("p", {0: (30.0, 55.0), 1: (1.5, 2.0)})
+    q1 = _row("q1", {0: (40.0, 55.0), 1: (2.0, 2.0), 2: (3.0, 4.0)})
+    q2 = _row("q2", {0: (40.0, 55.0)})
+    with pytest.raises(InputError) as err:
+        check_order([p, q1, q2], [])
+    assert str(err.value) == _refused("p", "q2")
