@@ -14,10 +14,17 @@ first mutation run of the module (docs/testing.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optimizer.costs.disks import DiskModel, block_tier, disk_usd_per_hour
 from providers.base import Catalog, StorageTier
+
+
+def exact(x: Any) -> Any:
+    """Equal to 12 significant digits, with no absolute slack (docs/testing.md)."""
+    return pytest.approx(x, rel=1e-12, abs=0)
 
 
 def _tier(
@@ -94,15 +101,14 @@ def test_per_node_hour_by_hand_for_each_region() -> None:
     (falls back) and us-east-1 (no rows) gp3 16/730, GCP pd-standard 8/730. Asked in this order
     so a memo keyed on less than (provider, region) returns the first region's rate."""
     model = DiskModel(CATALOG, 200)
-    exact = {"rel": 1e-12, "abs": 0}
-    assert model.per_node_hour("aws", "eu-central-1") == pytest.approx(19.04 / 730, **exact)
-    assert model.per_node_hour("aws", "us-east-2") == pytest.approx(9.0 / 730, **exact)
-    assert model.per_node_hour("aws", "ap-south-1") == pytest.approx(16.0 / 730, **exact)
-    assert model.per_node_hour("aws", "us-east-1") == pytest.approx(16.0 / 730, **exact)
-    assert model.per_node_hour("gcp", "eu-central-1") == pytest.approx(8.0 / 730, **exact)
+    assert model.per_node_hour("aws", "eu-central-1") == exact(19.04 / 730)
+    assert model.per_node_hour("aws", "us-east-2") == exact(9.0 / 730)
+    assert model.per_node_hour("aws", "ap-south-1") == exact(16.0 / 730)
+    assert model.per_node_hour("aws", "us-east-1") == exact(16.0 / 730)
+    assert model.per_node_hour("gcp", "eu-central-1") == exact(8.0 / 730)
     # asked again (memoised): the same figures
-    assert model.per_node_hour("aws", "eu-central-1") == pytest.approx(19.04 / 730, **exact)
-    assert model.per_node_hour("aws", "us-east-2") == pytest.approx(9.0 / 730, **exact)
+    assert model.per_node_hour("aws", "eu-central-1") == exact(19.04 / 730)
+    assert model.per_node_hour("aws", "us-east-2") == exact(9.0 / 730)
 
 
 def test_tier_names_the_region_row_the_rate_uses() -> None:
@@ -117,18 +123,14 @@ def test_tier_names_the_region_row_the_rate_uses() -> None:
     t = model.tier("aws", "ap-south-1")
     assert t is not None and (t.region, t.tier) == ("*", "gp3")
     # 100 GB × $0.0952 ÷ 730 = 9.52/730
-    assert model.per_node_hour("aws", "eu-central-1") == pytest.approx(9.52 / 730, rel=1e-12, abs=0)
+    assert model.per_node_hour("aws", "eu-central-1") == exact(9.52 / 730)
 
 
 def test_the_policy_size_scales_the_rate() -> None:
     """A 16,384 GB disk (the policy's maximum, EBS gp3's largest) in us-east-2 on st1:
     16384 × 0.045 / 730 = 737.28/730 $/h; a 10 GB one 0.45/730."""
-    assert DiskModel(CATALOG, 16384).per_node_hour("aws", "us-east-2") == pytest.approx(
-        737.28 / 730, rel=1e-12, abs=0
-    )
-    assert DiskModel(CATALOG, 10).per_node_hour("aws", "us-east-2") == pytest.approx(
-        0.45 / 730, rel=1e-12, abs=0
-    )
+    assert DiskModel(CATALOG, 16384).per_node_hour("aws", "us-east-2") == exact(737.28 / 730)
+    assert DiskModel(CATALOG, 10).per_node_hour("aws", "us-east-2") == exact(0.45 / 730)
 
 
 @pytest.mark.parametrize(
@@ -141,4 +143,4 @@ def test_the_policy_size_scales_the_rate() -> None:
     ],
 )
 def test_disk_usd_per_hour_by_hand(nodes: int, gb: int, rate: float, expected: float) -> None:
-    assert disk_usd_per_hour(nodes, gb, rate) == pytest.approx(expected, rel=1e-12, abs=0)
+    assert disk_usd_per_hour(nodes, gb, rate) == exact(expected)
