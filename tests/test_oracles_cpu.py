@@ -269,6 +269,22 @@ def test_a_type_without_a_shape_holds_nothing() -> None:
     assert nodes_for(REWARD, cpu("x", 64, None, 1.0)) == 8
 
 
+def test_small_types_and_small_needs_by_hand() -> None:
+    """A 1-vCPU type is usable: GCP n1-standard-1 (1 vCPU, 3.75 GB, $0.0475/h in us-central1)
+    holds 4 vCPUs of work on 4 nodes, and 2 sandboxes of 1 vCPU / 2 GiB on max(2, ⌈4/3.75⌉) = 2.
+    A type under 1 GiB counts its memory too: AWS t3.nano (2 vCPU, 0.5 GiB, $0.0052/h) holds one
+    sandbox of 1 vCPU / 1 GiB on max(⌈1/2⌉, ⌈1/0.5⌉) = 2 nodes, and a need of 1 GiB or less is
+    still a memory need (a type without a memory size cannot hold it)."""
+    n1 = cpu("n1-standard-1", 1, 3.75, 0.0475, region="us-central1", provider="gcp")
+    assert nodes_for(CpuNeed("reward", "work", 4.0, 0.0, 10.0, "scoring"), n1) == 4
+    assert nodes_for(CpuNeed("sandbox", "held", 2.0, 4.0, 0.0, "rollout"), n1) == 2
+    nano = cpu("t3.nano", 2, 0.5, 0.0052)
+    one = CpuNeed("sandbox", "held", 1.0, 1.0, 0.0, "rollout")
+    assert nodes_for(one, nano) == 2
+    assert nodes_for(one, cpu("x", 64, None, 1.0)) == 0
+    assert nodes_for(CpuNeed("sandbox", "held", 1.0, 0.5, 0.0, "rollout"), nano) == 1
+
+
 # ---- the cheapest type --------------------------------------------------------------------------
 
 

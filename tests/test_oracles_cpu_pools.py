@@ -120,6 +120,17 @@ def test_a_region_without_cpu_offers_costs_infinity() -> None:
     assert math.isinf(float(m.cost("aws", "ap-south-1", 5.0)))
 
 
+def test_whole_hours_are_priced_as_floats() -> None:
+    """Run times given as integers: a region without CPU offers is still +inf for each (not an
+    integer's overflow), and a priced one $15.232 + $18.2784 × D."""
+    m = _model()
+    got = m.cost("aws", "ap-south-1", [0, 10])
+    assert got.dtype == np.float64 and list(got) == [math.inf, math.inf]
+    got = m.cost("aws", "us-east-1", [0, 10])
+    fixed, per_hour = REWARD_VCPU_H / 64 * 1.1424, 16 * 1.1424
+    assert got.dtype == np.float64 and list(got) == exact([fixed, fixed + 10 * per_hour])
+
+
 def test_cost_is_fixed_plus_per_hour_times_the_run() -> None:
     """us-east-1: $15.232 + $18.2784 × D, for D = 0, 10, 144 h (the example's deadline)."""
     m = _model()
