@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
@@ -69,10 +71,11 @@ class FakeEC2:
         start = int(form.get("NextToken", "0"))
         end = start + self.page_size
         token = f"<nextToken>{end}</nextToken>" if end < len(self.items) else ""
+        items = "".join(self.items[start:end])  # none: EC2 may leave the set element out
+        offers = f"<capacityBlockOfferingSet>{items}</capacityBlockOfferingSet>" if items else ""
         return 200, {"Content-Type": "text/xml"}, (
             f'<DescribeCapacityBlockOfferingsResponse xmlns="{NS}"><requestId>r</requestId>'
-            f"<capacityBlockOfferingSet>{''.join(self.items[start:end])}"
-            f"</capacityBlockOfferingSet>{token}</DescribeCapacityBlockOfferingsResponse>")
+            f"{offers}{token}</DescribeCapacityBlockOfferingsResponse>")
 
 
 @pytest.fixture
@@ -111,6 +114,8 @@ def test_request_pages_order_and_report(five: FakeEC2) -> None:
             "InstanceCount": "2", "CapacityDurationHours": "48"}
         assert re.match(r"2026-12-20T00:00:00(\.000)?Z$", form["StartDateRange"])
     assert all("/us-west-2/ec2/aws4_request" in h["authorization"] for h in five.headers)
+    # the client is built with ptplan's config (its user agent, retries and timeouts)
+    assert all("ptplan" in h["user-agent"] for h in five.headers)
     # 999.50 (a float, not a string: "999.50" > "3020.54") first; then 21 Dec before 22 Dec,
     # zone a before b, cbr-a before cbr-b
     assert [o["offering_id"] for o in data["offerings"]] == [
@@ -134,6 +139,7 @@ def test_without_a_start_no_start_range_is_sent(five: FakeEC2) -> None:
 
 
 def test_an_empty_quote_is_one_call_and_no_offering(env: list[float]) -> None:
+    """A page without ``capacityBlockOfferingSet`` (boto3 then has no such key): no offering."""
     fake = FakeEC2([])
     try:
         data = fetch_block_offerings("us-east-1", "p5.48xlarge", 1, 24, endpoint=fake.url)
@@ -228,4 +234,39 @@ def test_bad_region_type_or_length_is_refused_before_any_call(five: FakeEC2) -> 
                  ("us-west-2", "p5.48xlarge", 2, 47)):
         with pytest.raises(InputError):
             fetch_block_offerings(*args, endpoint=five.url)  # type: ignore[arg-type]
+    assert five.forms == []
+
+
+@pytest.fixture
+def zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set the process's local time zone (POSIX TZ) for a test, restored after it."""
+    def set_tz(tz: str) -> None:
+        monkeypatch.setenv("TZ", tz)
+        time.tzset()
+
+    yield set_tz
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("tz", ["EAST-14", "WEST+12"])
+def test_today_is_the_utc_date_in_any_local_zone(five: FakeEC2, zone: Any, tz: str) -> None:
+    """At UTC+14 the local date is a day ahead of UTC from 10:00 UTC, at UTC-12 a day behind
+    until 12:00 UTC: in one of the two it differs now. 56 days after the UTC date is asked
+    and 57 refused in both."""
+    zone(tz)
+    today = dt.datetime.now(dt.UTC).date()
+    fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48, today + dt.timedelta(days=56),
+                          endpoint=five.url)
+    with pytest.raises(InputError, match="more than 8 weeks after today"):
+        fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48,
+                              today + dt.timedelta(days=57), endpoint=five.url)
+
+
+def test_without_boto3_one_line(monkeypatch: pytest.MonkeyPatch, five: FakeEC2) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    with pytest.raises(ProviderError) as err:
+        fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48, endpoint=five.url)
+    assert str(err.value) == ("live capacity block offerings need the AWS SDK: pip install "
+                              "'ptplan[aws]'")
     assert five.forms == []

@@ -16,7 +16,7 @@ import datetime as dt
 import json
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ NOW = dt.datetime(2026, 12, 5, 8, 30, 15, tzinfo=dt.UTC)
 
 class GrpcBilling:
     """``ListSkus`` over gRPC in pages of 4; ``faults[page]``: status codes answered first, one
-    per call of that page; every request and its remaining deadline recorded."""
+    per call of that page (``hooks[page]``: callables given the call's context, first); every
+    request and its remaining deadline recorded."""
 
     def __init__(self) -> None:
         from concurrent import futures
@@ -47,11 +48,15 @@ class GrpcBilling:
         self.requests: list[Any] = []
         self.deadlines: list[float | None] = []
         self.faults: dict[int, list[grpc.StatusCode]] = {}
+        self.hooks: dict[int, list[Callable[[Any], None]]] = {}
 
         def list_skus(request: Any, context: Any) -> Any:
             self.requests.append(request)
             self.deadlines.append(context.time_remaining())
             start = int(request.page_token or 0)
+            hooks = self.hooks.get(start // 4 + 1)
+            if hooks:
+                hooks.pop(0)(context)
             codes = self.faults.get(start // 4 + 1)
             if codes:
                 context.abort(codes.pop(0), "injected fault")
@@ -85,20 +90,26 @@ class GrpcBilling:
         self.server.stop(None)
 
 
+class Clock(list[float]):
+    """The sleeps made; ``now[0]``: the virtual time (a test may advance it)."""
+
+    now = [0.0]
+
+
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The retry's clock and sleeps made virtual (a sleep advances the clock), its jitter pinned
     to the upper bound: the sleeps are then the policy's delays themselves."""
     from google.api_core.retry import retry_base, retry_unary
 
-    slept: list[float] = []
-    t = [1000.0]
+    slept = Clock()
+    slept.now = [1000.0]
 
     def sleep(s: float) -> None:
         slept.append(s)
-        t[0] += s
+        slept.now[0] += s
 
-    fake = types.SimpleNamespace(monotonic=lambda: t[0], sleep=sleep)
+    fake = types.SimpleNamespace(monotonic=lambda: slept.now[0], sleep=sleep)
     monkeypatch.setattr(retry_unary, "time", fake)
     monkeypatch.setattr(retry_base, "time", fake)
     monkeypatch.setattr(retry_base, "random", types.SimpleNamespace(uniform=lambda lo, hi: hi))
