@@ -253,11 +253,13 @@ def zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
 def test_today_is_the_utc_date_in_any_local_zone(five: FakeEC2, zone: Any, tz: str) -> None:
     """At UTC+14 the local date is a day ahead of UTC from 10:00 UTC, at UTC-12 a day behind
     until 12:00 UTC: in one of the two it differs now. 56 days after the UTC date is asked
-    and 57 refused in both."""
+    and 57 refused in both; the offerings' dates are reported in UTC, not local time."""
     zone(tz)
     today = dt.datetime.now(dt.UTC).date()
-    fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48, today + dt.timedelta(days=56),
-                          endpoint=five.url)
+    data = fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48,
+                                 today + dt.timedelta(days=56), endpoint=five.url)
+    first = data["offerings"][0]
+    assert (first["start"], first["end"]) == ("2026-12-23T11:30:00Z", "2026-12-25T11:30:00Z")
     with pytest.raises(InputError, match="more than 8 weeks after today"):
         fetch_block_offerings("us-west-2", "p5.48xlarge", 2, 48,
                               today + dt.timedelta(days=57), endpoint=five.url)
