@@ -72,11 +72,14 @@ def test_a_mode_with_the_vcpu_sku_but_not_the_ram_sku_uses_the_on_demand_pair(
 
 def test_an_excluded_region_does_not_stop_the_machines_other_modes(
         billing: GrpcBilling) -> None:
-    """A calendar-mode Mega GPU SKU in us-east4, where no A3Plus vCPU/RAM SKU exists: that
-    (machine, mode, region) is excluded by name, and a3-megagpu-8g is still priced in
-    us-central1 in both modes, after it in the order (block us-east4 < flex_start us-central1)."""
+    """A calendar-mode Mega GPU SKU in us-east4, where the A3Plus series has an on-demand vCPU
+    SKU but no RAM SKU (and no DWS ones): that (machine, mode, region) is excluded by name, and
+    a3-megagpu-8g is still priced in us-central1 in both modes, after it in the order (block
+    us-east4 < flex_start us-central1)."""
     billing.skus.append(sku("TEST-MEGA-EAST4", "Reserved Nvidia H100 80GB Mega GPU in Americas "
                             "in Calendar Mode", "GPU", ["us-east4"], 4, 900_000_000))
+    billing.skus.append(sku("TEST-A3PLUS-CORE-EAST4", "A3Plus Instance Core running in "
+                            "Virginia", "CPU", ["us-east4"], 0, 30_000_000))
     pull = fetch_dws(client=billing.client, now=NOW)
     assert "gcp a3-megagpu-8g us-east4 block: no vCPU/RAM SKU for series A3Plus/A3 Mega" in \
         pull.exclusions
