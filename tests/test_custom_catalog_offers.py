@@ -139,3 +139,17 @@ def test_a_daily_block_defaults_to_two_weeks(tmp_path: Path):
     (block,) = cat.block_offers
     assert (block.block_unit_hours, block.block_max_hours, block.max_nodes) == (24.0, 336.0, 64)
     assert block.source == "custom catalog named.yaml"
+
+
+def test_sunk_capacity_is_free_even_with_a_rate_and_a_zero_rate_stays_zero(tmp_path: Path):
+    path = tmp_path / "held.yaml"
+    path.write_text(
+        "as_of: 2026-11-01\noffers:\n"
+        "  - {provider: lab, region: r, instance_type: sunk, gpu: H100, gpus_per_node: 8,\n"
+        "     reserved_1y_usd_per_hour: 14.0, reserved_nodes_held: 2, reserved_sunk: true}\n"
+        "  - {provider: lab, region: r, instance_type: free, gpu: H100, gpus_per_node: 8,\n"
+        "     reserved_1y_usd_per_hour: 0.0, reserved_nodes_held: 1}\n")
+    held = {o.instance_type: o for o in load_custom_catalog(str(path)).offers}
+    assert (held["sunk"].usd_per_hour, held["sunk"].reserved_sunk) == (0.0, True)
+    assert (held["free"].usd_per_hour, held["free"].reserved_sunk) == (0.0, False)
+    assert held["free"].note == "1 nodes held (1y); amortised rate billed for the hours used"
