@@ -1,0 +1,79 @@
+"""The booking rules of ``providers/blocks.py`` by hand (mutation-testing gaps,
+docs/testing.md): whole units billed, the counts one booking may hold, which runs fit a block
+or flex-start, and the reservation name GKE consumes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from providers.base import Offer
+from providers.blocks import (
+    FLEX_START_MAX_HOURS,
+    TOLERANCE,
+    allowed_counts,
+    billed_hours,
+    calendar_reservation_name,
+    fits,
+    units,
+)
+from providers.custom import load_custom_catalog
+
+
+def _offer(kind: str, **kw) -> Offer:
+    return Offer(provider="aws", region="us-east-1", zone="", instance_type="p5.48xlarge",
+                 gpu="H100", gpus_per_node=8, capacity_type=kind, usd_per_hour=31.464, **kw)
+
+
+@pytest.mark.parametrize(("held", "unit", "billed"), [
+    (48.0, 24.0, 48.0),    # exactly two days: two units, not three
+    (48.5, 24.0, 72.0),
+    (0.5, 24.0, 24.0),     # at least one unit
+    (169.0, 168.0, 336.0),
+])
+def test_whole_units_are_billed(held, unit, billed):
+    assert billed_hours(held, unit) == billed
+    assert units(held, unit) == round(billed / unit)
+
+
+def test_the_reservation_name_is_the_machine_and_the_start_day():
+    assert calendar_reservation_name("a3-highgpu-8g", "2026-12-10") == \
+        "ptplan-a3-highgpu-8g-20261210"
+
+
+def test_counts_one_booking_may_hold():
+    assert allowed_counts(_offer("block", max_nodes=3)) == (1, 2, 3)
+    assert allowed_counts(_offer("block")) == tuple(range(1, 65))  # AWS: 1 to 64 instances
+    assert allowed_counts(_offer("block", max_nodes=200)) == tuple(range(1, 65))
+    steps = (1, 2, 4, 8, 16, 32, 64)
+    assert allowed_counts(_offer("block", max_nodes=8, block_counts=steps)) == (1, 2, 4, 8)
+
+
+def test_a_block_fits_when_its_rounded_length_is_within_its_longest_booking():
+    block = _offer("block", block_unit_hours=24.0, block_max_hours=48.0)
+    assert fits(block, 48.0, None)          # two whole days: exactly the longest booking
+    assert fits(block, 30.0, 10.0)          # a block's deadline is the run's, not checked here
+    assert not fits(block, 48.5, None)      # rounds to three days
+    shorter = _offer("block", block_unit_hours=24.0, block_max_hours=40.0)
+    assert not fits(shorter, 30.0, None)    # 30 h is under 40 h, but it bills 48
+    assert fits(_offer("block", block_unit_hours=24.0), 5000.0, None)  # no longest booking
+
+
+def test_flex_start_fits_within_seven_days_and_its_wait_within_the_deadline():
+    flex = _offer("flex_start", wait_hours=6.0)  # no longest booking given: 7 days
+    assert fits(flex, FLEX_START_MAX_HOURS, None)
+    assert fits(flex, FLEX_START_MAX_HOURS + TOLERANCE, None)
+    assert not fits(flex, FLEX_START_MAX_HOURS + 0.01, None)
+    assert fits(flex, 100.0, 106.0) and not fits(flex, 100.0, 105.9)
+    assert fits(_offer("flex_start", block_max_hours=72.0), 72.0, None)
+    assert not fits(_offer("flex_start", block_max_hours=72.0), 72.5, None)
+
+
+def test_a_custom_block_may_be_as_long_as_one_unit(tmp_path: Path):
+    path = tmp_path / "c.yaml"
+    path.write_text("as_of: 2026-11-01\noffers:\n  - {provider: lab, region: r, instance_type: x,"
+                    " gpu: H100, gpus_per_node: 8, block_usd_per_hour: 9.0, "
+                    "block_unit_hours: 168, block_max_hours: 168}\n")
+    (block,) = load_custom_catalog(str(path)).block_offers
+    assert (block.block_unit_hours, block.block_max_hours) == (168.0, 168.0)
