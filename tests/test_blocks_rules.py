@@ -77,3 +77,46 @@ def test_a_custom_block_may_be_as_long_as_one_unit(tmp_path: Path):
                     "block_unit_hours: 168, block_max_hours: 168}\n")
     (block,) = load_custom_catalog(str(path)).block_offers
     assert (block.block_unit_hours, block.block_max_hours) == (168.0, 168.0)
+
+
+def _published(kind: str, region: str, itype: str) -> Offer:
+    from providers.embedded import embedded_catalog
+
+    (got,) = [o for o in embedded_catalog().block_offers
+              if (o.capacity_type, o.region, o.instance_type) == (kind, region, itype)]
+    return got
+
+
+def _row(name: str, kind: str, region: str, itype: str) -> dict[str, str]:
+    import csv
+
+    path = Path(__file__).resolve().parents[1] / "providers" / "data" / name
+    with path.open(encoding="utf-8") as f:
+        (row,) = [r for r in csv.DictReader(f)
+                  if (r["capacity_type"], r["region"], r["instance_type"])
+                  == (kind, region, itype)]
+    return row
+
+
+def test_published_rates_as_offers_each_kind_its_own_terms():
+    """The shipped rate files (providers/data/capacity_blocks.csv, gcp_dws.csv), row by row."""
+    aws = _published("block", "us-east-1", "p5.48xlarge")
+    assert (aws.usd_per_hour, aws.block_unit_hours, aws.block_max_hours, aws.max_start_days,
+            aws.max_nodes, aws.zone) == (39.33, 24.0, 336.0, 56, 64, "")
+    assert aws.block_counts == (1, 2, 4, 8, 16, 32, 64)
+    assert aws.note.startswith("capacity block: published rate of 2024-12-01; booked in 24-h "
+                               "units, paid upfront; `ptplan prices blocks` gives today's")
+    gcp = _published("block", "us-central1", "a3-megagpu-8g")
+    row = _row("gcp_dws.csv", "block", "us-central1", "a3-megagpu-8g")
+    assert (gcp.usd_per_hour, gcp.block_unit_hours, gcp.block_max_hours, gcp.max_nodes,
+            gcp.max_start_days, gcp.block_counts) == (48.189028, 24.0, 2160.0, 80, 60, ())
+    assert gcp.note == ("calendar-mode reservation: published rate of 2026-12-04; booked in "
+                        "24-h units, paid for whole units; `ptplan prices blocks --provider "
+                        f"gcp` gives today's prices; {row['derivation']}")
+    flex = _published("flex_start", "us-central1", "a2-highgpu-1g")
+    row = _row("gcp_dws.csv", "flex_start", "us-central1", "a2-highgpu-1g")
+    assert (flex.usd_per_hour, flex.block_max_hours, flex.max_nodes, flex.wait_hours,
+            flex.block_unit_hours) == (2.02038, 168.0, None, 0.0, None)
+    assert flex.note == ("flex-start: published rate of 2026-08-02; billed as used, at most "
+                         "168 h; expected wait 0 h (none published)"
+                         + (f"; {row['derivation']}" if row["derivation"] else ""))
