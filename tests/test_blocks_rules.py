@@ -120,3 +120,24 @@ def test_published_rates_as_offers_each_kind_its_own_terms():
     assert flex.note == ("flex-start: published rate of 2026-08-02; billed as used, at most "
                          "168 h; expected wait 0 h (none published)"
                          + (f"; {row['derivation']}" if row["derivation"] else ""))
+
+
+def test_a_published_wait_and_a_missing_cap_are_read_as_given():
+    """A rate row (the columns of providers/data/gcp_dws.csv) with a queueing time published:
+    the offer waits that long; without a max_nodes a block holds up to 64, flex-start is
+    uncapped."""
+    from providers.blocks import _embedded_offer
+
+    base = _published("block", "us-central1", "a3-megagpu-8g")
+    row = {"provider": "gcp", "region": "us-central1", "instance_type": "a3-megagpu-8g",
+           "capacity_type": "flex_start", "usd_per_instance_hour": "50.0", "unit_hours": "",
+           "max_hours": "168", "max_nodes": "", "counts": "", "max_start_days": "",
+           "wait_hours": "5.5", "as_of": "2026-12-04", "source": "test row", "derivation": ""}
+    flex = _embedded_offer(row, base)
+    assert (flex.wait_hours, flex.max_nodes, flex.max_start_days, flex.block_unit_hours) == \
+        (5.5, None, None, None)
+    assert flex.note == ("flex-start: published rate of 2026-12-04; billed as used, at most 168 "
+                         "h; expected wait 5.5 h (none published)")
+    block = _embedded_offer({**row, "capacity_type": "block", "unit_hours": "24",
+                             "wait_hours": ""}, base)
+    assert (block.wait_hours, block.max_nodes, block.block_unit_hours) == (0.0, 64, 24.0)
