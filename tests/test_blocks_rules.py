@@ -141,3 +141,26 @@ def test_a_published_wait_and_a_missing_cap_are_read_as_given():
     block = _embedded_offer({**row, "capacity_type": "block", "unit_hours": "24",
                              "wait_hours": ""}, base)
     assert (block.wait_hours, block.max_nodes, block.block_unit_hours) == (0.0, 64, 24.0)
+
+
+def test_published_offers_take_the_on_demand_offers_shape():
+    from providers.embedded import embedded_catalog
+
+    (od,) = [o for o in embedded_catalog().offers if o.capacity_type == "on_demand"
+             and (o.region, o.instance_type) == ("us-central1", "a3-megagpu-8g")]
+    for kind in ("block", "flex_start"):
+        got = _published(kind, "us-central1", "a3-megagpu-8g")
+        assert (got.provider, got.gpu, got.gpus_per_node, got.vcpus, got.memory_gib) == \
+            ("gcp", od.gpu, od.gpus_per_node, od.vcpus, od.memory_gib)
+        assert od.vcpus and od.memory_gib
+
+
+def test_a_start_exactly_at_the_booking_window_is_bookable():
+    import datetime as dt
+
+    from providers.blocks import check_start
+
+    aws = _published("block", "us-east-1", "p5.48xlarge")  # bookable up to 56 days ahead
+    today = dt.date(2026, 12, 5)
+    assert check_start([aws], today + dt.timedelta(days=56), today) == [aws]
+    assert check_start([aws], today + dt.timedelta(days=57), today) == []
