@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+from test_reserve_milp_spend import _spend
 from test_reserve_spend import CSP, ISP, commitment, entry, rates_file, rows
 
 from optimizer.core.errors import InputError
@@ -47,17 +47,7 @@ def test_rows_per_purchase_week_in_the_providers_order(tmp_path: Path) -> None:
 def _row(
     name: str, rates: dict[int, tuple[float, float]], kind: str = "compute_savings_plan"
 ) -> SpendRow:
-    return SpendRow(
-        name=name,
-        kind=kind,
-        provider="aws",
-        term_years=1,
-        rates=rates,
-        step=0.001,
-        source="test",
-        assumption=False,
-        active=np.ones(2),
-    )
+    return _spend(name, kind, rates, 0.001, weeks=2)
 
 
 def _refused(p: str, q: str) -> str:
