@@ -38,6 +38,10 @@ def offer_key(provider: str, region: str, zone: str, instance_type: str,
     return f"{provider}:{where}:{instance_type}:{capacity_type}"
 
 
+CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
+"""File names read as a price cache (``providers.cache``; the registry routes them there)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Offer:
     provider: str

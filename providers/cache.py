@@ -43,6 +43,7 @@ from typing import Any
 import platformdirs
 
 from optimizer.core.errors import InputError, ProviderError
+from providers.base import CACHE_SUFFIXES as CACHE_SUFFIXES  # re-exported
 from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 from providers.blocks import embedded_block_offers
 from providers.cache_blocks import BlockPull, merge, offer_of, read_rows, replace_blocks, row_of
@@ -50,7 +51,6 @@ from providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
-CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
 SCHEMA_VERSION = "1"
 UNCHANGED = "the cache is unchanged"
 """How every failed refresh ends its one-line message: nothing was written."""

@@ -10,14 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from optimizer.core.errors import InputError, suggest
-from providers.base import Catalog
+from providers.base import CACHE_SUFFIXES, Catalog
 from providers.embedded import embedded_catalog
 
 # The price cache (SQLite, pydantic row models) and custom catalogs (YAML) are imported when a
 # reference names them, so that a plan on the embedded catalog does not pay for them at start.
-CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
-"""File names read as a price cache (``providers.cache.CACHE_SUFFIXES``; a test keeps the two
-equal)."""
 
 
 def _cache_catalog() -> Catalog:
