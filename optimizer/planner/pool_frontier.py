@@ -223,15 +223,12 @@ def _running3(runs: list[tuple[Offer, float, int]], disk: float
     node, nodes): its $/h (boot ``disk`` included), effective nodes and interruption rates,
     each run's value repeated once per node (the same sums, in the same order, as
     :func:`optimizer.planner.busy_grid.cumulative` over the sequence node by node)."""
-    if not runs:
-        zero = np.zeros(1)
-        return zero, zero.copy(), zero.copy()
     per_run = np.asarray([(o.usd_per_hour + disk, w, o.interruptions_per_hour or 0.0)
-                          for o, w, _ in runs], dtype=float)
+                          for o, w, _ in runs], dtype=float).reshape(-1, 3)
     takes = np.asarray([take for _, _, take in runs], dtype=int)
     sums = np.cumsum(np.repeat(per_run, takes, axis=0), axis=0)
-    out = np.concatenate((np.zeros((1, 3)), sums))
-    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
+    cost, eff, lam = np.ascontiguousarray(np.concatenate((np.zeros((1, 3)), sums)).T)
+    return cost, eff, lam
 
 
 def by_shape(pool: PoolSpec, offers: list[Offer]) -> dict[Shape, list[Offer]]:
