@@ -40,7 +40,8 @@ small = st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0, 8.0])  # few values: many ties
 def test_equals_every_pair(data):
     n = data.draw(st.integers(0, 40))
     if n == 0:
-        assert len(egress_dominated(np.zeros(0), np.zeros(0), np.zeros(0))) == 0
+        empty = egress_dominated(np.zeros(0), np.zeros(0), np.zeros(0))
+        assert len(empty) == 0 and empty.dtype == bool
         return
     tie_heavy = data.draw(st.booleans())
     floats = small if tie_heavy else st.floats(0.1, 50.0, allow_nan=False)
@@ -87,3 +88,14 @@ def test_large_random_sites():
         c = np.round(rng.uniform(1.0, 200.0, n), 0)
         e = rng.integers(0, 12, n) * float(rng.choice([0.25, 3.0, 17.5]))
         assert egress_dominated(t, c, e).tolist() == every_pair(t, c, e).tolist()
+
+
+def test_the_tolerance_is_relative_to_bs_cost_share_and_at_least_1e_9():
+    """At b's share 150 (t 1.5 h × $100/h) the tolerance is 1.5e-7: a saving 1e-8 short of
+    break-even is a tie, kept; below a share of 1 it is 1e-9 absolute: 1.5e-9 short is not."""
+    t, c = np.array([1.5, 1.5]), np.array([100.0, 90.0])
+    e = np.array([0.0, 15.0 - 1e-8])
+    assert egress_dominated(t, c, e).tolist() == every_pair(t, c, e).tolist() == [False, False]
+    t, c = np.array([1.0, 1.0]), np.array([1.0, 0.5])
+    e = np.array([0.0, 0.5 - 1.5e-9])
+    assert egress_dominated(t, c, e).tolist() == every_pair(t, c, e).tolist() == [True, False]
