@@ -37,7 +37,7 @@ from optimizer.planner.candidates import PoolOption, filter_offers, layouts
 from optimizer.planner.capacity import resolve
 from optimizer.planner.context import Context, LayoutRun
 from optimizer.planner.fills import fill_variants
-from optimizer.planner.frontier import Candidates, build_candidates
+from optimizer.planner.frontier import Candidates, build_candidates, build_frontiers
 from optimizer.planner.milp import OptionSet, solve
 from optimizer.planner.option_bounds import prune_for_milp
 from optimizer.planner.search import Best, best, rank, regions_by_bound
@@ -78,9 +78,11 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
         demand, catalog, int(archived.groups[0].count) if archived else 0, weights_gb(demand),
         next((c.gb for c in classes if c.name == "dataset"), 0.0))
     disks = DiskModel(catalog, policy.boot_disk_gb)
-    runs = [build_candidates(demand, replace(lay, disks=disks), filt.offers, cap, cache,
-                             grid_cache=grid_cache, network=network, split=policy.split_regions)
-            for lay in layouts(demand, policy)]
+    lays = [replace(lay, disks=disks) for lay in layouts(demand, policy)]
+    if grid_cache is None:  # (a caller's grid cache is to be filled here, for its next call)
+        build_frontiers(demand, lays, filt.offers, cap, cache, network, policy.split_regions)
+    runs = [build_candidates(demand, lay, filt.offers, cap, cache, grid_cache=grid_cache,
+                             network=network, split=policy.split_regions) for lay in lays]
     other = other_cost_model(demand)
     cpu = cpu_pool_model(demand, catalog, policy)
     if cpu is not None:

@@ -33,13 +33,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from optimizer.core.forked import balance, split_run
 from optimizer.costs.cpu import CpuPoolModel
 from optimizer.costs.network import NetworkModel
 from optimizer.costs.other import OtherCostModel
 from optimizer.demand.model import Demand
-from optimizer.planner.candidates import Layout
+from optimizer.demand.rates import PhaseRate
+from optimizer.planner.candidates import Layout, PoolSpec
 from optimizer.planner.merged_frontier import merged_frontier
-from optimizer.planner.pool_frontier import SEQUENCES, PoolFrontier, pool_frontier
+from optimizer.planner.pool_frontier import (
+    SEQUENCES,
+    Enumerator,
+    PoolFrontier,
+    by_shape,
+    pool_frontier,
+)
 from providers.base import Offer
 
 
@@ -79,8 +87,7 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     considered = 0
     cache = {} if cache is None else cache
     for pool in layout.pools:
-        decode = any(p in ("rollout", "eval") for p in pool.phases)
-        key: tuple = (pool, layout.tail if decode else None, layout.mode == "colocated")
+        key: tuple = pool_key(layout, pool)
         if pool_offers is not None:
             if share_keys is not None:
                 key = (key, share_keys[pool.name])
@@ -102,6 +109,74 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     places = places if places is not None else sorted({(o.provider, o.region) for o in offers})
     return Candidates(layout, frontiers, sites, considered, considered - kept, network=network,
                       places=places)
+
+
+def pool_key(layout: Layout, pool: PoolSpec) -> tuple:
+    """What a pool's frontier depends on besides the offers: layouts with the same pool (the
+    same phases, capacity rules and stalls), tail treatment (pools that decode) and
+    colocation share one frontier."""
+    decode = any(p in ("rollout", "eval") for p in pool.phases)
+    return (pool, layout.tail if decode else None, layout.mode == "colocated")
+
+
+def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], cap: int,
+                    cache: dict, network: NetworkModel | None = None,
+                    split: bool = False) -> None:
+    """Every distinct pool frontier of ``layouts`` into ``cache`` (as :func:`build_candidates`
+    keys it), on two cores where :func:`optimizer.core.forked.fork_ok`: the pools are shared
+    between this process and a forked child by their estimated work
+    (:func:`frontier_work`), the largest first. Each frontier is exactly the one a
+    single process builds; what the child's frontiers reference from before the fork (the
+    offers, the pool specs, the demand model's rates, which this process computes for the
+    child's pools first) comes back as references, not copies."""
+    sites = sites_of(offers)
+    tasks: dict[tuple, tuple[Layout, PoolSpec]] = {}
+    for lay in layouts:
+        for pool in lay.pools:
+            tasks.setdefault(pool_key(lay, pool), (lay, pool))
+    todo = [(k, lay, pool) for k, (lay, pool) in tasks.items() if k not in cache]
+    if not todo:
+        return
+    sequences = cache.setdefault(SEQUENCES, {})
+
+    def job(lay: Layout, pool: PoolSpec):
+        return lambda: pool_frontier(demand, lay, pool, offers, cap, sites, None, network,
+                                     split, sequences)
+
+    def shared(theirs: list[int]) -> dict[int, object]:
+        for n in theirs:  # the child's pools' rates, computed here before the fork
+            _, lay, pool = todo[n]
+            enum = Enumerator(demand, lay, pool, cap, {})
+            for shape in sorted(by_shape(pool, offers)):
+                enum.rates(shape[2], shape[3])
+        refs: dict[int, object] = {id(o): o for o in offers}
+        refs.update((id(lay), lay) for lay in layouts)
+        refs.update((id(p), p) for lay in layouts for p in lay.pools)
+        for hit in demand.memo.values():
+            if isinstance(hit, list):
+                refs.update((id(r), r) for r in hit if isinstance(r, PhaseRate))
+        return refs
+
+    work = [frontier_work(pool, offers) for _, _, pool in todo]
+    sides = balance(work) if sum(work) >= FORK_MIN_WORK else [0] * len(todo)
+    built = split_run([job(lay, pool) for _, lay, pool in todo], sides, shared)
+    for (key, _, _), got in zip(todo, built, strict=True):
+        cache[key] = got
+
+
+def frontier_work(pool: PoolSpec, offers: list[Offer]) -> int:
+    """A rough size of a pool frontier's work, only to share pools between two processes:
+    its groups (per shape, one per zone holding the shape's offers and one for the other
+    sites) times its phases, doubled for a pool that takes remote spot nodes (its site
+    staircases). On the RL example a unit is about 45 µs of one core."""
+    groups = sum(len({o.zone for o in group if o.zone}) + 1
+                 for group in by_shape(pool, offers).values())
+    return groups * len(pool.phases) * (2 if pool.remote_ok else 1)
+
+
+FORK_MIN_WORK = 2000
+"""Below this much :func:`frontier_work` in all (about 0.1 s of one core) the frontiers are
+built in this process: a fork and the results' trip back would cost more than they save."""
 
 
 @dataclass
