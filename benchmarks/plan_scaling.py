@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import resource
 import subprocess
@@ -39,6 +40,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# as the ptplan command does (optimizer/cli/__init__.py): one BLAS thread keeps the process
+# single-threaded, so the planner builds its pool frontiers on two cores; PTPLAN_WORKERS=1
+# measures the one-process build
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from optimizer.core.errors import PlannerError  # noqa: E402
 from optimizer.planner.api import plan  # noqa: E402
@@ -92,6 +97,9 @@ def one(spec_name: str, scale: int, repeat: int) -> dict:
             "regions": len({(o.provider, o.region) for o in catalog.offers}),
             "seconds": seconds, "search_seconds": search,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            # the forked frontier worker's own peak (it shares the parent's pages until they
+            # are written, so the two peaks do not add up to the machine's use)
+            "child_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0,
             "result": result}
 
 
@@ -129,7 +137,7 @@ def exponent(rows: list[dict]) -> float:
 
 def scaling(scales: list[int], repeat: int, specs: list[str], chart: str | None) -> None:
     print(f"\n{'spec':<5} {'scale':>5} {'offers':>7} {'regions':>7} {'seconds':>8} "
-          f"{'search s':>8} {'peak MB':>8}  result")
+          f"{'search s':>8} {'peak MB':>8} {'child MB':>8}  result")
     by_spec: dict[str, list[dict]] = {}
     for name in specs:
         for k in scales:
@@ -139,7 +147,8 @@ def scaling(scales: list[int], repeat: int, specs: list[str], chart: str | None)
             r = json.loads(out.stdout.strip().splitlines()[-1])
             by_spec.setdefault(name, []).append(r)
             print(f"{name:<5} {k:>4}x {r['offers']:>7} {r['regions']:>7} {r['seconds']:>8.3f} "
-                  f"{r['search_seconds']:>8.3f} {r['peak_mb']:>8.0f}  {r['result']}", flush=True)
+                  f"{r['search_seconds']:>8.3f} {r['peak_mb']:>8.0f} {r['child_peak_mb']:>8.0f}  "
+                  f"{r['result']}", flush=True)
     for name, rows in by_spec.items():
         if len(rows) > 1:
             print(f"{name}: time grows as offers^{exponent(rows):.2f} "

@@ -1,0 +1,212 @@
+"""The two-core frontier build (optimizer.core.forked, planner.frontier.build_frontiers).
+
+Forking needs a single-threaded process, which the test runner is not (numpy's BLAS threads,
+the runner's own), so every fork here happens in a fresh interpreter started by the test.
+What is checked: the child's share comes back in order and equal to a serial build, objects
+named as shared come back as the same objects, and any failure in the child (an exception, a
+result that does not pickle, a crash) leaves the parent computing that share itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optimizer.core import forked
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(script: str, **env: str) -> str:
+    full = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **env}
+    full.pop(forked.WORKERS_ENV, None) if forked.WORKERS_ENV not in env else None
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=full, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+def test_child_share_comes_back_in_order_with_shared_objects_by_reference() -> None:
+    out = _run("""
+import json, os
+from optimizer.core import forked
+assert forked.fork_ok(), "a fresh interpreter should be allowed to fork"
+parent = os.getpid()
+token = object()
+def job(k):
+    return lambda: (k, os.getpid(), token, [token, k * k])
+got = forked.split_run([job(k) for k in range(5)], [0, 1, 0, 1, 1],
+                       lambda theirs: {id(token): token})
+print(json.dumps({
+    "order": [g[0] for g in got],
+    "child": [g[1] != parent for g in got],
+    "same": all(g[2] is token and g[3][0] is token for g in got),
+    "squares": [g[3][1] for g in got]}))
+""")
+    got = json.loads(out)
+    assert got["order"] == [0, 1, 2, 3, 4]
+    assert got["child"] == [False, True, False, True, True]  # the child really ran its share
+    assert got["same"] is True
+    assert got["squares"] == [0, 1, 4, 9, 16]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+@pytest.mark.parametrize("failure", [
+    "raise ValueError('boom')",                 # an exception in the child
+    "return lambda: None",                      # a result that does not pickle
+    "os.kill(os.getpid(), signal.SIGKILL)",     # the child dies
+])
+def test_a_failed_child_share_is_computed_here(failure: str) -> None:
+    out = _run(f"""
+import json, os, signal
+from optimizer.core import forked
+parent = os.getpid()
+def bad():
+    if os.getpid() != parent:
+        {failure}
+    return ("here", os.getpid())
+jobs = [lambda: ("here", os.getpid()), bad]
+got = forked.split_run(jobs, [0, 1])
+print(json.dumps([list(g) for g in got]))
+""")
+    got = json.loads(out)
+    assert [g[0] for g in got] == ["here", "here"]
+    assert len({g[1] for g in got}) == 1  # both computed by the parent
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+def test_forked_frontiers_equal_the_serial_ones() -> None:
+    """The RL example's frontiers built on two cores: the child ran (its share came back), and
+    every pool's arrays, groups' offers (the catalog's own objects) and rates equal a serial
+    build in the same process."""
+    out = _run("""
+import json, os
+import numpy as np
+from optimizer.core import forked
+from optimizer.planner import engine
+from optimizer.spec.project import load_spec
+from providers.embedded import embedded_catalog
+calls = []
+real = forked._forked
+def spy(*a):
+    got = real(*a)
+    calls.append(got is not None)
+    return got
+forked._forked = spy
+spec, cat = load_spec("examples/grpo-7b.yaml"), embedded_catalog()
+two = engine.prepare(spec, cat)
+os.environ[forked.WORKERS_ENV] = "1"
+one = engine.prepare(spec, cat)
+offers = {id(o) for o in two.offers}
+same, refs = True, True
+for a, b in zip(two.runs, one.runs, strict=True):
+    for name, fa in a.frontiers.items():
+        fb = b.frontiers[name]
+        for col in ("t", "c", "gid", "i", "j", "region", "e", "remote", "place"):
+            same &= bool(np.array_equal(getattr(fa, col), getattr(fb, col)))
+        same &= len(fa.groups) == len(fb.groups)
+        for ga, gb in zip(fa.groups, fb.groups):
+            same &= [o.key for o in ga.spot_seq] == [o.key for o in gb.spot_seq]
+            same &= bool(np.array_equal(ga.e_nodes, gb.e_nodes))
+            same &= [[r.precision for r in rs] for rs in ga.rates] == \\
+                [[r.precision for r in rs] for rs in gb.rates]
+            refs &= all(id(o) in offers for o in ga.nonspot_seq + ga.spot_seq)
+print(json.dumps({"calls": calls, "same": same, "refs": refs,
+                  "considered": [r.considered for r in two.runs] ==
+                                [r.considered for r in one.runs]}))
+""")
+    got = json.loads(out)
+    assert got["calls"] == [True]  # forked once, and the child's share came back
+    assert got["same"] is True
+    assert got["refs"] is True
+    assert got["considered"] is True
+
+
+def test_fork_is_refused_where_unsafe_or_unwanted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "_threads", lambda: 1)
+    monkeypatch.setattr(forked.sys, "platform", "linux")
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.delenv(forked.WORKERS_ENV, raising=False)
+    assert forked.fork_ok()
+    for value in ("1", "0", " 1 "):
+        monkeypatch.setenv(forked.WORKERS_ENV, value)
+        assert not forked.fork_ok()
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    assert forked.fork_ok()
+    monkeypatch.setattr(forked, "_threads", lambda: 2)  # another thread may hold a lock
+    assert not forked.fork_ok()
+    monkeypatch.setattr(forked, "_threads", lambda: 0)  # thread count unknown
+    assert not forked.fork_ok()
+    monkeypatch.setattr(forked, "_threads", lambda: 1)
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _: {0}, raising=False)
+    assert not forked.fork_ok()  # one usable CPU
+    monkeypatch.setattr(forked.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(forked.sys, "platform", "darwin")
+    assert not forked.fork_ok()
+
+
+def test_without_fork_everything_runs_here_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "fork_ok", lambda: False)
+    asked = []
+    got = forked.split_run([lambda k=k: k * 10 for k in range(4)], [1, 0, 1, 1],
+                           lambda theirs: asked.append(theirs) or {})
+    assert got == [0, 10, 20, 30]
+    assert asked == []  # nothing shared is prepared when nothing is forked
+    monkeypatch.setattr(forked, "fork_ok", lambda: True)
+    assert forked.split_run([lambda: 1, lambda: 2], [0, 0]) == [1, 2]  # no share for a child
+
+
+def test_balance_puts_the_largest_first_on_the_less_loaded_side() -> None:
+    assert forked.balance([]) == []
+    assert forked.balance([5]) == [0]
+    assert forked.balance([1, 5, 1, 0, 1, 5]) == [0, 0, 1, 1, 0, 1]
+    assert forked.balance([3, 3, 2, 2]) == [0, 1, 0, 1]
+    assert forked.balance([10, 1, 1, 1]) == [0, 1, 1, 1]
+    # ties in cost: the earlier item first; equal loads: this process
+    assert forked.balance([2, 2]) == [0, 1]
+
+
+def test_pool_work_counts_groups_phases_and_remote_pools() -> None:
+    from optimizer.planner.candidates import PoolSpec
+    from optimizer.planner.frontier import frontier_work
+    from providers.base import Offer
+
+    def offer(region: str, zone: str, cap_type: str, gpu: str = "H100") -> Offer:
+        return Offer(provider="aws", region=region, zone=zone, instance_type=f"p5-{gpu}",
+                     gpu=gpu, gpus_per_node=8, capacity_type=cap_type, usd_per_hour=10.0)
+
+    offers = [offer("r1", "", "on_demand"), offer("r1", "a", "spot"), offer("r1", "b", "spot"),
+              offer("r2", "", "on_demand", "A100"), offer("r2", "c", "spot", "A100")]
+    pool = PoolSpec("update", ("update",), True, True, 0.0)
+    # shapes: (r1, H100) with zones a, b -> 3 groups; (r2, A100) with zone c -> 2 groups
+    assert frontier_work(pool, offers) == 5
+    rollout = PoolSpec("rollout", ("rollout", "eval"), True, False, 0.0, remote_ok=True)
+    assert frontier_work(rollout, offers) == 5 * 2 * 2
+    no_spot = PoolSpec("update", ("update",), False, True, 0.0,
+                       capacity_types=frozenset({"on_demand"}))
+    assert frontier_work(no_spot, offers) == 2  # one group per shape
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_the_cli_keeps_blas_single_threaded_unless_told(given: str | None, expected: str
+                                                        ) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, optimizer.cli.app; "
+         "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')) "
+         "if os.path.isdir('/proc/self/task') else 1)"],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+        timeout=120)
+    assert done.returncode == 0, done.stderr
+    value, threads = done.stdout.split()
+    assert value == expected
+    if given is None:
+        assert threads == "1"  # numpy loaded, and still one thread: the planner may fork
