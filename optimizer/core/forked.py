@@ -16,13 +16,12 @@ never depends on the child.
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 T = TypeVar("T")
 
@@ -54,7 +53,7 @@ _NOTHING = object()
 
 
 class _Out(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, shared: dict[int, Any]) -> None:
+    def __init__(self, file: BinaryIO, shared: dict[int, Any]) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.shared = shared
 
@@ -64,7 +63,7 @@ class _Out(pickle.Pickler):
 
 
 class _In(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, shared: dict[int, Any]) -> None:
+    def __init__(self, file: BinaryIO, shared: dict[int, Any]) -> None:
         super().__init__(file)
         self.shared = shared
 
@@ -109,46 +108,40 @@ def split_run(jobs: Sequence[Callable[[], T]], sides: Sequence[int],
 
 def _forked(jobs: Sequence[Callable[[], Any]], theirs: list[int], refs: dict[int, Any],
             mine: list[int], out: list[Any]) -> list[Any] | None:
-    """Fork; the child runs ``theirs`` and writes their pickled results to a pipe while this
-    process runs ``mine`` into ``out``; then the child's results (None if it failed)."""
+    """Fork; the child runs ``theirs`` and pickles their results into a pipe while this
+    process runs ``mine`` into ``out``; then the child's results (None if it failed), read
+    from the pipe as a stream (neither side holds the whole pickle at once)."""
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(rfd)
         code = 1
         try:
-            buf = io.BytesIO()
-            _Out(buf, refs).dump([jobs[k]() for k in theirs])
-            view = memoryview(buf.getbuffer())
-            while view:
-                view = view[os.write(wfd, view):]
+            with os.fdopen(wfd, "wb", buffering=1 << 16) as pipe:
+                _Out(pipe, refs).dump([jobs[k]() for k in theirs])
             code = 0
         except BaseException:  # any failure: the parent redoes the work
             pass
         finally:
             os._exit(code)
     os.close(wfd)
-    done = False
+    reaped = False
+    pipe = os.fdopen(rfd, "rb", buffering=1 << 16)
     try:
         for k in mine:
             out[k] = jobs[k]()
-        chunks = []
-        while True:
-            chunk = os.read(rfd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
-        done = True
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return None
         try:
-            return _In(io.BytesIO(b"".join(chunks)), refs).load()  # type: ignore[no-any-return]
-        except Exception:  # a torn or unreadable result: redo the work
-            return None
+            got = _In(pipe, refs).load()
+        except Exception:  # a torn or unreadable result (the child failed): redo it
+            got = None
+        pipe.close()  # a child still writing stops (broken pipe) before it is reaped
+        _, status = os.waitpid(pid, 0)
+        reaped = True
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        return got if ok else None  # type: ignore[no-any-return]
     finally:
-        os.close(rfd)
-        if not done:  # this process failed or was interrupted: stop and reap the child
+        pipe.close()
+        if not reaped:  # this process failed or was interrupted: stop and reap the child
             try:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)

@@ -7,11 +7,20 @@ monotonically; and for objective time). The sweep therefore solves the ends and 
 spaced points, then bisects only the gaps whose two solved ends differ (or are not proven
 optimal), in parallel rounds, and infers the points inside gaps whose ends have the same
 optimal plan, priced exactly.
+
+Where a gap's two ends have different plans A (left) and B (right), both found under the
+cost objective, the next points are aimed where the two plans' costs cross: each is priced
+at every value of the gap (affine, so exactly) and the two values around the last one at
+which A costs no more than B are solved. If nothing else is optimal inside, those two points
+close the gap at once (A up to the crossing, B after it); if a third plan appears there, its
+gaps are aimed at in the next round. This only chooses which points to solve: a point is still
+inferred only between two solved points with the same optimal plan. Other gaps (an end
+without a plan, objective time) are bisected evenly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -73,10 +82,11 @@ def initial_points(n: int, workers: int) -> list[int]:
 
 
 def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], runner: Runner,
-          base_rules: Sequence[PriceRule] = (), every_point: bool = False
+          base_rules: Sequence[PriceRule] = (), every_point: bool = False, aim: bool = True
           ) -> tuple[Outcome, list[SweepPoint]]:
     """The baseline (``base_rules`` only) and one point per swept value (see the module
-    docstring); ``every_point`` solves every value instead."""
+    docstring); ``every_point`` solves every value instead; ``aim`` False bisects every gap
+    evenly (the points solved differ, the report's plans and prices do not)."""
     n = len(values)
 
     def job(i: int) -> tuple[PriceRule, ...]:
@@ -89,7 +99,18 @@ def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], ru
     outs = runner.map([tuple(base_rules), *[job(i) for i in todo]])
     base = outs[0]
     solved.update(zip(todo, outs[1:], strict=True))
-    while todo := _next_round(solved, runner.workers):
+    catalog, _ = apply_rules(setup.catalog, base_rules)
+
+    def crossing(i: int, j: int) -> int | None:
+        a, b = solved[i].plan, solved[j].plan
+        if not aim or setup.objective != "cost" or a is None or b is None:
+            return None
+        over = [k for k in range(i + 1, j)
+                if _repriced(a, make_rule(selector, op, values[k]), catalog)[0]
+                > _repriced(b, make_rule(selector, op, values[k]), catalog)[0]]
+        return (over[0] if over else j) - 1  # the last value at which A costs no more
+
+    while todo := _next_round(solved, runner.workers, crossing):
         solved.update(zip(todo, runner.map([job(i) for i in todo]), strict=True))
     points: list[SweepPoint] = []
     last = None
@@ -102,16 +123,24 @@ def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], ru
     return base, points
 
 
-def _next_round(solved: dict[int, Outcome], workers: int) -> list[int]:
-    """Points to solve next: inside each gap between solved points whose optimal plans
-    differ (or are not proven optimal), evenly spaced, the workers shared among the gaps."""
+def _next_round(solved: dict[int, Outcome], workers: int,
+                crossing: Callable[[int, int], int | None] | None = None) -> list[int]:
+    """Points to solve next, inside each gap between solved points whose optimal plans
+    differ (or are not proven optimal): the two points around the ends' plans' cost
+    crossing where ``crossing(i, j)`` gives it (the last index at which the left plan costs
+    no more), else evenly spaced, the workers shared among such gaps."""
     gaps = [(i, j) for i, j in pairwise(sorted(solved)) if j > i + 1
             and not _same_optimum(solved[i], solved[j])]
     if not gaps:
         return []
-    per_gap = max(1, workers // len(gaps))
-    return sorted({i + (j - i) * (q + 1) // (per_gap + 1) for i, j in gaps
-                   for q in range(per_gap)} - set(solved))
+    aimed = {g: crossing(*g) if crossing is not None else None for g in gaps}
+    even = [g for g in gaps if aimed[g] is None]
+    per_gap = max(1, workers // len(even)) if even else 0
+    todo = {i + (j - i) * (q + 1) // (per_gap + 1) for i, j in even for q in range(per_gap)}
+    for (i, j), k in aimed.items():
+        if k is not None:
+            todo |= {m for m in (k, k + 1) if i < m < j}
+    return sorted(todo - set(solved))
 
 
 def _same_optimum(a: Outcome, b: Outcome) -> bool:
