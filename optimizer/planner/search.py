@@ -26,6 +26,7 @@ frontiers, used (1) to prune options whose lower bound exceeds it before the MIL
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,7 +146,7 @@ def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float 
     return int(idx[np.lexsort(keys)[0]])
 
 
-def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: str,
+def _sync(arrs: Mapping, deadline: float | None, budget: float | None, objective: str,
           limit: float = np.inf, storage=None
           ) -> tuple[float, float, dict[str, int], float] | None:
     # pools with egress last: no Pareto filter on (T, C) after them, so e is added exactly
@@ -190,7 +191,7 @@ def _sync(arrs: dict, deadline: float | None, budget: float | None, objective: s
             float(E[k]))
 
 
-def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None,
+def _async(arrs: Mapping, fill: float, deadline: float | None, budget: float | None,
            objective: str, storage=None
            ) -> tuple[float, float, dict[str, int], float] | None:
     names = list(arrs)
@@ -234,7 +235,7 @@ def _async(arrs: dict, fill: float, deadline: float | None, budget: float | None
     return float(T[k]), float(C[k]), picks, float(E[k])
 
 
-def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) -> float:
+def region_bound(c: Candidates, arrs: Mapping, objective: str, region: int = -1) -> float:
     """A lower bound on any plan at one site, with m_k = min t·c of pool k at the site:
     compute ≥ max(Σ_k m_k, T_min·Σ_k min c), and more where the layout allows —
 
@@ -244,39 +245,108 @@ def region_bound(c: Candidates, arrs: dict, objective: str, region: int = -1) ->
       c_rollout·T ≥ (1 + φ)·m_rollout;
 
     plus Σ_k min e + storage(T_min) + fixed network."""
-    min_t = {n: float(a[0].min()) for n, a in arrs.items()}
-    min_c = {n: float(a[1].min()) for n, a in arrs.items()}
-    is_async = c.layout.mode == "async" and "rollout" in arrs
+    minima = {n: (float(a[0].min()), float(a[1].min()), float((a[0] * a[1]).min()),
+                  float(a[3].min())) for n, a in arrs.items()}
+    return _bound(c, minima, objective, region)
+
+
+def _bound(c: Candidates, minima: dict[str, tuple[float, float, float, float]],
+           objective: str, region: int) -> float:
+    """:func:`region_bound` from each pool's (min t, min c, min t·c, min e) at the site."""
+    min_t = {n: v[0] for n, v in minima.items()}
+    min_c = {n: v[1] for n, v in minima.items()}
+    is_async = c.layout.mode == "async" and "rollout" in minima
     if is_async:
         t_lb = max(min_t.values()) + c.layout.fill_fraction * min_t["rollout"]
     else:
         t_lb = sum(min_t.values())
     if objective == "time":
         return t_lb
-    m = {n: float((a[0] * a[1]).min()) for n, a in arrs.items()}
+    m = {n: v[2] for n, v in minima.items()}
     if is_async:
         busy = sum(m.values()) + c.layout.fill_fraction * m["rollout"]
     else:
         busy = max(sum(m.values()), sum(math.sqrt(v) for v in m.values()) ** 2)
-    egress = sum(float(a[3].min()) for a in arrs.values())
+    egress = sum(v[3] for v in minima.values())
     extra = float(c.extra_cost(region, t_lb)) if region >= 0 else 0.0
     return max(busy, t_lb * sum(min_c.values())) + egress + extra
 
 
-def regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, dict]]:
+class SiteArrays(Mapping):
+    """:func:`_region_arrays` of one site, computed when first read: the search reads them
+    only at the sites it visits, and their bounds come from per-site minima
+    (:func:`_site_minima`)."""
+
+    def __init__(self, c: Candidates, region: int) -> None:
+        self.c, self.region = c, region
+        self._arrs: dict | None = None
+
+    def _get(self) -> dict:
+        if self._arrs is None:
+            self._arrs = _region_arrays(self.c, self.region)
+        return self._arrs
+
+    def __getitem__(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self._get()[name]  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.c.frontiers)  # the order of _region_arrays' keys
+
+    def __len__(self) -> int:
+        return len(self.c.frontiers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.c.frontiers
+
+
+def _site_minima(c: Candidates) -> dict[str, np.ndarray]:
+    """Per pool, per site: (options, min t, min c, min t·c, min e) as a (sites × 5) array,
+    from the frontier grouped by site once. The same values :func:`region_bound` takes from
+    a site's arrays (a minimum does not depend on the order it is taken in)."""
+    n_sites = len(c.regions)
+    out = {}
+    for name, f in c.frontiers.items():
+        _at_site(c, name, f.region, 0)  # groups the frontier by site (memoised)
+        order, sorted_sites = c.memo[("by site", name)]
+        lo = np.searchsorted(sorted_sites, np.arange(n_sites))
+        hi = np.searchsorted(sorted_sites, np.arange(n_sites), side="right")
+        table = np.full((n_sites, 5), np.inf)
+        table[:, 0] = hi - lo
+        has = np.nonzero(hi > lo)[0]
+        if len(has):
+            t, cc, e = f.t[order], f.c[order], f.e[order]
+            for col, v in ((1, t), (2, cc), (3, t * cc), (4, e)):
+                table[has, col] = np.minimum.reduceat(v, lo[has])
+        out[name] = table
+    return out
+
+
+def regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, Mapping]]:
     """Regions with options in every pool, by lower bound (cached: candidates are immutable
-    once built)."""
+    once built). Each region's arrays (:class:`SiteArrays`) are computed when first read;
+    with cross-region entries (split plans), whose egress depends on the site, eagerly."""
     cached = c.memo.get(("regions_by_bound", objective))
     if cached is not None:
         return cached
-    out = []
-    for region in range(len(c.regions)):
-        arrs = _region_arrays(c, region)
-        if any(len(a[0]) == 0 for a in arrs.values()):
-            continue
-        if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
-            continue  # the spec's CPU pools have no CPU offer in this region
-        out.append((region_bound(c, arrs, objective, region), region, arrs))
+    out: list[tuple[float, int, Mapping]] = []
+    if any(bool((f.place >= 0).any()) for f in c.frontiers.values()):
+        for region in range(len(c.regions)):
+            arrs = _region_arrays(c, region)
+            if any(len(a[0]) == 0 for a in arrs.values()):
+                continue
+            if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
+                continue  # the spec's CPU pools have no CPU offer in this region
+            out.append((region_bound(c, arrs, objective, region), region, arrs))
+    else:
+        tables = _site_minima(c)
+        for region in range(len(c.regions)):
+            if any(tab[region, 0] == 0 for tab in tables.values()):
+                continue
+            if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
+                continue
+            minima = {n: (float(tab[region, 1]), float(tab[region, 2]), float(tab[region, 3]),
+                          float(tab[region, 4])) for n, tab in tables.items()}
+            out.append((_bound(c, minima, objective, region), region, SiteArrays(c, region)))
     out.sort(key=lambda x: (x[0], x[1]))
     c.memo[("regions_by_bound", objective)] = out
     return out
