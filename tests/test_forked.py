@@ -2,9 +2,10 @@
 
 Forking needs a single-threaded process, which the test runner is not (numpy's BLAS threads,
 the runner's own), so every fork here happens in a fresh interpreter started by the test.
-What is checked: the child's share comes back in order and equal to a serial build, objects
-named as shared come back as the same objects, and any failure in the child (an exception, a
-result that does not pickle, a crash) leaves the parent computing that share itself.
+What is checked: the child's share comes back in order and equal to a serial build, what the
+child packs as keys comes back unpacked (here: the parent's own objects), and any failure in
+the child (an exception, a result that does not pickle, a crash) leaves the parent computing
+that share itself.
 """
 
 from __future__ import annotations
@@ -32,28 +33,37 @@ def _run(script: str, **env: str) -> str:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
-def test_child_share_comes_back_in_order_with_shared_objects_by_reference() -> None:
+def test_child_share_comes_back_in_order_packed_and_unpacked() -> None:
     out = _run("""
 import json, os
 from optimizer.core import forked
 assert forked.fork_ok(), "a fresh interpreter should be allowed to fork"
 parent = os.getpid()
-token = object()
+token = object()  # does not pickle by identity: packed as a key, unpacked to this object
 def job(k):
-    return lambda: (k, os.getpid(), token, [token, k * k])
-got = forked.split_run([job(k) for k in range(5)], [0, 1, 0, 1, 1],
-                       lambda theirs: {id(token): token})
+    return lambda: (k, os.getpid(), token, k * k)
+packed, unpacked = [], []
+def pack(k, got):
+    assert os.getpid() != parent
+    return (got[0], got[1], "token", got[3])
+def unpack(k, got):
+    unpacked.append(k)
+    assert got[2] == "token"
+    return (got[0], got[1], token, got[3])
+got = forked.split_run([job(k) for k in range(5)], [0, 1, 0, 1, 1], pack, unpack)
 print(json.dumps({
     "order": [g[0] for g in got],
     "child": [g[1] != parent for g in got],
-    "same": all(g[2] is token and g[3][0] is token for g in got),
-    "squares": [g[3][1] for g in got]}))
+    "same": all(g[2] is token for g in got),
+    "squares": [g[3] for g in got],
+    "unpacked": unpacked}))
 """)
     got = json.loads(out)
     assert got["order"] == [0, 1, 2, 3, 4]
     assert got["child"] == [False, True, False, True, True]  # the child really ran its share
     assert got["same"] is True
     assert got["squares"] == [0, 1, 4, 9, 16]
+    assert got["unpacked"] == [1, 3, 4]  # only the child's results are unpacked
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
@@ -153,11 +163,11 @@ def test_fork_is_refused_where_unsafe_or_unwanted(monkeypatch: pytest.MonkeyPatc
 
 def test_without_fork_everything_runs_here_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(forked, "fork_ok", lambda: False)
-    asked = []
+    asked: list = []
     got = forked.split_run([lambda k=k: k * 10 for k in range(4)], [1, 0, 1, 1],
-                           lambda theirs: asked.append(theirs) or {})
+                           lambda k, v: asked.append(k) or v, lambda k, v: asked.append(k) or v)
     assert got == [0, 10, 20, 30]
-    assert asked == []  # nothing shared is prepared when nothing is forked
+    assert asked == []  # nothing is packed or unpacked when nothing is forked
     monkeypatch.setattr(forked, "fork_ok", lambda: True)
     assert forked.split_run([lambda: 1, lambda: 2], [0, 0]) == [1, 2]  # no share for a child
 

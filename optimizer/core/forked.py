@@ -1,10 +1,11 @@
 """Work split between this process and one forked child, results carried back by pickle.
 
 Used by the planner to build pool frontiers on two cores (:mod:`optimizer.planner.frontier`).
-The results are the same objects' values whichever process computed them: objects that exist
-before the fork and must keep their identity (catalog offers, demand-model rates, which
-also hold closures that do not pickle) are named in ``shared`` and travel as references —
-after a fork they sit at the same address in both processes, so their ``id`` names them.
+The results are the same values whichever process computed them. What must not travel by
+value (objects whose identity matters, like catalog offers, or that do not pickle) the
+caller replaces by keys in the child (``pack``) and puts back here (``unpack``); the pickle
+itself then needs no per-object callback and runs at the C pickler's speed. The child writes
+it to an anonymous in-memory file (memfd), so it never waits for this process to read.
 
 A child is forked only where that is safe and useful (:func:`fork_ok`): on Linux, from a
 process with a single thread (forking a process whose other threads may hold locks can
@@ -20,7 +21,9 @@ import os
 import pickle
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, BinaryIO, TypeVar
 
 T = TypeVar("T")
@@ -49,28 +52,6 @@ def fork_ok() -> bool:
     return cpus >= 2 and _threads() == 1
 
 
-_NOTHING = object()
-
-
-class _Out(pickle.Pickler):
-    def __init__(self, file: BinaryIO, shared: dict[int, Any]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared = shared
-
-    def persistent_id(self, obj: Any) -> int | None:
-        ref = self.shared.get(id(obj), _NOTHING)
-        return id(obj) if ref is obj else None
-
-
-class _In(pickle.Unpickler):
-    def __init__(self, file: BinaryIO, shared: dict[int, Any]) -> None:
-        super().__init__(file)
-        self.shared = shared
-
-    def persistent_load(self, pid: Any) -> Any:
-        return self.shared[pid]
-
-
 def balance(costs: Sequence[float]) -> list[int]:
     """Which side (0: this process, 1: the child) runs each item: largest first onto the
     less loaded side (ties to this process), so that the two finish near together."""
@@ -84,66 +65,79 @@ def balance(costs: Sequence[float]) -> list[int]:
 
 
 def split_run(jobs: Sequence[Callable[[], T]], sides: Sequence[int],
-              shared: Callable[[list[int]], dict[int, Any]] | None = None) -> list[T]:
+              pack: Callable[[int, T], Any] | None = None,
+              unpack: Callable[[int, Any], T] | None = None) -> list[T]:
     """``jobs[k]()`` for every k, in this process where ``sides[k]`` is 0 and in one forked
-    child where it is 1; the results in the jobs' order. ``shared(child_items)`` is called
-    before the fork and returns the objects (by ``id``) that the child's results may
-    reference without copying (it may also compute them, so that they exist before the fork).
-    Without :func:`fork_ok`, or with no job for the child, everything runs here."""
+    child where it is 1; the results in the jobs' order. ``pack(k, result)`` runs in the
+    child before its result is pickled (to replace what should not travel by value with
+    keys) and ``unpack(k, packed)`` here after it is read (to put it back). Without
+    :func:`fork_ok`, or with no job for the child, everything runs here."""
     mine = [k for k, s in enumerate(sides) if s == 0]
     theirs = [k for k, s in enumerate(sides) if s == 1]
     if not theirs or not fork_ok():
         return [job() for job in jobs]
-    refs = shared(theirs) if shared is not None else {}
     out: list[Any] = [None] * len(jobs)
-    got = _forked(jobs, theirs, refs, mine, out)
+
+    def child(k: int) -> Any:
+        got = jobs[k]()
+        return pack(k, got) if pack is not None else got
+
+    got = _forked([partial(child, k) for k in range(len(jobs))], theirs, mine, out, jobs)
     if got is None:  # the child failed: its share is done here
         for k in theirs:
             out[k] = jobs[k]()
     else:
         for k, v in zip(theirs, got, strict=True):
-            out[k] = v
+            out[k] = unpack(k, v) if unpack is not None else v
     return out
 
 
-def _forked(jobs: Sequence[Callable[[], Any]], theirs: list[int], refs: dict[int, Any],
-            mine: list[int], out: list[Any]) -> list[Any] | None:
-    """Fork; the child runs ``theirs`` and pickles their results into a pipe while this
-    process runs ``mine`` into ``out``; then the child's results (None if it failed), read
-    from the pipe as a stream (neither side holds the whole pickle at once)."""
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(rfd)
-        code = 1
+def _scratch() -> BinaryIO:
+    """An anonymous file for the child's results: in memory where Linux has memfd, else an
+    unlinked temporary file. The child writes it without waiting for this process to read."""
+    if hasattr(os, "memfd_create"):
         try:
-            with os.fdopen(wfd, "wb", buffering=1 << 16) as pipe:
-                _Out(pipe, refs).dump([jobs[k]() for k in theirs])
-            code = 0
-        except BaseException:  # any failure: the parent redoes the work
+            return os.fdopen(os.memfd_create("ptplan-forked", os.MFD_CLOEXEC), "w+b")
+        except OSError:
             pass
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    reaped = False
-    pipe = os.fdopen(rfd, "rb", buffering=1 << 16)
-    try:
-        for k in mine:
-            out[k] = jobs[k]()
-        try:
-            got = _In(pipe, refs).load()
-        except Exception:  # a torn or unreadable result (the child failed): redo it
-            got = None
-        pipe.close()  # a child still writing stops (broken pipe) before it is reaped
-        _, status = os.waitpid(pid, 0)
-        reaped = True
-        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-        return got if ok else None  # type: ignore[no-any-return]
-    finally:
-        pipe.close()
-        if not reaped:  # this process failed or was interrupted: stop and reap the child
+    return tempfile.TemporaryFile()
+
+
+def _forked(child_jobs: Sequence[Callable[[], Any]], theirs: list[int], mine: list[int],
+            out: list[Any], jobs: Sequence[Callable[[], Any]]) -> list[Any] | None:
+    """Fork; the child runs ``child_jobs[k]`` for k in ``theirs`` and pickles the results into
+    an anonymous file while this process runs ``jobs[k]`` for k in ``mine`` into ``out``;
+    then, once the child has exited, its results (None if it failed)."""
+    with _scratch() as scratch:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
             try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:
+                pickle.dump([child_jobs[k]() for k in theirs], scratch,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+                scratch.flush()
+                code = 0
+            except BaseException:  # any failure: the parent redoes the work
                 pass
+            finally:
+                os._exit(code)
+        reaped = False
+        try:
+            for k in mine:
+                out[k] = jobs[k]()
+            _, status = os.waitpid(pid, 0)
+            reaped = True
+            if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+                return None
+            scratch.seek(0)
+            try:
+                return pickle.load(scratch)  # type: ignore[no-any-return]
+            except Exception:  # an unreadable result: the work is redone
+                return None
+        finally:
+            if not reaped:  # this process failed or was interrupted: stop and reap the child
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except OSError:
+                    pass

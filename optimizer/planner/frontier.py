@@ -29,25 +29,22 @@ prunes them; this module gathers every pool's frontier of a layout.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from optimizer.core.forked import balance, split_run
+from optimizer.core.hardware import gpus
 from optimizer.costs.cpu import CpuPoolModel
 from optimizer.costs.network import NetworkModel
 from optimizer.costs.other import OtherCostModel
 from optimizer.demand.model import Demand
-from optimizer.demand.rates import PhaseRate
+from optimizer.demand.rates import PhaseRate, phase_rates
 from optimizer.planner.candidates import Layout, PoolSpec
+from optimizer.planner.frontier_parts import LazyRates, RatesKey
 from optimizer.planner.merged_frontier import merged_frontier
-from optimizer.planner.pool_frontier import (
-    SEQUENCES,
-    Enumerator,
-    PoolFrontier,
-    by_shape,
-    pool_frontier,
-)
+from optimizer.planner.pool_frontier import SEQUENCES, PoolFrontier, by_shape, pool_frontier
 from providers.base import Offer
 
 
@@ -126,9 +123,10 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
     keys it), on two cores where :func:`optimizer.core.forked.fork_ok`: the pools are shared
     between this process and a forked child by their estimated work
     (:func:`frontier_work`), the largest first. Each frontier is exactly the one a
-    single process builds; what the child's frontiers reference from before the fork (the
-    offers, the pool specs, the demand model's rates, which this process computes for the
-    child's pools first) comes back as references, not copies."""
+    single process builds. The child's frontiers travel with their groups' offers as
+    indices into ``offers`` (they come back as this process's own offer objects) and their
+    rates (the demand model's, which do not pickle) as :class:`RatesKey`, computed here when
+    first read (:class:`LazyRates`)."""
     sites = sites_of(offers)
     tasks: dict[tuple, tuple[Layout, PoolSpec]] = {}
     for lay in layouts:
@@ -143,25 +141,43 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
         return lambda: pool_frontier(demand, lay, pool, offers, cap, sites, None, network,
                                      split, sequences)
 
-    def shared(theirs: list[int]) -> dict[int, object]:
-        for n in theirs:  # the child's pools' rates, computed here before the fork
-            _, lay, pool = todo[n]
-            enum = Enumerator(demand, lay, pool, cap, {})
-            for shape in sorted(by_shape(pool, offers)):
-                enum.rates(shape[2], shape[3])
-        refs: dict[int, object] = {id(o): o for o in offers}
-        refs.update((id(lay), lay) for lay in layouts)
-        refs.update((id(p), p) for lay in layouts for p in lay.pools)
-        for hit in demand.memo.values():
-            if isinstance(hit, list):
-                refs.update((id(r), r) for r in hit if isinstance(r, PhaseRate))
-        return refs
+    def pack(n: int, got: tuple[PoolFrontier, int]) -> tuple[PoolFrontier, int]:
+        index = {id(o): k for k, o in enumerate(offers)}
+        for g in got[0].groups:  # offers by their index, rates by what they are
+            for name in OFFER_LISTS:
+                setattr(g, name, [index[id(o)] for o in getattr(g, name)])
+            g.rates = RatesKey(g.gpu, g.gpus_per_node)  # type: ignore[assignment]
+        return got
+
+    def unpack(n: int, got: tuple[PoolFrontier, int]) -> tuple[PoolFrontier, int]:
+        _, lay, pool = todo[n]
+        table = gpus()
+        lazy: dict[RatesKey, LazyRates] = {}
+
+        def make(key: RatesKey) -> Callable[[], list[list[PhaseRate]]]:
+            return lambda: [phase_rates(demand, ph, table[key.gpu], key.gpus_per_node,
+                                        lay.tail, lay.policy, colocated=lay.mode == "colocated")
+                            for ph in pool.phases]  # as Enumerator.rates
+        got[0].pool = pool
+        for g in got[0].groups:
+            for name in OFFER_LISTS:
+                setattr(g, name, [offers[k] for k in getattr(g, name)])
+            key = g.rates
+            assert isinstance(key, RatesKey)
+            if key not in lazy:
+                lazy[key] = LazyRates(make(key))
+            g.rates = lazy[key]
+        return got
 
     work = [frontier_work(pool, offers) for _, _, pool in todo]
     sides = balance(work) if sum(work) >= FORK_MIN_WORK else [0] * len(todo)
-    built = split_run([job(lay, pool) for _, lay, pool in todo], sides, shared)
+    built = split_run([job(lay, pool) for _, lay, pool in todo], sides, pack, unpack)
     for (key, _, _), got in zip(todo, built, strict=True):
         cache[key] = got
+
+
+OFFER_LISTS = ("nonspot_seq", "spot_seq", "nonspot_offers", "spot_offers")
+"""The fields of a :class:`~optimizer.planner.frontier_parts.Group` that hold offers."""
 
 
 def frontier_work(pool: PoolSpec, offers: list[Offer]) -> int:

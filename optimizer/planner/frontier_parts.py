@@ -5,6 +5,7 @@ on demand). Built by :mod:`optimizer.planner.pool_frontier`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +18,37 @@ from providers.base import Offer
 Shape = tuple[str, str, str, int]
 """(provider, region, GPU, GPUs per node): the offers one group draws from."""
 Site = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class RatesKey:
+    """What a group's rates are (its GPU and GPUs per node; the pool and layout are its
+    frontier's): sent in their place by a frontier built in another process, whose rates
+    hold closures that do not pickle (:func:`optimizer.planner.frontier.build_frontiers`)."""
+
+    gpu: str
+    gpus_per_node: int
+
+
+class LazyRates(Sequence):
+    """A group's rates per phase of its pool, computed on first use (through the demand
+    model's memo, so the same values the enumerator gave): a frontier built in another
+    process sends :class:`RatesKey` instead, and most of its groups' rates are never read."""
+
+    def __init__(self, make: Callable[[], list[list[PhaseRate]]]) -> None:
+        self._make = make
+        self._rates: list[list[PhaseRate]] | None = None
+
+    def _get(self) -> list[list[PhaseRate]]:
+        if self._rates is None:
+            self._rates = self._make()
+        return self._rates
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def, override]
+        return self._get()[k]
+
+    def __len__(self) -> int:
+        return len(self._get())
 
 
 
@@ -33,7 +65,9 @@ class Group:
     gpus_per_node: int
     nonspot_seq: list[Offer]
     spot_seq: list[Offer]
-    rates: list[list[PhaseRate]]
+    rates: Sequence[list[PhaseRate]]
+    """Per phase of the pool, its rates on this shape (:class:`LazyRates` where the group
+    was built in another process)."""
     nonspot_offers: list[Offer]
     spot_offers: list[Offer]
     """Spot offers of the site's zone (rotated by :func:`optimizer.planner.fills.fill_variants`)."""
