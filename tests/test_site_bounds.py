@@ -1,6 +1,7 @@
 """Region bounds from per-site minima (optimizer.planner.search.regions_by_bound) equal the
 bounds computed from each site's full arrays, and a site's arrays, read lazily, equal the
-eager ones: every site, every layout, both objectives, on the RL and OPD examples."""
+eager ones: every site, every layout, both objectives, on the RL, OPD and agentic examples
+(the last with CPU pools and other costs in its bounds)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from optimizer.spec.project import load_spec
 from providers.embedded import embedded_catalog
 
 
-@pytest.fixture(scope="module", params=["examples/grpo-7b.yaml", "examples/opd-8b-from-32b.yaml"])
+@pytest.fixture(scope="module", params=["examples/grpo-7b.yaml", "examples/opd-8b-from-32b.yaml",
+                                        "examples/agentic-swe-rl.yaml"])
 def ctx(request):
     return prepare(load_spec(request.param), embedded_catalog())
 
@@ -61,3 +63,11 @@ def test_sites_missing_a_pool_are_left_out(ctx) -> None:
                       for n, f in c.frontiers.items()]
             if min(counts) == 0:
                 assert region not in kept
+
+
+def test_the_agentic_example_prices_its_cpu_pools_and_other_costs_in_its_bounds() -> None:
+    """The agentic example's bounds include its CPU pools and other costs (the
+    fixture's third spec checks them bit for bit), so they are really there."""
+    ctx = prepare(load_spec("examples/agentic-swe-rl.yaml"), embedded_catalog())
+    assert any(c.cpu is not None for c in ctx.runs)
+    assert any(c.other is not None for c in ctx.runs)

@@ -266,10 +266,68 @@ def _bound(c: Candidates, minima: dict[str, tuple[float, float, float, float]],
     if is_async:
         busy = sum(m.values()) + c.layout.fill_fraction * m["rollout"]
     else:
-        busy = max(sum(m.values()), sum(math.sqrt(v) for v in m.values()) ** 2)
+        roots = sum(math.sqrt(v) for v in m.values())
+        busy = max(sum(m.values()), roots * roots)
     egress = sum(v[3] for v in minima.values())
     extra = float(c.extra_cost(region, t_lb)) if region >= 0 else 0.0
     return max(busy, t_lb * sum(min_c.values())) + egress + extra
+
+
+def _bounds(c: Candidates, tables: dict[str, np.ndarray], sites: np.ndarray,
+            objective: str) -> np.ndarray:
+    """:func:`_bound` at many sites at once, from each pool's (options, min t, min c,
+    min t·c, min e) rows at those sites: the same operations in the same order, element by
+    element, so the same bounds to the bit (``tests/test_site_bounds.py``)."""
+    zero = np.zeros(len(sites))
+    names = list(tables)
+    fill = c.layout.fill_fraction
+    is_async = c.layout.mode == "async" and "rollout" in tables
+
+    def total(col: int) -> np.ndarray:
+        acc = zero
+        for n in names:
+            acc = acc + tables[n][:, col]
+        return acc
+
+    if is_async:
+        longest = tables[names[0]][:, 1]
+        for n in names[1:]:
+            longest = np.maximum(longest, tables[n][:, 1])
+        t_lb = longest + fill * tables["rollout"][:, 1]
+    else:
+        t_lb = total(1)
+    if objective == "time":
+        return t_lb
+    if is_async:
+        busy = total(3) + fill * tables["rollout"][:, 3]
+    else:
+        roots = zero
+        for n in names:
+            roots = roots + np.sqrt(tables[n][:, 3])
+        busy = np.maximum(total(3), roots * roots)
+    return np.maximum(busy, t_lb * total(2)) + total(4) + _extra_at(c, sites, t_lb)
+
+
+def _extra_at(c: Candidates, sites: np.ndarray, run_hours: np.ndarray) -> np.ndarray:
+    """:meth:`Candidates.extra_cost` at each site at its own run time: one call per region
+    for what depends on the region (storage, CPU pools), the fixed network per site."""
+    out = np.empty(len(sites))
+    by_place: dict[tuple[str, str], list[int]] = {}
+    for k, site in enumerate(sites.tolist()):
+        by_place.setdefault(c.regions[site][:2], []).append(k)
+    for rows in by_place.values():
+        at = np.asarray(rows)
+        d = run_hours[at]
+        first = int(sites[at[0]])
+        extra = c.storage_cost(first, d) + np.asarray(
+            [c.fixed_network(int(s)) for s in sites[at]])
+        if c.other is not None:
+            extra = extra + c.other.cost(d)
+        if c.cpu is not None:
+            provider, name = c.regions[first][:2]
+            extra = extra + c.cpu.cost(provider, name, d)
+        out[at] = extra
+    return out
 
 
 class SiteArrays(Mapping):
@@ -339,14 +397,14 @@ def regions_by_bound(c: Candidates, objective: str) -> list[tuple[float, int, Ma
             out.append((region_bound(c, arrs, objective, region), region, arrs))
     else:
         tables = _site_minima(c)
-        for region in range(len(c.regions)):
-            if any(tab[region, 0] == 0 for tab in tables.values()):
-                continue
-            if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
-                continue
-            minima = {n: (float(tab[region, 1]), float(tab[region, 2]), float(tab[region, 3]),
-                          float(tab[region, 4])) for n, tab in tables.items()}
-            out.append((_bound(c, minima, objective, region), region, SiteArrays(c, region)))
+        sites = np.arange(len(c.regions))
+        for tab in tables.values():
+            sites = sites[tab[sites, 0] > 0]  # options in every pool
+        if c.cpu is not None and len(sites):
+            sites = sites[np.isfinite(_extra_at(c, sites, np.zeros(len(sites))))]
+        bounds = _bounds(c, {n: tab[sites] for n, tab in tables.items()}, sites, objective)
+        out = [(float(bounds[k]), int(sites[k]), SiteArrays(c, int(sites[k])))
+               for k in range(len(sites))]
     out.sort(key=lambda x: (x[0], x[1]))
     c.memo[("regions_by_bound", objective)] = out
     return out
