@@ -170,3 +170,26 @@ def test_defaults_applied_names_the_lifecycle_storage_was_priced_with():
     assert q.lifecycle.retention_days == 7
     assert not any(d.startswith("checkpoints.retention_days") for d in q.defaults_applied)
     assert "checkpoints.keep_hot = 2 (policy long)" in q.defaults_applied
+
+
+def test_regions_with_the_same_tiers_share_one_compilation_and_own_tiers_win():
+    """What is compiled from a set of tiers is kept per set: the provider's ``*`` tiers are
+    compiled once for all its regions, and a region with its own tiers gets its own prices."""
+    from providers.base import Catalog
+
+    data = DataClass("ckpt", "ms", (ObjectGroup(2, 50.0, 100.0, 1.0),))
+    shared = tier("standard", 0.02, 0)
+    own = replace(tier("standard", 0.05, 0), region="r-own")
+    cat = replace(small_catalog(), storage_tiers=(shared, own))
+    assert isinstance(cat, Catalog)
+    model = StorageModel((data,), cat)
+    d = [0.0, 10.0, 1000.0]
+    a, b, c = (model.cost("lab", r, d) for r in ("r-a", "r-b", "r-own"))
+    assert list(a) == list(b)
+    assert model._compile("lab", "r-a") is model._compile("lab", "r-b")
+    assert model._compile("lab", "r-own") is not model._compile("lab", "r-a")
+    # term by term: 2 objects × 50 GB for 100 + D hours at $/GB-month
+    for k, hours in enumerate(d):
+        gbm = 2 * 50.0 * (100.0 + hours) / 730.0
+        assert a[k] == pytest.approx(gbm * 0.02)
+        assert c[k] == pytest.approx(gbm * 0.05)

@@ -32,6 +32,7 @@ it exactly to every candidate plan (:mod:`optimizer.planner.search`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -178,7 +179,7 @@ def class_cost(c: DataClass, tier: StorageTier, run_hours: np.ndarray | float
     return gb_months, cost
 
 
-def eligible(c: DataClass, tiers: list[StorageTier]) -> list[StorageTier]:
+def eligible(c: DataClass, tiers: Sequence[StorageTier]) -> list[StorageTier]:
     return [t for t in tiers if ACCESS_RANK.get(t.access, 9) <= ACCESS_RANK[c.access]]
 
 
@@ -201,10 +202,18 @@ class StorageModel:
     catalog: Catalog
     _compiled: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def _compile(self, provider: str, region: str) -> list[_Compiled]:
-        key = (provider, region)
+    def _tiers(self, provider: str, region: str) -> tuple[StorageTier, ...]:
+        """The region's tiers (often the provider's ``*`` tiers, shared by its regions: what
+        is compiled from them is kept per set of tiers, not per region)."""
+        key = ("tiers", provider, region)
         if key not in self._compiled:
-            tiers = tiers_for(self.catalog, provider, region)
+            self._compiled[key] = tuple(tiers_for(self.catalog, provider, region))
+        return self._compiled[key]  # type: ignore[no-any-return]
+
+    def _compile(self, provider: str, region: str) -> list[_Compiled]:
+        tiers = self._tiers(provider, region)
+        key = ("compiled", tiers)
+        if key not in self._compiled:
             out = []
             for c in self.classes:
                 ok = eligible(c, tiers)
@@ -236,9 +245,9 @@ class StorageModel:
         lifetime a + b·D crosses the tier's minimum duration; between kinks every tier's cost
         is linear, so the least over tiers changes slope only at the kinks and where two
         tiers' lines cross. Those points (with 0 and a far end) are breakpoints of the sum."""
-        key = ("pwl", provider, region)
+        key = ("pwl", self._tiers(provider, region))
         if key in self._compiled:
-            return self._compiled[key]
+            return self._compiled[key]  # type: ignore[no-any-return]
         points = {0.0, FAR_HOURS}
         for k in self._compile(provider, region):
             kinks = {0.0, FAR_HOURS}
