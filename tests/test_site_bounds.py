@@ -48,18 +48,42 @@ def test_site_arrays_are_read_lazily_and_equal_the_eager_ones(ctx) -> None:
         assert arrs._arrs is None  # nothing computed before it is read
         assert list(arrs) == list(c.frontiers) and len(arrs) == len(c.frontiers)
         assert all(name in arrs for name in c.frontiers) and "nope" not in arrs
-        eager = search._region_arrays(c, region)
-        for name in c.frontiers:
-            for x, y in zip(arrs[name], eager[name], strict=True):
+        for name, f in c.frontiers.items():
+            # from scratch: the site's options by busy time (stable), their prices, egress
+            idx = np.nonzero(f.region == region)[0]
+            idx = idx[np.argsort(f.t[idx], kind="stable")]
+            want = (f.t[idx], f.c[idx], idx, f.e[idx])
+            for x, y in zip(arrs[name], want, strict=True):
                 assert np.array_equal(x, y)
-        assert dict(arrs.items()).keys() == eager.keys()
+        assert list(dict(arrs.items())) == list(c.frontiers)
+
+
+def test_layouts_sharing_a_pool_share_its_site_arrays(ctx) -> None:
+    """A pool's arrays at a site are kept on its frontier: the layouts that share the pool
+    (the sync layouts' rollout pool, say) read the same arrays, computed once."""
+    shared = 0
+    for a in ctx.runs:
+        for b in ctx.runs:
+            if a is b:
+                continue
+            for name, f in a.frontiers.items():
+                if b.frontiers.get(name) is not f:
+                    continue
+                region = search.regions_by_bound(a, "cost")[0][1]
+                if region not in {r for _, r, _ in search.regions_by_bound(b, "cost")}:
+                    continue
+                x = search._region_arrays(a, region)[name]
+                y = search._region_arrays(b, region)[name]
+                assert x is y
+                shared += 1
+    assert shared or len(ctx.runs) == 1  # the agentic example has one layout
 
 
 def test_sites_missing_a_pool_are_left_out(ctx) -> None:
     for c in ctx.runs:
         kept = {r for _, r, _ in search.regions_by_bound(c, "cost")}
         for region in range(len(c.regions)):
-            counts = [len(search._at_site(c, n, f.region, region))
+            counts = [len(search._at_site(f, region, len(c.regions)))
                       for n, f in c.frontiers.items()]
             if min(counts) == 0:
                 assert region not in kept

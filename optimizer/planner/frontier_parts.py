@@ -108,6 +108,9 @@ class PoolFrontier:
     """Nodes paying egress (outside the site's zone, or all nodes of cross-region entries)."""
     place: np.ndarray
     """Cross-region entries: index into :attr:`Candidates.places` (-1 for site-bound)."""
+    memo: dict = field(default_factory=dict, compare=False, repr=False, kw_only=True)
+    """What the search derives from the frontier alone (grouped by site, a site's arrays),
+    kept for the layouts that share the pool."""
 
     def option(self, k: int, sites: list[Site], site: int | None = None,
                network: NetworkModel | None = None) -> PoolOption:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.planner.frontier import Candidates
+from optimizer.planner.frontier import Candidates, PoolFrontier
 from optimizer.planner.pareto import pareto_mask3
 
 EPS = 1e-9
@@ -88,30 +88,54 @@ def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _region_arrays(c: Candidates, region: int) -> dict[str, tuple[np.ndarray, np.ndarray,
                                                                     np.ndarray, np.ndarray]]:
-    """Per pool at one site: (busy hours, $/h, frontier index, egress USD), by busy time."""
+    """Per pool at one site: (busy hours, $/h, frontier index, egress USD), by busy time. A
+    pool's arrays at a site depend on its frontier alone unless it has cross-region entries
+    (priced against the site): they are kept on the frontier, which the layouts sharing the
+    pool share."""
     out = {}
     for name, f in c.frontiers.items():
-        idx = _at_site(c, name, f.region, region)
-        e = f.e[idx]
-        if (f.place >= 0).any():
-            extra, extra_e = _cross_region(c, f, region)
-            idx = np.concatenate([idx, extra])
-            e = np.concatenate([e, extra_e])
-        order = np.argsort(f.t[idx], kind="stable")
-        out[name] = (f.t[idx[order]], f.c[idx[order]], idx[order], e[order])
+        cross = _has_cross(f)
+        key = ("site", len(c.regions), region)  # a site is an index into the sites list
+        hit = None if cross else f.memo.get(key)
+        if hit is None:
+            idx = _at_site(f, region, len(c.regions))
+            e = f.e[idx]
+            if cross:
+                extra, extra_e = _cross_region(c, f, region)
+                idx = np.concatenate([idx, extra])
+                e = np.concatenate([e, extra_e])
+            order = np.argsort(f.t[idx], kind="stable")
+            hit = (f.t[idx[order]], f.c[idx[order]], idx[order], e[order])
+            if not cross:
+                f.memo[key] = hit
+        out[name] = hit
     return out
 
 
-def _at_site(c: Candidates, name: str, sites: np.ndarray, region: int) -> np.ndarray:
-    """Indices (ascending) of a pool's options at one site: the frontier grouped by site once
-    (a stable sort), not scanned once per site."""
-    key = ("by site", name)
-    if key not in c.memo:
-        order = np.argsort(sites, kind="stable")
-        c.memo[key] = (order, sites[order])
-    order, sorted_sites = c.memo[key]
-    lo, hi = np.searchsorted(sorted_sites, [region, region + 1])
-    return order[lo:hi]
+def _has_cross(f: PoolFrontier) -> bool:
+    """Whether the frontier has cross-region entries (split plans)."""
+    hit = f.memo.get("cross")
+    if hit is None:
+        hit = f.memo["cross"] = bool((f.place >= 0).any())
+    return hit  # type: ignore[no-any-return]
+
+
+def _by_site(f: PoolFrontier, n_sites: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The frontier grouped by site once (a stable sort): (order, sites in that order, where
+    each site 0 .. ``n_sites`` starts in it)."""
+    hit = f.memo.get(("by site", n_sites))
+    if hit is None:
+        order = np.argsort(f.region, kind="stable")
+        sorted_sites = f.region[order]
+        starts = np.searchsorted(sorted_sites, np.arange(n_sites + 1))
+        hit = f.memo[("by site", n_sites)] = (order, sorted_sites, starts)
+    return hit  # type: ignore[no-any-return]
+
+
+def _at_site(f: PoolFrontier, region: int, n_sites: int) -> np.ndarray:
+    """Indices (ascending) of a pool's options at one site (:func:`_by_site`)."""
+    order, _, starts = _by_site(f, n_sites)
+    return order[starts[region]:starts[region + 1]]
 
 
 def _choose(T: np.ndarray, C: np.ndarray, deadline: float | None, budget: float | None,
@@ -364,10 +388,8 @@ def _site_minima(c: Candidates) -> dict[str, np.ndarray]:
     n_sites = len(c.regions)
     out = {}
     for name, f in c.frontiers.items():
-        _at_site(c, name, f.region, 0)  # groups the frontier by site (memoised)
-        order, sorted_sites = c.memo[("by site", name)]
-        lo = np.searchsorted(sorted_sites, np.arange(n_sites))
-        hi = np.searchsorted(sorted_sites, np.arange(n_sites), side="right")
+        order, _, starts = _by_site(f, n_sites)
+        lo, hi = starts[:-1], starts[1:]
         table = np.full((n_sites, 5), np.inf)
         table[:, 0] = hi - lo
         has = np.nonzero(hi > lo)[0]
