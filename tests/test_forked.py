@@ -91,6 +91,22 @@ print(json.dumps([list(g) for g in got]))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+def test_no_process_to_fork_means_all_work_here() -> None:
+    out = _run("""
+import json, os
+from optimizer.core import forked
+def refuse():
+    raise BlockingIOError(11, "Resource temporarily unavailable")
+os.fork = refuse
+got = forked.split_run([lambda k=k: (k, os.getpid()) for k in range(3)], [1, 0, 1])
+print(json.dumps([list(g) for g in got]))
+""")
+    got = json.loads(out)
+    assert [g[0] for g in got] == [0, 1, 2]
+    assert len({g[1] for g in got}) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 def test_forked_frontiers_equal_the_serial_ones() -> None:
     """The RL example's frontiers built on two cores: the child ran (its share came back), and
     every pool's arrays, groups' offers (the catalog's own objects) and rates equal a serial

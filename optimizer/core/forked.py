@@ -109,7 +109,12 @@ def _forked(child_jobs: Sequence[Callable[[], Any]], theirs: list[int], mine: li
     an anonymous file while this process runs ``jobs[k]`` for k in ``mine`` into ``out``;
     then, once the child has exited, its results (None if it failed)."""
     with _scratch() as scratch:
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (a process limit, no memory): all done here
+            for k in mine:
+                out[k] = jobs[k]()
+            return None
         if pid == 0:  # the child: never returns
             code = 1
             try:
