@@ -29,6 +29,7 @@ def _run(script: str, **env: str) -> str:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=full, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr  # a failing child dies quietly
     return done.stdout
 
 
@@ -45,10 +46,10 @@ def job(k):
 packed, unpacked = [], []
 def pack(k, got):
     assert os.getpid() != parent
-    return (got[0], got[1], "token", got[3])
+    return (got[0], got[1], "token", got[3], k)
 def unpack(k, got):
     unpacked.append(k)
-    assert got[2] == "token"
+    assert got[2] == "token" and got[4] == k == got[0]
     return (got[0], got[1], token, got[3])
 got = forked.split_run([job(k) for k in range(5)], [0, 1, 0, 1, 1], pack, unpack)
 print(json.dumps({
@@ -88,6 +89,61 @@ print(json.dumps([list(g) for g in got]))
     got = json.loads(out)
     assert [g[0] for g in got] == ["here", "here"]
     assert len({g[1] for g in got}) == 1  # both computed by the parent
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+def test_results_travel_as_they_are_without_pack_and_unpack() -> None:
+    out = _run("""
+import json, os
+from optimizer.core import forked
+parent = os.getpid()
+got = forked.split_run([lambda k=k: (k, os.getpid() != parent) for k in range(3)], [1, 0, 1])
+print(json.dumps([list(g) for g in got]))
+""")
+    assert json.loads(out) == [[0, True], [1, False], [2, True]]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
+def test_a_failing_parent_job_stops_and_reaps_the_child(tmp_path: Path) -> None:
+    """The planner's own share raises while the child still works: the exception is the
+    caller's (not hidden by the clean-up), the child is killed at once and reaped."""
+    pidfile = tmp_path / "child.pid"
+    out = _run(f"""
+import json, os, time
+from optimizer.core import forked
+parent = os.getpid()
+PIDFILE = {str(pidfile)!r}
+def slow():
+    if os.getpid() != parent:
+        with open(PIDFILE, "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+    return 1
+def boom():
+    for _ in range(500):
+        if os.path.exists(PIDFILE):
+            break
+        time.sleep(0.01)
+    raise ValueError("the planner's job failed")
+start = time.perf_counter()
+try:
+    forked.split_run([boom, slow], [0, 1])
+    raised = None
+except ValueError as exc:
+    raised = str(exc)
+elapsed = time.perf_counter() - start
+pid = int(open(PIDFILE).read())
+try:
+    os.waitpid(pid, os.WNOHANG)
+    reaped = False
+except ChildProcessError:
+    reaped = True
+print(json.dumps({{"raised": raised, "elapsed": elapsed, "reaped": reaped}}))
+""")
+    got = json.loads(out)
+    assert got["raised"] == "the planner's job failed"
+    assert got["elapsed"] < 20  # not the child's 60 s
+    assert got["reaped"] is True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
@@ -134,15 +190,27 @@ same, refs = True, True
 for a, b in zip(two.runs, one.runs, strict=True):
     for name, fa in a.frontiers.items():
         fb = b.frontiers[name]
-        for col in ("t", "c", "gid", "i", "j", "region", "e", "remote", "place"):
+        for col in ("t", "c", "i", "j", "region", "e", "remote", "place"):
             same &= bool(np.array_equal(getattr(fa, col), getattr(fb, col)))
-        same &= len(fa.groups) == len(fb.groups)
-        for ga, gb in zip(fa.groups, fb.groups):
-            same &= [o.key for o in ga.spot_seq] == [o.key for o in gb.spot_seq]
-            same &= bool(np.array_equal(ga.e_nodes, gb.e_nodes))
-            same &= [[r.precision for r in rs] for rs in ga.rates] == \\
-                [[r.precision for r in rs] for rs in gb.rates]
+        # groups compared through the options that refer to them (the child sends only
+        # those, renumbered)
+        same &= len(fa.groups) <= len(fb.groups)
+        pairs = sorted(set(zip(fa.gid.tolist(), fb.gid.tolist(), strict=True)))
+        same &= len({x for x, _ in pairs}) == len(pairs) == len({y for _, y in pairs})
+        for x, y in pairs:
+            ga, gb = fa.groups[x], fb.groups[y]
+            for name in ("nonspot_seq", "spot_seq", "nonspot_offers", "spot_offers"):
+                same &= [o.key for o in getattr(ga, name)] == [o.key for o in getattr(gb, name)]
+            for name in ("e_nodes", "omega", "remote"):
+                same &= bool(np.array_equal(getattr(ga, name), getattr(gb, name)))
+            same &= all(np.array_equal(p, q) for p, q in zip(ga.picks, gb.picks, strict=True))
+            same &= (ga.provider, ga.region, ga.gpu, ga.gpus_per_node, ga.all_remote, ga.disk) \\
+                == (gb.provider, gb.region, gb.gpu, gb.gpus_per_node, gb.all_remote, gb.disk)
+            same &= list(ga.rates) == list(gb.rates)  # the lazy rates equal the enumerator's
             refs &= all(id(o) in offers for o in ga.nonspot_seq + ga.spot_seq)
+        # the options themselves, as the planner reads them
+        for k in range(0, len(fa.t), max(1, len(fa.t) // 50)):
+            same &= fa.option(k, a.regions) == fb.option(k, b.regions)
 print(json.dumps({"calls": calls, "same": same, "refs": refs,
                   "considered": [r.considered for r in two.runs] ==
                                 [r.considered for r in one.runs]}))
@@ -152,6 +220,48 @@ print(json.dumps({"calls": calls, "same": same, "refs": refs,
     assert got["same"] is True
     assert got["refs"] is True
     assert got["considered"] is True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memfd on Linux")
+def test_the_results_file_is_in_memory_and_closed_on_exec(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    import fcntl
+
+    with forked._scratch() as f:
+        fd = f.fileno()
+        assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:ptplan-forked")
+        assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+        f.write(b"abc")
+        f.seek(0)
+        assert f.read() == b"abc"
+
+    def refuse(*_):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(forked.os, "memfd_create", refuse)
+    with forked._scratch() as f:  # an unlinked temporary file instead
+        assert not os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:")
+        f.write(b"abc")
+        f.seek(0)
+        assert f.read() == b"abc"
+
+
+def test_unknown_thread_count_is_unsafe(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(_):
+        raise FileNotFoundError("/proc/self/task")
+
+    monkeypatch.setattr(forked.os, "listdir", missing)
+    assert forked._threads() == 0
+
+
+def test_cpus_counted_without_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "_threads", lambda: 1)
+    monkeypatch.setattr(forked.sys, "platform", "linux")
+    monkeypatch.delenv(forked.WORKERS_ENV, raising=False)
+    monkeypatch.delattr(forked.os, "sched_getaffinity", raising=False)
+    for count, ok in ((None, False), (1, False), (2, True), (8, True)):
+        monkeypatch.setattr(forked.os, "cpu_count", lambda count=count: count)
+        assert forked.fork_ok() is ok, count
 
 
 def test_fork_is_refused_where_unsafe_or_unwanted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,7 +123,8 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
     keys it), on two cores where :func:`optimizer.core.forked.fork_ok`: the pools are shared
     between this process and a forked child by their estimated work
     (:func:`frontier_work`), the largest first. Each frontier is exactly the one a
-    single process builds. The child's frontiers travel with their groups' offers as
+    single process builds (but for groups no option refers to, which do not travel, and
+    the group numbers). The child's frontiers travel with their groups' offers as
     indices into ``offers`` (they come back as this process's own offer objects) and their
     rates (the demand model's, which do not pickle) as :class:`RatesKey`, computed here when
     first read (:class:`LazyRates`)."""
@@ -142,8 +143,13 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
                                      split, sequences)
 
     def pack(n: int, got: tuple[PoolFrontier, int]) -> tuple[PoolFrontier, int]:
+        f = got[0]
+        used = np.unique(f.gid)  # only the groups that options refer to travel
+        renumber = np.zeros(len(f.groups), dtype=f.gid.dtype)
+        renumber[used] = np.arange(len(used))
+        f.groups, f.gid = [f.groups[k] for k in used.tolist()], renumber[f.gid]
         index = {id(o): k for k, o in enumerate(offers)}
-        for g in got[0].groups:  # offers by their index, rates by what they are
+        for g in f.groups:  # offers by their index, rates by what they are
             for name in OFFER_LISTS:
                 setattr(g, name, [index[id(o)] for o in getattr(g, name)])
             g.rates = RatesKey(g.gpu, g.gpus_per_node)  # type: ignore[assignment]
