@@ -52,3 +52,61 @@ def test_aiming_solves_fewer_points_and_reports_the_same(swept: str, lo: float, 
         a.pop("solved"), b.pop("solved")
         assert a == b
     assert r1["points_solved"] < r2["points_solved"]
+
+
+class _NoPlanAbove:
+    """A runner whose scenarios above a swept value have no plan (as a budget would make
+    them); the others are solved for real."""
+
+    def __init__(self, inner: Runner, limit: float) -> None:
+        self.inner, self.limit, self.workers = inner, limit, inner.workers
+
+    def ready(self) -> None:
+        self.inner.ready()
+
+    def map(self, jobs):
+        out = []
+        for job in jobs:
+            value = job[-1].value if job else 1.0
+            if value > self.limit:
+                out.append(Outcome(tuple(r.text for r in job), None, "no plan (test)"))
+            else:
+                out.extend(self.inner.map([job]))
+        return out
+
+
+def test_gaps_with_an_end_without_a_plan_are_bisected() -> None:
+    s = setup()
+    sel, op = parse_partial("capacity_type=spot *=")
+    values = linspace(0.2, 3.0, 29)
+    with Runner(s, workers=1) as r:
+        base, points = sweep(s, sel, op, values, _NoPlanAbove(r, 1.55))
+    rep = sweep_report(s, sel, op, base, points)
+    rows = rep["points"]
+    # the switch to "no plan" is found exactly: the last value with a plan and the first
+    # without are both solved
+    last = max(k for k, v in enumerate(values) if v <= 1.55)
+    assert rows[last]["solved"] and rows[last + 1]["solved"]
+    assert rows[last]["error"] is None and rows[last + 1]["error"] == "no plan (test)"
+    assert all(row["error"] == "no plan (test)" for row in rows[last + 1:])
+
+
+def test_objective_time_sweeps_are_bisected_evenly() -> None:
+    s = setup(objective="time")
+    sel, op = parse_partial("capacity_type=spot *=")
+    values = linspace(0.2, 3.0, 21)
+    with Runner(s, workers=1) as r:
+        _, p1 = sweep(s, sel, op, values, r)
+        _, p2 = sweep(s, sel, op, values, r, aim=False)
+    # no cost crossing is aimed at: the same points are solved
+    assert [p.outcome is not None for p in p1] == [p.outcome is not None for p in p2]
+
+
+def test_the_baseline_is_the_base_rules_alone() -> None:
+    s = setup()
+    sel, op = parse_partial("capacity_type=spot *=")
+    values = linspace(0.5, 2.0, 5)
+    with Runner(s, workers=1) as r:
+        base, points = sweep(s, sel, op, values, r)
+    assert base.rules == ()
+    assert points[0].outcome is not None and points[0].outcome.rules != ()
