@@ -110,3 +110,28 @@ def test_the_baseline_is_the_base_rules_alone() -> None:
         base, points = sweep(s, sel, op, values, r)
     assert base.rules == ()
     assert points[0].outcome is not None and points[0].outcome.rules != ()
+
+
+def test_the_last_value_where_the_left_plan_costs_no_more() -> None:
+    from optimizer.whatif.sweep import _last_no_dearer
+
+    def line(slope: float, at: float):
+        return lambda k: slope * (k - at)  # A's excess over B crosses 0 at ``at``
+
+    zero = lambda k: 0.0  # noqa: E731
+    assert _last_no_dearer(0, 10, line(1.0, 6.0), zero) == 6  # equal at 6: still A
+    assert _last_no_dearer(0, 10, line(1.0, 6.5), zero) == 6
+    assert _last_no_dearer(0, 10, line(1.0, 0.5), zero) == 0  # dearer from the first inside
+    assert _last_no_dearer(0, 10, line(1.0, 20.0), zero) == 9  # never dearer inside
+    assert _last_no_dearer(3, 4, line(1.0, 0.0), zero) == 3  # no value inside
+    assert _last_no_dearer(5, 9, line(1.0, 7.0), zero) == 7
+    # only values inside the gap are priced
+    priced: list[int] = []
+    _last_no_dearer(5, 9, lambda k: priced.append(k) or 0.0, zero)
+    assert priced == [6, 7, 8]
+
+
+def test_adjacent_solved_points_are_no_gap() -> None:
+    solved = _solved(0, 1, 10)  # plans differ at 0 and 1, but nothing lies between them
+    assert _next_round(solved, 2) == [4, 7]
+    assert _next_round(solved, 2, lambda i, j: None) == [4, 7]

@@ -105,10 +105,9 @@ def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], ru
         a, b = solved[i].plan, solved[j].plan
         if not aim or setup.objective != "cost" or a is None or b is None:
             return None
-        over = [k for k in range(i + 1, j)
-                if _repriced(a, make_rule(selector, op, values[k]), catalog)[0]
-                > _repriced(b, make_rule(selector, op, values[k]), catalog)[0]]
-        return (over[0] if over else j) - 1  # the last value at which A costs no more
+        return _last_no_dearer(
+            i, j, lambda k: _repriced(a, make_rule(selector, op, values[k]), catalog)[0],
+            lambda k: _repriced(b, make_rule(selector, op, values[k]), catalog)[0])
 
     while todo := _next_round(solved, runner.workers, crossing):
         solved.update(zip(todo, runner.map([job(i) for i in todo]), strict=True))
@@ -121,6 +120,16 @@ def sweep(setup: Setup, selector: Selector, op: str, values: Sequence[float], ru
         else:
             points.append(SweepPoint(v, None, last))
     return base, points
+
+
+def _last_no_dearer(i: int, j: int, cost_a: Callable[[int], float],
+                    cost_b: Callable[[int], float]) -> int:
+    """For a gap whose left end's plan A is optimal at index ``i`` and right end's plan B at
+    ``j``: the last index from ``i`` on at which A costs no more than B (``j − 1`` when A
+    costs no more anywhere inside). The costs are affine in the value, so A's excess over B
+    changes sign once: everything after the first index where A is dearer is dearer too."""
+    over = next((k for k in range(i + 1, j) if cost_a(k) > cost_b(k)), j)
+    return over - 1
 
 
 def _next_round(solved: dict[int, Outcome], workers: int,
