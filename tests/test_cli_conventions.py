@@ -96,3 +96,25 @@ def test_progress_bar_on_a_terminal_and_nothing_in_a_pipe() -> None:
     assert out.startswith("{")
     _, err = _cli("-q", *args, tty="stderr")
     assert "pareto: solving deadlines" not in err
+
+
+def test_the_progress_bar_starts_no_thread(monkeypatch) -> None:
+    """The bar is redrawn at each step, not by a refresh thread: plans made under it may
+    still fork their frontier worker (optimizer.core.forked needs a single thread)."""
+    import io
+    import threading
+
+    from optimizer.cli import common
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(common.sys, "stderr", Terminal())
+    monkeypatch.setattr(common.state, "quiet", False)
+    before = threading.active_count()
+    with common.ProgressBar("pareto: solving deadlines", 3) as bar:
+        assert bar.progress is not None
+        bar(1, 3)
+        bar(2, 3, "pareto: almost")
+        assert threading.active_count() == before

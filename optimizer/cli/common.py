@@ -138,15 +138,19 @@ class ProgressBar:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+        # redrawn at each step, not by rich's refresh thread: the process stays
+        # single-threaded, so that plans made under the bar may still fork a worker for their
+        # pool frontiers (optimizer.core.forked)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), console=Console(stderr=True),
-                                 transient=True)
+                                 transient=True, auto_refresh=False)
         self.task = self.progress.add_task(label, total=total)
 
     def __call__(self, done: int, total: int | None, label: str | None = None) -> None:
         if self.progress is not None:
             self.progress.update(self.task, description=label or self.label, completed=done,
                                  total=total)
+            self.progress.refresh()
 
     def __enter__(self) -> ProgressBar:
         if self.progress is not None:
