@@ -83,8 +83,12 @@ def test_sites_missing_a_pool_are_left_out(ctx) -> None:
     for c in ctx.runs:
         kept = {r for _, r, _ in search.regions_by_bound(c, "cost")}
         for region in range(len(c.regions)):
-            counts = [len(search._at_site(f, region, len(c.regions)))
-                      for n, f in c.frontiers.items()]
+            at = [search._at_site(f, region, len(c.regions)) for f in c.frontiers.values()]
+            for f, idx in zip(c.frontiers.values(), at, strict=True):
+                # a site's options in frontier order (ascending), exactly those of the site
+                assert bool(np.all(np.diff(idx) > 0))
+                assert np.array_equal(idx, np.nonzero(f.region == region)[0])
+            counts = [len(idx) for idx in at]
             if min(counts) == 0:
                 assert region not in kept
 
