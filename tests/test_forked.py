@@ -182,6 +182,8 @@ def spy(*a):
     return got
 forked._forked = spy
 spec, cat = load_spec("examples/grpo-7b.yaml"), embedded_catalog()
+engine.prepare(load_spec("examples/sft-8b.yaml"), cat)  # one pool, little work: no fork
+assert calls == [], calls
 two = engine.prepare(spec, cat)
 os.environ[forked.WORKERS_ENV] = "1"
 one = engine.prepare(spec, cat)

@@ -99,3 +99,22 @@ def test_the_agentic_example_prices_its_cpu_pools_and_other_costs_in_its_bounds(
     ctx = prepare(load_spec("examples/agentic-swe-rl.yaml"), embedded_catalog())
     assert any(c.cpu is not None for c in ctx.runs)
     assert any(c.other is not None for c in ctx.runs)
+
+
+def test_prepared_frontiers_equal_each_pool_built_alone(ctx) -> None:
+    """``frontier.build_frontiers`` (which prepares every distinct pool frontier, shared
+    between processes where it may fork) gives each layout the frontier that
+    ``pool_frontier`` builds for that pool alone, with the layout's network and split
+    setting."""
+    from optimizer.planner.frontier import sites_of
+    from optimizer.planner.pool_frontier import pool_frontier
+
+    cap = ctx.spec.placement.max_nodes_per_pool
+    sites = sites_of(ctx.offers)
+    for c in ctx.runs:
+        for pool in c.layout.pools:
+            alone, _ = pool_frontier(ctx.demand, c.layout, pool, ctx.offers, cap, sites, None,
+                                     c.network, c.layout.policy.split_regions, {})
+            got = c.frontiers[pool.name]
+            for col in ("t", "c", "gid", "i", "j", "region", "e", "remote", "place"):
+                assert np.array_equal(getattr(got, col), getattr(alone, col)), (pool.name, col)
