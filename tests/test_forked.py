@@ -163,12 +163,21 @@ print(json.dumps([list(g) for g in got]))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
-def test_forked_frontiers_equal_the_serial_ones() -> None:
+@pytest.mark.parametrize("all_in_child", [False, True])
+def test_forked_frontiers_equal_the_serial_ones(all_in_child: bool) -> None:
     """The RL example's frontiers built on two cores: the child ran (its share came back), and
     every pool's arrays, groups' offers (the catalog's own objects) and rates equal a serial
-    build in the same process."""
+    build in the same process. Second case: every pool built by the child (the colocated and
+    sync rollout pools too), under a policy with an fp8 KV cache, so that the rates put back
+    lazily must follow each pool's layout, tail, colocation and policy."""
     out = _run("""
 import json, os
+ALL_IN_CHILD = """ + repr(all_in_child) + """
+from optimizer.planner import frontier
+from policies.model import default_policy, parse_policy
+policy = parse_policy("name: kv8\\nkv_cache_fp8: true\\n") if ALL_IN_CHILD else default_policy()
+if ALL_IN_CHILD:
+    frontier.balance = lambda work: [1] * len(work)
 import numpy as np
 from optimizer.core import forked
 from optimizer.planner import engine
@@ -182,11 +191,12 @@ def spy(*a):
     return got
 forked._forked = spy
 spec, cat = load_spec("examples/grpo-7b.yaml"), embedded_catalog()
-engine.prepare(load_spec("examples/sft-8b.yaml"), cat)  # one pool, little work: no fork
-assert calls == [], calls
-two = engine.prepare(spec, cat)
+if not ALL_IN_CHILD:
+    engine.prepare(load_spec("examples/sft-8b.yaml"), cat)  # one pool, little work: no fork
+    assert calls == [], calls
+two = engine.prepare(spec, cat, policy)
 os.environ[forked.WORKERS_ENV] = "1"
-one = engine.prepare(spec, cat)
+one = engine.prepare(spec, cat, policy)
 offers = {id(o) for o in two.offers}
 same, refs = True, True
 for a, b in zip(two.runs, one.runs, strict=True):
