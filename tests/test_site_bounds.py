@@ -5,6 +5,8 @@ eager ones: every site, every layout, both objectives, on the RL, OPD and agenti
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,27 @@ def test_prepared_frontiers_equal_each_pool_built_alone(ctx) -> None:
             got = c.frontiers[pool.name]
             for col in ("t", "c", "gid", "i", "j", "region", "e", "remote", "place"):
                 assert np.array_equal(getattr(got, col), getattr(alone, col)), (pool.name, col)
+
+
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_split_plans_keep_the_eager_bounds(objective: str) -> None:
+    """With ``split_regions`` the rollout pool has cross-region entries, priced against each
+    site: the bounds come from each site's full arrays. A region that sorts first and holds
+    only rollout GPUs (no trainer) is left out without stopping the others."""
+    from planner_fixtures import offer
+
+    from tests.test_network import split_policy, split_spec, two_region_catalog
+
+    cat = two_region_catalog(inter_region=0.001)
+    cat = replace(cat, offers=(offer("us-0", "l4x1", "L4", 1, "on_demand", 0.5, 16),
+                               *cat.offers))
+    ctx = prepare(split_spec(), cat, split_policy())
+    cross = 0
+    for c in ctx.runs:
+        cross += any(bool((f.place >= 0).any()) for f in c.frontiers.values())
+        got = search.regions_by_bound(c, objective)
+        assert [(b, r) for b, r, _ in got] == _eager(c, objective)
+        assert got and all(c.regions[r][1] != "us-0" for _, r, _ in got)
+        # eager: every site's arrays priced against the site
+        assert not any(isinstance(arrs, search.SiteArrays) for _, _, arrs in got)
+    assert cross
