@@ -1,4 +1,4 @@
-"""Region bounds from per-site minima (optimizer.planner.search.regions_by_bound) equal the
+"""Region bounds from per-site minima (optimizer.planner.site_bounds.regions_by_bound) equal the
 bounds computed from each site's full arrays, and a site's arrays, read lazily, equal the
 eager ones: every site, every layout, both objectives, on the RL, OPD and agentic examples
 (the last with CPU pools and other costs in its bounds)."""
@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from optimizer.planner import search
+from optimizer.planner import site_bounds
 from optimizer.planner.engine import prepare
 from optimizer.spec.project import load_spec
 from providers.embedded import embedded_catalog
@@ -25,28 +25,28 @@ def ctx(request):
 def _eager(c, objective: str) -> list[tuple[float, int]]:
     out = []
     for region in range(len(c.regions)):
-        arrs = search._region_arrays(c, region)
+        arrs = site_bounds._region_arrays(c, region)
         if any(len(a[0]) == 0 for a in arrs.values()):
             continue
         if c.cpu is not None and not np.isfinite(c.extra_cost(region, 0.0)):
             continue
-        out.append((search.region_bound(c, arrs, objective, region), region))
+        out.append((site_bounds.region_bound(c, arrs, objective, region), region))
     return sorted(out)
 
 
 @pytest.mark.parametrize("objective", ["cost", "time"])
 def test_bounds_from_site_minima_equal_the_full_arrays(ctx, objective: str) -> None:
     for c in ctx.runs:
-        got = search.regions_by_bound(c, objective)
+        got = site_bounds.regions_by_bound(c, objective)
         assert [(b, r) for b, r, _ in got] == _eager(c, objective)  # exactly, bit for bit
         assert len(got) > 1
 
 
 def test_site_arrays_are_read_lazily_and_equal_the_eager_ones(ctx) -> None:
     c = ctx.runs[0]
-    entries = search.regions_by_bound(c, "cost")
+    entries = site_bounds.regions_by_bound(c, "cost")
     for _, region, arrs in entries[:5] + entries[-3:]:
-        assert isinstance(arrs, search.SiteArrays)
+        assert isinstance(arrs, site_bounds.SiteArrays)
         assert arrs._arrs is None  # nothing computed before it is read
         assert list(arrs) == list(c.frontiers) and len(arrs) == len(c.frontiers)
         assert all(name in arrs for name in c.frontiers) and "nope" not in arrs
@@ -71,11 +71,11 @@ def test_layouts_sharing_a_pool_share_its_site_arrays(ctx) -> None:
             for name, f in a.frontiers.items():
                 if b.frontiers.get(name) is not f:
                     continue
-                region = search.regions_by_bound(a, "cost")[0][1]
-                if region not in {r for _, r, _ in search.regions_by_bound(b, "cost")}:
+                region = site_bounds.regions_by_bound(a, "cost")[0][1]
+                if region not in {r for _, r, _ in site_bounds.regions_by_bound(b, "cost")}:
                     continue
-                x = search._region_arrays(a, region)[name]
-                y = search._region_arrays(b, region)[name]
+                x = site_bounds._region_arrays(a, region)[name]
+                y = site_bounds._region_arrays(b, region)[name]
                 assert x is y
                 shared += 1
     assert shared or len(ctx.runs) == 1  # the agentic example has one layout
@@ -83,9 +83,9 @@ def test_layouts_sharing_a_pool_share_its_site_arrays(ctx) -> None:
 
 def test_sites_missing_a_pool_are_left_out(ctx) -> None:
     for c in ctx.runs:
-        kept = {r for _, r, _ in search.regions_by_bound(c, "cost")}
+        kept = {r for _, r, _ in site_bounds.regions_by_bound(c, "cost")}
         for region in range(len(c.regions)):
-            at = [search._at_site(f, region, len(c.regions)) for f in c.frontiers.values()]
+            at = [site_bounds._at_site(f, region, len(c.regions)) for f in c.frontiers.values()]
             for f, idx in zip(c.frontiers.values(), at, strict=True):
                 # a site's options in frontier order (ascending), exactly those of the site
                 assert bool(np.all(np.diff(idx) > 0))
@@ -138,9 +138,9 @@ def test_split_plans_keep_the_eager_bounds(objective: str) -> None:
     cross = 0
     for c in ctx.runs:
         cross += any(bool((f.place >= 0).any()) for f in c.frontiers.values())
-        got = search.regions_by_bound(c, objective)
+        got = site_bounds.regions_by_bound(c, objective)
         assert [(b, r) for b, r, _ in got] == _eager(c, objective)
         assert got and all(c.regions[r][1] != "us-0" for _, r, _ in got)
         # eager: every site's arrays priced against the site
-        assert not any(isinstance(arrs, search.SiteArrays) for _, _, arrs in got)
+        assert not any(isinstance(arrs, site_bounds.SiteArrays) for _, _, arrs in got)
     assert cross

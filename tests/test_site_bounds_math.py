@@ -1,4 +1,4 @@
-"""The site bounds' arithmetic (optimizer.planner.search): the vector form equals the scalar
+"""The site bounds' arithmetic (optimizer.planner.site_bounds): the vector form equals the scalar
 form bit for bit on random minima, with either term of the bound binding, every layout mode;
 the extra cost per site equals ``Candidates.extra_cost`` site by site."""
 
@@ -12,7 +12,7 @@ import pytest
 from planner_fixtures import small_catalog
 
 from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel
-from optimizer.planner import search
+from optimizer.planner import site_bounds
 from optimizer.planner.frontier import Candidates
 from providers.base import StorageTier
 
@@ -35,24 +35,24 @@ def test_the_time_price_term_binds_where_the_pools_differ() -> None:
     time times the least holding price, (1 + 100) × (100 + 1), is larger and is the bound."""
     minima = {"a": (1.0, 100.0, 100.0, 0.0), "b": (100.0, 1.0, 100.0, 0.0)}
     c = _stub("sync")
-    assert search._bound(c, minima, "cost", 0) == 101.0 * 101.0
+    assert site_bounds._bound(c, minima, "cost", 0) == 101.0 * 101.0
     tables = {n: np.asarray([[1.0, *v]]) for n, v in minima.items()}
-    assert search._bounds(c, tables, np.asarray([0]), "cost").tolist() == [101.0 * 101.0]
+    assert site_bounds._bounds(c, tables, np.asarray([0]), "cost").tolist() == [101.0 * 101.0]
     # the Cauchy–Schwarz term where the pools cost alike
     alike = {"a": (10.0, 10.0, 100.0, 0.0), "b": (10.0, 10.0, 100.0, 0.0)}
-    assert search._bound(c, alike, "cost", 0) == 400.0
+    assert site_bounds._bound(c, alike, "cost", 0) == 400.0
     # async: the longest pool plus the rollout's fill
     c = _stub("async", fill=0.5)
     minima = {"rollout": (4.0, 2.0, 8.0, 1.0), "update": (10.0, 3.0, 30.0, 0.0)}
-    assert search._bound(c, minima, "time", 0) == 10.0 + 0.5 * 4.0
-    assert search._bound(c, minima, "cost", 0) == max(8.0 + 30.0 + 0.5 * 8.0, 12.0 * 5.0) + 1.0
+    assert site_bounds._bound(c, minima, "time", 0) == 10.0 + 0.5 * 4.0
+    assert site_bounds._bound(c, minima, "cost", 0) == max(8.0 + 30.0 + 0.5 * 8.0, 12.0 * 5.0) + 1.0
 
 
 def test_the_extra_cost_enters_only_for_a_real_site() -> None:
     minima = {"a": (2.0, 3.0, 6.0, 0.5)}
     c = _stub("sync", per_site=1000.0, per_hour=1.0)
-    assert search._bound(c, minima, "cost", 3) == 6.0 + 0.5 + (3000.0 + 2.0)
-    assert search._bound(c, minima, "cost", -1) == 6.0 + 0.5  # no site: no extra
+    assert site_bounds._bound(c, minima, "cost", 3) == 6.0 + 0.5 + (3000.0 + 2.0)
+    assert site_bounds._bound(c, minima, "cost", -1) == 6.0 + 0.5  # no site: no extra
 
 
 @pytest.mark.parametrize("mode", ["sync", "colocated", "async"])
@@ -74,10 +74,10 @@ def test_vector_bounds_equal_scalar_bounds_on_random_minima(mode: str, objective
         fill = rng.uniform(0, 0.2)
         c = _stub(mode, fill, per_site=3.0, per_hour=0.25, sites=sites)
         at = np.arange(sites)
-        got = search._bounds(c, tables, at, objective)
+        got = site_bounds._bounds(c, tables, at, objective)
         for k in range(sites):
             minima = {n: tuple(float(x) for x in tables[n][k, 1:]) for n in names}
-            assert got[k] == search._bound(c, minima, objective, k), (trial, k)
+            assert got[k] == site_bounds._bound(c, minima, objective, k), (trial, k)
 
 
 class _Network:
@@ -100,7 +100,7 @@ def test_extra_at_equals_extra_cost_site_by_site() -> None:
                    network=_Network(), storage=storage)  # type: ignore[arg-type]
     sites = np.asarray([3, 0, 2, 1])
     hours = np.asarray([5.0, 50.0, 500.0, 0.0])
-    got = search._extra_at(c, sites, hours)
+    got = site_bounds._extra_at(c, sites, hours)
     want = [float(c.extra_cost(int(s), float(h))) for s, h in zip(sites, hours, strict=True)]
     assert got.tolist() == want
     assert len(set(want)) == 4  # every term differs somewhere

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 
 from optimizer.planner.fills import over_capacity
 from optimizer.planner.frontier import Candidates, build_candidates, sites_of
-from optimizer.planner.search import Best, best, rank, regions_by_bound
+from optimizer.planner.search import Best, best, rank
+from optimizer.planner.site_bounds import regions_by_bound
 from providers.base import Offer
 
 MAX_DEPTH = 3
@@ -108,7 +109,7 @@ def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> lis
 def _regional_bests(c: Candidates, deadline, budget, objective) -> Iterator[tuple[int, Best]]:
     """Each region's relaxed best plan, best first (ties by region; a lower bound on what the
     region holds). Computed lazily, in the order of the regions' lower bounds
-    (:func:`optimizer.planner.search.regions_by_bound`): a region's plan is given out once
+    (:func:`optimizer.planner.site_bounds.regions_by_bound`): a region's plan is given out once
     every region not yet computed has a bound above it, so a caller that stops early does not
     pay for the rest, and the order is that of sorting them all."""
     pending: list[tuple[tuple[float, float], int, Best]] = []

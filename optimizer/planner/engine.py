@@ -40,7 +40,8 @@ from optimizer.planner.fills import fill_variants
 from optimizer.planner.frontier import Candidates, build_candidates, build_frontiers
 from optimizer.planner.milp import OptionSet, solve
 from optimizer.planner.option_bounds import prune_for_milp
-from optimizer.planner.search import Best, best, rank, regions_by_bound
+from optimizer.planner.search import Best, best, rank
+from optimizer.planner.site_bounds import regions_by_bound
 from optimizer.spec.project import ProjectSpec
 from policies.model import Policy, default_policy
 from providers.base import Catalog

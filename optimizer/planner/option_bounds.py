@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from optimizer.planner.frontier import Candidates
-from optimizer.planner.search import EPS, Best, regions_by_bound
+from optimizer.planner.search import EPS, Best
+from optimizer.planner.site_bounds import regions_by_bound
 
 
 def _minkowski(arrs: list[tuple[np.ndarray, np.ndarray]], deadline: float | None,
