@@ -96,7 +96,8 @@ def fetch_savings_plan_rates(regions: Iterable[str], instance_types: Iterable[st
         filters.append({"name": "region", "values": list(region_list)})
     rows: dict[tuple[str, int, str, str, str], dict[str, Any]] = {}
     for page in _guarded(_pages(client, filters), "Savings Plans rates", attempts,
-                         permissions="savingsplans:DescribeSavingsPlansOfferingRates"):
+                         permissions="savingsplans:DescribeSavingsPlansOfferingRates",
+                         unchanged="nothing is written"):
         for item in page.get("searchResults", []):
             row = parse_rate(item)
             if row is not None:

@@ -221,7 +221,8 @@ def load_custom_catalog(path: str) -> Catalog:
                         max_nodes=row.reserved_nodes_held,
                         reserved_sunk=row.reserved_sunk,
                         note=(
-                            f"{row.reserved_nodes_held} nodes held ({term}y); "
+                            f"{row.reserved_nodes_held} "
+                            f"node{'' if row.reserved_nodes_held == 1 else 's'} held ({term}y); "
                             + ("sunk: zero marginal cost" if row.reserved_sunk
                                else "amortised rate billed for the hours used")
                         ),

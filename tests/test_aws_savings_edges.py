@@ -14,7 +14,7 @@ from test_aws_savings import YEAR, FakeSavingsPlans, _result, fake_sp  # noqa: F
 from optimizer.core.errors import InputError, ProviderError
 from providers.aws_savings import SOURCE, fetch_savings_plan_rates, parse_rate
 
-UNCHANGED = "the cache is unchanged"
+UNCHANGED = "nothing is written"  # no price cache is involved
 
 
 def test_a_row_is_the_result_as_read():

@@ -152,4 +152,4 @@ def test_sunk_capacity_is_free_even_with_a_rate_and_a_zero_rate_stays_zero(tmp_p
     held = {o.instance_type: o for o in load_custom_catalog(str(path)).offers}
     assert (held["sunk"].usd_per_hour, held["sunk"].reserved_sunk) == (0.0, True)
     assert (held["free"].usd_per_hour, held["free"].reserved_sunk) == (0.0, False)
-    assert held["free"].note == "1 nodes held (1y); amortised rate billed for the hours used"
+    assert held["free"].note == "1 node held (1y); amortised rate billed for the hours used"

@@ -358,3 +358,27 @@ def test_the_cli_keeps_blas_single_threaded_unless_told(given: str | None, expec
     assert value == expected
     if given is None:
         assert threads == "1"  # numpy loaded, and still one thread: the planner may fork
+
+
+@pytest.mark.parametrize("value", ["abc", "two", "-1", "1.5"])
+def test_a_workers_value_that_is_no_count_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                                     value: str) -> None:
+    from optimizer.core.errors import InputError
+
+    monkeypatch.setenv(forked.WORKERS_ENV, value)
+    with pytest.raises(InputError) as err:
+        forked.fork_ok()
+    assert str(err.value).startswith(f"PTPLAN_WORKERS: {value!r} is not a worker count")
+    assert "set it to 1" in str(err.value)
+
+
+def test_the_cli_refuses_a_bad_workers_value_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "optimizer.cli.app", "plan", "examples/grpo-7b.yaml"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), forked.WORKERS_ENV: "lots"})
+    assert done.returncode == 2
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error")]
+    assert lines == ["error: PTPLAN_WORKERS: 'lots' is not a worker count; set it to 1 (one "
+                     "process) or 2 (a forked worker for the pool frontiers), or unset it"]
+    assert "Traceback" not in done.stderr

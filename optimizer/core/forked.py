@@ -26,10 +26,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, BinaryIO, TypeVar
 
+from optimizer.core.errors import InputError
+
 T = TypeVar("T")
 
 WORKERS_ENV = "PTPLAN_WORKERS"
-"""``1`` (or ``0``) keeps all work in this process; unset or ``2`` allows one forked child."""
+"""``1`` (or ``0``) keeps all work in this process; unset, ``2`` or more allows one forked
+child; anything else is refused (:class:`~optimizer.core.errors.InputError`)."""
 
 
 def _threads() -> int:
@@ -40,8 +43,13 @@ def _threads() -> int:
 
 
 def fork_ok() -> bool:
-    """Whether :func:`split_run` may fork (see the module's docstring)."""
-    if os.environ.get(WORKERS_ENV, "").strip() in ("0", "1"):
+    """Whether :func:`split_run` may fork (see the module's docstring). ``PTPLAN_WORKERS``
+    must be empty or a whole number (0 or 1: one process; 2 or more: one forked worker)."""
+    workers = os.environ.get(WORKERS_ENV, "").strip()
+    if workers and not workers.isdecimal():
+        raise InputError(f"{WORKERS_ENV}: {workers!r} is not a worker count; set it to 1 (one "
+                         "process) or 2 (a forked worker for the pool frontiers), or unset it")
+    if workers in ("0", "1"):
         return False
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
