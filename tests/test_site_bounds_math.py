@@ -24,9 +24,9 @@ def _stub(mode: str, fill: float = 0.0, per_site: float = 0.0, per_hour: float =
     return SimpleNamespace(
         layout=SimpleNamespace(mode=mode, fill_fraction=fill),
         regions=[("p", f"r{k}", "") for k in range(sites)],
-        storage_cost=lambda region, d: per_hour * np.asarray(d),
         fixed_network=lambda region: per_site * region,
         extra_cost=lambda region, t: per_hour * np.asarray(t) + per_site * region,
+        extra_cost_with=lambda region, fixed, t: per_hour * np.asarray(t) + fixed,
         other=None, cpu=None)
 
 

@@ -245,7 +245,13 @@ class Candidates:
     def extra_cost(self, region: int, run_hours):
         """Storage + fixed network cost at site ``region`` for run time(s) D (+ the spec's
         other costs, which do not depend on the site)."""
-        extra = self.storage_cost(region, run_hours) + self.fixed_network(region)
+        return self.extra_cost_with(region, self.fixed_network(region), run_hours)
+
+    def extra_cost_with(self, region: int, fixed, run_hours):
+        """:meth:`extra_cost` with the fixed network cost given: ``fixed`` may hold one value
+        per run time, for sites of the same region as ``region`` whose fixed flows differ
+        (:func:`optimizer.planner.site_bounds.regions_by_bound` prices many sites at once)."""
+        extra = self.storage_cost(region, run_hours) + fixed
         if self.other is not None:
             extra = extra + self.other.cost(run_hours)
         if self.cpu is not None:

@@ -181,7 +181,7 @@ def _bounds(c: Candidates, tables: dict[str, np.ndarray], sites: np.ndarray,
 
 def _extra_at(c: Candidates, sites: np.ndarray, run_hours: np.ndarray) -> np.ndarray:
     """:meth:`Candidates.extra_cost` at each site at its own run time: one call per region
-    for what depends on the region (storage, CPU pools), the fixed network per site."""
+    (:meth:`Candidates.extra_cost_with`), the fixed network per site."""
     out = np.empty(len(sites))
     by_place: dict[tuple[str, str], list[int]] = {}
     for k, site in enumerate(sites.tolist()):
@@ -189,15 +189,8 @@ def _extra_at(c: Candidates, sites: np.ndarray, run_hours: np.ndarray) -> np.nda
     for rows in by_place.values():
         at = np.asarray(rows)
         d = run_hours[at]
-        first = int(sites[at[0]])
-        extra = c.storage_cost(first, d) + np.asarray(
-            [c.fixed_network(int(s)) for s in sites[at]])
-        if c.other is not None:
-            extra = extra + c.other.cost(d)
-        if c.cpu is not None:
-            provider, name = c.regions[first][:2]
-            extra = extra + c.cpu.cost(provider, name, d)
-        out[at] = extra
+        fixed = np.asarray([c.fixed_network(int(s)) for s in sites[at]])
+        out[at] = c.extra_cost_with(int(sites[at[0]]), fixed, d)
     return out
 
 
