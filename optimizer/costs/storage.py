@@ -202,17 +202,20 @@ class StorageModel:
     catalog: Catalog
     _compiled: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def _tiers(self, provider: str, region: str) -> tuple[StorageTier, ...]:
-        """The region's tiers (often the provider's ``*`` tiers, shared by its regions: what
-        is compiled from them is kept per set of tiers, not per region)."""
+    def _tiers(self, provider: str, region: str) -> tuple[int, tuple[StorageTier, ...]]:
+        """The region's tiers and a number for that set of tiers (regions often share their
+        provider's ``*`` tiers): what is compiled from them is kept per set, under its number,
+        so that a lookup (every :meth:`cost` call) hashes an int, not the tiers."""
         key = ("tiers", provider, region)
         if key not in self._compiled:
-            self._compiled[key] = tuple(tiers_for(self.catalog, provider, region))
+            tiers = tuple(tiers_for(self.catalog, provider, region))
+            one = self._compiled.setdefault(("set", tiers), tiers)  # one tuple per set, kept
+            self._compiled[key] = (id(one), one)  # alive here, so its id names the set
         return self._compiled[key]  # type: ignore[no-any-return]
 
     def _compile(self, provider: str, region: str) -> list[_Compiled]:
-        tiers = self._tiers(provider, region)
-        key = ("compiled", tiers)
+        number, tiers = self._tiers(provider, region)
+        key = ("compiled", number)
         if key not in self._compiled:
             out = []
             for c in self.classes:
@@ -245,7 +248,7 @@ class StorageModel:
         lifetime a + b·D crosses the tier's minimum duration; between kinks every tier's cost
         is linear, so the least over tiers changes slope only at the kinks and where two
         tiers' lines cross. Those points (with 0 and a far end) are breakpoints of the sum."""
-        key = ("pwl", self._tiers(provider, region))
+        key = ("pwl", self._tiers(provider, region)[0])
         if key in self._compiled:
             return self._compiled[key]  # type: ignore[no-any-return]
         points = {0.0, FAR_HOURS}
