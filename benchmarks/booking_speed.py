@@ -31,9 +31,9 @@ CASES = [("grpo-7b", "examples/grpo-7b.yaml"), ("opd-8b", "examples/opd-8b-from-
 
 CHILD = """
 import datetime as dt, json, sys, time
-from optimizer.planner.api import plan
-from optimizer.spec.project import load_spec
-from providers.embedded import embedded_catalog
+from ptplan.planner.api import plan
+from ptplan.spec.project import load_spec
+from ptplan.providers.embedded import embedded_catalog
 path, objective, start = sys.argv[1:4]
 spec = load_spec(path)
 if start != "-":

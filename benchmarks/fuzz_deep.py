@@ -62,8 +62,8 @@ def _hostile_files(tmp: Path) -> dict[str, Path]:
 
 
 def hostile() -> None:
-    from optimizer.core.errors import InputError
-    from optimizer.core.yamlio import read_mapping
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import read_mapping
 
     with tempfile.TemporaryDirectory() as d:
         for label, path in _hostile_files(Path(d)).items():
@@ -73,7 +73,7 @@ def hostile() -> None:
             parse = time.perf_counter() - t0
             before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "optimizer.cli.app", "plan", str(path)],
+            proc = subprocess.run([sys.executable, "-m", "ptplan.cli.app", "plan", str(path)],
                                   cwd=ROOT, capture_output=True, text=True, check=False)
             wall = time.perf_counter() - t0
             peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024

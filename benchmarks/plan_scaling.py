@@ -5,7 +5,7 @@ Nothing here asserts on time: it reports (the guide: speed is measured by script
 
 Three tables:
 
-1. **Catalog slices.** ``optimizer.planner.api.plan`` on catalogs of N offers taken at an even
+1. **Catalog slices.** ``ptplan.planner.api.plan`` on catalogs of N offers taken at an even
    stride through the embedded catalog (sorted by provider, region, zone, instance type: small
    catalogs mix types and regions) for specs with 1 to 3 pools — SFT (``examples/sft-8b.yaml``),
    OPD (``examples/opd-8b-from-32b.yaml``: rollout, teacher scoring, update), RL
@@ -45,11 +45,11 @@ sys.path.insert(0, str(ROOT))
 # measures the one-process build
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from optimizer.core.errors import PlannerError  # noqa: E402
-from optimizer.planner.api import plan  # noqa: E402
-from optimizer.spec.project import load_spec  # noqa: E402
-from providers.base import Catalog  # noqa: E402
-from providers.embedded import embedded_catalog  # noqa: E402
+from ptplan.core.errors import PlannerError  # noqa: E402
+from ptplan.planner.api import plan  # noqa: E402
+from ptplan.spec.project import load_spec  # noqa: E402
+from ptplan.providers.base import Catalog  # noqa: E402
+from ptplan.providers.embedded import embedded_catalog  # noqa: E402
 
 SPECS = {"rl": "examples/grpo-7b.yaml", "opd": "examples/opd-8b-from-32b.yaml",
          "sft": "examples/sft-8b.yaml"}

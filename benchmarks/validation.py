@@ -4,7 +4,7 @@ Each case holds a spec written from a paper, a framework's docs or an issue thre
 it ran on, the reported figure (seconds per step or total GPU-hours) with its source, every
 assumption made to fill gaps, and the band of predicted ÷ reported that
 ``tests/test_validation.py`` holds it to. The prediction runs the demand model on that cluster
-(:func:`optimizer.demand.cluster.run_on_cluster`): nothing is fitted to these runs.
+(:func:`ptplan.demand.cluster.run_on_cluster`): nothing is fitted to these runs.
 
     python benchmarks/validation.py            # table
     python benchmarks/validation.py --json     # machine-readable
@@ -23,8 +23,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
-from optimizer.spec.project import parse_spec  # noqa: E402
+from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
+from ptplan.spec.project import parse_spec  # noqa: E402
 
 CASES = ROOT / "validation"
 

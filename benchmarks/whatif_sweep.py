@@ -31,13 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from optimizer.spec.project import load_spec  # noqa: E402
-from optimizer.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
-from optimizer.whatif.runner import Runner, Setup  # noqa: E402
-from optimizer.whatif.scenarios import Scenario, run_scenarios  # noqa: E402
-from optimizer.whatif.sweep import linspace, sweep  # noqa: E402
-from policies.model import load_policy  # noqa: E402
-from providers.registry import load_catalog  # noqa: E402
+from ptplan.spec.project import load_spec  # noqa: E402
+from ptplan.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
+from ptplan.whatif.runner import Runner, Setup  # noqa: E402
+from ptplan.whatif.scenarios import Scenario, run_scenarios  # noqa: E402
+from ptplan.whatif.sweep import linspace, sweep  # noqa: E402
+from ptplan.policies.model import load_policy  # noqa: E402
+from ptplan.providers.registry import load_catalog  # noqa: E402
 
 SPEC = ROOT / "examples" / "grpo-7b.yaml"
 
@@ -53,7 +53,7 @@ def scenarios_per_second(setup: Setup, n: int, workers: int, ray: str | None) ->
 
 
 def separate_runs(runs: int) -> float:
-    exe = [sys.executable, "-m", "optimizer.cli.app", "plan", str(SPEC), "--format", "json",
+    exe = [sys.executable, "-m", "ptplan.cli.app", "plan", str(SPEC), "--format", "json",
            "--no-timings"]
     times = []
     for _ in range(runs):
@@ -66,11 +66,11 @@ def separate_runs(runs: int) -> float:
 SCRIPTED = """
 import os, sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the ptplan command sets it
-from optimizer.whatif.pricerules import apply_rules, parse_rule
-from optimizer.planner.api import plan
-from optimizer.spec.project import load_spec
-from policies.model import load_policy
-from providers.registry import load_catalog
+from ptplan.whatif.pricerules import apply_rules, parse_rule
+from ptplan.planner.api import plan
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import load_policy
+from ptplan.providers.registry import load_catalog
 cat, _ = apply_rules(load_catalog("embedded"), [parse_rule(sys.argv[2])])
 p = plan(load_spec(sys.argv[1]), cat, explain=True, timings=False, policy=load_policy(None))
 sys.stdout.write(p.to_json())

@@ -1,8 +1,8 @@
 """ptplan: cheapest GPU cluster plans for LLM post-training.
 
-Public entry points: :func:`optimizer.spec.project.load_spec`,
-:func:`optimizer.demand.estimate.estimate`, :func:`optimizer.planner.api.plan` and
-:func:`~optimizer.planner.api.pareto`, :func:`optimizer.plan.verify.verify_plan`. The layers are
+Public entry points: :func:`ptplan.spec.project.load_spec`,
+:func:`ptplan.demand.estimate.estimate`, :func:`ptplan.planner.api.plan` and
+:func:`~ptplan.planner.api.pareto`, :func:`ptplan.plan.verify.verify_plan`. The layers are
 described in ``docs/architecture.md``.
 """
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.core.hardware import HIGH_PRECISIONS
-from policies.model import Policy
+from ptplan.core.hardware import HIGH_PRECISIONS
+from ptplan.policies.model import Policy
 
 
 def check_plan(plan: Any, policy: Policy) -> list[str]:
-    """Violations of ``policy`` by ``plan`` (an :class:`optimizer.plan.schema.Plan`)."""
+    """Violations of ``policy`` by ``plan`` (an :class:`ptplan.plan.schema.Plan`)."""
     v: list[str] = []
     pools = {p.name: p for p in plan.pools}
     for ph in plan.phases:

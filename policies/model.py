@@ -4,8 +4,8 @@ A policy says, per phase, which capacity types and precisions may be used, which
 teacher / reward scoring must run at bf16 or better (to calibrate the low-precision signal),
 which providers and regions are allowed, how large a pool's spot share may be, whether phases
 may be split across regions, the storage lifecycle, and the budget thresholds that warn and stop.
-Policies never touch PuLP: :mod:`optimizer.planner.candidates` reads them when it builds pool
-options, and :mod:`policies.check` checks a plan against them rule by rule.
+Policies never touch PuLP: :mod:`ptplan.planner.candidates` reads them when it builds pool
+options, and :mod:`ptplan.policies.check` checks a plan against them rule by rule.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.core.errors import InputError
-from optimizer.core.kinds import CapacityType
-from optimizer.core.yamlio import (
+from ptplan.core.errors import InputError
+from ptplan.core.kinds import CapacityType
+from ptplan.core.yamlio import (
     StrictModel,
     parse_mapping,
     quoted,
@@ -94,7 +94,7 @@ class Policy(StrictModel):
     staging. The update and scoring pools always stay in the trainer's zone."""
     allow_opt_in_zones: bool = False
     """Whether pools may sit in locations that need an account opt-in and their own subnet
-    (AWS Local Zones and Wavelength zones; :func:`providers.buyability.opt_in`). Off by
+    (AWS Local Zones and Wavelength zones; :func:`ptplan.providers.buyability.opt_in`). Off by
     default: a plan on such a zone cannot be deployed until someone opts the account in."""
     kv_cache_fp8: bool = False
     """Whether generation with fp8 or int8 weights may also keep its KV cache in fp8 (vLLM
@@ -165,7 +165,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 
 def _default_text() -> str:
-    return resources.files("policies").joinpath("default.yaml").read_text(encoding="utf-8")
+    return resources.files("ptplan.policies").joinpath("default.yaml").read_text(encoding="utf-8")
 
 
 def _resolve(data: dict[str, Any], origin: str, base_dir: Path, chain: tuple[str, ...]

@@ -1,1 +1,1 @@
-"""Price sources: each returns a normalised :class:`providers.base.Catalog`."""
+"""Price sources: each returns a normalised :class:`ptplan.providers.base.Catalog`."""

@@ -8,10 +8,10 @@ config/credentials files, SSO, container or instance role; nothing is logged or 
   type (and per region when ``regions`` are given) with ``TERM_MATCH`` filters ``instanceType``,
   ``regionCode``, ``operatingSystem=Linux``, ``tenancy=Shared``, ``preInstalledSw=NA``,
   ``capacitystatus=Used``; paginated (``NextToken``). Each ``PriceList`` entry is a JSON *string*
-  read by :func:`providers.aws_prices.parse_price_item` (pydantic models of the item's shape;
+  read by :func:`ptplan.providers.aws_prices.parse_price_item` (pydantic models of the item's shape;
   EC2 Capacity Blocks skipped). Reserved terms keep the lease length (1yr/3yr), offering class
   (standard/convertible), purchase option (No/Partial/All Upfront), the upfront fee, the hourly
-  part and the effective rate in :class:`~providers.base.ReservedRate`: rates for buying
+  part and the effective rate in :class:`~ptplan.providers.base.ReservedRate`: rates for buying
   analysis (``ptplan reserve``); a project plan never uses them without holdings (DESIGN §3).
 * **Spot** — EC2 ``describe_spot_price_history`` per region (``ProductDescriptions=
   ['Linux/UNIX']``, ``StartTime=now``: the price in effect now per availability zone; the latest
@@ -20,7 +20,7 @@ config/credentials files, SSO, container or instance role; nothing is logged or 
   embedded catalog.
 
 GPU mapping (instance family -> GPU, the ``gpu`` attribute or the accelerator table for the
-count, ``gpuMemory`` checked against the GPU): :mod:`providers.aws_prices`.
+count, ``gpuMemory`` checked against the GPU): :mod:`ptplan.providers.aws_prices`.
 
 Spot interruption rates and capacity are not published by these APIs: the embedded catalog's
 Spot Advisor bands and its 8-nodes-per-zone cap apply (assumptions, stated in each offer's note).
@@ -28,7 +28,7 @@ Spot Advisor bands and its 8-nodes-per-zone cap apply (assumptions, stated in ea
 Retries: botocore ``standard`` mode (exponential backoff with jitter on throttling and transient
 errors), ``max_attempts`` from the SDK config (``AWS_MAX_ATTEMPTS``) or 8. Any fault — throttling
 after the retries, a page failing mid-pull, a malformed price item, missing or rejected
-credentials, an unreachable endpoint — raises :class:`~optimizer.core.errors.ProviderError` before
+credentials, an unreachable endpoint — raises :class:`~ptplan.core.errors.ProviderError` before
 anything is written (the cache is written only from a complete pull).
 """
 
@@ -39,8 +39,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws_prices import (
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws_prices import (
     BASE_FILTERS,
     CPU_FAMILIES,
     DEFAULT_INSTANCE_TYPES,
@@ -51,9 +51,9 @@ from providers.aws_prices import (
     parse_price_item,
     read_spot_row,
 )
-from providers.base import Offer, ReservedRate, checked_regions
-from providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
-from providers.embedded import (
+from ptplan.providers.base import Offer, ReservedRate, checked_regions
+from ptplan.providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
+from ptplan.providers.embedded import (
     DEFAULT_SPOT_BAND,
     SPOT_BANDS,
     SPOT_NODES_PER_ZONE,

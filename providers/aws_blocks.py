@@ -11,7 +11,7 @@ then 7-day steps up to 182 days; 1 to 64 instances; a start up to 8 weeks ahead.
 outside these are input errors here (exit 2), not provider errors.
 
 Faults (throttling after the SDK's standard retries, rejected or missing credentials, an
-unreachable endpoint, a malformed offering) raise :class:`~optimizer.core.errors.ProviderError`.
+unreachable endpoint, a malformed offering) raise :class:`~ptplan.core.errors.ProviderError`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws import _guarded, max_attempts, sdk, validate_instance_types, validate_regions
-from providers.base import Catalog, Offer, PriceListModel, validation_detail
-from providers.cache import utc_now
-from providers.cache_blocks import BlockPull
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws import _guarded, max_attempts, sdk, validate_instance_types, validate_regions
+from ptplan.providers.base import Catalog, Offer, PriceListModel, validation_detail
+from ptplan.providers.cache import utc_now
+from ptplan.providers.cache_blocks import BlockPull
 
 SOURCE = "AWS EC2 DescribeCapacityBlockOfferings"
 MAX_DAYS_AHEAD = 56

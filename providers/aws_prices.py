@@ -6,7 +6,7 @@ terms: {OnDemand: {<offer term>: {priceDimensions: {<rate>: {unit, pricePerUnit:
 Reserved: {<offer term>: {termAttributes: {LeaseContractLength, OfferingClass,
 PurchaseOption}, priceDimensions: ...}}}}``; the models below are that shape. Keys AWS adds are
 ignored; a missing key or a value of the wrong type is a malformed item: one-line
-:class:`~optimizer.core.errors.ProviderError` naming the SKU and the field.
+:class:`~ptplan.core.errors.ProviderError` naming the SKU and the field.
 
 The product part is read first: an item outside the query's filters, an EC2 Capacity Block
 (``marketoption`` other than ``OnDemand``) or a type without a GPU spec is skipped before its
@@ -17,7 +17,7 @@ Reserved terms: an hourly price dimension (unit ``Hrs``) and, unless No Upfront,
 defines a 1-year term as 31,536,000 s = 8,760 h, 3 years as 94,608,000 s).
 
 GPU mapping: the Pricing API names no GPU model, so the instance family maps to a GPU
-(:data:`FAMILY_GPU`, SkyPilot's names, resolved through :mod:`optimizer.core.hardware`); the count
+(:data:`FAMILY_GPU`, SkyPilot's names, resolved through :mod:`ptplan.core.hardware`); the count
 is the product's ``gpu`` attribute (Trainium chips, absent there, from :data:`ACCELERATOR_COUNT`),
 and ``gpuMemory`` / count must match the GPU's memory within 10 % or the row is excluded.
 """
@@ -32,12 +32,12 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, ValidationError
 
-from optimizer.core.errors import ProviderError
-from optimizer.core.hardware import canonical_gpu_name, gpus
-from providers.base import Offer, PriceListModel, ReservedRate, validation_detail
-from providers.cache import UNCHANGED
-from providers.cpu import CPU_GPU
-from providers.embedded import aws_family as family
+from ptplan.core.errors import ProviderError
+from ptplan.core.hardware import canonical_gpu_name, gpus
+from ptplan.providers.base import Offer, PriceListModel, ReservedRate, validation_detail
+from ptplan.providers.cache import UNCHANGED
+from ptplan.providers.cpu import CPU_GPU
+from ptplan.providers.embedded import aws_family as family
 
 HOURS_PER_YEAR = 8760
 SOURCE_PRICING = "AWS Price List API (pricing.get_products AmazonEC2)"

@@ -13,7 +13,7 @@ The rates are what one hour of the instance consumes of an hourly Savings Plans 
 ``ptplan reserve`` reads them from the file ``ptplan prices savings-plans -o FILE`` writes
 (portfolio ``commitments[].rates_file``). Faults (throttling after the SDK's standard retries,
 rejected or missing credentials, an unreachable endpoint, a malformed result) raise
-:class:`~optimizer.core.errors.ProviderError`; nothing is written then.
+:class:`~ptplan.core.errors.ProviderError`; nothing is written then.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws import _guarded, max_attempts, sdk, validate_instance_types
-from providers.aws import validate_regions as aws_regions
-from providers.base import PriceListModel, validation_detail
-from providers.cache import utc_now
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws import _guarded, max_attempts, sdk, validate_instance_types
+from ptplan.providers.aws import validate_regions as aws_regions
+from ptplan.providers.base import PriceListModel, validation_detail
+from ptplan.providers.cache import utc_now
 
 SOURCE = "AWS Savings Plans DescribeSavingsPlansOfferingRates (No Upfront, Linux/UNIX, shared)"
 SIGNING_REGION = "us-east-1"

@@ -20,13 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from optimizer.core import clock
-from optimizer.core.errors import InputError
+from ptplan.core import clock
+from ptplan.core.errors import InputError
 
 CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
 BOOKED_TYPES: tuple[str, ...] = ("block", "flex_start")
 """Capacity booked for one run (:attr:`Catalog.block_offers`): they enter a plan only when the
-run has a start date (``sla.start_after`` / ``--start-after``); see :mod:`providers.blocks`."""
+run has a start date (``sla.start_after`` / ``--start-after``); see :mod:`ptplan.providers.blocks`."""
 STALE_AFTER_DAYS = 90
 """A catalog older than this (against today's date) is warned about in every plan."""
 
@@ -39,7 +39,7 @@ def offer_key(provider: str, region: str, zone: str, instance_type: str,
 
 
 CACHE_SUFFIXES: tuple[str, ...] = (".sqlite", ".sqlite3", ".db")
-"""File names read as a price cache (``providers.cache``; the registry routes them there)."""
+"""File names read as a price cache (``ptplan.providers.cache``; the registry routes them there)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ Embedded prices: ``providers/data/capacity_blocks.csv`` (published AWS effective
 instance-hour rates, with their date and URL) and ``providers/data/gcp_dws.csv`` (GCP DWS
 flex-start and calendar-mode prices in us-central1 from Billing Catalog SKUs, each row with its
 SKUs, date, source and how the machine price is formed from them). Live GCP DWS prices:
-``ptplan prices blocks --provider gcp`` (:mod:`providers.gcp_dws`) into the price cache.
+``ptplan prices blocks --provider gcp`` (:mod:`ptplan.providers.gcp_dws`) into the price cache.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import datetime as dt
 import math
 from importlib import resources
 
-from optimizer.core.errors import InputError
-from providers.base import Offer
+from ptplan.core.errors import InputError
+from ptplan.providers.base import Offer
 
 AWS_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 """Instance counts of one AWS capacity block (EC2 user guide, Capacity Blocks for ML)."""
@@ -131,7 +131,7 @@ def embedded_block_offers(on_demand: tuple[Offer, ...]) -> tuple[Offer, ...]:
     shapes = {(o.provider, o.region, o.instance_type): o for o in on_demand}
     out: list[Offer] = []
     for name in EMBEDDED_FILES:
-        text = resources.files("providers").joinpath(f"data/{name}").read_text()
+        text = resources.files("ptplan.providers").joinpath(f"data/{name}").read_text()
         for row in csv.DictReader(text.splitlines()):
             base = shapes.get((row["provider"], row["region"], row["instance_type"]))
             if base is not None:

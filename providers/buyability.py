@@ -55,7 +55,7 @@ class Rule:
 
 @cache
 def rules() -> tuple[Rule, ...]:
-    text = resources.files("providers").joinpath("data/buyability.csv").read_text("utf-8")
+    text = resources.files("ptplan.providers").joinpath("data/buyability.csv").read_text("utf-8")
     out = []
     for row in csv.DictReader(text.splitlines()):
         options = frozenset(row["options"].split())

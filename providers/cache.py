@@ -7,7 +7,7 @@ under ``%LOCALAPPDATA%`` on Windows). A file ending in ``.sqlite``/``.sqlite3``/
 passed directly as ``--catalog PATH``.
 
 Tables: ``offers`` and ``reserved_rates`` (one row per normalised
-:class:`~providers.base.Offer` / :class:`~providers.base.ReservedRate`, each with its ``as_of``
+:class:`~ptplan.providers.base.Offer` / :class:`~ptplan.providers.base.ReservedRate`, each with its ``as_of``
 and ``source``), ``exclusions`` (prices that could not become offers, with the reason),
 ``pulls`` (per provider and region: when and from where it was pulled) and ``meta``
 (``schema_version``).
@@ -19,13 +19,13 @@ those regions). A failed or interrupted pull, or a failure during the write, lea
 catalog whole (SQLite rolls the transaction back, also after a crash, through its journal);
 other providers' rows are never touched.
 
-Reading (:func:`load_cache_catalog`): a :class:`~providers.base.Catalog` named ``cache`` (or
+Reading (:func:`load_cache_catalog`): a :class:`~ptplan.providers.base.Catalog` named ``cache`` (or
 ``cache:<file name>`` for an explicit file) whose ``as_of`` is the **oldest** pull in it, so a
 plan states the age of its stalest price and the usual staleness warning applies. Storage tiers
 and egress rates are not pulled live: the embedded reference values (REFERENCE_FACTS.md) are
 attached, as in the embedded catalog; so are the embedded capacity block rates
-(:func:`providers.blocks.embedded_block_offers`, for the cached on-demand instance types),
-under the live booked-capacity prices of ``block_offers`` (:mod:`providers.cache_blocks`).
+(:func:`ptplan.providers.blocks.embedded_block_offers`, for the cached on-demand instance types),
+under the live booked-capacity prices of ``block_offers`` (:mod:`ptplan.providers.cache_blocks`).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from typing import Any
 
 import platformdirs
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.base import CACHE_SUFFIXES as CACHE_SUFFIXES  # re-exported
-from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
-from providers.blocks import embedded_block_offers
-from providers.cache_blocks import BlockPull, merge, offer_of, read_rows, replace_blocks, row_of
-from providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.base import CACHE_SUFFIXES as CACHE_SUFFIXES  # re-exported
+from ptplan.providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from ptplan.providers.blocks import embedded_block_offers
+from ptplan.providers.cache_blocks import BlockPull, merge, offer_of, read_rows, replace_blocks, row_of
+from ptplan.providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
@@ -130,11 +130,11 @@ OFFER_COLUMNS: tuple[str, ...] = (
     "provider", "region", "zone", "instance_type", "gpu", "gpus_per_node", "capacity_type",
     "usd_per_hour", "vcpus", "memory_gib", "interruptions_per_hour", "max_nodes", "as_of",
     "source", "note")
-"""The ``offers`` columns: :class:`~providers.base.Offer` fields of the same names."""
+"""The ``offers`` columns: :class:`~ptplan.providers.base.Offer` fields of the same names."""
 RATE_COLUMNS: tuple[str, ...] = (
     "provider", "region", "instance_type", "term_years", "offering_class", "purchase_option",
     "usd_per_hour", "upfront_usd", "recurring_usd_per_hour", "assumption", "as_of", "source")
-"""The ``reserved_rates`` columns: :class:`~providers.base.ReservedRate` fields."""
+"""The ``reserved_rates`` columns: :class:`~ptplan.providers.base.ReservedRate` fields."""
 
 
 def _insert(table: str, columns: tuple[str, ...]) -> str:
@@ -218,7 +218,7 @@ def _validate_pull(pull: Pull) -> None:
 
 def store_pull(pull: Pull | BlockPull, path: str | os.PathLike[str] | None = None) -> Path:
     """Write a complete pull atomically (one transaction); returns the cache path. A
-    :class:`~providers.cache_blocks.BlockPull` (live booked-capacity prices) replaces only the
+    :class:`~ptplan.providers.cache_blocks.BlockPull` (live booked-capacity prices) replaces only the
     provider's ``block_offers`` rows."""
     target = resolve_cache_path(path)
     if isinstance(pull, BlockPull):
@@ -368,14 +368,14 @@ def load_cache_catalog(path: str | os.PathLike[str] | None = None) -> Catalog:
 
 
 def _storage(providers: list[str]) -> tuple[StorageTier, ...]:
-    from providers.embedded import STORAGE
+    from ptplan.providers.embedded import STORAGE
 
     return tuple(StorageTier(p, "*", t, price, days, fee, access, "REFERENCE_FACTS.md", status)
                  for p, t, price, days, fee, access, status in STORAGE if p in providers)
 
 
 def _egress(providers: list[str]) -> tuple[EgressRate, ...]:
-    from providers.embedded import EGRESS
+    from ptplan.providers.embedded import EGRESS
 
     return tuple(EgressRate(p, path, rate, "REFERENCE_FACTS.md", status)
                  for p, path, rate, status in EGRESS if p in providers)

@@ -1,15 +1,15 @@
 """Booked-capacity prices in the local price cache: the ``block_offers`` table.
 
-Live GCP DWS prices (:mod:`providers.gcp_dws`: flex-start and calendar-mode reservations) are
+Live GCP DWS prices (:mod:`ptplan.providers.gcp_dws`: flex-start and calendar-mode reservations) are
 stored here by ``ptplan prices blocks --provider gcp``, one row per (provider, region, zone,
-instance type, capacity type) with the booking terms of :class:`~providers.base.Offer`
+instance type, capacity type) with the booking terms of :class:`~ptplan.providers.base.Offer`
 (``block_unit_hours``, ``block_max_hours``, ``wait_hours``, ``max_start_days``). Like the
 ``offers`` table, a pull replaces the provider's rows (or its rows in the regions pulled) in the
-one transaction :func:`providers.cache.store_block_pull` opens; every row goes through
-:class:`~providers.cache_rows.BlockRow` on write and on read. ``--catalog cache`` reads them
+one transaction :func:`ptplan.providers.cache.store_block_pull` opens; every row goes through
+:class:`~ptplan.providers.cache_rows.BlockRow` on write and on read. ``--catalog cache`` reads them
 over the embedded published rates of the same key (:func:`merge`).
 
-Pure SQL on a connection the cache module opens (no import of :mod:`providers.cache`).
+Pure SQL on a connection the cache module opens (no import of :mod:`ptplan.providers.cache`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sqlite3
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from providers.base import Offer
+from ptplan.providers.base import Offer
 
 BLOCK_SCHEMA = """
 CREATE TABLE IF NOT EXISTS block_offers (
@@ -36,7 +36,7 @@ BLOCK_COLUMNS: tuple[str, ...] = (
     "provider", "region", "zone", "instance_type", "gpu", "gpus_per_node", "capacity_type",
     "usd_per_hour", "vcpus", "memory_gib", "max_nodes", "as_of", "source", "note",
     "block_unit_hours", "block_max_hours", "wait_hours", "max_start_days", "block_counts")
-"""The ``block_offers`` columns: :class:`~providers.base.Offer` fields of the same names
+"""The ``block_offers`` columns: :class:`~ptplan.providers.base.Offer` fields of the same names
 (``block_counts``, the instance counts one booking may hold, space-separated; empty: any)."""
 
 

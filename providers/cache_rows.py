@@ -1,13 +1,13 @@
 """The rows of the local price cache as pydantic models, checked on write and on read.
 
-A cache file is valid SQLite written by :mod:`providers.cache`, but it lives on the user's disk:
+A cache file is valid SQLite written by :mod:`ptplan.providers.cache`, but it lives on the user's disk:
 another tool, an older ptplan or a hand edit can leave a price stored as text, notes that are
 not JSON or a capacity type ptplan does not know. Every row goes through its model when it is
 written (a bad pull never reaches the cache) and when it is read (a bad row is one line naming
 the table, the row's key and the fix, ``ptplan prices refresh --provider …``; never a
 traceback). Prices are finite and ≥ 0, and 0 only where the row says it is free (a sunk
 reservation); capacity types are ``on_demand``, ``spot`` or ``reserved``
-(:class:`~optimizer.core.kinds.CapacityType`).
+(:class:`~ptplan.core.kinds.CapacityType`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from optimizer.core.yamlio import StrictModel
+from ptplan.core.yamlio import StrictModel
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Price = Annotated[float, Field(ge=0)]
@@ -46,7 +46,7 @@ def _real(value: Any) -> Any:
 
 
 class OfferRow(_Row):
-    """A row of ``offers`` (:class:`providers.base.Offer`)."""
+    """A row of ``offers`` (:class:`ptplan.providers.base.Offer`)."""
 
     provider: Name
     region: Name
@@ -86,7 +86,7 @@ class OfferRow(_Row):
 
 
 class BlockRow(_Row):
-    """A row of ``block_offers`` (:mod:`providers.cache_blocks`): a booked-capacity price."""
+    """A row of ``block_offers`` (:mod:`ptplan.providers.cache_blocks`): a booked-capacity price."""
 
     provider: Name
     region: Name
@@ -122,7 +122,7 @@ class BlockRow(_Row):
 
 
 class RateRow(_Row):
-    """A row of ``reserved_rates`` (:class:`providers.base.ReservedRate`)."""
+    """A row of ``reserved_rates`` (:class:`ptplan.providers.base.ReservedRate`)."""
 
     provider: Name
     region: Name

@@ -1,5 +1,5 @@
 """CPU instance types (issue #25 item 2): the nodes of a plan's CPU pools (sandboxes, rule-based
-reward). They are kept apart from the GPU offers (:attr:`providers.base.Catalog.cpu_offers`), so
+reward). They are kept apart from the GPU offers (:attr:`ptplan.providers.base.Catalog.cpu_offers`), so
 GPU pools never see them and every plan without CPU work is unchanged.
 
 Embedded rows (``providers/data/cpu_vms.csv``): on-demand Linux list prices of a few AWS c7i /
@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from providers.base import Offer
+from ptplan.providers.base import Offer
 
 CPU_SPOT_DISCOUNT = 0.6
 """Assumed spot discount of CPU nodes against on-demand (status U, see the module docstring)."""
@@ -42,7 +42,7 @@ def embedded_cpu_offers() -> tuple[Offer, ...]:
     """The embedded CPU offers: one on-demand and one derived spot offer per row."""
     hazard = -math.log(1.0 - CPU_SPOT_MONTHLY_RECLAIM) / 730.0
     out: list[Offer] = []
-    text = resources.files("providers").joinpath("data/cpu_vms.csv").read_text()
+    text = resources.files("ptplan.providers").joinpath("data/cpu_vms.csv").read_text()
     for row in csv.DictReader(text.splitlines()):
         price = float(row["usd_per_hour"])
         common: dict[str, Any] = dict(provider=row["provider"], region=row["region"], zone="",

@@ -14,7 +14,7 @@ Shape (every price optional; an absent price means that capacity type is not off
     egress:                        # optional
       - {provider: lab, path: inter_region, usd_per_gb: 0.0}
 
-Capacity booked for the run (:mod:`providers.blocks`; used only when the run has a start
+Capacity booked for the run (:mod:`ptplan.providers.blocks`; used only when the run has a start
 date, ``sla.start_after``): ``block_usd_per_hour`` (a capacity block or calendar reservation,
 per instance-hour) with ``block_unit_hours`` (24, the default, or 168 for week steps),
 ``block_max_hours`` (the longest booking; default 14 days of 24-h units, 182 days of 168-h
@@ -41,14 +41,14 @@ from pydantic import (
     model_validator,
 )
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
-from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
-from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
-from providers.cpu import CPU_GPU, is_cpu
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import canonical_gpu_name, unknown_gpu_message
+from ptplan.core.yamlio import StrictModel, quoted, read_mapping, validate
+from ptplan.providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from ptplan.providers.cpu import CPU_GPU, is_cpu
 
 _Strict = StrictModel
-"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+"""The blocks' base: :class:`ptplan.core.yamlio.StrictModel` (unknown keys rejected, frozen,
 no NaN/inf)."""
 
 
@@ -184,7 +184,7 @@ def load_custom_catalog(path: str) -> Catalog:
             hazard = row.spot_interruptions_per_hour
             note = "interruption rate from the catalog"
             if hazard is None:
-                from providers.embedded import DEFAULT_SPOT_BAND, band_hazard
+                from ptplan.providers.embedded import DEFAULT_SPOT_BAND, band_hazard
 
                 hazard = band_hazard(DEFAULT_SPOT_BAND)
                 note = f"no interruption rate given: default band {DEFAULT_SPOT_BAND} assumed"
@@ -248,7 +248,7 @@ def load_custom_catalog(path: str) -> Catalog:
 
 
 def _booked(row: CustomOffer, common: dict[str, Any], out: list[Offer]) -> None:
-    """The row's capacity block and flex-start offers (:mod:`providers.blocks`)."""
+    """The row's capacity block and flex-start offers (:mod:`ptplan.providers.blocks`)."""
     if row.block_usd_per_hour is not None:
         unit = float(row.block_unit_hours)
         longest = row.block_max_hours or (14 * 24.0 if unit == 24 else 182 * 24.0)

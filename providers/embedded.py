@@ -21,7 +21,7 @@ Package data in ``providers/data/`` (see ``SOURCE.md`` there; derived from the S
   (a planning assumption; a custom catalog states real caps).
 * Reserved/committed rates are not in the snapshot: 1y/3y rates are derived from on-demand with the
   planner-default discounts of REFERENCE_FACTS.md (status U, assumption) and kept as
-  :class:`~providers.base.ReservedRate` for purchasing analysis. They never become plan offers,
+  :class:`~ptplan.providers.base.ReservedRate` for purchasing analysis. They never become plan offers,
   because nobody holds them (see DESIGN: reserved capacity in a project plan).
 * Storage tiers and egress rates come from REFERENCE_FACTS.md (us-east-1 / us-central1 list prices,
   applied to every region of the provider).
@@ -36,12 +36,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from optimizer.core.hardware import canonical_gpu_name
-from providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
-from providers.blocks import embedded_block_offers
-from providers.cpu import embedded_cpu_offers
-from providers.embedded_pack import load_packed, write_pack
-from providers.gcp_machines import machine as gcp_machine
+from ptplan.core.hardware import canonical_gpu_name
+from ptplan.providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
+from ptplan.providers.blocks import embedded_block_offers
+from ptplan.providers.cpu import embedded_cpu_offers
+from ptplan.providers.embedded_pack import load_packed, write_pack
+from ptplan.providers.gcp_machines import machine as gcp_machine
 
 AS_OF = "2025-12-01"
 """Approximate snapshot date: the source commit date is not recorded; SOURCE.md says the snapshot
@@ -130,7 +130,7 @@ def _price(cell: str) -> float | None:
 
 
 def _rows(name: str) -> list[dict[str, str]]:
-    text = resources.files("providers").joinpath(f"data/{name}").read_text(encoding="utf-8")
+    text = resources.files("ptplan.providers").joinpath(f"data/{name}").read_text(encoding="utf-8")
     return list(csv.DictReader(text.splitlines()))
 
 
@@ -201,7 +201,7 @@ def _aws(offers: list[Offer], exclusions: list[str], rates: list[ReservedRate]) 
 def parse_sources() -> tuple[list[Offer], list[str], list[ReservedRate],
                              dict[tuple[str, str], float]]:
     """Offers, exclusions, reserved rates and GCP VM shares normalised from the CSV files
-    (what :mod:`providers.embedded_pack` packs), offers in catalog order."""
+    (what :mod:`ptplan.providers.embedded_pack` packs), offers in catalog order."""
     offers: list[Offer] = []
     exclusions: list[str] = []
     rates: list[ReservedRate] = []
@@ -315,7 +315,7 @@ STORAGE: tuple[tuple[str, str, float, float, float, str, str], ...] = (
     ("gcp", "pd_balanced", 0.10, 0, 0.0, "block", "S"),
 )
 """Object tiers (access ``ms``/``hours``) price the plan's data classes; ``block`` tiers are
-volumes attached to nodes (boot disks, :mod:`optimizer.costs.disks`) and never hold a data
+volumes attached to nodes (boot disks, :mod:`ptplan.costs.disks`) and never hold a data
 class. EBS gp3 $0.08/GB-month (https://aws.amazon.com/ebs/pricing/, us-east-1); GCP
 pd-balanced $0.10/GB-month (https://cloud.google.com/compute/disks-image-pricing,
 us-central1; both bill the provisioned GiB, per second)."""
@@ -336,7 +336,7 @@ EGRESS: tuple[tuple[str, str, float, str], ...] = (
 @cache
 def embedded_catalog() -> Catalog:
     """The embedded snapshot, normalised (cached: loaded once per process, from the pre-built
-    pack of :mod:`providers.embedded_pack` when it matches the CSV files, else parsed)."""
+    pack of :mod:`ptplan.providers.embedded_pack` when it matches the CSV files, else parsed)."""
     offers, exclusions, rates, vm_share = load_packed() or parse_sources()
     _GCP_VM_SHARE.clear()
     _GCP_VM_SHARE.update(vm_share)
@@ -362,4 +362,4 @@ def embedded_catalog() -> Catalog:
 
 
 if __name__ == "__main__":  # pragma: no cover - the pack's test rebuilds it in memory
-    print(f"wrote {write_pack(parse_sources()).name}")  # python -m providers.embedded
+    print(f"wrote {write_pack(parse_sources()).name}")  # python -m ptplan.providers.embedded

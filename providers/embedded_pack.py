@@ -1,4 +1,4 @@
-"""The embedded catalog in a pre-built compact form: what :mod:`providers.embedded` derives from
+"""The embedded catalog in a pre-built compact form: what :mod:`ptplan.providers.embedded` derives from
 its CSV files (offers, exclusions, reserved rates, GCP machines' VM shares), packed as
 gzipped JSON (``providers/data/embedded_catalog.json.gz``, about 30 kB, shipped in the wheel).
 
@@ -10,7 +10,7 @@ catalog is parsed from the CSVs as before, so an out-of-date pack is never used.
 ``tests/test_embedded_packed.py`` fails when the pack differs from what the CSVs and the
 normalisation code give, so a change to either must be followed by a rebuild::
 
-    python -m providers.embedded      # rewrites providers/data/embedded_catalog.json.gz
+    python -m ptplan.providers.embedded      # rewrites providers/data/embedded_catalog.json.gz
 
 The output is deterministic (sorted as the catalog is, gzip header without a time stamp).
 """
@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from providers.base import Offer, ReservedRate
+from ptplan.providers.base import Offer, ReservedRate
 
 PACKED = "embedded_catalog.json.gz"
 SOURCES = ("aws_gpu_vms.csv", "gcp_gpu_vms.csv", "gcp_accelerators.csv")
@@ -42,7 +42,7 @@ _TEXT = tuple(n for n, f in enumerate(dataclasses.fields(Offer)) if f.type in ("
 
 
 def _data(name: str) -> Any:
-    return resources.files("providers").joinpath(f"data/{name}")
+    return resources.files("ptplan.providers").joinpath(f"data/{name}")
 
 
 def sources_digest() -> str:

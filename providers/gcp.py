@@ -7,7 +7,7 @@ the metadata server); with an ``--endpoint`` on ``127.0.0.1``/``localhost`` (tes
 mirrors) the client uses ``AnonymousCredentials`` over the REST transport. Nothing secret is
 logged or stored.
 
-Each SKU is read and classified by :mod:`providers.gcp_skus` (pydantic models of the SKU shape):
+Each SKU is read and classified by :mod:`ptplan.providers.gcp_skus` (pydantic models of the SKU shape):
 vCPU, RAM and GPU SKUs of usage type ``OnDemand`` (→ on-demand offers), ``Preemptible`` (→ spot
 offers), ``Commit1Yr``/``Commit3Yr`` (→ 1y/3y resource-based CUD rates, for ``ptplan reserve``;
 never plan offers without holdings, DESIGN §3). A SKU's price applies to every region in its
@@ -22,18 +22,18 @@ with vCPU/RAM SKUs matched by the machine's series label and GPU SKUs by the GPU
 B200 (1 gpu slice)``; the SkyPilot catalog's a4-highgpu VM row is 0.0), so its price is the
 slice SKU × 8.
 
-Machine shapes: :data:`providers.gcp_machines.MACHINES` (shared with the embedded snapshot). The
+Machine shapes: :data:`ptplan.providers.gcp_machines.MACHINES` (shared with the embedded snapshot). The
 SKU series labels for A3 Mega (``A3Plus``) and A3 Ultra are taken from published SKU listings
 and are not verified against a live pull: a machine whose SKUs are missing is excluded with its
 reason, never priced partly. CPU machine types of CPU pools (issue #25): the N2 and C3 shapes of
-:data:`providers.gcp_machines.CPU_MACHINES`, vCPU × core SKU + GiB × RAM SKU, on-demand and spot
+:data:`ptplan.providers.gcp_machines.CPU_MACHINES`, vCPU × core SKU + GiB × RAM SKU, on-demand and spot
 (spot not capped in nodes), as CPU offers (``gpu`` none).
 
 Billing Catalog prices are regional: offers have no zone, and a price in a region does not
 promise capacity there. Spot interruption rates and capacity are not published: the embedded
 default band and 8-node cap apply (assumptions, in each offer's note). Retries: exponential
 backoff (1 s doubling to 16 s, ``retry_timeout_s`` in total) on 429/503/500/deadline errors;
-then, or on any other fault, :class:`~optimizer.core.errors.ProviderError` before anything is
+then, or on any other fault, :class:`~ptplan.core.errors.ProviderError` before anything is
 written.
 """
 
@@ -46,14 +46,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from optimizer.core.errors import ProviderError
-from optimizer.core.hardware import canonical_gpu_name
-from providers.base import Offer, ReservedRate, checked_regions
-from providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
-from providers.cpu import CPU_GPU
-from providers.embedded import DEFAULT_SPOT_BAND, SPOT_NODES_PER_ZONE, band_hazard
-from providers.gcp_machines import CPU_MACHINES, MACHINES, SERIES_LABELS
-from providers.gcp_skus import USAGE_TYPES, kind_of, read_head, read_price
+from ptplan.core.errors import ProviderError
+from ptplan.core.hardware import canonical_gpu_name
+from ptplan.providers.base import Offer, ReservedRate, checked_regions
+from ptplan.providers.cache import UNCHANGED, ProgressFn, Pull, utc_now
+from ptplan.providers.cpu import CPU_GPU
+from ptplan.providers.embedded import DEFAULT_SPOT_BAND, SPOT_NODES_PER_ZONE, band_hazard
+from ptplan.providers.gcp_machines import CPU_MACHINES, MACHINES, SERIES_LABELS
+from ptplan.providers.gcp_skus import USAGE_TYPES, kind_of, read_head, read_price
 
 SERVICE = "services/6F81-5844-456A"
 SOURCE = "GCP Cloud Billing Catalog (list_skus services/6F81-5844-456A)"

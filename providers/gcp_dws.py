@@ -1,9 +1,9 @@
 """Live GCP Dynamic Workload Scheduler prices through the Cloud Billing Catalog (extra ``gcp``).
 
-Source: the call of :mod:`providers.gcp`, ``CloudCatalogClient.list_skus(parent=
+Source: the call of :mod:`ptplan.providers.gcp`, ``CloudCatalogClient.list_skus(parent=
 "services/6F81-5844-456A", currency_code="USD")`` (Compute Engine), every page, with the same
 credentials (Application Default Credentials; anonymous on a local ``--endpoint``), retries and
-one-line faults (:class:`~optimizer.core.errors.ProviderError`, nothing written).
+one-line faults (:class:`~ptplan.core.errors.ProviderError`, nothing written).
 
 Kept SKUs: Compute GPU, CPU and RAM SKUs whose description names a DWS mode (the spellings of
 the published SKU groups, e.g. https://cloud.google.com/skus/sku-groups/flex-start-mode-a3-vms):
@@ -14,7 +14,7 @@ the published SKU groups, e.g. https://cloud.google.com/skus/sku-groups/flex-sta
 * calendar-mode future reservations (capacity type ``block``): ``Calendar Mode`` —
   ``Reserved Nvidia H100 80GB Mega GPU in Americas in Calendar Mode``.
 
-With the mode's words removed, a SKU is keyed as :func:`providers.gcp_skus.kind_of` keys the
+With the mode's words removed, a SKU is keyed as :func:`ptplan.providers.gcp_skus.kind_of` keys the
 on-demand ones (series label for vCPU/RAM, GPU name). A machine's price per region and mode is
 GPU SKU × GPUs + vCPU SKU × vCPUs + RAM SKU × GiB with that mode's SKUs (A4: the slice × 8);
 where the mode has the GPU SKU but not the series' vCPU or RAM SKU, the on-demand vCPU and RAM
@@ -33,15 +33,15 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from optimizer.core.errors import ProviderError
-from optimizer.core.hardware import canonical_gpu_name
-from providers.base import Offer
-from providers.cache import ProgressFn, utc_now
-from providers.cache_blocks import BlockPull
-from providers.gcp import NO_SDK, PAGE_SIZE, SERVICE, _client, _Index, _translate, _vm_price
-from providers.gcp import validate_regions as _regions
-from providers.gcp_machines import MACHINES, SERIES_LABELS
-from providers.gcp_skus import Category, SkuHead, kind_of, read_head, read_price
+from ptplan.core.errors import ProviderError
+from ptplan.core.hardware import canonical_gpu_name
+from ptplan.providers.base import Offer
+from ptplan.providers.cache import ProgressFn, utc_now
+from ptplan.providers.cache_blocks import BlockPull
+from ptplan.providers.gcp import NO_SDK, PAGE_SIZE, SERVICE, _client, _Index, _translate, _vm_price
+from ptplan.providers.gcp import validate_regions as _regions
+from ptplan.providers.gcp_machines import MACHINES, SERIES_LABELS
+from ptplan.providers.gcp_skus import Category, SkuHead, kind_of, read_head, read_price
 
 SOURCE = "GCP Cloud Billing Catalog DWS SKUs (list_skus services/6F81-5844-456A)"
 FLEX_HOURS = 168.0
@@ -58,7 +58,7 @@ _WORDS = re.compile(r"\battached to DWS (?:Defined Duration|Flex Start) VMs\b|\b
 
 def dws_kind(head: SkuHead) -> tuple[str, str, str] | None:
     """(mode, kind, key) of a DWS SKU: mode ``flex_start`` or ``block``; kind ``gpu``,
-    ``cpu`` or ``ram`` and key as :func:`providers.gcp_skus.kind_of`; None for any other SKU."""
+    ``cpu`` or ``ram`` and key as :func:`ptplan.providers.gcp_skus.kind_of`; None for any other SKU."""
     desc = head.description
     mode = "block" if _CALENDAR.search(desc) else "flex_start" if _FLEX.search(desc) else None
     if mode is None or head.category.usage_type.startswith("Commit"):

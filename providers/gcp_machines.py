@@ -20,7 +20,7 @@ class Machine:
     vcpus: float
     memory_gib: float
     accelerator: str
-    """SkyPilot accelerator name (resolved through optimizer.core.hardware)."""
+    """SkyPilot accelerator name (resolved through ptplan.core.hardware)."""
     gpus: int
 
 

@@ -5,7 +5,7 @@ description, category: {resource_family, resource_group, usage_type}, service_re
 pricing_info: [{pricing_expression: {usage_unit, tiered_rates: [{start_usage_amount,
 unit_price: {currency_code, units, nanos}}]}}]}``. Fields Google adds are ignored; a kept SKU
 without pricing or tiers, in another currency or with a negative price is a malformed SKU:
-one-line :class:`~optimizer.core.errors.ProviderError`.
+one-line :class:`~ptplan.core.errors.ProviderError`.
 
 Kept SKUs (:func:`classify`): ``category.resource_family == "Compute"``, ``resource_group``
 ``CPU``, ``RAM`` or ``GPU``, ``usage_type`` ``OnDemand``, ``Preemptible``, ``Commit1Yr`` or
@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from optimizer.core.errors import ProviderError
-from providers.base import PriceListModel, validation_detail
-from providers.cache import UNCHANGED
+from ptplan.core.errors import ProviderError
+from ptplan.providers.base import PriceListModel, validation_detail
+from ptplan.providers.cache import UNCHANGED
 
 USAGE_TYPES = ("OnDemand", "Preemptible", "Commit1Yr", "Commit3Yr")
 GPU_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from optimizer.core.errors import InputError, suggest
-from providers.base import CACHE_SUFFIXES, Catalog
-from providers.embedded import embedded_catalog
+from ptplan.core.errors import InputError, suggest
+from ptplan.providers.base import CACHE_SUFFIXES, Catalog
+from ptplan.providers.embedded import embedded_catalog
 
 # The price cache (SQLite, pydantic row models) and custom catalogs (YAML) are imported when a
 # reference names them, so that a plan on the embedded catalog does not pay for them at start.
 
 
 def _cache_catalog() -> Catalog:
-    from providers.cache import cache_catalog
+    from ptplan.providers.cache import cache_catalog
 
     return cache_catalog()
 
@@ -35,11 +35,11 @@ def load_catalog(ref: str) -> Catalog:
     if ref in KINDS:
         return KINDS[ref]()
     if ref.endswith(CACHE_SUFFIXES):
-        from providers.cache import load_cache_catalog
+        from ptplan.providers.cache import load_cache_catalog
 
         return load_cache_catalog(ref)
     if ref.endswith((".yaml", ".yml", ".json")) or "/" in ref:
-        from providers.custom import load_custom_catalog
+        from ptplan.providers.custom import load_custom_catalog
 
         return load_custom_catalog(ref)
     raise InputError(

@@ -1,6 +1,6 @@
 """Deployment templates (jinja2) and the one function that renders them.
 
-Safety contract. Templates receive plain JSON-able data built by :mod:`optimizer.render.context`
+Safety contract. Templates receive plain JSON-able data built by :mod:`ptplan.render.context`
 and may print a value only through a quoting filter:
 
 ==========  ==================================================================================
@@ -105,7 +105,7 @@ _ENV: Environment | None = None
 def environment() -> Environment:
     global _ENV
     if _ENV is None:
-        env = Environment(loader=PackageLoader("templates", "."), undefined=StrictUndefined,
+        env = Environment(loader=PackageLoader("ptplan.templates", "."), undefined=StrictUndefined,
                           autoescape=False, keep_trailing_newline=True, trim_blocks=True,
                           lstrip_blocks=True, finalize=_finalize)
         env.filters.update(q=q, hcl=hcl, sh=sh, text=text, tojson_str=tojson_str,

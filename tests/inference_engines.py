@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.inference import Engine
-from optimizer.demand.lengths import LengthDist
-from optimizer.spec.project import Efficiency, ModelBlock
+from ptplan.core.hardware import GPU
+from ptplan.demand.inference import Engine
+from ptplan.demand.lengths import LengthDist
+from ptplan.spec.project import Efficiency, ModelBlock
 
 
 def gpu(peaks: dict[str, float], bw_tbps: float = 2.0) -> GPU:

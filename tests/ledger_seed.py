@@ -4,7 +4,7 @@ in tests/test_ledger_review.py are computed by hand from these numbers."""
 
 from __future__ import annotations
 
-from optimizer.ledger.records import Cost, Result, RunRecord
+from ptplan.ledger.records import Cost, Result, RunRecord
 
 
 def _run(i: str, method: str, family: str, actual: dict[str, str], planned: str | None,

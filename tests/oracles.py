@@ -1,7 +1,7 @@
 """Reference implementations of ptplan's cost formulas, written from their documentation and
 the providers' published billing rules, not from the package's code.
 
-They import only data types (``providers.base``: Offer, StorageTier, EgressRate; the spec
+They import only data types (``ptplan.providers.base``: Offer, StorageTier, EgressRate; the spec
 model) and never a costing function of the package, so a bug in the package's formulas cannot
 move both sides of a comparison. Each function cites the rule it restates.
 """
@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from providers.base import EgressRate, Offer, StorageTier
+from ptplan.providers.base import EgressRate, Offer, StorageTier
 
 HOURS_PER_MONTH = 730.0
 """AWS and GCP bill storage per GB-month of 730 h (8,760 h / 12)."""

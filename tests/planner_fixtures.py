@@ -14,12 +14,12 @@ import itertools
 import math
 from dataclasses import dataclass, replace
 
-from optimizer.core.hardware import gpus
-from optimizer.demand.model import build_demand
-from optimizer.demand.rates import phase_rates
-from optimizer.spec.project import ProjectSpec, parse_spec
-from policies.model import default_policy
-from providers.base import Catalog, Offer
+from ptplan.core.hardware import gpus
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import phase_rates
+from ptplan.spec.project import ProjectSpec, parse_spec
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import Catalog, Offer
 
 
 def small_spec(**overrides) -> ProjectSpec:
@@ -144,7 +144,7 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     tried); pools other than rollout use region-level offers and that zone's; the rollout pool
     may use any zone, and each of its nodes outside the trainer's zone pays
     steps × weight GB × the catalog's ``cross_zone`` rate (the model of
-    :mod:`optimizer.costs.network`, restated here; storage and fixed flows are not included).
+    :mod:`ptplan.costs.network`, restated here; storage and fixed flows are not included).
     Every node carries a boot disk of the default policy's size, billed for the run at the
     provider's cheapest block-storage tier (README "Plan JSON": GB × $/GB-month ÷ 730 per
     node-hour).

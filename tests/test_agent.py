@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from conftest import assert_one_line, example_dict
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand import agent as ag
-from optimizer.demand.cells import phase_cell
-from optimizer.demand.decode import decode_engine, rollout_batch, rollout_of
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import ProjectSpec, parse_spec
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand import agent as ag
+from ptplan.demand.cells import phase_cell
+from ptplan.demand.decode import decode_engine, rollout_batch, rollout_of
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import ProjectSpec, parse_spec
 
 H100 = resolve_gpu("H100")
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +104,7 @@ def test_cli_bad_agent_exits_2(tmp_path: Path) -> None:
     d["agent"] = agent(tool_latency_s={"mean": 9, "p90": 3})
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(d))
-    r = subprocess.run([sys.executable, "-m", "optimizer.cli.app", "estimate", str(path)],
+    r = subprocess.run([sys.executable, "-m", "ptplan.cli.app", "estimate", str(path)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
@@ -144,7 +144,7 @@ def test_longer_tool_latency_never_shortens_a_step(gpus: float) -> None:
 
 def _engine(s: ProjectSpec) -> tuple[Any, Any, Any]:
     part = next(p for p in build_demand(s).parts if p.name == "decode" and p.phase == "rollout")
-    from optimizer.demand.decode import Conditions
+    from ptplan.demand.decode import Conditions
 
     e = decode_engine(part, H100, "bf16", s, 0, Conditions())
     assert not isinstance(e, str)
@@ -155,7 +155,7 @@ def test_enough_concurrency_hides_tools_up_to_the_kv_limit() -> None:
     few = spec(agent(concurrency_per_replica=8, tool_latency_s={"mean": 30, "p90": 60}))
     many = spec(agent(concurrency_per_replica=100_000, tool_latency_s={"mean": 30, "p90": 60}))
     part, e, ro = _engine(many)
-    from optimizer.demand.inference import effective_batch
+    from ptplan.demand.inference import effective_batch
 
     kv_batch, _ = effective_batch(e, ro)
     batch, _, loop = rollout_batch(e, part, many)
@@ -247,7 +247,7 @@ def test_tool_workers_bound_a_step_by_the_tool_work() -> None:
 
 
 def test_agent_defaults_are_listed() -> None:
-    from optimizer.spec.defaults import applied_defaults
+    from ptplan.spec.defaults import applied_defaults
 
     bare = spec({"turns": 4, "tokens_per_turn": 100, "concurrency_per_replica": 8})
     listed = applied_defaults(bare)
@@ -269,7 +269,7 @@ def test_agentic_example_renders_and_deploys_as_planned(framework: str, tmp_path
     failed on ``/checkpoints/eval`` before); it says so in a note instead."""
     from typer.testing import CliRunner
 
-    from optimizer.cli.app import app
+    from ptplan.cli.app import app
 
     spec = str(ROOT / "examples" / "agentic-swe-rl.yaml")
     plan = tmp_path / "plan.json"

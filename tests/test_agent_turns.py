@@ -12,11 +12,11 @@ import pytest
 from conftest import assert_one_line, example_dict
 from test_agent import AGENT, rollout_seconds
 
-from optimizer.core.errors import InputError
-from optimizer.demand import agent as ag
-from optimizer.demand.decode import rollout_of
-from optimizer.demand.model import build_demand, response_lengths
-from optimizer.spec.project import ProjectSpec, parse_spec
+from ptplan.core.errors import InputError
+from ptplan.demand import agent as ag
+from ptplan.demand.decode import rollout_of
+from ptplan.demand.model import build_demand, response_lengths
+from ptplan.spec.project import ProjectSpec, parse_spec
 
 TWO_POINT = {"mean": 8, "max": 12, "histogram": [[4, 0.5], [12, 0.5]]}
 

@@ -17,9 +17,9 @@ from xml.sax.saxutils import escape
 import pytest
 from local_server import Answer, LocalServer
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws import fetch_aws
-from providers.aws_prices import HOURS_PER_YEAR, parse_price_item
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws import fetch_aws
+from ptplan.providers.aws_prices import HOURS_PER_YEAR, parse_price_item
 
 DATA = Path(__file__).parent / "data" / "aws"
 PRICE_LIST: list[dict[str, Any]] = json.loads((DATA / "price_list.json").read_text())

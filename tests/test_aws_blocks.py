@@ -21,9 +21,9 @@ from local_server import Answer, LocalServer
 from test_aws import aws_env
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws_blocks import check_duration, fetch_block_offerings
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws_blocks import check_duration, fetch_block_offerings
 
 runner = CliRunner()
 RATE = 31.464
@@ -209,7 +209,7 @@ def test_cached_rate_is_what_the_cache_catalog_plans_with(fake_blocks: FakeEC2Bl
     offer in us-east-1 (over the embedded published rate), with its counts."""
     import sqlite3
 
-    from providers.cache_blocks import merge, offer_of, read_rows
+    from ptplan.providers.cache_blocks import merge, offer_of, read_rows
 
     res = runner.invoke(app, ["prices", "blocks", "--region", "us-east-1", "--instance-type",
                               "p5.48xlarge", "--count", "1", "--duration-hours", "24",
@@ -219,7 +219,7 @@ def test_cached_rate_is_what_the_cache_catalog_plans_with(fake_blocks: FakeEC2Bl
     con.row_factory = sqlite3.Row
     cached = [offer_of(dict(r)) for r in read_rows(con)]
     con.close()
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
     merged = merge(cached, embedded_catalog().block_offers)
     (p5,) = [o for o in merged if (o.region, o.instance_type) == ("us-east-1", "p5.48xlarge")]
     assert p5.usd_per_hour == round(float(f"{RATE * 24:.2f}") / 24, 6) == 31.464167

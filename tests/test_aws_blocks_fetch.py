@@ -24,8 +24,8 @@ import pytest
 from local_server import Answer, LocalServer
 from test_aws import aws_env
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws_blocks import SOURCE, fetch_block_offerings
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws_blocks import SOURCE, fetch_block_offerings
 
 NS = "http://ec2.amazonaws.com/doc/2016-11-15/"
 TODAY = dt.date(2026, 12, 5)

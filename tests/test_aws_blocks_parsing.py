@@ -9,9 +9,9 @@ import datetime as dt
 
 import pytest
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws_blocks import SOURCE, block_pull, check_duration, parse_offering
-from providers.base import Catalog, Offer
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws_blocks import SOURCE, block_pull, check_duration, parse_offering
+from ptplan.providers.base import Catalog, Offer
 
 PLUS2 = dt.timezone(dt.timedelta(hours=2))
 """boto3 parses the dates into aware datetimes; +02:00 here so the UTC conversion shows."""

@@ -23,9 +23,9 @@ from local_server import Answer, LocalServer
 from test_aws import aws_env
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import ProviderError
-from providers.aws_savings import fetch_savings_plan_rates, parse_rate
+from ptplan.cli.app import app
+from ptplan.core.errors import ProviderError
+from ptplan.providers.aws_savings import fetch_savings_plan_rates, parse_rate
 
 runner = CliRunner()
 YEAR = 31_536_000

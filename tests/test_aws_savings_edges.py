@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from test_aws_savings import YEAR, FakeSavingsPlans, _result, fake_sp  # noqa: F401
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.aws_savings import SOURCE, fetch_savings_plan_rates, parse_rate
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.aws_savings import SOURCE, fetch_savings_plan_rates, parse_rate
 
 UNCHANGED = "nothing is written"  # no price cache is involved
 

@@ -16,15 +16,15 @@ from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, small_catalog, small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.plan.schema import SCHEMA_VERSION, Plan
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.api import plan
-from policies.model import default_policy
-from providers.base import Catalog
-from providers.custom import load_custom_catalog
-from providers.embedded import embedded_catalog
+from ptplan.cli.app import app
+from ptplan.core.errors import InfeasibleError, InputError
+from ptplan.plan.schema import SCHEMA_VERSION, Plan
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.api import plan
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import Catalog
+from ptplan.providers.custom import load_custom_catalog
+from ptplan.providers.embedded import embedded_catalog
 
 TODAY = "2026-12-04"
 
@@ -174,7 +174,7 @@ def test_a_block_never_covers_a_phase_the_policy_forbids():
 
 def assert_never_better_and_exact_when_optimal(spec, catalog):
     """The plan is the brute force's optimum and says so (the exact search of
-    :mod:`optimizer.planner.booking_exact`: status optimal, no gap)."""
+    :mod:`ptplan.planner.booking_exact`: status optimal, no gap)."""
     want = brute_force(spec, catalog)
     if want is None:
         with pytest.raises(InfeasibleError):
@@ -306,8 +306,8 @@ def test_cli_plan_start_after_writes_bookings(tmp_path):
 def test_the_price_cache_carries_the_block_rates_for_its_instance_types(tmp_path):
     """A cache holding p5.48xlarge on demand in us-east-1 (and an instance type without a block
     rate) reads back with the embedded block rate for p5 there, shaped by the cached offer."""
-    from providers.base import Offer
-    from providers.cache import Pull, load_cache_catalog, store_pull
+    from ptplan.providers.base import Offer
+    from ptplan.providers.cache import Pull, load_cache_catalog, store_pull
 
     def od(itype: str, price: float) -> Offer:
         return Offer(provider="aws", region="us-east-1", zone="", instance_type=itype,
@@ -325,7 +325,7 @@ def test_the_price_cache_carries_the_block_rates_for_its_instance_types(tmp_path
 def test_check_with_spec_compares_the_bookings_start(tmp_path):
     """``sla.start_after`` is not in the digest (a plan made with --start-after matches its
     spec file); ``check --spec`` holds the bookings to the spec's date when it has one."""
-    from optimizer.plan.verify import verify_against_spec
+    from ptplan.plan.verify import verify_against_spec
 
     p = _booked_plan()
     spec = booked_spec(3000, **NO_REF)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.base import Offer
-from providers.blocks import (
+from ptplan.providers.base import Offer
+from ptplan.providers.blocks import (
     FLEX_START_MAX_HOURS,
     TOLERANCE,
     allowed_counts,
@@ -18,7 +18,7 @@ from providers.blocks import (
     fits,
     units,
 )
-from providers.custom import load_custom_catalog
+from ptplan.providers.custom import load_custom_catalog
 
 
 def _offer(kind: str, **kw) -> Offer:
@@ -80,7 +80,7 @@ def test_a_custom_block_may_be_as_long_as_one_unit(tmp_path: Path):
 
 
 def _published(kind: str, region: str, itype: str) -> Offer:
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
 
     (got,) = [o for o in embedded_catalog().block_offers
               if (o.capacity_type, o.region, o.instance_type) == (kind, region, itype)]
@@ -126,7 +126,7 @@ def test_a_published_wait_and_a_missing_cap_are_read_as_given():
     """A rate row (the columns of providers/data/gcp_dws.csv) with a queueing time published:
     the offer waits that long; without a max_nodes a block holds up to 64, flex-start is
     uncapped."""
-    from providers.blocks import _embedded_offer
+    from ptplan.providers.blocks import _embedded_offer
 
     base = _published("block", "us-central1", "a3-megagpu-8g")
     row = {"provider": "gcp", "region": "us-central1", "instance_type": "a3-megagpu-8g",
@@ -144,7 +144,7 @@ def test_a_published_wait_and_a_missing_cap_are_read_as_given():
 
 
 def test_published_offers_take_the_on_demand_offers_shape():
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
 
     (od,) = [o for o in embedded_catalog().offers if o.capacity_type == "on_demand"
              and (o.region, o.instance_type) == ("us-central1", "a3-megagpu-8g")]
@@ -158,7 +158,7 @@ def test_published_offers_take_the_on_demand_offers_shape():
 def test_a_start_exactly_at_the_booking_window_is_bookable():
     import datetime as dt
 
-    from providers.blocks import check_start
+    from ptplan.providers.blocks import check_start
 
     aws = _published("block", "us-east-1", "p5.48xlarge")  # bookable up to 56 days ahead
     today = dt.date(2026, 12, 5)

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.campaign.handover import Pricer, output
-from optimizer.campaign.milp import Point, choose, longest_path
-from optimizer.cli.app import app
-from optimizer.spec.project import load_spec
+from ptplan.campaign.handover import Pricer, output
+from ptplan.campaign.milp import Point, choose, longest_path
+from ptplan.cli.app import app
+from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "campaign-cheap-teacher.yaml"
@@ -109,8 +109,8 @@ def test_egress_prices_by_hand() -> None:
     """0.5 GB from aws us-east-1: to us-west-2 inter_region, to eu-west-1 inter_continent (the
     catalog's inter_continent row, else its inter_region one), to gcp the internet; the same
     region is same_zone. Each costs GB x the catalog's rate for that path from aws."""
-    from optimizer.costs.network import egress_rate, egress_rows
-    from providers.registry import load_catalog
+    from ptplan.costs.network import egress_rate, egress_rows
+    from ptplan.providers.registry import load_catalog
 
     cat = load_catalog("embedded")
     pricer = Pricer(cat, 24.0)
@@ -135,7 +135,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def test_example_campaign_is_optimal_over_its_frontiers(campaign: dict) -> None:
     """Brute force over the example's real frontiers with its real hand-over prices."""
-    from providers.registry import load_catalog
+    from ptplan.providers.registry import load_catalog
 
     st = campaign["stages"]
     names = [s["name"] for s in st]
@@ -171,7 +171,7 @@ def test_campaign_json_checks_and_tampering_fails(campaign: dict, tmp_path: Path
     good.write_text(json.dumps(campaign), encoding="utf-8")
     res = runner.invoke(app, ["check", str(good)])
     assert res.exit_code == 0 and res.output.startswith("ok:"), res.output
-    from optimizer.campaign.check import stage_spec_problems
+    from ptplan.campaign.check import stage_spec_problems
 
     for s in campaign["stages"]:  # every stage's plan is a verified plan of its spec
         assert stage_spec_problems(s) == [], s["name"]

@@ -1,6 +1,6 @@
 """Contested caps across the zones of a region, against the exhaustive search.
 
-The capacity split search (:mod:`optimizer.planner.capacity`) runs per site (the trainer's
+The capacity split search (:mod:`ptplan.planner.capacity`) runs per site (the trainer's
 zone) and splits an offer only among the pools that can use it there: a zone's spot offer is
 contested by every spot pool at that zone, but at the region's other zones only by the
 rollout pool, which may take remote spot nodes (README "How plans are made"). These catalogs
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, small_spec
 from test_planner import assert_matches_brute_force
 
-from optimizer.planner.api import plan
-from providers.base import Catalog, EgressRate
+from ptplan.planner.api import plan
+from ptplan.providers.base import Catalog, EgressRate
 
 
 def two_zone_catalog(h100_spot_a: float, h100_spot_b: float, l4_spot_a: float,

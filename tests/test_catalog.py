@@ -13,12 +13,12 @@ import pytest
 import yaml
 from conftest import ROOT, assert_one_line
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import canonical_gpu_name, gpus, resolve_gpu
-from providers.base import STALE_AFTER_DAYS, Catalog, Offer
-from providers.custom import load_custom_catalog
-from providers.embedded import embedded_catalog
-from providers.registry import load_catalog
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import canonical_gpu_name, gpus, resolve_gpu
+from ptplan.providers.base import STALE_AFTER_DAYS, Catalog, Offer
+from ptplan.providers.custom import load_custom_catalog
+from ptplan.providers.embedded import embedded_catalog
+from ptplan.providers.registry import load_catalog
 
 DATA = ROOT / "providers" / "data"
 

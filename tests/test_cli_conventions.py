@@ -1,6 +1,6 @@
 """CLI conventions: --version, shell completion, -q, NO_COLOR, progress bars only on a terminal.
 
-The process-level checks run ``python -m optimizer.cli.app`` in a subprocess: colour and progress
+The process-level checks run ``python -m ptplan.cli.app`` in a subprocess: colour and progress
 bars depend on whether stdout/stderr are terminals, which only a real pseudo-terminal (``pty``)
 shows.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|9[0-7])m")
@@ -32,7 +32,7 @@ def _cli(*args: str, env: dict[str, str] | None = None, tty: str = "") -> tuple[
     master, slave = pty.openpty()
     out = slave if tty in ("stdout", "both") else subprocess.PIPE
     err = slave if tty in ("stderr", "both") else subprocess.PIPE
-    proc = subprocess.Popen([sys.executable, "-m", "optimizer.cli.app", *args], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "ptplan.cli.app", *args], cwd=ROOT,
                             env=full_env, stdout=out, stderr=err)
     os.close(slave)
     chunks: list[bytes] = []
@@ -100,11 +100,11 @@ def test_progress_bar_on_a_terminal_and_nothing_in_a_pipe() -> None:
 
 def test_the_progress_bar_starts_no_thread(monkeypatch) -> None:
     """The bar is redrawn at each step, not by a refresh thread: plans made under it may
-    still fork their frontier worker (optimizer.core.forked needs a single thread)."""
+    still fork their frontier worker (ptplan.core.forked needs a single thread)."""
     import io
     import threading
 
-    from optimizer.cli import common
+    from ptplan.cli import common
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -12,7 +12,7 @@ import yaml
 from conftest import EXAMPLES, example_dict
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 runner = CliRunner()
 GRPO = str(EXAMPLES / "grpo-7b.yaml")
@@ -124,7 +124,7 @@ def test_estimate_gpu_alias_option() -> None:
 
 
 def test_estimate_defaults_to_catalog_gpus() -> None:
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
 
     report = _json(_invoke("estimate", GRPO, "--format", "json"))
     assert set(report["totals"]["gpu_hours"]) == set(embedded_catalog().gpus())

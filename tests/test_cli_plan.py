@@ -25,7 +25,7 @@ from conftest import EXAMPLES, ROOT, example_dict
 from planner_fixtures import small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 runner = CliRunner()
 GRPO = str(EXAMPLES / "grpo-7b.yaml")
@@ -141,7 +141,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     that none reaches stdout), and once more with -o."""
     first, leaked = _invoke_fd("plan", GRPO, "--format", "json", "--no-timings")
     second = subprocess.run(
-        [sys.executable, "-m", "optimizer.cli.app", "plan", GRPO, "--format", "json",
+        [sys.executable, "-m", "ptplan.cli.app", "plan", GRPO, "--format", "json",
          "--no-timings"],
         cwd=ROOT,
         capture_output=True,
@@ -432,7 +432,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
 
 
 def test_plan_enums_serialise_as_before(grpo_plan: dict[str, Any]) -> None:
-    from optimizer.plan.schema import CapacityType, Plan, Status
+    from ptplan.plan.schema import CapacityType, Plan, Status
 
     plan = Plan.model_validate(grpo_plan)
     alloc = plan.pools[0].allocations[0]
@@ -678,7 +678,7 @@ def _lab_catalog(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from optimizer.spec.project import load_spec
+    from ptplan.spec.project import load_spec
 
     root = tmp_path_factory.mktemp("lab")
     catalog = _lab_catalog(root / "lab.yaml")

@@ -18,7 +18,7 @@ from test_aws import PRICE_LIST, SECRET, FakeAWS, aws_env
 from test_gcp import FakeBilling
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 runner = CliRunner()
 AWS_ARGS = ["--regions", "us-east-1,us-west-2", "--instance-type", "p5.48xlarge",

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -208,8 +208,8 @@ def test_calibration_file_errors(grpo: tuple[Path, Path], tmp_path: Path) -> Non
 def test_review_states_the_plan_of_the_preferred_method(tmp_path: Path) -> None:
     from ledger_seed import SEED
 
-    from optimizer.ledger import db
-    from optimizer.ledger.records import record
+    from ptplan.ledger import db
+    from ptplan.ledger.records import record
 
     url = f"sqlite:///{tmp_path / 'seed.sqlite'}"
     led = db.Ledger(url)

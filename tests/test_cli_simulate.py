@@ -15,7 +15,7 @@ from planner_fixtures import small_spec
 from test_cli_conventions import _cli
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

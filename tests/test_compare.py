@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.compare.expect import Candidate, break_even, describe
+from ptplan.cli.app import app
+from ptplan.compare.expect import Candidate, break_even, describe
 
 ROOT = Path(__file__).resolve().parent.parent
 CMP = ROOT / "examples" / "compare"
@@ -63,9 +63,9 @@ def _compare(tmp_path: Path, *args: str) -> dict:
 @pytest.fixture(scope="module")
 def plans() -> dict[str, float]:
     """The run totals as ``ptplan plan`` makes them (the generator's too)."""
-    from optimizer.planner.api import plan
-    from optimizer.spec.project import load_spec
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan
+    from ptplan.spec.project import load_spec
+    from ptplan.providers.registry import load_catalog
 
     cat = load_catalog("embedded")
     out = {}

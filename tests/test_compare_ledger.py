@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from ledger_seed import SEED
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.ledger import db
-from optimizer.ledger.priors import Priors, chain_cents, spec_shape
-from optimizer.ledger.records import Cost, Result, RunRecord, load_runs, record
+from ptplan.cli.app import app
+from ptplan.ledger import db
+from ptplan.ledger.priors import Priors, chain_cents, spec_shape
+from ptplan.ledger.records import Cost, Result, RunRecord, load_runs, record
 
 ledger_url = ledger_support.ledger_url
 pg_server = ledger_support.pg_server
@@ -82,16 +82,16 @@ def test_priors_by_hand(ledger_url: str) -> None:
 
 
 def _forgetting_above(points: float) -> Any:
-    from optimizer.ledger.review import Thresholds
+    from ptplan.ledger.review import Thresholds
 
     return Thresholds(forgetting_points=points)
 
 
 @pytest.fixture(scope="module")
 def plans() -> dict[str, float]:
-    from optimizer.planner.api import plan
-    from optimizer.spec.project import load_spec
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan
+    from ptplan.spec.project import load_spec
+    from ptplan.providers.registry import load_catalog
 
     cat = load_catalog("embedded")
     return {p.stem: float(plan(load_spec(str(p)), cat, explain=False, timings=False)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.compare.expect import Candidate, break_even
+from ptplan.cli.app import app
+from ptplan.compare.expect import Candidate, break_even
 
 ROOT = Path(__file__).resolve().parent.parent
 CMP = ROOT / "examples" / "compare"
@@ -40,9 +40,9 @@ def test_hand_computed_other_costs_in_c_and_the_rework() -> None:
 def opd_other(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float]:
     """The OPD candidate with annotation $1,000 (once) and ops $10/h; its plan's total and
     hours as ``ptplan plan`` makes them."""
-    from optimizer.planner.api import plan
-    from optimizer.spec.project import load_spec
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan
+    from ptplan.spec.project import load_spec
+    from ptplan.providers.registry import load_catalog
 
     d = tmp_path_factory.mktemp("other")
     spec = d / "opd-other.yaml"
@@ -99,8 +99,8 @@ def test_html_whole_cost_by_part_has_the_other_costs(
         tmp_path: Path, opd_other: tuple[Path, float, float]) -> None:
     """The HTML comparison's cost-by-part chart and table carry the other costs, so its parts
     add up to the planned cost again (run + data generation + other = C)."""
-    from optimizer.cli.compare import compare_footer, compare_rows
-    from optimizer.report.html_methods import compare_doc
+    from ptplan.cli.compare import compare_footer, compare_rows
+    from ptplan.report.html_methods import compare_doc
 
     r = _compare(tmp_path, str(SFT), str(opd_other[0]))
     doc = compare_doc(r, compare_rows(r), compare_footer(r))

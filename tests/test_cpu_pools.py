@@ -20,18 +20,18 @@ import yaml
 from conftest import assert_one_line, example_dict
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InfeasibleError, InputError, ProviderError
-from optimizer.costs.cpu import cpu_needs
-from optimizer.demand.model import build_demand
-from optimizer.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
-from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, Plan
-from optimizer.plan.verify import verify_against_spec, verify_plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import ProjectSpec, parse_spec
-from policies.model import parse_policy
-from providers.custom import load_custom_catalog
-from providers.embedded import embedded_catalog
+from ptplan.cli.app import app
+from ptplan.core.errors import InfeasibleError, InputError, ProviderError
+from ptplan.costs.cpu import cpu_needs
+from ptplan.demand.model import build_demand
+from ptplan.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
+from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import ProjectSpec, parse_spec
+from ptplan.policies.model import parse_policy
+from ptplan.providers.custom import load_custom_catalog
+from ptplan.providers.embedded import embedded_catalog
 
 runner = CliRunner()
 N_STEP = 64 * 8  # prompts_per_step x samples_per_prompt of the agentic example
@@ -330,8 +330,8 @@ def test_copy_is_independent() -> None:
 def test_price_cache_stores_and_loads_cpu_offers(tmp_path: Path) -> None:
     """A pull holding a CPU offer round-trips through the SQLite cache into ``cpu_offers``; a
     CPU row without its shape is a bad row (the pull is refused, the cache unchanged)."""
-    from providers.base import Offer
-    from providers.cache import Pull, load_cache_catalog, store_pull
+    from ptplan.providers.base import Offer
+    from ptplan.providers.cache import Pull, load_cache_catalog, store_pull
 
     as_of = "2026-12-01T00:00:00Z"
     gpu = Offer(provider="aws", region="us-east-1", zone="", instance_type="p5.48xlarge",
@@ -451,7 +451,7 @@ def test_bad_preparation_fields_are_one_line(field: str, value: Any) -> None:
 # ---- render: the CPU pools as Karpenter NodePools -----------------------------------------------
 
 def _rendered_cpu() -> dict[str, str]:
-    from optimizer.render.targets import render_plan
+    from ptplan.render.targets import render_plan
 
     return render_plan(planned(), "karpenter")[0]
 
@@ -460,7 +460,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
     import jsonschema
     from test_render import crd_schemas
 
-    from optimizer.render.check import check_render
+    from ptplan.render.check import check_render
 
     files = _rendered_cpu()
     docs = [d for d in yaml.safe_load_all(files["karpenter/cpu-nodepools.yaml"]) if d]
@@ -499,7 +499,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
      "may run in zones any"),
 ])
 def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # type: ignore[no-untyped-def]
-    from optimizer.render.check import check_render
+    from ptplan.render.check import check_render
 
     files = dict(_rendered_cpu())
     files["karpenter/cpu-nodepools.yaml"] = edit(files["karpenter/cpu-nodepools.yaml"])
@@ -508,7 +508,7 @@ def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # 
 
 
 def test_plans_without_cpu_pools_render_no_cpu_file() -> None:
-    from optimizer.render.targets import render_plan
+    from ptplan.render.targets import render_plan
 
     grpo = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
     if grpo.provider == "aws":
@@ -544,8 +544,8 @@ def test_aws_refresh_pulls_cpu_types_into_the_cache(monkeypatch: pytest.MonkeyPa
                                                     tmp_path: Path) -> None:
     from test_aws import FakeAWS, aws_env
 
-    from providers.aws import fetch_aws
-    from providers.cache import load_cache_catalog, store_pull
+    from ptplan.providers.aws import fetch_aws
+    from ptplan.providers.cache import load_cache_catalog, store_pull
 
     aws_env(monkeypatch, tmp_path)
     fake = FakeAWS()
@@ -566,8 +566,8 @@ def test_aws_refresh_pulls_cpu_types_into_the_cache(monkeypatch: pytest.MonkeyPa
 
 
 def test_aws_cpu_item_without_shape_is_excluded_and_unknown_family_refused() -> None:
-    from providers.aws import validate_instance_types
-    from providers.aws_prices import parse_price_item
+    from ptplan.providers.aws import validate_instance_types
+    from ptplan.providers.aws_prices import parse_price_item
 
     exclusions: list[str] = []
     offer, _, info = parse_price_item(json.dumps(_c7i_item(vcpu="")), "2026-12-01", exclusions)
@@ -599,9 +599,9 @@ def test_gke_cpu_node_pools_render_and_check() -> None:
     """A GCP plan (us-central1): the CPU pools as GKE node pools in terraform-gcp/ and gke/,
     parsed back by the check (HCL through python-hcl2); an edited node cap or a lost taint is
     caught. Sandbox: 1,024 vCPU / 2,048 GiB on n2-standard-32 (32 vCPU, 128 GiB) = 32 nodes."""
-    from optimizer.render.check import check_render
-    from optimizer.render.deploy import site_zone
-    from optimizer.render.targets import render_plan
+    from ptplan.render.check import check_render
+    from ptplan.render.deploy import site_zone
+    from ptplan.render.targets import render_plan
 
     agent = agentic()
     agent["placement"] = {**agent["placement"], "providers": ["gcp"], "regions": ["us-central1"]}

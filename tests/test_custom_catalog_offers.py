@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.core.errors import InputError
-from providers.base import EgressRate, Offer, ReservedRate, StorageTier
-from providers.custom import load_custom_catalog
-from providers.embedded import DEFAULT_SPOT_BAND, band_hazard
+from ptplan.core.errors import InputError
+from ptplan.providers.base import EgressRate, Offer, ReservedRate, StorageTier
+from ptplan.providers.custom import load_custom_catalog
+from ptplan.providers.embedded import DEFAULT_SPOT_BAND, band_hazard
 
 YAML = """\
 as_of: 2026-11-01

@@ -17,18 +17,18 @@ import numpy as np
 import pytest
 from conftest import example_dict
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import gpus, resolve_gpu
-from optimizer.demand import training as tr
-from optimizer.demand.cells import Conditions, cell, phase_cell, train_job
-from optimizer.demand.model import (
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import gpus, resolve_gpu
+from ptplan.demand import training as tr
+from ptplan.demand.cells import Conditions, cell, phase_cell, train_job
+from ptplan.demand.model import (
     Demand,
     Part,
     build_demand,
     checkpoint_gb,
     lora_params,
 )
-from optimizer.spec.project import Efficiency, ModelBlock, ProjectSpec, parse_spec
+from ptplan.spec.project import Efficiency, ModelBlock, ProjectSpec, parse_spec
 
 H100 = resolve_gpu("H100")
 A100 = resolve_gpu("A100-80GB")

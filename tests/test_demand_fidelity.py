@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import gpus
-from optimizer.demand import inference as inf
-from optimizer.demand import lengths as ld
-from optimizer.demand import training as tr
-from optimizer.demand.cells import Conditions, cell, phase_cell
-from optimizer.demand.cluster import run_on_cluster
-from optimizer.demand.model import build_demand, prefill_sequences, response_lengths
-from optimizer.demand.rates import gpu_precisions, phase_rates
-from optimizer.spec.project import Efficiency, ModelBlock, parse_spec
-from policies.model import parse_policy
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import gpus
+from ptplan.demand import inference as inf
+from ptplan.demand import lengths as ld
+from ptplan.demand import training as tr
+from ptplan.demand.cells import Conditions, cell, phase_cell
+from ptplan.demand.cluster import run_on_cluster
+from ptplan.demand.model import build_demand, prefill_sequences, response_lengths
+from ptplan.demand.rates import gpu_precisions, phase_rates
+from ptplan.spec.project import Efficiency, ModelBlock, parse_spec
+from ptplan.policies.model import parse_policy
 from tests.conftest import example_dict
 
 H100 = gpus()["H100"]

@@ -40,16 +40,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
-from optimizer.render.check import check_render, tolerates
-from optimizer.render.context import build_context
-from optimizer.render.deploy import restart_budget
-from optimizer.render.targets import TARGETS, facts_for, load_plan, render_plan
-from optimizer.render.transport import ray_entrypoint
-from optimizer.spec.project import load_spec
-from providers.buyability import opt_in, sold
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan
+from ptplan.render.check import check_render, tolerates
+from ptplan.render.context import build_context
+from ptplan.render.deploy import restart_budget
+from ptplan.render.targets import TARGETS, facts_for, load_plan, render_plan
+from ptplan.render.transport import ray_entrypoint
+from ptplan.spec.project import load_spec
+from ptplan.providers.buyability import opt_in, sold
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
@@ -252,7 +252,7 @@ def test_neuron_and_gke_device_plugins_tolerate_their_taints() -> None:
                      '      effect = "NO_SCHEDULE"\n    }\n\n    gvnic {')
     assert not any(v.startswith("taints:") for v in extra), extra
     assert any(v.startswith("pools:") for v in extra), extra  # workers do not tolerate it
-    from optimizer.render.check import DEVICE_PLUGIN_TOLERATIONS
+    from ptplan.render.check import DEVICE_PLUGIN_TOLERATIONS
 
     gke = DEVICE_PLUGIN_TOLERATIONS["gke"]
     assert tolerates(gke, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
@@ -366,12 +366,12 @@ def test_render_check_reads_openrlhf_launches() -> None:
     """OpenRLHF's launch is ``sh -c '<script>'`` (its RayJob entrypoint travels base64): the
     rule finds the roles word inside the script, in the RayJob, the launch file and the SkyPilot
     primary task, and catches a reference group asking for the update pool."""
-    from optimizer.render.check_roles import _launches
+    from ptplan.render.check_roles import _launches
 
     plan = plan_of("grpo-aws")
     files = render_plan(plan, "all", spec_of("grpo-aws"), framework="openrlhf==0.11")[0]
     assert check_render(plan, files) == []
-    from optimizer.render.check_paths import entry_words as _entry_words
+    from ptplan.render.check_paths import entry_words as _entry_words
 
     assert [w for w, _, _ in _launches(files, _entry_words)] == [
         "RayJob entrypoint", "launch/openrlhf.sh", "skypilot/grpo-7b-math.yaml update-on-demand"]
@@ -499,10 +499,10 @@ def test_plans_use_buyable_capacity_only(name: str) -> None:
 
 
 def test_planner_filters_unbuyable_offers_and_opt_in_zones() -> None:
-    from optimizer.planner.candidates import filter_offers
-    from optimizer.spec.project import load_spec
-    from policies.model import default_policy, parse_policy
-    from providers.registry import load_catalog
+    from ptplan.planner.candidates import filter_offers
+    from ptplan.spec.project import load_spec
+    from ptplan.policies.model import default_policy, parse_policy
+    from ptplan.providers.registry import load_catalog
 
     spec = load_spec(str(PLANS / "grpo-aws.spec.yaml"))
     cat = load_catalog("embedded")
@@ -521,7 +521,7 @@ def test_planner_filters_unbuyable_offers_and_opt_in_zones() -> None:
 
 
 def test_allow_opt_in_zones_is_validated() -> None:
-    from policies.model import parse_policy
+    from ptplan.policies.model import parse_policy
 
     with pytest.raises(InputError):
         parse_policy("name: x\nallow_opt_in_zones: maybe\n")

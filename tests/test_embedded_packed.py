@@ -7,8 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 
-import providers.embedded_pack as packmod
-from providers.embedded import embedded_catalog, gcp_vm_share, parse_sources
+import ptplan.providers.embedded_pack as packmod
+from ptplan.providers.embedded import embedded_catalog, gcp_vm_share, parse_sources
 
 
 def _shipped() -> bytes:
@@ -16,10 +16,10 @@ def _shipped() -> bytes:
 
 
 def test_the_shipped_pack_is_what_the_csv_files_give():
-    """Rebuild with ``python -m providers.embedded`` when this fails (the CSVs or the
+    """Rebuild with ``python -m ptplan.providers.embedded`` when this fails (the CSVs or the
     normalisation in providers/embedded.py changed)."""
     assert _shipped() == packmod.pack(parse_sources()), \
-        "providers/data/embedded_catalog.json.gz is out of date: python -m providers.embedded"
+        "providers/data/embedded_catalog.json.gz is out of date: python -m ptplan.providers.embedded"
 
 
 def test_the_pack_round_trips_exactly():
@@ -37,7 +37,7 @@ def test_embedded_catalog_loads_the_pack(monkeypatch):
     """With the pack in place the CSVs are not parsed, and the catalog equals the parsed one
     (and the VM shares that flexible CUDs use are set)."""
     embedded_catalog.cache_clear()
-    monkeypatch.setattr("providers.embedded.parse_sources",
+    monkeypatch.setattr("ptplan.providers.embedded.parse_sources",
                         lambda: (_ for _ in ()).throw(AssertionError("CSV parsed")))
     try:
         cat = embedded_catalog()
@@ -67,8 +67,8 @@ def test_an_out_of_date_pack_is_not_used(monkeypatch):
         parsed.append(1)
         return parse_sources()
 
-    monkeypatch.setattr("providers.embedded.load_packed", lambda: packmod.unpack(stale))
-    monkeypatch.setattr("providers.embedded.parse_sources", counted)
+    monkeypatch.setattr("ptplan.providers.embedded.load_packed", lambda: packmod.unpack(stale))
+    monkeypatch.setattr("ptplan.providers.embedded.parse_sources", counted)
     embedded_catalog.cache_clear()
     try:
         assert list(embedded_catalog().offers) == parse_sources()[0]

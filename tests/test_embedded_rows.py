@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-import providers.embedded as embedded
+import ptplan.providers.embedded as embedded
 
 HEADER = ("InstanceType", "vCPUs", "MemoryGiB", "AcceleratorName", "AcceleratorCount",
           "GpuInfo", "Region", "AvailabilityZone", "Price", "SpotPrice")

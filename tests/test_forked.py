@@ -1,4 +1,4 @@
-"""The two-core frontier build (optimizer.core.forked, planner.frontier.build_frontiers).
+"""The two-core frontier build (ptplan.core.forked, planner.frontier.build_frontiers).
 
 Forking needs a single-threaded process, which the test runner is not (numpy's BLAS threads,
 the runner's own), so every fork here happens in a fresh interpreter started by the test.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.core import forked
+from ptplan.core import forked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ def _run(script: str, **env: str) -> str:
 def test_child_share_comes_back_in_order_packed_and_unpacked() -> None:
     out = _run("""
 import json, os
-from optimizer.core import forked
+from ptplan.core import forked
 assert forked.fork_ok(), "a fresh interpreter should be allowed to fork"
 parent = os.getpid()
 token = object()  # does not pickle by identity: packed as a key, unpacked to this object
@@ -76,7 +76,7 @@ print(json.dumps({
 def test_a_failed_child_share_is_computed_here(failure: str) -> None:
     out = _run(f"""
 import json, os, signal
-from optimizer.core import forked
+from ptplan.core import forked
 parent = os.getpid()
 def bad():
     if os.getpid() != parent:
@@ -95,7 +95,7 @@ print(json.dumps([list(g) for g in got]))
 def test_results_travel_as_they_are_without_pack_and_unpack() -> None:
     out = _run("""
 import json, os
-from optimizer.core import forked
+from ptplan.core import forked
 parent = os.getpid()
 got = forked.split_run([lambda k=k: (k, os.getpid() != parent) for k in range(3)], [1, 0, 1])
 print(json.dumps([list(g) for g in got]))
@@ -110,7 +110,7 @@ def test_a_failing_parent_job_stops_and_reaps_the_child(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     out = _run(f"""
 import json, os, time
-from optimizer.core import forked
+from ptplan.core import forked
 parent = os.getpid()
 PIDFILE = {str(pidfile)!r}
 def slow():
@@ -150,7 +150,7 @@ print(json.dumps({{"raised": raised, "elapsed": elapsed, "reaped": reaped}}))
 def test_no_process_to_fork_means_all_work_here() -> None:
     out = _run("""
 import json, os
-from optimizer.core import forked
+from ptplan.core import forked
 def refuse():
     raise BlockingIOError(11, "Resource temporarily unavailable")
 os.fork = refuse
@@ -173,16 +173,16 @@ def test_forked_frontiers_equal_the_serial_ones(all_in_child: bool) -> None:
     out = _run("""
 import json, os
 ALL_IN_CHILD = """ + repr(all_in_child) + """
-from optimizer.planner import frontier
-from policies.model import default_policy, parse_policy
+from ptplan.planner import frontier
+from ptplan.policies.model import default_policy, parse_policy
 policy = parse_policy("name: kv8\\nkv_cache_fp8: true\\n") if ALL_IN_CHILD else default_policy()
 if ALL_IN_CHILD:
     frontier.balance = lambda work: [1] * len(work)
 import numpy as np
-from optimizer.core import forked
-from optimizer.planner import engine
-from optimizer.spec.project import load_spec
-from providers.embedded import embedded_catalog
+from ptplan.core import forked
+from ptplan.planner import engine
+from ptplan.spec.project import load_spec
+from ptplan.providers.embedded import embedded_catalog
 calls = []
 real = forked._forked
 def spy(*a):
@@ -321,9 +321,9 @@ def test_balance_puts_the_largest_first_on_the_less_loaded_side() -> None:
 
 
 def test_pool_work_counts_groups_phases_and_remote_pools() -> None:
-    from optimizer.planner.candidates import PoolSpec
-    from optimizer.planner.frontier import frontier_work
-    from providers.base import Offer
+    from ptplan.planner.candidates import PoolSpec
+    from ptplan.planner.frontier import frontier_work
+    from ptplan.providers.base import Offer
 
     def offer(region: str, zone: str, cap_type: str, gpu: str = "H100") -> Offer:
         return Offer(provider="aws", region=region, zone=zone, instance_type=f"p5-{gpu}",
@@ -348,7 +348,7 @@ def test_the_cli_keeps_blas_single_threaded_unless_told(given: str | None, expec
     if given is not None:
         env["OPENBLAS_NUM_THREADS"] = given
     done = subprocess.run(
-        [sys.executable, "-c", "import os, optimizer.cli.app; "
+        [sys.executable, "-c", "import os, ptplan.cli.app; "
          "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')) "
          "if os.path.isdir('/proc/self/task') else 1)"],
         capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
@@ -363,7 +363,7 @@ def test_the_cli_keeps_blas_single_threaded_unless_told(given: str | None, expec
 @pytest.mark.parametrize("value", ["abc", "two", "-1", "1.5"])
 def test_a_workers_value_that_is_no_count_is_refused(monkeypatch: pytest.MonkeyPatch,
                                                      value: str) -> None:
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     monkeypatch.setenv(forked.WORKERS_ENV, value)
     with pytest.raises(InputError) as err:
@@ -374,7 +374,7 @@ def test_a_workers_value_that_is_no_count_is_refused(monkeypatch: pytest.MonkeyP
 
 def test_the_cli_refuses_a_bad_workers_value_in_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "optimizer.cli.app", "plan", "examples/grpo-7b.yaml"],
+        [sys.executable, "-m", "ptplan.cli.app", "plan", "examples/grpo-7b.yaml"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT), forked.WORKERS_ENV: "lots"})
     assert done.returncode == 2

@@ -29,10 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from policies.model import _default_text
-from providers.base import Offer, ReservedRate
-from providers.cache import OFFER_COLUMNS, RATE_COLUMNS, Pull, store_pull
+from ptplan.cli.app import app
+from ptplan.policies.model import _default_text
+from ptplan.providers.base import Offer, ReservedRate
+from ptplan.providers.cache import OFFER_COLUMNS, RATE_COLUMNS, Pull, store_pull
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"

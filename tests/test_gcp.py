@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.gcp import fetch_gcp
-from providers.gcp_machines import MACHINES
-from providers.gcp_skus import classify, read_price
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.gcp import fetch_gcp
+from ptplan.providers.gcp_machines import MACHINES
+from ptplan.providers.gcp_skus import classify, read_price
 
 DATA = Path(__file__).parent / "data" / "gcp"
 SKUS: list[dict[str, Any]] = json.loads((DATA / "skus.json").read_text())

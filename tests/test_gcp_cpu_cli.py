@@ -13,7 +13,7 @@ import yaml
 from test_gcp import FakeBilling
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -34,7 +34,7 @@ def test_agentic_plan_uses_pulled_cpu_types(fake: FakeBilling, tmp_path: Path) -
                             "--cache", str(db)])
     assert r.exit_code == 0, r.output + r.stderr
     assert "gcp: 52 offers (30 on-demand, 22 spot)" in r.stdout  # 31 GPU + 21 CPU offers
-    from providers.registry import load_catalog
+    from ptplan.providers.registry import load_catalog
 
     rows = {(o.instance_type, o.region, o.capacity_type): o.usd_per_hour
             for o in load_catalog(str(db)).cpu_offers}

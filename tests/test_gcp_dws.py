@@ -17,9 +17,9 @@ import pytest
 from test_gcp import FakeBilling
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import ProviderError
-from providers.gcp_machines import MACHINES
+from ptplan.cli.app import app
+from ptplan.core.errors import ProviderError
+from ptplan.providers.gcp_machines import MACHINES
 
 DATA = Path(__file__).parent / "data" / "gcp"
 DWS: list[dict[str, Any]] = json.loads((DATA / "dws_skus.json").read_text())
@@ -86,7 +86,7 @@ def test_pull_over_pages_prices_every_dws_machine_and_caches_it(fake: FakeBillin
     refresh = runner.invoke(app, ["prices", "refresh", "--provider", "gcp", "--endpoint",
                                   fake.url, "--cache", str(db)])
     assert refresh.exit_code == 0, refresh.output
-    from providers.registry import load_catalog
+    from ptplan.providers.registry import load_catalog
 
     cat = load_catalog(str(db))
     booked = {(o.instance_type, o.capacity_type): o for o in cat.block_offers
@@ -143,7 +143,7 @@ def test_missing_credentials_exit_3_like_the_refresh(monkeypatch: pytest.MonkeyP
     assert r.exit_code == 3
     assert "no GCP credentials found by Application Default Credentials" in r.stderr
     assert not db.exists()
-    from providers.gcp_dws import fetch_dws
+    from ptplan.providers.gcp_dws import fetch_dws
 
     with pytest.raises(ProviderError, match="gcloud auth application-default login"):
         fetch_dws()
@@ -164,7 +164,7 @@ def test_embedded_dws_rates_are_their_skus_times_the_machine() -> None:
     """Every row of providers/data/gcp_dws.csv recomputed from the SKU prices its derivation
     names and the machine's shape (providers/gcp_machines.py), and read into the catalog with
     its terms: flex-start at most 7 days, calendar mode in 24-h units up to 90 days."""
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
 
     rows = list(csv.DictReader((ROOT / "providers/data/gcp_dws.csv").read_text().splitlines()))
     for row in rows:

@@ -24,9 +24,9 @@ import grpc
 import pytest
 from test_gcp import SKUS, FakeBilling
 
-from optimizer.core.errors import ProviderError
-from providers.gcp import NO_SDK
-from providers.gcp_dws import SOURCE, fetch_dws
+from ptplan.core.errors import ProviderError
+from ptplan.providers.gcp import NO_SDK
+from ptplan.providers.gcp_dws import SOURCE, fetch_dws
 
 DATA = Path(__file__).parent / "data" / "gcp"
 DWS: list[dict[str, Any]] = json.loads((DATA / "dws_skus.json").read_text())

@@ -17,8 +17,8 @@ import grpc
 import pytest
 from test_gcp_dws_fetch import DWS, NOW, WHAT, Clock, GrpcBilling, _prices, billing, clock
 
-from optimizer.core.errors import ProviderError
-from providers.gcp_dws import fetch_dws
+from ptplan.core.errors import ProviderError
+from ptplan.providers.gcp_dws import fetch_dws
 
 __all__ = ["billing", "clock"]  # the fixtures, shared
 MEGA_OD_VM = 208 * 0.026924 + 1872 * 0.002344

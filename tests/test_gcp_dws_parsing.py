@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.core.errors import ProviderError
-from providers.base import Offer
-from providers.gcp import _Index
-from providers.gcp_dws import SOURCE, _build, _offer, dws_kind
-from providers.gcp_machines import MACHINES
-from providers.gcp_skus import Category, SkuHead
+from ptplan.core.errors import ProviderError
+from ptplan.providers.base import Offer
+from ptplan.providers.gcp import _Index
+from ptplan.providers.gcp_dws import SOURCE, _build, _offer, dws_kind
+from ptplan.providers.gcp_machines import MACHINES
+from ptplan.providers.gcp_skus import Category, SkuHead
 
 
 def _head(desc: str, group: str = "GPU", usage: str = "OnDemand") -> SkuHead:

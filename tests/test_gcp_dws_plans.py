@@ -24,10 +24,10 @@ from test_blocks import (
     with_booked,
 )
 
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.api import plan
-from providers.base import Catalog, Offer
-from providers.embedded import embedded_catalog
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.api import plan
+from ptplan.providers.base import Catalog, Offer
+from ptplan.providers.embedded import embedded_catalog
 
 TODAY = "2026-12-04"
 OD, FLEX, CAL = 92.21427, 44.851548, 48.189028

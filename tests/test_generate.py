@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.demand.model import build_demand
-from optimizer.spec.defaults import applied_defaults
-from optimizer.spec.project import load_spec, parse_spec
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.demand.model import build_demand
+from ptplan.spec.defaults import applied_defaults
+from ptplan.spec.project import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "generate-32b.yaml"

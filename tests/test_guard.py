@@ -15,12 +15,12 @@ from act_fakes import TOKEN, FakeAutoScaling, FakeGKE, FakeKube
 from test_aws import SECRET, aws_env
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
-from optimizer.render.targets import load_plan
-from optimizer.spend import act as act_mod
-from optimizer.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan
+from ptplan.render.targets import load_plan
+from ptplan.spend import act as act_mod
+from ptplan.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"
@@ -183,7 +183,7 @@ def test_cli_ok_and_input_errors(tmp_path: Path) -> None:
 
 # ---- --act ---------------------------------------------------------------------------------
 def _targets(name: str) -> Any:
-    from optimizer.cli.guard import act_targets
+    from ptplan.cli.guard import act_targets
 
     return act_targets(plan(name), "training", "ptplan", "my-proj")
 

@@ -16,11 +16,11 @@ import pytest
 from conftest import EXAMPLES, assert_one_line
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError, ProviderError
-from optimizer.core.yamlio import MAX_FILE_BYTES, parse_mapping, read_mapping
-from providers.base import Offer, ReservedRate
-from providers.cache import Pull, load_cache_catalog, store_pull
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.core.yamlio import MAX_FILE_BYTES, parse_mapping, read_mapping
+from ptplan.providers.base import Offer, ReservedRate
+from ptplan.providers.cache import Pull, load_cache_catalog, store_pull
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -260,7 +260,7 @@ def test_read_only_cache_has_its_own_message(cache_file: Path,
 def test_read_only_database_error_is_named(cache_file: Path) -> None:
     """SQLite's own refusal (a read-only file system, or a file the OS will not let us write)
     gets the read-only message, not 'not a ptplan price cache'."""
-    from providers import cache as cache_module
+    from ptplan.providers import cache as cache_module
 
     with pytest.raises(ProviderError, match="is read-only"):
         with cache_module._connect(cache_file, write=True) as con:
@@ -297,7 +297,7 @@ def test_custom_catalog_hazards_and_caps(tmp_path: Path, extra: str, field: str,
 def test_error_with_a_newline_stays_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     import typer
 
-    from optimizer.cli.common import _run
+    from ptplan.cli.common import _run
 
     def fail() -> None:
         raise InputError("value 'two\nlines' is bad; fix it")

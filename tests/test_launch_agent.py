@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from test_launch_frameworks import ENV, ROOT, _attr, _get, compose_verl, launch, parse_openrlhf
 
-from optimizer.render.frameworks import openrlhf_0_11, parse_framework
-from optimizer.spec.project import load_spec
+from ptplan.render.frameworks import openrlhf_0_11, parse_framework
+from ptplan.spec.project import load_spec
 
 SPEC = ROOT / "examples" / "agentic-swe-rl.yaml"
 AGENT_ENV = {**ENV, "AGENT_PATH": "/a/agent.py"}
@@ -23,15 +23,15 @@ AGENT_FIELDS = {"agent_multi_turn", "agent_loop", "agent_code", "agent_max_turns
 
 @functools.cache
 def _plan() -> Any:
-    from optimizer.planner.api import plan
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan
+    from ptplan.providers.registry import load_catalog
 
     return plan(load_spec(str(SPEC)), load_catalog("embedded"), explain=False, timings=False)
 
 
 def agent_launch(framework: str) -> dict[str, Any]:
-    from optimizer.render.context import build_context
-    from optimizer.render.facts import facts_for
+    from ptplan.render.context import build_context
+    from ptplan.render.facts import facts_for
 
     p = _plan()
     facts = replace(facts_for(p, load_spec(str(SPEC))), framework=parse_framework(framework))

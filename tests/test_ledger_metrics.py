@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.core.errors import InputError
-from optimizer.ledger import metrics as mx
+from ptplan.core.errors import InputError
+from ptplan.ledger import metrics as mx
 
 VERL_STEP = {  # a veRL 0.9 PPO step as its file logger writes it (verl/utils/tracking.py)
     "timing_s/gen": 41.5, "timing_s/reward": 2.0, "timing_s/old_log_prob": 6.0,

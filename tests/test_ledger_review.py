@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_seed import SEED
 
-from optimizer.ledger import db
-from optimizer.ledger.records import Cost, RunRecord, load_runs, record
-from optimizer.ledger.review import Thresholds, review
+from ptplan.ledger import db
+from ptplan.ledger.records import Cost, RunRecord, load_runs, record
+from ptplan.ledger.review import Thresholds, review
 
 ledger_url = ledger_support.ledger_url
 pg_server = ledger_support.pg_server

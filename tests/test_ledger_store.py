@@ -15,9 +15,9 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.core.errors import InputError
-from optimizer.ledger import db
-from optimizer.ledger.records import (
+from ptplan.core.errors import InputError
+from ptplan.ledger import db
+from ptplan.ledger.records import (
     Cost,
     Result,
     RunRecord,

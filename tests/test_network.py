@@ -1,7 +1,7 @@
 """Network egress: paths, the zone model, split regions, staging and copies, and the verifier.
 
 Expected figures are recomputed here from the model's definition in
-:mod:`optimizer.costs.network`: weight sync moves steps × W GB into every rollout node, W = params ×
+:mod:`ptplan.costs.network`: weight sync moves steps × W GB into every rollout node, W = params ×
 2 B (bf16); nodes outside the trainer's zone pay the catalog's cross-zone rate on it.
 """
 
@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, small_spec
 
-from optimizer.core.errors import InfeasibleError
-from optimizer.costs.network import continent, path_between
-from optimizer.plan.schema import Plan
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.api import plan
-from policies.check import check_plan
-from policies.model import Policy, default_policy, parse_policy
-from providers.base import Catalog, EgressRate, StorageTier
+from ptplan.core.errors import InfeasibleError
+from ptplan.costs.network import continent, path_between
+from ptplan.plan.schema import Plan
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.api import plan
+from ptplan.policies.check import check_plan
+from ptplan.policies.model import Policy, default_policy, parse_policy
+from ptplan.providers.base import Catalog, EgressRate, StorageTier
 
 W_GB = 1.54 * 2.0  # small_spec: 1.54 B parameters in bf16
 STEPS = 200
@@ -262,8 +262,8 @@ def test_dataset_staging_and_checkpoint_copies_are_priced():
 
 @pytest.mark.parametrize("bad", ["us-east-1", "aws:", ":x", "a:b:c d"])
 def test_bad_place_refs_are_rejected(bad):
-    from optimizer.core.errors import InputError
-    from optimizer.spec.project import parse_spec
+    from ptplan.core.errors import InputError
+    from ptplan.spec.project import parse_spec
 
     data = small_spec().model_dump(mode="json", exclude_none=True)
     data["data"]["source"] = bad
@@ -336,8 +336,8 @@ def test_option_bounds_never_exceed_a_plan_using_the_option(cross_zone):
 
     import numpy as np
 
-    from optimizer.planner.engine import prepare
-    from optimizer.planner.option_bounds import option_bounds
+    from ptplan.planner.engine import prepare
+    from ptplan.planner.option_bounds import option_bounds
 
     spec = small_spec(pipeline="async", sla={"deadline_hours": None},
                       placement={"max_nodes_per_pool": 3})

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from optimizer.demand import agent as ag
-from optimizer.demand.inference import Rollout
-from optimizer.demand.lengths import LengthDist
-from optimizer.spec.agent import Agent, Sandbox, ToolLatency, Turns
+from ptplan.demand import agent as ag
+from ptplan.demand.inference import Rollout
+from ptplan.demand.lengths import LengthDist
+from ptplan.spec.agent import Agent, Sandbox, ToolLatency, Turns
 
 EXACT = {"rel": 1e-9, "abs": 0}
 CTX = 1000.0 + 500.0

@@ -1,4 +1,4 @@
-"""The demand model's cells (``optimizer.demand.cells``) by hand: precisions per phase, the
+"""The demand model's cells (``ptplan.demand.cells``) by hand: precisions per phase, the
 training job of an update part, a phase's latency floor, its timing on a pool and the cell of
 a phase that does not fit (docs/testing.md, mutation testing of ``cells.py``).
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, example_dict
 
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand.cells import (
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand.cells import (
     Conditions,
     Timing,
     _part_floor,
@@ -26,8 +26,8 @@ from optimizer.demand.cells import (
     precision_options,
     train_job,
 )
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import load_spec, parse_spec
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import load_spec, parse_spec
 
 
 def _demand(name: str, **data: Any) -> Any:

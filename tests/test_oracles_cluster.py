@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 from conftest import EXAMPLES
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import gpus
-from optimizer.demand.cluster import run_on_cluster
-from optimizer.demand.model import build_demand
-from optimizer.demand.rates import phase_rates
-from optimizer.spec.project import load_spec
-from policies.model import default_policy
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import gpus
+from ptplan.demand.cluster import run_on_cluster
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import phase_rates
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import default_policy
 
 POOL = {"rollout": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update"}
 
@@ -88,7 +88,7 @@ def test_sft_has_no_weight_sync() -> None:
 
 def test_a_phase_with_no_allowed_precision_is_named(spec) -> None:
     """A policy allowing only fp8 generation, on T4s (no fp8): no rate for rollout."""
-    from policies.model import Policy
+    from ptplan.policies.model import Policy
 
     policy = Policy.model_validate({"name": "fp8-only",
                                     "phases": {"rollout": {"precisions": ["fp8"]}}})

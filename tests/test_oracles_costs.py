@@ -31,14 +31,14 @@ from oracles import (
 )
 from planner_fixtures import offer, small_catalog, small_spec
 
-from optimizer.costs.network import path_between
-from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel
-from optimizer.plan.schema import Plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import load_spec
-from policies.model import Policy, default_policy
-from providers.base import EgressRate, StorageTier
-from providers.embedded import embedded_catalog
+from ptplan.costs.network import path_between
+from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel
+from ptplan.plan.schema import Plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import EgressRate, StorageTier
+from ptplan.providers.embedded import embedded_catalog
 
 
 def _money(x: str) -> float:
@@ -260,8 +260,8 @@ def test_checkpoint_classes_equal_the_reference(steps, every, keep, arch) -> Non
     """Checkpoint lifetimes and counts (including a run that does not end on a checkpoint, an
     archived checkpoint among the last hot ones and a run with a single checkpoint) against
     the reference, on every tier."""
-    from optimizer.costs.storage import data_classes
-    from optimizer.demand.model import build_demand
+    from ptplan.costs.storage import data_classes
+    from ptplan.demand.model import build_demand
 
     spec = small_spec(data={"steps": steps}, checkpoints={
         "every_steps": every, "keep_hot": keep, "archive_every": arch, "retention_days": 7})
@@ -359,8 +359,8 @@ def test_cross_region_flows_by_hand() -> None:
     every archived checkpoint (2 given) and the final one (weights-only, 3.08 GB) are copied
     once to r2, a region of no known continent: ``inter_continent``, priced at the
     ``inter_region`` row where the catalog has no ``inter_continent`` row."""
-    from optimizer.costs.network import network_model
-    from optimizer.demand.model import build_demand
+    from ptplan.costs.network import network_model
+    from ptplan.demand.model import build_demand
 
     spec = small_spec(data={"source": "other:far"}, checkpoints={"copy_to": "lab:r2"})
     demand = build_demand(spec)

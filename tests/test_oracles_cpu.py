@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from optimizer.costs.cpu import (
+from ptplan.costs.cpu import (
     PREP_HOURS,
     CpuChoice,
     CpuNeed,
@@ -29,10 +29,10 @@ from optimizer.costs.cpu import (
     nodes_for,
     steps_episodes,
 )
-from optimizer.demand.model import Demand
-from optimizer.spec.project import parse_spec
-from policies.model import Policy, default_policy
-from providers.base import Offer
+from ptplan.demand.model import Demand
+from ptplan.spec.project import parse_spec
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Offer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -27,9 +27,9 @@ from test_oracles_cpu import (
     exact,
 )
 
-from optimizer.costs.cpu import CpuNeed, CpuPoolModel, cpu_pool_model
-from policies.model import Policy, default_policy
-from providers.base import Catalog, Offer
+from ptplan.costs.cpu import CpuNeed, CpuPoolModel, cpu_pool_model
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Catalog, Offer
 
 EU_OD = cpu("c7i.16xlarge", 64, 128, 3.22728, region="eu-central-1")
 EU_SPOT = cpu("c7i.16xlarge", 64, 128, 1.290912, "spot", region="eu-central-1")

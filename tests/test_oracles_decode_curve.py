@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from optimizer.demand.decode import DecodeCurve, DecodeOption
-from optimizer.demand.inference import AsyncModel
-from optimizer.demand.lengths import fixed
+from ptplan.demand.decode import DecodeCurve, DecodeOption
+from ptplan.demand.inference import AsyncModel
+from ptplan.demand.lengths import fixed
 
 
 def _option(gpus: int, batch: int, per_seq: float, floor: float) -> DecodeOption:

@@ -9,9 +9,9 @@ import math
 import pytest
 from conftest import EXAMPLES
 
-from optimizer.demand.model import build_demand
-from optimizer.planner.candidates import layouts
-from optimizer.spec.project import load_spec
+from ptplan.demand.model import build_demand
+from ptplan.planner.candidates import layouts
+from ptplan.spec.project import load_spec
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
-from optimizer.demand import lengths as ld
-from optimizer.demand.model import build_demand, response_lengths
-from optimizer.spec.project import load_spec, parse_spec
+from ptplan.demand import lengths as ld
+from ptplan.demand.model import build_demand, response_lengths
+from ptplan.spec.project import load_spec, parse_spec
 
 
 def _demand(name: str) -> Any:

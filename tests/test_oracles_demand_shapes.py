@@ -9,12 +9,12 @@ import dataclasses
 import pytest
 from conftest import EXAMPLES
 
-from optimizer.core.hardware import gpus
-from optimizer.demand import inference as inf
-from optimizer.demand.decode import Conditions, decode_engine
-from optimizer.demand.lengths import fixed
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import load_spec
+from ptplan.core.hardware import gpus
+from ptplan.demand import inference as inf
+from ptplan.demand.decode import Conditions, decode_engine
+from ptplan.demand.lengths import fixed
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import load_spec
 
 
 def _spec(tmp_path, example: str, old: str, new: str):
@@ -149,7 +149,7 @@ def test_eval_less_often_than_the_run_has_steps(tmp_path) -> None:
 def test_histogram_lengths_are_clipped_to_one_and_the_cap() -> None:
     """Bins at 0, 1,000 and 9,000 tokens (shares 1 : 2 : 1) under a 4,096.5 cap: lengths 1,
     1,000 and 4,096.5, weights ¼, ½, ¼, cap rounded up to 4,097; mean (1 + 2,000 + 4,096.5) / 4."""
-    from optimizer.demand.lengths import from_histogram
+    from ptplan.demand.lengths import from_histogram
 
     d = from_histogram([(0.0, 1.0), (1000.0, 2.0), (9000.0, 1.0)], 4096.5)
     assert d.lengths.tolist() == [1.0, 1000.0, 4096.5]
@@ -161,7 +161,7 @@ def test_histogram_lengths_are_clipped_to_one_and_the_cap() -> None:
 def test_quantile_lengths_are_clipped_to_one_and_the_cap() -> None:
     """A quantile function from 0 at u = 0 to 10,000 at u = 1, capped at 4,096: no length below
     1 or above 4,096; the median point (u = 0.5 ± half a step) sits near 5,000 → 4,096."""
-    from optimizer.demand.lengths import from_quantiles
+    from ptplan.demand.lengths import from_quantiles
 
     d = from_quantiles([(0.0, 0.0), (1.0, 10000.0)], 4096.0)
     assert d.lengths.min() >= 1.0 and d.lengths.max() == 4096.0
@@ -171,7 +171,7 @@ def test_quantile_lengths_are_clipped_to_one_and_the_cap() -> None:
 
 def test_short_quantile_lengths_are_at_least_one_token() -> None:
     """0 to 10 tokens over u: the lowest points (10 × 0.5 / K < 1) are raised to 1 token."""
-    from optimizer.demand.lengths import from_quantiles
+    from ptplan.demand.lengths import from_quantiles
 
     d = from_quantiles([(0.0, 0.0), (1.0, 10.0)], 4096.0)
     assert d.lengths.min() == 1.0 and d.lengths.max() < 10.0
@@ -199,8 +199,8 @@ def test_run_on_cluster_names_bad_inputs() -> None:
     """``run_on_cluster`` (``ptplan estimate --cluster``): an unknown mode, sync or async
     without per-pool GPUs for rollout and update, and an unknown GPU are one-line input
     errors."""
-    from optimizer.core.errors import InputError
-    from optimizer.demand.cluster import run_on_cluster
+    from ptplan.core.errors import InputError
+    from ptplan.demand.cluster import run_on_cluster
 
     spec = load_spec(str(EXAMPLES / "grpo-7b.yaml"))
     with pytest.raises(InputError) as exc:
@@ -219,7 +219,7 @@ def test_run_on_cluster_names_bad_inputs() -> None:
 
 def test_run_on_cluster_async_and_sync_both_run() -> None:
     spec = load_spec(str(EXAMPLES / "grpo-7b.yaml"))
-    from optimizer.demand.cluster import run_on_cluster
+    from ptplan.demand.cluster import run_on_cluster
 
     for mode in ("sync", "async"):
         r = run_on_cluster(spec, "H100", 16, 8, mode, {"rollout": 8, "update": 8})
@@ -229,7 +229,7 @@ def test_run_on_cluster_async_and_sync_both_run() -> None:
 def test_ppo_checkpoint_holds_the_critic_too(tmp_path) -> None:
     """Policy and critic (same 7.6 B shape), bf16 weights + optimizer state: (7.6 + 7.6) ×
     (2 + 16 − 4) = 212.8 GB per checkpoint."""
-    from optimizer.demand.model import checkpoint_gb
+    from ptplan.demand.model import checkpoint_gb
 
     assert checkpoint_gb(_ppo(tmp_path)) == pytest.approx(212.8, rel=1e-12)
 
@@ -237,7 +237,7 @@ def test_ppo_checkpoint_holds_the_critic_too(tmp_path) -> None:
 def test_checkpoint_without_extra_optimizer_bytes(tmp_path) -> None:
     """``adam_bytes_per_param: 4`` leaves no optimizer state beyond the weights' 4 bytes: an SFT
     checkpoint is the bf16 weights alone, 8.03 × 2 GB."""
-    from optimizer.demand.model import checkpoint_gb
+    from ptplan.demand.model import checkpoint_gb
 
     spec = _spec(tmp_path, "sft-8b", "\neval:\n", "\nefficiency:\n  adam_bytes_per_param: 4\n"
                  "eval:\n")
@@ -249,7 +249,7 @@ def test_lora_adapter_sizes_by_hand(tmp_path) -> None:
     32,112,640 parameters; a checkpoint holds them at 2 + (16 − 4) = 14 bytes each (bf16 weights
     and optimizer state), 0.44957696 GB, of which the weights are 2 bytes: 0.06422528 GB; the
     actor trains at rank 16."""
-    from optimizer.costs.storage import weights_gb
+    from ptplan.costs.storage import weights_gb
 
     spec = _spec(tmp_path, "grpo-7b", "  finetune: full\n", "  finetune: lora\n  lora_rank: 16\n")
     d = build_demand(spec)

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from optimizer.costs.disks import DiskModel, block_tier, disk_usd_per_hour
-from providers.base import Catalog, StorageTier
+from ptplan.costs.disks import DiskModel, block_tier, disk_usd_per_hour
+from ptplan.providers.base import Catalog, StorageTier
 
 
 def exact(x: Any) -> Any:

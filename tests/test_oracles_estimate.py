@@ -2,7 +2,7 @@
 testing of ``optimizer/demand/estimate.py``).
 
 The reference composes the report from the demand layer's inputs (``build_demand`` and the
-per-phase cells of ``optimizer.demand.cells.phase_cell``), restating what ``estimate`` derives
+per-phase cells of ``ptplan.demand.cells.phase_cell``), restating what ``estimate`` derives
 from them: the default precision per GPU (bf16, else fp16, else fp32), which precisions a phase
 takes, the reference pool's figures (tokens per second = tokens ÷ (GPU-hours × 3600), busy hours
 = GPU-hours ÷ reference GPUs, the latency floor), the decode report of a generation run (replicas
@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES, example_dict
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand.cells import phase_cell
-from optimizer.demand.estimate import _round, estimate
-from optimizer.demand.model import build_demand
-from optimizer.spec.defaults import applied_defaults
-from optimizer.spec.project import ProjectSpec, load_spec, parse_spec
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand.cells import phase_cell
+from ptplan.demand.estimate import _round, estimate
+from ptplan.demand.model import build_demand
+from ptplan.spec.defaults import applied_defaults
+from ptplan.spec.project import ProjectSpec, load_spec, parse_spec
 
 ALL = ("fp32", "bf16", "fp16", "fp8", "int8")
 TRAIN = ("fp32", "bf16", "fp16", "fp8")

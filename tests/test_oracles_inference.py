@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from inference_engines import eff, engine, gpu, model
 
-from optimizer.demand.inference import (
+from ptplan.demand.inference import (
     ceil_div,
     precision_time_factor,
     prefill_seconds_per_token,

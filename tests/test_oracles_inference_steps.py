@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from inference_engines import engine, lengths
 
-from optimizer.demand.inference import (
+from ptplan.demand.inference import (
     Rollout,
     StepModel,
     _drain_seconds,

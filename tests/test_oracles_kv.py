@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 from conftest import EXAMPLES
 
-from optimizer.core.hardware import gpus
-from optimizer.demand.decode import Conditions, decode_engine, kv_element_bytes
-from optimizer.demand.inference import kv_bytes_per_token, replica_gpus_for
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import load_spec
+from ptplan.core.hardware import gpus
+from ptplan.demand.decode import Conditions, decode_engine, kv_element_bytes
+from ptplan.demand.inference import kv_bytes_per_token, replica_gpus_for
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import load_spec
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +101,8 @@ def test_async_decode_step_by_hand(grpo) -> None:
     longest response alone."""
     import numpy as np
 
-    from optimizer.demand import inference as inf
-    from optimizer.demand.lengths import fixed
+    from ptplan.demand import inference as inf
+    from ptplan.demand.lengths import fixed
 
     spec, part = grpo
     eng = decode_engine(part, gpus()["H100"], "fp8", spec, 0, Conditions(8))

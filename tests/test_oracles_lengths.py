@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optimizer.demand.lengths import (
+from ptplan.demand.lengths import (
     LengthDist,
     fixed,
     from_histogram,

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from planner_fixtures import small_catalog, small_spec
 
-from optimizer.costs.network import network_model
-from optimizer.demand.model import build_demand
-from providers.base import EgressRate
+from ptplan.costs.network import network_model
+from ptplan.demand.model import build_demand
+from ptplan.providers.base import EgressRate
 
 W = 1.54 * 2  # GB of bf16 weights per rollout node per step (small_spec: 1.54 B params)
 STEPS = 200
@@ -98,7 +98,7 @@ def test_sft_moves_no_weights_and_stages_at_the_trainer() -> None:
     copy_to copies the archived checkpoints plus the final one (examples/sft-8b.yaml writes 4)."""
     from conftest import example_dict
 
-    from optimizer.spec.project import parse_spec
+    from ptplan.spec.project import parse_spec
 
     d = example_dict("sft-8b.yaml")
     d["data"]["source"] = "lab:eu-west-1"
@@ -139,7 +139,7 @@ def test_no_checkpoint_written_adds_no_final_copy() -> None:
 def test_continents_of_region_names(region: str, continent: str) -> None:
     """AWS and GCP region names by continent (Sydney and Melbourne are Oceania, the rest of
     ap- Asia); a name no prefix matches is unknown (priced inter_continent)."""
-    from optimizer.costs.network import continent as continent_of
+    from ptplan.costs.network import continent as continent_of
 
     assert continent_of(region) == continent
 

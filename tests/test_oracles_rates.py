@@ -1,8 +1,8 @@
-"""Phase rates (``optimizer.demand.rates``) against a reference restated here (docs/testing.md,
+"""Phase rates (``ptplan.demand.rates``) against a reference restated here (docs/testing.md,
 mutation testing of ``rates.py``).
 
 The reference restates, from the demand layer's per-phase cells
-(``optimizer.demand.cells.phase_cell``) and the spec and policy, what ``phase_rates`` derives:
+(``ptplan.demand.cells.phase_cell``) and the spec and policy, what ``phase_rates`` derives:
 the precisions a phase may use on a GPU (the phase's own ∩ the spec's — eval following rollout
 — ∩ the policy's ∩ the GPU's; the update bf16 by default, else fp16, else fp32), the
 conditions it runs under (node size, colocation with training for RL only, the policy's fp8
@@ -25,12 +25,12 @@ import pytest
 import yaml
 from conftest import EXAMPLES
 
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand.cells import Conditions, phase_cell
-from optimizer.demand.model import build_demand
-from optimizer.demand.rates import PhaseRate, allowed_precisions, gpu_precisions, phase_rates
-from optimizer.spec.project import load_spec, parse_spec
-from policies.model import Policy, default_policy, parse_policy
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand.cells import Conditions, phase_cell
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import PhaseRate, allowed_precisions, gpu_precisions, phase_rates
+from ptplan.spec.project import load_spec, parse_spec
+from ptplan.policies.model import Policy, default_policy, parse_policy
 
 ALL = ("fp32", "bf16", "fp16", "fp8", "int8")
 TRAIN = ("fp32", "bf16", "fp16", "fp8")

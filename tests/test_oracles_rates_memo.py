@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from conftest import EXAMPLES
 
-import optimizer.demand.rates as rates_mod
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand.model import build_demand
-from optimizer.demand.rates import phase_rates
-from optimizer.spec.project import load_spec
-from policies.model import Policy, parse_policy
+import ptplan.demand.rates as rates_mod
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import phase_rates
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import Policy, parse_policy
 
 
 def _demand(name: str) -> Any:

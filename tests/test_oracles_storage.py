@@ -18,11 +18,11 @@ from conftest import EXAMPLES
 from oracles import checkpoint_classes, class_on_tier
 from planner_fixtures import small_catalog
 
-from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel, data_classes
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import load_spec
-from policies.model import default_policy
-from providers.base import StorageTier
+from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel, data_classes
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import StorageTier
 
 
 def _tier(name: str, price: float, min_days: float = 0.0, fee: float = 0.0,
@@ -128,8 +128,8 @@ def test_archived_lora_weights_are_the_adapter_in_bf16(with_optimizer: bool, ada
     (32,112,640 × 2 B = 0.06422528 GB), whatever the full checkpoint holds besides.
     Regression: with ``checkpoints.with_optimizer: false`` the checkpoint already is the
     weights, and the archive was taken as 2/14 of it (0.0091750 GB)."""
-    from optimizer.costs.storage import weights_gb
-    from optimizer.spec.project import parse_spec
+    from ptplan.costs.storage import weights_gb
+    from ptplan.spec.project import parse_spec
 
     spec = parse_spec(_grpo(model={"finetune": "lora", "lora_rank": 16},
                             checkpoints={"with_optimizer": with_optimizer},
@@ -150,8 +150,8 @@ def test_archived_full_weights_are_the_policy_in_bf16(with_optimizer: bool) -> N
     with or without optimizer state in the checkpoint, and without a PPO critic's weights
     (its checkpoint holds the critic too: (7.6 + 7.6) × 14 = 212.8 GB with state, × 2 =
     30.4 GB without)."""
-    from optimizer.costs.storage import weights_gb
-    from optimizer.spec.project import parse_spec
+    from ptplan.costs.storage import weights_gb
+    from ptplan.spec.project import parse_spec
 
     grpo = build_demand(parse_spec(_grpo(checkpoints={"with_optimizer": with_optimizer})))
     assert weights_gb(grpo) == pytest.approx(15.2, rel=1e-12)

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from test_oracles_train_memory import ref_activations, ref_state
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.training import Layout, TrainJob, _candidates, choose_layout
-from optimizer.spec.project import Efficiency, ModelBlock
+from ptplan.core.hardware import GPU
+from ptplan.demand.training import Layout, TrainJob, _candidates, choose_layout
+from ptplan.spec.project import Efficiency, ModelBlock
 
 MAX_GPUS = 8192
 TP = (1, 2, 4, 8, 16)

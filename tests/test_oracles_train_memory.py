@@ -22,9 +22,9 @@ import math
 
 import pytest
 
-from optimizer.demand.training import MAX_TRAIN_GPUS, Layout, TrainJob, _fit, memory_bytes
-from optimizer.spec.efficiency import Efficiency
-from optimizer.spec.project import ModelBlock
+from ptplan.demand.training import MAX_TRAIN_GPUS, Layout, TrainJob, _fit, memory_bytes
+from ptplan.spec.efficiency import Efficiency
+from ptplan.spec.project import ModelBlock
 
 GIB = 2.0 ** 30
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.training import (
+from ptplan.core.hardware import GPU
+from ptplan.demand.training import (
     Layout,
     LayoutCurve,
     TrainCell,
@@ -33,7 +33,7 @@ from optimizer.demand.training import (
     _time_per_token,
     _undominated,
 )
-from optimizer.spec.project import Efficiency, ModelBlock
+from ptplan.spec.project import Efficiency, ModelBlock
 
 GIB = 2.0 ** 30
 EXACT = 1e-12

@@ -18,12 +18,12 @@ import pytest
 import yaml
 from conftest import assert_one_line, example_dict
 
-from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
-from optimizer.plan.verify import verify_against_spec, verify_plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import ProjectSpec, parse_spec
-from providers.embedded import embedded_catalog
+from ptplan.core.errors import InfeasibleError, InputError
+from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
+from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import ProjectSpec, parse_spec
+from ptplan.providers.embedded import embedded_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,14 +144,14 @@ def test_cli_plan_shows_other_costs(tmp_path: Path) -> None:
     d["other_costs"] = {"annotation_usd": 3000, "ops_usd_per_hour": 40}
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(d))
-    r = subprocess.run([sys.executable, "-m", "optimizer.cli.app", "plan", str(path),
+    r = subprocess.run([sys.executable, "-m", "ptplan.cli.app", "plan", str(path),
                         "--no-timings"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "+ other $" in r.stdout and "annotation $3000.00" in r.stdout
     bad = tmp_path / "b.yaml"
     d["other_costs"] = {"annotation_usd": -3}
     bad.write_text(yaml.safe_dump(d))
-    r = subprocess.run([sys.executable, "-m", "optimizer.cli.app", "plan", str(bad)],
+    r = subprocess.run([sys.executable, "-m", "ptplan.cli.app", "plan", str(bad)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
@@ -172,8 +172,8 @@ def test_json_schema_validates_a_plan_with_other_costs() -> None:
 def test_review_samples_without_eval_is_zero() -> None:
     """No ``eval`` block and no ``human_review_samples``: no evaluated sample to review, 0
     (docs/spec.md, ``other_costs.human_review_samples``: default every evaluated sample)."""
-    from optimizer.costs.other import reviewed_samples
-    from optimizer.demand.model import build_demand
+    from ptplan.costs.other import reviewed_samples
+    from ptplan.demand.model import build_demand
 
     d = example_dict("grpo-7b.yaml")
     d.pop("eval")
@@ -189,8 +189,8 @@ def test_sub_dollar_lines_are_kept_and_zero_lines_dropped() -> None:
     """Every positive amount is a line, however small: $0.50 + $0.40 + $0.99 fixed, review
     $0.01 x 24,000 samples = $240, ops $0.25/h; fixed = 0.50 + 0.40 + 0.99 + 240 = 241.89, so
     10 h cost 241.89 + 0.25 x 10 = 244.39. A zero amount is no line at all."""
-    from optimizer.costs.other import other_cost_model
-    from optimizer.demand.model import build_demand
+    from ptplan.costs.other import other_cost_model
+    from ptplan.demand.model import build_demand
 
     small = {"data_collection_usd": 0.5, "annotation_usd": 0.4, "ab_test_usd": 0.99,
              "human_review_usd_per_sample": 0.01, "ops_usd_per_hour": 0.25}

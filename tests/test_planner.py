@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, scale_prices, small_catalog, small_spec
 
-from optimizer.core.errors import InfeasibleError
-from optimizer.plan.schema import Plan
-from optimizer.plan.verify import verify_against_spec, verify_plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import load_spec
-from providers.base import Catalog
-from providers.embedded import embedded_catalog
+from ptplan.core.errors import InfeasibleError
+from ptplan.plan.schema import Plan
+from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import load_spec
+from ptplan.providers.base import Catalog
+from ptplan.providers.embedded import embedded_catalog
 
 
 def cost(p: Plan) -> float:
@@ -111,7 +111,7 @@ def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
     layouts' splits are skipped: their relaxed optimum is above the async plan). Since each
     site's search splits only what its own plans contest, the plan with the explanation
     runs 9 split searches here (it ran about 20 per layout before)."""
-    import optimizer.planner.capacity as capacity
+    import ptplan.planner.capacity as capacity
 
     calls = {"n": 0}
     search = capacity._split_search
@@ -134,7 +134,7 @@ def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
 def test_boot_disks_are_optimised_and_match_brute_force():
     """Boot disks are a per-node price: an expensive block tier moves the plan to fewer nodes,
     and the planner still finds the brute force's optimum (which prices every node's disk)."""
-    from providers.base import StorageTier
+    from ptplan.providers.base import StorageTier
 
     spec = small_spec(sla={"deadline_hours": 40.0})
     base = small_catalog()
@@ -342,9 +342,9 @@ def test_prefilters_leave_every_frontier_unchanged(example, monkeypatch):
     exactly the same, columns and order."""
     import math
 
-    import optimizer.planner.group_filter as group_filter
-    import optimizer.planner.pareto as pareto
-    from optimizer.planner.engine import prepare
+    import ptplan.planner.group_filter as group_filter
+    import ptplan.planner.pareto as pareto
+    from ptplan.planner.engine import prepare
 
     spec = load_spec(f"examples/{example}")
     catalog = embedded_catalog()
@@ -367,9 +367,9 @@ def test_frontiers_built_in_region_chunks_equal_one_build(chunk, monkeypatch):
     filtered before the next: the frontiers of the RL example on the whole catalog, with the
     split-regions policy (cross-region rollout entries too), must equal one build of all
     regions at once, columns and order."""
-    import optimizer.planner.pool_frontier as pool_frontier
-    from optimizer.planner.engine import prepare
-    from policies.model import default_policy
+    import ptplan.planner.pool_frontier as pool_frontier
+    from ptplan.planner.engine import prepare
+    from ptplan.policies.model import default_policy
 
     spec = load_spec("examples/grpo-7b.yaml")
     catalog = embedded_catalog()
@@ -394,10 +394,10 @@ def test_merged_frontier_equals_a_full_rebuild():
     a sequence of splits like the search's: one offer, then two, shares of 0 (the offer is
     dropped) and above (a regression: a share of 0 of one offer and then of two reused the
     first cached frontier, which still held the second offer)."""
-    from optimizer.planner.engine import prepare
-    from optimizer.planner.frontier import sites_of
-    from optimizer.planner.merged_frontier import merged_frontier
-    from optimizer.planner.pool_frontier import pool_frontier
+    from ptplan.planner.engine import prepare
+    from ptplan.planner.frontier import sites_of
+    from ptplan.planner.merged_frontier import merged_frontier
+    from ptplan.planner.pool_frontier import pool_frontier
 
     spec = load_spec("examples/opd-8b-from-32b.yaml")
     ctx = prepare(spec, embedded_catalog())
@@ -434,7 +434,7 @@ def test_egress_dominance_drops_options_no_plan_would_choose():
     slow_cheap (3 h, $50/h, $40) is cheaper per hour than all: kept."""
     import numpy as np
 
-    from optimizer.planner.pareto import egress_dominated
+    from ptplan.planner.pareto import egress_dominated
 
     names = ["b", "a", "a2", "fast", "slow_cheap"]
     t = np.array([2.0, 2.0, 2.0, 1.0, 3.0])
@@ -452,9 +452,9 @@ def test_busy_grids_shared_by_effective_nodes_equal_grids_computed_alone(monkeyp
     (``busy_grid._by_effective_nodes``: each distinct value computed once). Computed grid by
     grid instead, every frontier of the RL example on the whole catalog, and the rate each
     option picks per phase, must be exactly the same."""
-    import optimizer.planner.busy_grid as busy_grid
-    import optimizer.planner.pool_frontier as pool_frontier
-    from optimizer.planner.engine import prepare
+    import ptplan.planner.busy_grid as busy_grid
+    import ptplan.planner.pool_frontier as pool_frontier
+    from ptplan.planner.engine import prepare
 
     spec = load_spec("examples/grpo-7b.yaml")
     catalog = embedded_catalog()
@@ -497,8 +497,8 @@ def test_an_offer_capped_below_one_node_is_refused_naming_it():
 
     from planner_fixtures import small_catalog, small_spec
 
-    from optimizer.core.errors import InputError
-    from optimizer.planner.api import plan
+    from ptplan.core.errors import InputError
+    from ptplan.planner.api import plan
 
     cat = small_catalog()
     zero = replace(cat.offers[0], max_nodes=0)

@@ -8,15 +8,15 @@ import pytest
 from planner_fixtures import scale_prices, small_catalog, small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import gpus
-from optimizer.demand.model import build_demand
-from optimizer.demand.rates import phase_rates
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.api import plan
-from policies.check import check_plan
-from policies.model import default_policy, load_policy, parse_policy
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import gpus
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import phase_rates
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.api import plan
+from ptplan.policies.check import check_plan
+from ptplan.policies.model import default_policy, load_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -180,10 +180,10 @@ def test_check_cli_names_policy_rules(tmp_path):
 def test_policy_narrowing_providers_does_not_blame_the_spec():
     """A spec that names aws and gcp, under a policy that allows only aws, plans on aws; a
     provider name the catalog lacks is still reported as the spec's typo."""
-    from optimizer.core.errors import InputError
-    from optimizer.planner.api import plan
-    from optimizer.spec.project import load_spec
-    from providers.registry import load_catalog
+    from ptplan.core.errors import InputError
+    from ptplan.planner.api import plan
+    from ptplan.spec.project import load_spec
+    from ptplan.providers.registry import load_catalog
 
     spec = load_spec("examples/grpo-7b.yaml")
     assert {"aws", "gcp"} <= set(spec.placement.providers or [])
@@ -258,7 +258,7 @@ def test_check_against_spec_uses_the_plans_policy(tmp_path, spec_kw, policy_text
     violations (it had both: the recomputation used the default policy)."""
     import yaml
 
-    from optimizer.plan.verify import verify_against_spec
+    from ptplan.plan.verify import verify_against_spec
 
     spec = small_spec(**spec_kw)
     pol = policy(policy_text)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import providers.cache as cache
-from optimizer.core.errors import InputError, ProviderError
-from providers.base import Offer, ReservedRate
-from providers.cache import Pull, load_cache_catalog, resolve_cache_path, store_pull
-from providers.registry import load_catalog
+import ptplan.providers.cache as cache
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.base import Offer, ReservedRate
+from ptplan.providers.cache import Pull, load_cache_catalog, resolve_cache_path, store_pull
+from ptplan.providers.registry import load_catalog
 
 
 def _offer(provider: str, region: str, itype: str, capacity: str, price: float, as_of: str,

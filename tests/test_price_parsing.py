@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from optimizer.core.errors import ProviderError
-from providers.aws_prices import parse_price_item, read_spot_row
-from providers.gcp_skus import classify, read_head, read_price
+from ptplan.core.errors import ProviderError
+from ptplan.providers.aws_prices import parse_price_item, read_spot_row
+from ptplan.providers.gcp_skus import classify, read_head, read_price
 
 DATA = Path(__file__).parent / "data" / "aws"
 PRICE_LIST: list[dict[str, Any]] = json.loads((DATA / "price_list.json").read_text())

@@ -1,4 +1,4 @@
-"""The price-rule language (``optimizer.whatif.pricerules``): parsing, matching, applying, errors.
+"""The price-rule language (``ptplan.whatif.pricerules``): parsing, matching, applying, errors.
 
 Fixture prices come from ``tests/planner_fixtures.small_catalog`` (two regions r1/r2, r2 10 %
 dearer; H100 x8 on-demand $20/h, spot $9/h; L4 on-demand $0.80/h, spot $0.35/h; L40S $1.90/h)
@@ -13,8 +13,8 @@ import pytest
 from conftest import assert_one_line
 from planner_fixtures import small_catalog
 
-from optimizer.core.errors import InputError
-from optimizer.whatif.pricerules import (
+from ptplan.core.errors import InputError
+from ptplan.whatif.pricerules import (
     ALL_KEYS,
     apply_rule,
     apply_rules,
@@ -22,7 +22,7 @@ from optimizer.whatif.pricerules import (
     parse_rule,
     parse_selector,
 )
-from providers.base import EgressRate, StorageTier
+from ptplan.providers.base import EgressRate, StorageTier
 
 
 def catalog():

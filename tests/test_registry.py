@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from test_price_cache import _pull
 
-from optimizer.core.errors import InputError
-from providers.cache import store_pull
-from providers.registry import CACHE_SUFFIXES, load_catalog
+from ptplan.core.errors import InputError
+from ptplan.providers.cache import store_pull
+from ptplan.providers.registry import CACHE_SUFFIXES, load_catalog
 
 CUSTOM = {"as_of": "2026-11-01", "offers": [
     {"provider": "lab", "region": "west", "instance_type": "h100x8", "gpu": "H100",

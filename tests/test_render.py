@@ -25,11 +25,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.plan.schema import PLAIN_SCHEMA_VERSION, Plan
-from optimizer.plan.verify import verify_plan
-from optimizer.render.names import dns_name
-from optimizer.render.targets import (
+from ptplan.cli.app import app
+from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.plan.verify import verify_plan
+from ptplan.render.names import dns_name
+from ptplan.render.targets import (
     TARGETS,
     build_context,
     facts_for,
@@ -38,7 +38,7 @@ from optimizer.render.targets import (
     load_plan,
     render_plan,
 )
-from optimizer.spec.project import load_spec
+from ptplan.spec.project import load_spec
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
@@ -219,7 +219,7 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    from optimizer.render.check_paths import entry_words as _entry_words
+    from ptplan.render.check_paths import entry_words as _entry_words
 
     words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
                          ["spec"]["entrypoint"])
@@ -390,7 +390,7 @@ def test_schema1_plan_without_lifecycle_needs_the_spec_where_the_lifecycle_matte
     targets that need the lifecycle take it from ``--spec`` (the spec where it set a value, else
     the plan's policy) and otherwise fail in one line saying how to proceed.
     ``defaults_applied`` (human text) is not read."""
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     opd = _legacy("opd-aws")
     assert opd.schema_version == 1 and opd.lifecycle is None
@@ -536,7 +536,7 @@ def test_injection_cannot_add_keys(name: str) -> None:
     evil_plan = _evil_plan(plan_of(name))
     # the spec digest check is the spec's job; feed the same lifecycle facts
     facts = facts_for(plan_of(name), spec_of(name))
-    import optimizer.render.targets as r
+    import ptplan.render.targets as r
 
     orig = r.facts_for
     r.facts_for = lambda plan, spec=None: facts  # type: ignore[assignment]
@@ -568,7 +568,7 @@ def test_injection_cannot_add_keys(name: str) -> None:
 def test_templates_refuse_unquoted_values() -> None:
     from jinja2 import TemplateError
 
-    from templates import environment
+    from ptplan.templates import environment
 
     with pytest.raises(TemplateError, match="unquoted"):
         environment().from_string("name: {{ x }}").render(x="a: b")
@@ -620,8 +620,8 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
     """A plan made now records the checkpoint cadence and lifecycle it priced storage with, so
     the lifecycle and Terraform targets render without ``--spec`` (older plans still need it
     when the spec set those values)."""
-    from optimizer.planner.api import plan as make_plan
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.providers.registry import load_catalog
 
     spec = load_spec("examples/sft-8b.yaml")
     p = make_plan(spec, load_catalog("embedded"), explain=False, timings=False)
@@ -638,7 +638,7 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
         update={"retention_days": 999})})
     assert facts_for(p, edited).retention_days == p.lifecycle.retention_days
     legacy = p.model_copy(update={"lifecycle": None, "schema_version": 1})
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     with pytest.raises(InputError, match="--spec"):
         render_plan(legacy, "lifecycle")
@@ -651,8 +651,8 @@ def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() 
     ``all`` skips them with a note."""
     from test_network import split_policy, split_spec, two_region_catalog
 
-    from optimizer.core.errors import InputError
-    from optimizer.planner.api import plan as make_plan
+    from ptplan.core.errors import InputError
+    from ptplan.planner.api import plan as make_plan
 
     p = make_plan(split_spec(), two_region_catalog(inter_region=0.001), policy=split_policy(),
                   explain=False, timings=False)

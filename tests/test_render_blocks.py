@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 AWS = """as_of: 2026-11-01

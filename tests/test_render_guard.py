@@ -16,10 +16,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.plan.schema import Plan
-from optimizer.render.check_io import _hcl, _resources
-from optimizer.render.targets import TARGETS, load_plan, render_plan
+from ptplan.cli.app import app
+from ptplan.plan.schema import Plan
+from ptplan.render.check_io import _hcl, _resources
+from ptplan.render.targets import TARGETS, load_plan, render_plan
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from report_fixtures import CASES, HOSTILE, edge_inputs, hostile_inputs, load
 
-from optimizer.cli.report import pages
+from ptplan.cli.report import pages
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
                                         if Path("/usr/bin/chromium").exists() else None)

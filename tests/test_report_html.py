@@ -32,9 +32,9 @@ from report_fixtures import CASES, CLI_GOLDEN, HOSTILE, ROOT, edge_inputs, hosti
 from report_fixtures import DATA as DATA_REPORTS
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.cli.report import detect_kind, pages
-from optimizer.report.html import (
+from ptplan.cli.app import app
+from ptplan.cli.report import detect_kind, pages
+from ptplan.report.html import (
     LIBRARY_FILES,
     SIZE_BUDGET_LIBRARY,
     SIZE_BUDGET_REPORT,
@@ -110,7 +110,7 @@ def test_html_format_of_the_commands_equals_report_of_their_json(tmp_path: Path,
     pareto = render(["pareto", spec, "--points", "4", "--format", "html"], tmp_path, "pa.html")
     plan = load(tmp_path / "p.json")
     assert f"chosen plan (red diamond): ${plan['total_cost_usd']} over" in pareto
-    from optimizer.cli.report import html_page
+    from ptplan.cli.report import html_page
 
     assert pareto == html_page("pareto", load(CLI_GOLDEN / "pareto-sft.json"), plan)
 
@@ -220,7 +220,7 @@ def test_a_copy_of_a_report_keeps_its_figures() -> None:
     plan = load(CLI_GOLDEN / "plan-sft-8b.json")
     other = copy.deepcopy(plan)
     other["total_cost_usd"] = "1.23"
-    from optimizer.cli.report import html_page
+    from ptplan.cli.report import html_page
 
     assert '<dd data-field="total_cost_usd">$1.23</dd>' in html_page("plan", other)
     assert '<dd data-field="total_cost_usd">$1.23</dd>' not in html_page("plan", plan)
@@ -289,8 +289,8 @@ def test_html_format_of_compare_and_review_is_their_golden(tmp_path: Path,
     assert strip_library(page) == (GOLDEN / "compare-sft-opd.html").read_text(encoding="utf-8")
     from ledger_seed import SEED
 
-    from optimizer.ledger import db
-    from optimizer.ledger.records import record
+    from ptplan.ledger import db
+    from ptplan.ledger.records import record
 
     url = f"sqlite:///{tmp_path / 'ledger.sqlite'}"
     led = db.Ledger(url)

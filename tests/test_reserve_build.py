@@ -1,4 +1,4 @@
-"""``optimizer.reserve.build``: the purchase problem of a portfolio, worked out by hand.
+"""``ptplan.reserve.build``: the purchase problem of a portfolio, worked out by hand.
 
 Written for the surviving mutants of ``reserve/build.py`` (docs/testing.md, mutation testing):
 each expected value below is computed here from the portfolio and a small catalog written in
@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 from conftest import ROOT, example_dict
 
-import optimizer.planner.api as api
-from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.core.yamlio import validate
-from optimizer.plan.schema import Plan
-from optimizer.reserve.build import _Builder, _run_starts, build_problem, buy_weeks
-from optimizer.reserve.portfolio import Portfolio, Project
-from policies.model import default_policy
-from providers.base import Catalog, Offer, ReservedRate
+import ptplan.planner.api as api
+from ptplan.core.errors import InfeasibleError, InputError
+from ptplan.core.yamlio import validate
+from ptplan.plan.schema import Plan
+from ptplan.reserve.build import _Builder, _run_starts, build_problem, buy_weeks
+from ptplan.reserve.portfolio import Portfolio, Project
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import Catalog, Offer, ReservedRate
 
 WEEK = 168.0
 A = {"provider": "lab", "region": "r1", "instance_type": "big"}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optimizer.reserve.check import evaluate, on_demand_only, verify
-from optimizer.reserve.problem import DemandClass, Problem, ProductRow
+from ptplan.reserve.check import evaluate, on_demand_only, verify
+from ptplan.reserve.problem import DemandClass, Problem, ProductRow
 
 W, H = 4, 168.0
 KEY = ("aws", "us-east-1", "p5.48xlarge")

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optimizer.reserve.check import evaluate, objective, verify
-from optimizer.reserve.problem import DemandClass, Problem, Risk, SpendRow
+from ptplan.reserve.check import evaluate, objective, verify
+from ptplan.reserve.problem import DemandClass, Problem, Risk, SpendRow
 
 W, H = 2, 168.0
 KEYS = [("gcp", "us-central1", "a3-highgpu-8g"), ("gcp", "us-central1", "a2-highgpu-1g")]

@@ -18,15 +18,15 @@ import pytest
 from conftest import ROOT, assert_one_line
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import validate
-from optimizer.reserve.build import build_problem
-from optimizer.reserve.check import evaluate, objective
-from optimizer.reserve.portfolio import Portfolio
-from optimizer.reserve.problem import Risk
-from optimizer.reserve.purchase import reserve
-from providers.registry import load_catalog
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import validate
+from ptplan.reserve.build import build_problem
+from ptplan.reserve.check import evaluate, objective
+from ptplan.reserve.portfolio import Portfolio
+from ptplan.reserve.problem import Risk
+from ptplan.reserve.purchase import reserve
+from ptplan.providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = str(DATA / "catalog.yaml")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.reserve import milp
-from optimizer.reserve.problem import DemandClass, Problem, ProductRow, Risk, SpendRow
+from ptplan.reserve import milp
+from ptplan.reserve.problem import DemandClass, Problem, ProductRow, Risk, SpendRow
 
 H = 168.0
 KEYS = [("aws", "us-east-1", "p5.48xlarge"), ("aws", "us-east-1", "g6e.xlarge")]

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from optimizer.core.errors import PlannerError
-from optimizer.core.yamlio import validate
-from optimizer.reserve import purchase
-from optimizer.reserve.portfolio import Portfolio
-from optimizer.reserve.problem import Risk
-from providers.registry import load_catalog
+from ptplan.core.errors import PlannerError
+from ptplan.core.yamlio import validate
+from ptplan.reserve import purchase
+from ptplan.reserve.portfolio import Portfolio
+from ptplan.reserve.problem import Risk
+from ptplan.providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = load_catalog(str(DATA / "catalog.yaml"))
@@ -242,7 +242,7 @@ def test_projects_are_planned_with_the_policy_and_progress_is_told() -> None:
     ``progress`` is told (0, 2) and (1, 2) as each project is planned."""
     from planner_fixtures import small_catalog, small_spec
 
-    from policies.model import parse_policy
+    from ptplan.policies.model import parse_policy
 
     only_r2 = parse_policy("name: r2\nextends: default\nregions: [r2]\n")
     spec = small_spec().model_dump(mode="json", exclude_unset=True)
@@ -275,9 +275,9 @@ def test_catalog_products_are_a_named_default() -> None:
 def test_portfolio_file_errors_name_the_file(tmp_path) -> None:
     """``load_portfolio``: a missing file and a bad field are one line each, naming the
     portfolio file."""
-    from optimizer.core.errors import InputError
-    from optimizer.core.yamlio import quoted
-    from optimizer.reserve.portfolio import load_portfolio
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import quoted
+    from ptplan.reserve.portfolio import load_portfolio
 
     missing = tmp_path / "none.yaml"
     with pytest.raises(InputError) as err:
@@ -308,10 +308,10 @@ def test_the_purchase_bound_counts_every_class_of_a_key() -> None:
 
 def test_model_names_map_every_variable_and_row() -> None:
     """``ReserveModel.names``: variable and constraint name → (family, key), as documented in
-    :mod:`optimizer.reserve.milp`. 2 weeks, one scenario, class 0 = p5 (firm, 1 node), class 1
+    :mod:`ptplan.reserve.milp`. 2 weeks, one scenario, class 0 = p5 (firm, 1 node), class 1
     = g6e (spot allowed, 1 node), product p5-1y, a CVaR term."""
-    from optimizer.reserve import milp
-    from optimizer.reserve.build import build_problem
+    from ptplan.reserve import milp
+    from ptplan.reserve.build import build_problem
 
     data = {"horizon_weeks": 2, "demand": [{**P5, "nodes": 1},
                                            {**G6E, "nodes": 1, "spot_ok": True}],
@@ -337,8 +337,8 @@ def test_solve_returns_its_dispatch_and_record() -> None:
     gap of 0 from HiGHS and from CBC (which reports none); with no product to buy the model is
     an LP, whose gap HiGHS reports as infinite: 0 too. The solve's seconds are a duration, not
     a clock reading."""
-    from optimizer.reserve import milp
-    from optimizer.reserve.build import build_problem
+    from ptplan.reserve import milp
+    from ptplan.reserve.build import build_problem
 
     data = {"horizon_weeks": 3, "demand": [{**P5, "nodes": 2}, {**G6E, "nodes": 1,
                                                                    "spot_ok": True}],
@@ -362,8 +362,8 @@ def test_solve_returns_its_dispatch_and_record() -> None:
 def test_a_solver_failure_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """The model is always feasible; a solver that still returns no solution is a
     PlannerError naming its status and the way out."""
-    from optimizer.reserve import milp
-    from optimizer.reserve.build import build_problem
+    from ptplan.reserve import milp
+    from ptplan.reserve.build import build_problem
 
     pb = build_problem(_pf({"demand": [{**P5, "nodes": 1}]}), CATALOG, DATA)
     monkeypatch.setattr(milp, "run", lambda *args: "error")

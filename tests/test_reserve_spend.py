@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import validate
-from optimizer.reserve.portfolio import Commitment
-from optimizer.reserve.spend import spend_rows
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import validate
+from ptplan.reserve.portfolio import Commitment
+from ptplan.reserve.spend import spend_rows
 
 P5E = ("aws", "us-east-1", "p5.48xlarge")
 G6E = ("aws", "us-east-1", "g6e.xlarge")

@@ -14,9 +14,9 @@ import pytest
 from test_reserve_milp_spend import _spend
 from test_reserve_spend import CSP, ISP, commitment, entry, rates_file, rows
 
-from optimizer.core.errors import InputError
-from optimizer.reserve.problem import SpendRow
-from optimizer.reserve.spend import check_order
+from ptplan.core.errors import InputError
+from ptplan.reserve.problem import SpendRow
+from ptplan.reserve.spend import check_order
 
 
 def test_rows_per_purchase_week_in_the_providers_order(tmp_path: Path) -> None:

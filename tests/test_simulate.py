@@ -1,4 +1,4 @@
-"""The spot-risk simulation (optimizer.risk): closed forms, the planner's expectations on the
+"""The spot-risk simulation (ptplan.risk): closed forms, the planner's expectations on the
 examples, monotonicity with common random numbers, reproducibility across workers."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from optimizer.plan.schema import Plan
-from optimizer.risk.model import PoolModel, RunModel, ZoneHit, build_model, scaled
-from optimizer.risk.runner import run_trials
-from optimizer.risk.summary import mean_ci, p_met, parse_quantile, summarise
+from ptplan.plan.schema import Plan
+from ptplan.risk.model import PoolModel, RunModel, ZoneHit, build_model, scaled
+from ptplan.risk.runner import run_trials
+from ptplan.risk.summary import mean_ci, p_met, parse_quantile, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 L, R, C = 5 / 60, 10 / 60, 3 / 60
@@ -128,7 +128,7 @@ def test_one_step_pipeline_overlaps_stages() -> None:
     """Rollout of step s runs while the update of step s − 1 does: equal stages of 1 h over
     10 steps end at 11 h (one step of fill), not 20 h; a slip of the bottleneck passes on
     whole, a slip of a faster stage only beyond its slack in that step."""
-    from optimizer.risk.montecarlo import pipeline_finish
+    from ptplan.risk.montecarlo import pipeline_finish
 
     t = np.ones((2, 1, 10))
     assert pipeline_finish(t)[0] == pytest.approx(11.0)
@@ -197,9 +197,9 @@ def test_zone_reclaim_keeps_the_mean_and_widens_the_tail() -> None:
 
 
 def _example_plans() -> list[tuple[str, Plan]]:
-    from optimizer.planner.api import plan as make_plan
-    from optimizer.spec.project import load_spec
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.spec.project import load_spec
+    from ptplan.providers.registry import load_catalog
 
     cat = load_catalog("embedded")
     out = []
@@ -258,8 +258,8 @@ def _spot_gang_plan(pipeline: str, lam: float) -> Plan:
     interrupted ``lam`` times an hour."""
     from planner_fixtures import small_catalog, small_spec
 
-    from optimizer.planner.api import plan as make_plan
-    from policies.model import parse_policy
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.policies.model import parse_policy
 
     pol = parse_policy("name: spot-gang\nextends: default\nphases:\n  update:\n"
                        "    capacity_types: [spot, on_demand]\n")
@@ -389,7 +389,7 @@ def test_ray_gives_the_same_bytes() -> None:
 
 def test_a_run_that_cannot_finish_is_one_error() -> None:
     """A gang failing 40 times an hour with 3-minute checkpoints every 0.5 h of progress."""
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     pool = PoolModel("all", 4, 50.0, True, 1, 40.0)
     with pytest.raises(InputError, match="hardly finish"):
@@ -398,7 +398,7 @@ def test_a_run_that_cannot_finish_is_one_error() -> None:
 
 def test_parse_quantile() -> None:
     assert parse_quantile("p90") == 0.9 and parse_quantile("P99.5") == pytest.approx(0.995)
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     for bad in ("p0", "p100", "90", "q90", "p", "p-5", "pnan"):
         with pytest.raises(InputError):

@@ -1,4 +1,4 @@
-"""The site bounds' arithmetic (optimizer.planner.site_bounds): the vector form equals the scalar
+"""The site bounds' arithmetic (ptplan.planner.site_bounds): the vector form equals the scalar
 form bit for bit on random minima, with either term of the bound binding, every layout mode;
 the extra cost per site equals ``Candidates.extra_cost`` site by site."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from planner_fixtures import small_catalog
 
-from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel
-from optimizer.planner import site_bounds
-from optimizer.planner.frontier import Candidates
-from providers.base import StorageTier
+from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel
+from ptplan.planner import site_bounds
+from ptplan.planner.frontier import Candidates
+from ptplan.providers.base import StorageTier
 
 
 def _stub(mode: str, fill: float = 0.0, per_site: float = 0.0, per_hour: float = 0.0,

@@ -13,10 +13,10 @@ from conftest import EXAMPLE_FILES, EXAMPLES, assert_one_line, example_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import parse_mapping
-from optimizer.spec.defaults import applied_defaults
-from optimizer.spec.project import ProjectSpec, load_spec, parse_spec
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import parse_mapping
+from ptplan.spec.defaults import applied_defaults
+from ptplan.spec.project import ProjectSpec, load_spec, parse_spec
 
 # ------------------------------------------------------------------------------ examples
 
@@ -620,12 +620,12 @@ def test_every_file_model_derives_from_the_one_strict_base() -> None:
 
     import pydantic
 
-    import optimizer.plan.schema as plan_schema
-    import optimizer.reserve.portfolio as portfolio
-    import optimizer.spec.project as project
-    import policies.model as policy
-    import providers.custom as custom
-    from optimizer.core.yamlio import StrictModel
+    import ptplan.plan.schema as plan_schema
+    import ptplan.reserve.portfolio as portfolio
+    import ptplan.spec.project as project
+    import ptplan.policies.model as policy
+    import ptplan.providers.custom as custom
+    from ptplan.core.yamlio import StrictModel
 
     assert StrictModel.model_config == {"extra": "forbid", "frozen": True,
                                         "allow_inf_nan": False}

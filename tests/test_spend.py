@@ -17,9 +17,9 @@ from spend_fakes import FakeBigQuery, FakeCostExplorer, Item, run_items
 from test_aws import SECRET, aws_env
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.render.targets import load_plan
-from optimizer.spend.curve import planned_cumulative
+from ptplan.cli.app import app
+from ptplan.render.targets import load_plan
+from ptplan.spend.curve import planned_cumulative
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"

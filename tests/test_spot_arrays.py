@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from optimizer.demand.model import build_demand
-from optimizer.planner.candidates import layouts
-from optimizer.planner.pool_frontier import Enumerator
-from optimizer.spec.project import load_spec
-from providers.embedded import embedded_catalog
+from ptplan.demand.model import build_demand
+from ptplan.planner.candidates import layouts
+from ptplan.planner.pool_frontier import Enumerator
+from ptplan.spec.project import load_spec
+from ptplan.providers.embedded import embedded_catalog
 
 
 def _pool(stateful: bool):

@@ -18,7 +18,7 @@ HEAVY = ("boto3", "botocore", "google", "matplotlib", "ray", "jinja2", "mlflow",
 RUN = """
 import json, sys
 from typer.testing import CliRunner
-from optimizer.cli.app import app
+from ptplan.cli.app import app
 result = CliRunner().invoke(app, sys.argv[1:])
 assert result.exit_code == 0, result.output
 print(json.dumps(sorted(sys.modules)))
@@ -38,10 +38,10 @@ def test_plan_and_check_import_no_heavy_module(args):
     loaded = {m.split(".")[0] for m in modules}
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
     # the price cache (SQLite and its row models) and custom catalogs (YAML) only when named
-    assert not modules & {"providers.cache", "providers.custom"}, sorted(modules)
+    assert not modules & {"ptplan.providers.cache", "ptplan.providers.custom"}, sorted(modules)
 
 
 def test_registry_reads_the_cache_files_the_cache_writes():
-    from providers import cache, registry
+    from ptplan.providers import cache, registry
 
     assert registry.CACHE_SUFFIXES == cache.CACHE_SUFFIXES

@@ -9,14 +9,14 @@ import pytest
 from conftest import example_dict
 from planner_fixtures import small_catalog, small_spec
 
-from optimizer.costs.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
-from optimizer.demand.model import build_demand
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import load_spec, parse_spec
-from policies.model import default_policy, parse_policy
-from providers.base import StorageTier
-from providers.embedded import embedded_catalog
+from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
+from ptplan.demand.model import build_demand
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import load_spec, parse_spec
+from ptplan.policies.model import default_policy, parse_policy
+from ptplan.providers.base import StorageTier
+from ptplan.providers.embedded import embedded_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,11 +122,11 @@ def test_piecewise_linear_storage_cost_equals_term_by_term_evaluation():
     term-by-term least cost everywhere, including at and around every breakpoint."""
     import numpy as np
 
-    from optimizer.costs.storage import StorageModel, data_classes
-    from optimizer.demand.model import build_demand
-    from optimizer.spec.project import load_spec
-    from policies.model import default_policy
-    from providers.registry import load_catalog
+    from ptplan.costs.storage import StorageModel, data_classes
+    from ptplan.demand.model import build_demand
+    from ptplan.spec.project import load_spec
+    from ptplan.policies.model import default_policy
+    from ptplan.providers.registry import load_catalog
 
     catalog = load_catalog("embedded")
     rng = np.random.default_rng(7)
@@ -146,7 +146,7 @@ def test_defaults_applied_names_the_lifecycle_storage_was_priced_with():
     """Where the spec omits keep_hot / archive_every / retention_days the policy's values price
     the storage; ``defaults_applied`` lists those values (and the policy), not the spec's own
     defaults, in the same place of the list."""
-    from optimizer.spec.defaults import applied_defaults
+    from ptplan.spec.defaults import applied_defaults
 
     long = parse_policy("name: long\nextends: default\nstorage: {retention_days: 90, "
                         "keep_hot: 2}\n")
@@ -175,7 +175,7 @@ def test_defaults_applied_names_the_lifecycle_storage_was_priced_with():
 def test_regions_with_the_same_tiers_share_one_compilation_and_own_tiers_win():
     """What is compiled from a set of tiers is kept per set: the provider's ``*`` tiers are
     compiled once for all its regions, and a region with its own tiers gets its own prices."""
-    from providers.base import Catalog
+    from ptplan.providers.base import Catalog
 
     data = DataClass("ckpt", "ms", (ObjectGroup(2, 50.0, 100.0, 1.0),))
     shared = tier("standard", 0.02, 0)

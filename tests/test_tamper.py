@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from tamper import Tamper, apply, check_text, leaves, tampers
 
-from optimizer.plan.schema import CHECK_KINDS, Plan
-from optimizer.spec.project import ProjectSpec, load_spec
+from ptplan.plan.schema import CHECK_KINDS, Plan
+from ptplan.spec.project import ProjectSpec, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"

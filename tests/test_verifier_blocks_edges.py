@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from optimizer.plan.rules_blocks import block_units, check_bookings, longest_wait
-from optimizer.plan.schema import Plan
+from ptplan.plan.rules_blocks import block_units, check_bookings, longest_wait
+from ptplan.plan.schema import Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 HELD = 6.40260684159597

@@ -18,12 +18,12 @@ from typing import Any
 
 from conftest import example_dict
 
-from optimizer.plan.rules_catalog import check_against_catalog, packaged_catalog
-from optimizer.plan.schema import Plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import parse_spec
-from providers.base import Catalog, Offer
-from providers.embedded import embedded_catalog
+from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
+from ptplan.plan.schema import Plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import parse_spec
+from ptplan.providers.base import Catalog, Offer
+from ptplan.providers.embedded import embedded_catalog
 
 
 def _plan_json() -> dict[str, Any]:

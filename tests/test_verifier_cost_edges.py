@@ -17,14 +17,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from optimizer.plan.rules_costs import (
+from ptplan.plan.rules_costs import (
     check_deadline_budget,
     check_disks,
     check_other_costs,
     check_totals,
 )
-from optimizer.plan.rules_pools import check_pool_accounting
-from optimizer.plan.schema import Booking, Plan
+from ptplan.plan.rules_pools import check_pool_accounting
+from ptplan.plan.schema import Booking, Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 HELD = 6.40260684159597

@@ -23,16 +23,16 @@ from typing import Any
 
 import yaml
 
-from optimizer.demand.model import build_demand
-from optimizer.plan.rules_cpu import (
+from ptplan.demand.model import build_demand
+from ptplan.plan.rules_cpu import (
     check_cpu_against_catalog,
     check_cpu_against_spec,
     check_cpu_pools,
 )
-from optimizer.plan.schema import Plan
-from optimizer.planner.api import plan
-from optimizer.spec.project import parse_spec
-from providers.embedded import embedded_catalog
+from ptplan.plan.schema import Plan
+from ptplan.planner.api import plan
+from ptplan.spec.project import parse_spec
+from ptplan.providers.embedded import embedded_catalog
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agentic-swe-rl.yaml"
 SPOT = 0.4  # the embedded snapshot's CPU spot price: 0.4 x on demand
@@ -247,7 +247,7 @@ def test_close_never_matches_a_non_finite_value() -> None:
     """Bug found by the mutants of the 0-vCPU guard (docs/testing.md, "Bugs these tests
     found"): ``close(x, inf)`` was true for every x (|x − inf| = inf ≤ 1e-6 · inf), so the
     infinite work node-hours of a 0-vCPU node matched any recorded figure."""
-    from optimizer.plan.rules_base import close
+    from ptplan.plan.rules_base import close
 
     inf, nan = float("inf"), float("nan")
     assert not close(13.3333, inf) and not close(inf, 13.3333) and not close(-inf, 0.0)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from optimizer.plan.rules_record import _gang, check_allocations, check_record_pools
-from optimizer.plan.schema import Plan
+from ptplan.plan.rules_record import _gang, check_allocations, check_record_pools
+from ptplan.plan.schema import Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-grpo-7b.json"
 RUN = 16.517242694771394

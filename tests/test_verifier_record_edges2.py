@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from test_verifier_record_edges import _phase, _pool, _raw
 
-from optimizer.plan.rules_record import check_record_phases, check_record_plan, check_record_policy
-from optimizer.plan.schema import Plan
+from ptplan.plan.rules_record import check_record_phases, check_record_plan, check_record_policy
+from ptplan.plan.schema import Plan
 
 SFT = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 TOKENS = 1_258_291_200.0

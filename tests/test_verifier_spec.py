@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.plan import verify
-from optimizer.plan.schema import Plan
-from optimizer.spec.project import load_spec
+from ptplan.cli.app import app
+from ptplan.plan import verify
+from ptplan.plan.schema import Plan
+from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from optimizer.demand.model import build_demand
-from optimizer.plan.rules_spec import check_spec_record
-from optimizer.plan.schema import Plan
-from optimizer.spec.project import load_spec
-from policies.model import Policy
+from ptplan.demand.model import build_demand
+from ptplan.plan.rules_spec import check_spec_record
+from ptplan.plan.schema import Plan
+from ptplan.spec.project import load_spec
+from ptplan.policies.model import Policy
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from test_verifier_spec_edges2 import _check, _raw, _spec
 
-from optimizer.spec.project import load_spec
+from ptplan.spec.project import load_spec
 
 GRPO_HOT_GB_MONTHS = 320.8460089819304
 

@@ -17,25 +17,25 @@ from conftest import assert_one_line
 from planner_fixtures import small_catalog, small_spec
 from typer.testing import CliRunner
 
-from optimizer.cli.app import app
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import usd
-from optimizer.planner.api import plan
-from optimizer.whatif.analysis import exact_total_usd, signature, use_of
-from optimizer.whatif.breakeven import break_even
-from optimizer.whatif.diff import diff_plans
-from optimizer.whatif.pricerules import (
+from ptplan.cli.app import app
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import usd
+from ptplan.planner.api import plan
+from ptplan.whatif.analysis import exact_total_usd, signature, use_of
+from ptplan.whatif.breakeven import break_even
+from ptplan.whatif.diff import diff_plans
+from ptplan.whatif.pricerules import (
     apply_rules,
     make_rule,
     parse_partial,
     parse_rule,
     parse_selector,
 )
-from optimizer.whatif.runner import Runner, Setup
-from optimizer.whatif.scenarios import Scenario, run_scenarios
-from optimizer.whatif.sweep import linspace, sweep, sweep_report
-from policies.model import default_policy
-from providers.base import StorageTier
+from ptplan.whatif.runner import Runner, Setup
+from ptplan.whatif.scenarios import Scenario, run_scenarios
+from ptplan.whatif.sweep import linspace, sweep, sweep_report
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import StorageTier
 
 cli = CliRunner()
 SPEC_DATA: dict[str, Any] = {
@@ -75,7 +75,7 @@ def serial_runner():
 def test_spot_times_ten_moves_pools_off_spot(serial_runner: Runner) -> None:
     rep = run_scenarios(setup(), [Scenario("spot x10", (parse_rule("capacity_type=spot *= 10"),))],
                         serial_runner)
-    from optimizer.plan.schema import Plan
+    from ptplan.plan.schema import Plan
 
     base = Plan.model_validate(rep["baseline"])
     sc = rep["scenarios"][0]
@@ -211,8 +211,8 @@ def test_break_even_bad_range(serial_runner: Runner) -> None:
 
 
 def test_storage_rule_changes_storage_cost(serial_runner: Runner) -> None:
-    from optimizer.costs.storage import tiers_for
-    from providers.embedded import embedded_catalog
+    from ptplan.costs.storage import tiers_for
+    from ptplan.providers.embedded import embedded_catalog
 
     emb = embedded_catalog()
     tiers = tuple(t.__class__(**{**{f: getattr(t, f) for f in t.__slots__}, "provider": "lab"})
@@ -234,8 +234,8 @@ def test_block_tier_rule_reprices_the_boot_disks() -> None:
     changes table gets a ``boot disks`` row."""
     from dataclasses import replace
 
-    from optimizer.whatif.rows import change_rows
-    from providers.embedded import embedded_catalog
+    from ptplan.whatif.rows import change_rows
+    from ptplan.providers.embedded import embedded_catalog
 
     tiers = tuple(replace(t, provider="lab") for t in embedded_catalog().storage_tiers
                   if t.provider == "aws")

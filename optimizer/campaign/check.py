@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.costs.network import path_between
-from optimizer.costs.storage import HOURS_PER_MONTH
-from optimizer.plan.schema import Plan
-from optimizer.plan.verify import verify_plan
+from ptplan.costs.network import path_between
+from ptplan.costs.storage import HOURS_PER_MONTH
+from ptplan.plan.schema import Plan
+from ptplan.plan.verify import verify_plan
 
 TOL = 1e-6
 
@@ -25,8 +25,8 @@ def stage_spec_problems(stage: dict[str, Any]) -> list[str]:
     being the one the campaign gave the stage (its frontier point's)."""
     from pathlib import Path
 
-    from optimizer.plan.verify import verify_against_spec
-    from optimizer.spec.project import load_spec
+    from ptplan.plan.verify import verify_against_spec
+    from ptplan.spec.project import load_spec
 
     if not Path(stage["spec"]).is_file():
         return []

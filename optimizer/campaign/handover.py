@@ -1,13 +1,13 @@
 """What one stage hands the next, and what that costs.
 
 A ``generate`` stage hands its generated data: prompts × samples × (prompt + response) tokens
-× 4 B (int32 token ids, :data:`optimizer.costs.storage.BYTES_PER_TOKEN`). A trained stage hands
-its final weights without optimizer state (:func:`optimizer.costs.storage.weights_gb`: bf16
+× 4 B (int32 token ids, :data:`ptplan.costs.storage.BYTES_PER_TOKEN`). A trained stage hands
+its final weights without optimizer state (:func:`ptplan.costs.storage.weights_gb`: bf16
 weights, or the LoRA adapters' share). The output is stored at the producer's region on its
 cheapest online (``ms``) tier, held until the campaign's deadline (an upper bound on how long
 the next stages need it; the tier's minimum duration applies), and copied once to each
 consumer's region: egress on the path between the two regions
-(:func:`optimizer.costs.network.path_between`, the catalog's rate for that path from the
+(:func:`ptplan.costs.network.path_between`, the catalog's rate for that path from the
 producer's provider; the same region is ``same_zone``, free in the embedded catalog).
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimizer.costs.network import egress_rate, egress_rows, path_between
-from optimizer.costs.storage import BYTES_PER_TOKEN, HOURS_PER_MONTH, tiers_for, weights_gb
-from optimizer.demand.model import build_demand
-from optimizer.spec.project import ProjectSpec
-from providers.base import Catalog
+from ptplan.costs.network import egress_rate, egress_rows, path_between
+from ptplan.costs.storage import BYTES_PER_TOKEN, HOURS_PER_MONTH, tiers_for, weights_gb
+from ptplan.demand.model import build_demand
+from ptplan.spec.project import ProjectSpec
+from ptplan.providers.base import Catalog
 
 
 def output(spec: ProjectSpec) -> tuple[str, float]:

@@ -6,7 +6,7 @@ hand-over u→v with a pair cost (egress between the points' regions) z[u,i,v,j]
 x[v,j] − 1, z ≥ 0 (the product of two binaries; minimising makes it exact since its cost is
 ≥ 0). Precedence: start[v] ≥ start[u] + Σᵢ t[u,i]·x[u,i]; deadline: start[s] + Σᵢ t[s,i]·x[s,i]
 ≤ D. Objective: Σ cost·x + Σ pair·z, plus 1e-7 × the makespan to break ties toward the faster
-schedule. Solved with HiGHS through :mod:`optimizer.core.lp`.
+schedule. Solved with HiGHS through :mod:`ptplan.core.lp`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from optimizer.core import lp
+from ptplan.core import lp
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import StrictModel, quoted, validate
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import StrictModel, quoted, validate
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
 

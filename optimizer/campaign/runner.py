@@ -1,6 +1,6 @@
 """Plan a campaign: each stage's cost–time frontier (verified plans at a grid of deadlines, as
 ``ptplan pareto`` makes them), the hand-overs priced for every pair of points, one MILP
-(:mod:`optimizer.campaign.milp`) choosing a point per stage, and each chosen point planned again
+(:mod:`ptplan.campaign.milp`) choosing a point per stage, and each chosen point planned again
 as a verified plan. The report (JSON) holds every stage's plan and the campaign's totals."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optimizer.campaign.handover import Pricer, output
-from optimizer.campaign.milp import Point, choose, longest_path
-from optimizer.campaign.model import order, parse_campaign, stage_path
-from optimizer.core.errors import InfeasibleError, PlannerError
-from optimizer.core.yamlio import read_mapping
-from optimizer.plan.schema import Plan
-from optimizer.spec.project import ProjectSpec, load_spec
-from providers.base import Catalog
+from ptplan.campaign.handover import Pricer, output
+from ptplan.campaign.milp import Point, choose, longest_path
+from ptplan.campaign.model import order, parse_campaign, stage_path
+from ptplan.core.errors import InfeasibleError, PlannerError
+from ptplan.core.yamlio import read_mapping
+from ptplan.plan.schema import Plan
+from ptplan.spec.project import ProjectSpec, load_spec
+from ptplan.providers.base import Catalog
 
 CAMPAIGN_SCHEMA_VERSION = 1
 Frontier = Callable[[ProjectSpec, int], list[dict[str, Any]]]
@@ -108,7 +108,7 @@ def _data_sources(path: str | Path, c: Any, names: list[str],
     run after that job's stage, so that its cost is in the campaign's totals."""
     import os
 
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     by_path = {os.path.realpath(stage_path(path, s)): s.name for s in c.stages}
     after = {s.name: list(s.after) for s in c.stages}

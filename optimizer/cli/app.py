@@ -1,14 +1,14 @@
 """The ``ptplan`` command line (Typer). Thin: parse, call the library, format.
 
 This module is the console entry point. It imports the command modules, each of which adds its
-commands to the shared :data:`optimizer.cli.common.app`; nothing imports this module back.
+commands to the shared :data:`ptplan.cli.common.app`; nothing imports this module back.
 Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no feasible plan,
 2 bad input, 3 provider error.
 """
 
 from __future__ import annotations
 
-from optimizer.cli import (  # noqa: F401
+from ptplan.cli import (  # noqa: F401
     compare,
     guard,
     plan,
@@ -22,7 +22,7 @@ from optimizer.cli import (  # noqa: F401
     spend,
     whatif,
 )
-from optimizer.cli.common import app
+from ptplan.cli.common import app
 
 __all__ = ["app", "main"]
 

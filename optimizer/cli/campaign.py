@@ -1,4 +1,4 @@
-"""Campaigns through ``plan``, ``check`` and ``render`` (:mod:`optimizer.campaign`;
+"""Campaigns through ``plan``, ``check`` and ``render`` (:mod:`ptplan.campaign`;
 docs/campaigns.md): the commands detect a campaign file and come here."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, ProgressBar, ReportFormat, _emit_as, dumps, info
+from ptplan.cli.common import Format, ProgressBar, ReportFormat, _emit_as, dumps, info
 
 
 def read_any(path: Path, what: str) -> dict[str, Any]:
-    from optimizer.core.yamlio import read_mapping
+    from ptplan.core.yamlio import read_mapping
 
     return read_mapping(str(path), what)
 
 
 def is_campaign_file(path: Path) -> bool:
     """A YAML campaign (top-level ``stages``) or a campaign JSON (``kind: campaign``)."""
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     try:
         data = read_any(path, "plan")
@@ -30,10 +30,10 @@ def is_campaign_file(path: Path) -> bool:
 
 def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str,
                       fmt: Format | ReportFormat, output: Path | None) -> None:
-    from optimizer.campaign.runner import plan_campaign
-    from optimizer.planner.api import pareto, plan
-    from policies.model import load_policy
-    from providers.registry import load_catalog
+    from ptplan.campaign.runner import plan_campaign
+    from ptplan.planner.api import pareto, plan
+    from ptplan.policies.model import load_policy
+    from ptplan.providers.registry import load_catalog
 
     pol = load_policy(str(policy) if policy else None)
     cat = load_catalog(catalog)
@@ -50,9 +50,9 @@ def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str
     with ProgressBar("campaign") as bar:
         r = plan_campaign(path, cat, frontier, plan_at, solver,
                           lambda d, t, label: bar(d, t, label))
-    def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
-        from optimizer.report.html import render_page
-        from optimizer.report.html_campaign import campaign_docs
+    def html() -> str:  # as `ptplan report` builds it (ptplan.cli.report)
+        from ptplan.report.html import render_page
+        from ptplan.report.html_campaign import campaign_docs
 
         return render_page(campaign_docs(r, campaign_rows(r), campaign_footer(r)))
 
@@ -91,21 +91,21 @@ def campaign_footer(r: dict[str, Any]) -> list[str]:
 
 
 def campaign_table(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     return _table(f"ptplan plan: campaign {r['name']}", *campaign_rows(r), campaign_footer(r))
 
 
 def campaign_markdown(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     return (f"# ptplan plan: campaign {r['name']}\n\n" + md_table(*campaign_rows(r)) + "\n"
             + "\n".join(f"- {line}" for line in campaign_footer(r)) + "\n")
 
 
 def load_campaign_json(path: Path) -> dict[str, Any]:
-    from optimizer.core.errors import InputError
-    from optimizer.core.yamlio import quoted
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import quoted
 
     r = read_any(path, "campaign")
     need = ("stages", "stored", "handovers", "deadline_hours", "budget_usd", "makespan_hours",
@@ -119,9 +119,9 @@ def load_campaign_json(path: Path) -> dict[str, Any]:
 
 
 def check_campaign_cmd(path: Path) -> None:
-    from optimizer.campaign.check import check_campaign
-    from optimizer.core.errors import InputError
-    from optimizer.core.yamlio import quoted
+    from ptplan.campaign.check import check_campaign
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import quoted
 
     r = load_campaign_json(path)
     try:
@@ -141,10 +141,10 @@ def check_campaign_cmd(path: Path) -> None:
 def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None,
                         cluster: Any, framework: Any, check: bool) -> None:
     """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec)."""
-    from optimizer.campaign.check import check_campaign
-    from optimizer.plan.schema import Plan
-    from optimizer.render.targets import DEFAULT_IMAGE, render_plan, write_files
-    from optimizer.spec.project import load_spec
+    from ptplan.campaign.check import check_campaign
+    from ptplan.plan.schema import Plan
+    from ptplan.render.targets import DEFAULT_IMAGE, render_plan, write_files
+    from ptplan.spec.project import load_spec
 
     r = load_campaign_json(path)
     problems = check_campaign(r)
@@ -163,7 +163,7 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
         for written in write_files(files, output / s["name"]):
             info(f"wrote {written}")
         if check:
-            from optimizer.render.check import check_render
+            from ptplan.render.check import check_render
 
             found = check_render(p, files)
             for line in found:

@@ -20,7 +20,7 @@ import typer
 from typer._click import exceptions as click_errors  # Typer >= 0.24 vendors Click
 from typer.core import Abort, TyperGroup
 
-from optimizer.core.errors import InputError, PlannerError, suggest
+from ptplan.core.errors import InputError, PlannerError, suggest
 
 _CHOICE = re.compile(r"'(?P<value>.*)' is not one of (?P<choices>'.*')\.?$")
 
@@ -140,7 +140,7 @@ class ProgressBar:
 
         # redrawn at each step, not by rich's refresh thread: the process stays
         # single-threaded, so that plans made under the bar may still fork a worker for their
-        # pool frontiers (optimizer.core.forked)
+        # pool frontiers (ptplan.core.forked)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), console=Console(stderr=True),
                                  transient=True, auto_refresh=False)
@@ -241,7 +241,7 @@ def parse_date(option: str, text: str) -> Any:
     try:
         return dt.date.fromisoformat(text)
     except ValueError:
-        from optimizer.core.errors import InputError
+        from ptplan.core.errors import InputError
 
         raise InputError(f"{option}: {text!r} is not a date; use YYYY-MM-DD, e.g. "
                          "2027-01-15") from None

@@ -1,6 +1,6 @@
 """``ptplan compare SPEC... [--risk FILE] [--ledger URL]``: candidate methods for one goal by
-their whole cost (:mod:`optimizer.compare`; docs/compare.md). The table, Markdown and chart are
-drawn here, and the run ledger's priors (:mod:`optimizer.ledger.priors`) handed to the
+their whole cost (:mod:`ptplan.compare`; docs/compare.md). The table, Markdown and chart are
+drawn here, and the run ledger's priors (:mod:`ptplan.ledger.priors`) handed to the
 comparison (the two packages are siblings that never import each other)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import ProgressBar, ReportFormat, _emit_as, _run, app, dumps, info
-from optimizer.core.kinds import Solver
+from ptplan.cli.common import ProgressBar, ReportFormat, _emit_as, _run, app, dumps, info
+from ptplan.core.kinds import Solver
 
 
 @app.command()
@@ -47,12 +47,12 @@ def compare(
     probability at which the ranking flips."""
 
     def go() -> None:
-        from optimizer.compare.runner import compare as run
-        from optimizer.core.errors import InputError
-        from optimizer.planner.api import plan as make_plan
-        from optimizer.report.charts import chart_suffix
-        from policies.model import load_policy
-        from providers.registry import load_catalog
+        from ptplan.compare.runner import compare as run
+        from ptplan.core.errors import InputError
+        from ptplan.planner.api import plan as make_plan
+        from ptplan.report.charts import chart_suffix
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
 
         lookup = None
         label = ""
@@ -75,9 +75,9 @@ def compare(
         if chart is not None:
             compare_chart(report, chart)
             info(f"wrote {chart}")
-        def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
-            from optimizer.report.html import render_page
-            from optimizer.report.html_methods import compare_doc
+        def html() -> str:  # as `ptplan report` builds it (ptplan.cli.report)
+            from ptplan.report.html import render_page
+            from ptplan.report.html_methods import compare_doc
 
             return render_page([compare_doc(report, compare_rows(report),
                                             compare_footer(report))])
@@ -163,13 +163,13 @@ def compare_footer(r: dict[str, Any]) -> list[str]:
 
 
 def compare_table(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     return _table("ptplan compare", *compare_rows(r), compare_footer(r))
 
 
 def compare_markdown(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     return ("# ptplan compare\n\n" + md_table(*compare_rows(r)) + "\n"
             + "\n".join(f"- {line}" for line in compare_footer(r)) + "\n")
@@ -178,8 +178,8 @@ def compare_markdown(r: dict[str, Any]) -> str:
 def compare_chart(r: dict[str, Any], path: Path) -> None:
     """Expected cost vs forgetting probability, one line per candidate; the prior (if any) as a
     dot on its line."""
-    from optimizer.compare.runner import curve
-    from optimizer.report.charts import pyplot, save
+    from ptplan.compare.runner import curve
+    from ptplan.report.charts import pyplot, save
 
     with pyplot("ptplan-compare") as plt:
         fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
@@ -204,13 +204,13 @@ def ledger_lookup(url: str, family: str | None, min_runs: int,
     A candidate's model family is ``--family`` when given; else the one family of the ledger's
     runs whose recorded spec trains a model of the candidate's shape (params_b, layers,
     hidden_size); with none or several, the method-level prior (and a note saying why)."""
-    from optimizer.compare.priors import LedgerPrior
-    from optimizer.core.errors import InputError
-    from optimizer.ledger.db import open_ledger
-    from optimizer.ledger.priors import Observed, Priors
-    from optimizer.ledger.records import load_runs
-    from optimizer.ledger.review import Thresholds
-    from optimizer.spec.project import ProjectSpec
+    from ptplan.compare.priors import LedgerPrior
+    from ptplan.core.errors import InputError
+    from ptplan.ledger.db import open_ledger
+    from ptplan.ledger.priors import Observed, Priors
+    from ptplan.ledger.records import load_runs
+    from ptplan.ledger.review import Thresholds
+    from ptplan.spec.project import ProjectSpec
 
     led = open_ledger(url)
     try:

@@ -1,6 +1,6 @@
-"""``ptplan guard PLAN.json``: the budget circuit breaker (:mod:`optimizer.spend.guard`):
+"""``ptplan guard PLAN.json``: the budget circuit breaker (:mod:`ptplan.spend.guard`):
 spend to date, burn, progress and target → ok / warn / stop (exit 0 / 10 / 11), and with
-``--act`` the stop itself (:mod:`optimizer.spend.act`)."""
+``--act`` the stop itself (:mod:`ptplan.spend.act`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import TableOrJson, _emit, _run, app, dumps, info
-from optimizer.cli.spend import By
+from ptplan.cli.common import TableOrJson, _emit, _run, app, dumps, info
+from ptplan.cli.spend import By
 
 
 def read_metrics(source: str) -> list[Any]:
     """``jsonl:PATH``, ``tensorboard:PATH``, ``mlflow:RUN_ID@TRACKING_URI`` or a bare path
     (``*.jsonl``: JSONL, else TensorBoard event files), read by the run ledger's readers."""
-    from optimizer.core.errors import InputError
-    from optimizer.ledger import metrics as mx
+    from ptplan.core.errors import InputError
+    from ptplan.ledger import metrics as mx
 
     kind, _, rest = source.partition(":")
     if kind == "mlflow":
@@ -37,7 +37,7 @@ def read_metrics(source: str) -> list[Any]:
 
 
 def spend_series(report: dict[str, Any], where: str) -> tuple[list[tuple[float, float]], float]:
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     try:
         series = [(float(p["hours"]), float(p["actual_cumulative_usd"]))
@@ -50,9 +50,9 @@ def spend_series(report: dict[str, Any], where: str) -> tuple[list[tuple[float, 
 
 
 def act_targets(plan: Any, namespace: str, cluster: str, gcp_project: str | None) -> Any:
-    from optimizer.render.context import run_cost_tags
-    from optimizer.render.targets import build_context, facts_for
-    from optimizer.spend.act import Targets
+    from ptplan.render.context import run_cost_tags
+    from ptplan.render.targets import build_context, facts_for
+    from ptplan.spend.act import Targets
 
     ctx = build_context(plan, facts_for(plan, None), cluster=cluster)
     return Targets(provider=plan.provider, region=plan.region, rayjob=ctx["project"]["slug"],
@@ -113,20 +113,20 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
            act: bool, dry_run: bool, namespace: str, cluster: str, kubeconfig: str | None,
            gcp_project: str | None, act_endpoint: str | None, fmt: TableOrJson,
            output: Path | None) -> int:
-    from optimizer.core.errors import InputError
-    from optimizer.core.yamlio import read_mapping
-    from optimizer.render.context import group_tag_value
-    from optimizer.render.targets import load_plan
-    from optimizer.spend.bill import iso, parse_instant
-    from optimizer.spend.curve import spend_report
-    from optimizer.spend.guard import decide, parse_target
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import read_mapping
+    from ptplan.render.context import group_tag_value
+    from ptplan.render.targets import load_plan
+    from ptplan.spend.bill import iso, parse_instant
+    from ptplan.spend.curve import spend_report
+    from ptplan.spend.guard import decide, parse_target
 
     if dry_run and not act:
         raise InputError("--dry-run: only with --act (it prints the calls --act would make)")
     goal = parse_target(target) if target else None
     plan = load_plan(plan_file)
     if spend_from in ("aws", "gcp"):
-        from optimizer.cli.spend import pull_spend
+        from ptplan.cli.spend import pull_spend
 
         pull = pull_spend(plan, spend_from, by.value, "phase", since, until, bq_table,
                           endpoint, cache, cached)
@@ -149,7 +149,7 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
     result = decide(plan, series, hours, steps_done, goal, points, window)
     if act and result["decision"] == "stop":
         targets = act_targets(plan, namespace, cluster, gcp_project)
-        from optimizer.spend.act import calls, carry_out
+        from ptplan.spend.act import calls, carry_out
 
         if dry_run:
             result["actions"] = {"dry_run": True, "calls": calls(targets)}

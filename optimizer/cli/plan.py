@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import (
+from ptplan.cli.common import (
     START_AFTER_HELP,
     Format,
     Objective,
@@ -23,7 +23,7 @@ from optimizer.cli.common import (
     schema_app,
     with_start_after,
 )
-from optimizer.core.kinds import Solver
+from ptplan.core.kinds import Solver
 
 
 @app.command()
@@ -40,10 +40,10 @@ def estimate(
     """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type."""
 
     def go() -> None:
-        from optimizer.demand.estimate import estimate as run
-        from optimizer.report.tables import estimate_markdown, estimate_table
-        from optimizer.spec.project import load_spec
-        from providers.registry import load_catalog
+        from ptplan.demand.estimate import estimate as run
+        from ptplan.report.tables import estimate_markdown, estimate_table
+        from ptplan.spec.project import load_spec
+        from ptplan.providers.registry import load_catalog
 
         s = load_spec(str(spec))
         names = list(gpu) if gpu else load_catalog(catalog).gpus()
@@ -89,24 +89,24 @@ def plan(
     the NN-th percentile of simulated runs)."""
 
     def go() -> None:
-        from optimizer.cli.campaign import is_campaign_file, plan_campaign_cmd
-        from optimizer.cli.report import html_page
-        from optimizer.planner.api import plan as make_plan
-        from optimizer.report.tables import plan_markdown, plan_table
-        from optimizer.spec.project import load_spec
-        from policies.model import load_policy
-        from providers.registry import load_catalog
+        from ptplan.cli.campaign import is_campaign_file, plan_campaign_cmd
+        from ptplan.cli.report import html_page
+        from ptplan.planner.api import plan as make_plan
+        from ptplan.report.tables import plan_markdown, plan_table
+        from ptplan.spec.project import load_spec
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
 
         if is_campaign_file(spec):
             if risk is not None or objective.value != "cost":
-                from optimizer.core.errors import InputError
+                from ptplan.core.errors import InputError
 
                 raise InputError("a campaign is planned for the least cost within its deadline "
                                  "and budget: --risk and --objective time apply to one spec")
             plan_campaign_cmd(spec, catalog, policy, solver.value, fmt, output)
             return
         if calibration is not None:
-            from optimizer.spec.calibration import load_spec_calibrated
+            from ptplan.spec.calibration import load_spec_calibrated
 
             s = load_spec_calibrated(str(spec), str(calibration))
         else:
@@ -135,14 +135,14 @@ def plan(
 def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings: bool,
                risk: str, trials: int, seed: int, correlated: float, fmt: ReportFormat,
                output: Path | None, explain: bool) -> None:
-    """``plan --risk pNN`` (:mod:`optimizer.risk.tighten`)."""
-    from optimizer.cli.simulate import risk_lines
-    from optimizer.core.errors import InputError
-    from optimizer.planner.api import plan as make_plan
-    from optimizer.report.tables import plan_markdown, plan_table
-    from optimizer.risk.runner import check_counts
-    from optimizer.risk.summary import parse_quantile
-    from optimizer.risk.tighten import RiskOptions, risk_plan
+    """``plan --risk pNN`` (:mod:`ptplan.risk.tighten`)."""
+    from ptplan.cli.simulate import risk_lines
+    from ptplan.core.errors import InputError
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.report.tables import plan_markdown, plan_table
+    from ptplan.risk.runner import check_counts
+    from ptplan.risk.summary import parse_quantile
+    from ptplan.risk.tighten import RiskOptions, risk_plan
 
     q = parse_quantile(risk)
     if objective != "cost":
@@ -160,7 +160,7 @@ def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings:
     lines = "".join(line + "\n" for line in risk_lines(report))
 
     def html() -> str:
-        from optimizer.cli.report import html_page
+        from ptplan.cli.report import html_page
 
         return html_page("plan", json.loads(p.to_json()))
 
@@ -181,12 +181,12 @@ def check(
     when it was made on it."""
 
     def go() -> None:
-        from optimizer.cli.campaign import check_campaign_cmd, is_campaign_file
-        from optimizer.core.yamlio import quoted, read_mapping, validate
-        from optimizer.plan.rules_catalog import check_against_catalog, packaged_catalog
-        from optimizer.plan.schema import Plan
-        from optimizer.plan.verify import verify_against_spec, verify_plan
-        from optimizer.spec.project import load_spec
+        from ptplan.cli.campaign import check_campaign_cmd, is_campaign_file
+        from ptplan.core.yamlio import quoted, read_mapping, validate
+        from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
+        from ptplan.plan.schema import Plan
+        from ptplan.plan.verify import verify_against_spec, verify_plan
+        from ptplan.spec.project import load_spec
 
         if is_campaign_file(plan_file):
             check_campaign_cmd(plan_file)
@@ -199,8 +199,8 @@ def check(
         if spec is not None:
             problems += verify_against_spec(p, load_spec(str(spec)))
         if policy is not None:
-            from policies.check import check_plan
-            from policies.model import load_policy
+            from ptplan.policies.check import check_plan
+            from ptplan.policies.model import load_policy
 
             pol = load_policy(str(policy))
             problems += [f"policy {pol.name}: {line}" for line in check_plan(p, pol)]
@@ -232,11 +232,11 @@ def pareto(
     each point books capacity blocks and flex-start as `plan` does)."""
 
     def go() -> None:
-        from optimizer.planner.api import pareto as run
-        from optimizer.report.tables import pareto_markdown, pareto_table
-        from optimizer.spec.project import load_spec
-        from policies.model import load_policy
-        from providers.registry import load_catalog
+        from ptplan.planner.api import pareto as run
+        from ptplan.report.tables import pareto_markdown, pareto_table
+        from ptplan.spec.project import load_spec
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
 
         s = with_start_after(load_spec(str(spec)), start_after)
         cat = load_catalog(catalog)
@@ -245,9 +245,9 @@ def pareto(
             report = run(s, cat, points, solver.value, pol, progress=bar)
 
         def html() -> str:
-            from optimizer.cli.report import html_page
-            from optimizer.core.errors import InfeasibleError
-            from optimizer.planner.api import plan as make_plan
+            from ptplan.cli.report import html_page
+            from ptplan.core.errors import InfeasibleError
+            from ptplan.planner.api import plan as make_plan
 
             try:  # the plan `ptplan plan` makes of this spec, marked on the curve
                 chosen = json.loads(make_plan(s, cat, "cost", solver.value, explain=False,
@@ -265,7 +265,7 @@ def pareto(
 @schema_app.command("spec")
 def schema_spec() -> None:
     """JSON Schema of the project spec (for editor completion)."""
-    from optimizer.spec.project import ProjectSpec
+    from ptplan.spec.project import ProjectSpec
 
     sys.stdout.write(dumps(ProjectSpec.model_json_schema()))
 
@@ -273,6 +273,6 @@ def schema_spec() -> None:
 @schema_app.command("plan")
 def schema_plan() -> None:
     """JSON Schema of the plan (``ptplan plan --format json``; the current schema_version)."""
-    from optimizer.plan.schema import Plan
+    from ptplan.plan.schema import Plan
 
     sys.stdout.write(dumps(Plan.model_json_schema()))

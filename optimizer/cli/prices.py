@@ -1,15 +1,15 @@
 """``ptplan prices``: pull live prices into the local cache, show them, diff two catalogs.
 
 * ``refresh --provider aws|gcp [--regions R,...] [--instance-type T]... [--endpoint URL]
-  [--cache PATH]`` pulls through the provider SDK (``providers.aws`` / ``providers.gcp``) with a
+  [--cache PATH]`` pulls through the provider SDK (``ptplan.providers.aws`` / ``ptplan.providers.gcp``) with a
   progress bar on stderr, then writes the complete pull into the cache in one transaction
-  (``providers.cache``). Faults exit 3 with one line and leave the cache as it was.
+  (``ptplan.providers.cache``). Faults exit 3 with one line and leave the cache as it was.
 * ``show [--gpu G] [--provider P] [--region R] [--format table|json] [--catalog C]``: per
   (GPU, provider, instance type, region): on-demand, cheapest spot zone and the cheapest
   effective 1y/3y reserved rate per hour (JSON lists every reserved option with its upfront fee
   and hourly part), like ``sky gpus list``.
 * ``savings-plans --instance-type T... [--regions R,...] [--endpoint URL] [-o FILE]``: live
-  No Upfront Compute and EC2 Instance Savings Plans rates (``providers.aws_savings``), as the
+  No Upfront Compute and EC2 Instance Savings Plans rates (``ptplan.providers.aws_savings``), as the
   rates file a portfolio's ``commitments[].rates_file`` reads (JSON), or a table.
 * ``diff OLD NEW``: offers and reserved rates changed (with the % change), added and removed
   between two catalogs (``embedded``, ``cache``, a ``*.sqlite`` cache file or a catalog YAML).
@@ -24,8 +24,8 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import ProgressBar, TableOrJson, _emit, _run, app, dumps, info
-from optimizer.core.errors import InputError
+from ptplan.cli.common import ProgressBar, TableOrJson, _emit, _run, app, dumps, info
+from ptplan.core.errors import InputError
 
 prices_app = typer.Typer(no_args_is_help=True,
                          help="Live prices: refresh the local cache, show it, diff catalogs.")
@@ -73,14 +73,14 @@ def savings_plans(
     """Live AWS Savings Plans rates (No Upfront) per instance type, region, plan and term."""
 
     def go() -> None:
-        from providers.aws_savings import fetch_savings_plan_rates
+        from ptplan.providers.aws_savings import fetch_savings_plan_rates
 
         _check_endpoint(endpoint)
         data = fetch_savings_plan_rates(_split(regions), _split(instance_type), endpoint)
         if output is not None:
             _emit(dumps(data), output)
             return
-        from optimizer.report.tables import text_table
+        from ptplan.report.tables import text_table
 
         rows = [[r["plan_type"], f"{r['term_years']}y", r["region"], r["instance_type"],
                  f"{r['usd_per_hour']:.6g}"] for r in data["rates"]]
@@ -110,7 +110,7 @@ def refresh(
     """Pull live prices through the provider SDK into the local cache (atomic)."""
 
     def go() -> None:
-        from providers.cache import resolve_cache_path, store_pull
+        from ptplan.providers.cache import resolve_cache_path, store_pull
 
         _check_endpoint(endpoint)
         region_list = _split(regions)
@@ -125,14 +125,14 @@ def refresh(
                 bar(done, total, label)
 
             if provider is Provider.aws:
-                from providers.aws import fetch_aws
+                from ptplan.providers.aws import fetch_aws
 
                 pull = fetch_aws(region_list, types, endpoint=endpoint, progress=step)
             else:
                 if types:
                     raise InputError("--instance-type applies to aws only; gcp pulls every "
                                      "A2/A3/A4/G2 machine type")
-                from providers.gcp import fetch_gcp
+                from ptplan.providers.gcp import fetch_gcp
 
                 pull = fetch_gcp(region_list, endpoint=endpoint, progress=step)
         store_pull(pull, target)
@@ -147,7 +147,7 @@ def refresh(
 
 
 def _load(ref: str) -> Any:
-    from providers.registry import load_catalog
+    from ptplan.providers.registry import load_catalog
 
     return load_catalog(ref)
 
@@ -155,7 +155,7 @@ def _load(ref: str) -> Any:
 def _gpu_filter(name: str | None) -> str | None:
     if name is None:
         return None
-    from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
+    from ptplan.core.hardware import canonical_gpu_name, unknown_gpu_message
 
     canon = canonical_gpu_name(name)
     if canon is None:
@@ -225,7 +225,7 @@ def _best(row: dict[str, Any], years: int) -> str:
 
 
 def show_table(catalog: Any, rows: list[dict[str, Any]]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     header = ["GPU", "QTY", "PROVIDER", "INSTANCE_TYPE", "REGION", "ON-DEMAND $/h",
               "SPOT $/h (zone)", "1Y RESERVED eff. $/h", "3Y RESERVED eff. $/h"]
@@ -313,7 +313,7 @@ def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, 
 
 
 def diff_table(d: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     body: list[list[str]] = []
     for label in ("offers", "reserved_rates"):

@@ -2,15 +2,15 @@
 
 * ``--provider aws --region R --instance-type T --count N --duration-hours H [--start-after
   DATE] [--endpoint URL]``: every EC2 Capacity Blocks for ML offering AWS quotes
-  (:mod:`providers.aws_blocks`), cheapest upfront fee first: zone, start and end, the fee and
+  (:mod:`ptplan.providers.aws_blocks`), cheapest upfront fee first: zone, start and end, the fee and
   the fee per instance-hour. Bad requests (a length AWS does not sell, more than 64 instances, a
   start more than 8 weeks ahead) exit 2 with one line; provider faults exit 3. The cheapest
   offering's fee per instance-hour is stored in the price cache as the type's block rate
-  (:func:`providers.aws_blocks.block_pull`; ``--catalog cache`` plans with it); a fault leaves
+  (:func:`ptplan.providers.aws_blocks.block_pull`; ``--catalog cache`` plans with it); a fault leaves
   the cache as it was.
 * ``--provider gcp [--region R,...] [--instance-type T] [--count N --duration-hours H]
   [--endpoint URL] [--cache PATH]``: the GCP DWS flex-start and calendar-mode prices of the
-  Billing Catalog (:mod:`providers.gcp_dws`), stored in the price cache in one transaction
+  Billing Catalog (:mod:`ptplan.providers.gcp_dws`), stored in the price cache in one transaction
   (``--catalog cache`` plans with them) and listed per machine type; with ``--count`` and
   ``--duration-hours`` also what N machines for H hours cost (calendar mode: whole days).
   Faults exit 3 and leave the cache as it was.
@@ -25,9 +25,9 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import ProgressBar, TableOrJson, _emit, _run, dumps, info
-from optimizer.cli.prices import _check_endpoint, _split, prices_app
-from optimizer.core.errors import InputError
+from ptplan.cli.common import ProgressBar, TableOrJson, _emit, _run, dumps, info
+from ptplan.cli.prices import _check_endpoint, _split, prices_app
+from ptplan.core.errors import InputError
 
 
 def _date(text: str | None) -> dt.date | None:
@@ -87,9 +87,9 @@ def blocks(
 def _aws(region: str, instance_type: str, count: int, duration_hours: int,
          start_after: str | None, endpoint: str | None, cache: Path | None,
          fmt: TableOrJson, output: Path | None) -> None:
-    from providers.aws_blocks import block_pull, fetch_block_offerings
-    from providers.cache import resolve_cache_path, store_pull
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.aws_blocks import block_pull, fetch_block_offerings
+    from ptplan.providers.cache import resolve_cache_path, store_pull
+    from ptplan.providers.embedded import embedded_catalog
 
     data = fetch_block_offerings(region, instance_type, count, duration_hours,
                                  _date(start_after), endpoint)
@@ -106,7 +106,7 @@ def _aws(region: str, instance_type: str, count: int, duration_hours: int,
     if fmt is TableOrJson.json:
         _emit(dumps(data), output)
         return
-    from optimizer.report.tables import text_table
+    from ptplan.report.tables import text_table
 
     rows = [[o["zone"], o["start"], o["end"], str(o["duration_hours"]), str(o["count"]),
              f"{float(o['upfront_fee_usd']):,.2f}", f"{o['usd_per_instance_hour']:.4f}",
@@ -141,8 +141,8 @@ def _gcp(region: str | None, instance_type: str | None, count: int | None,
     if count is not None and duration_hours is not None and (count < 1 or duration_hours < 1):
         raise InputError(f"--count {count} --duration-hours {duration_hours}: both must be "
                          "at least 1")
-    from providers.cache import resolve_cache_path, store_pull
-    from providers.gcp_dws import fetch_dws
+    from ptplan.providers.cache import resolve_cache_path, store_pull
+    from ptplan.providers.gcp_dws import fetch_dws
 
     regions = _split([region] if region else None)
     target = resolve_cache_path(cache)
@@ -171,7 +171,7 @@ def _gcp(region: str | None, instance_type: str | None, count: int | None,
     if fmt is TableOrJson.json:
         _emit(dumps(data), output)
         return
-    from optimizer.report.tables import text_table
+    from ptplan.report.tables import text_table
 
     head = ["region", "machine type", "mode", "$/machine-h", "unit h", "longest h"]
     body = [[r["region"], r["instance_type"], "calendar" if r["capacity_type"] == "block"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from optimizer.cli.common import _run, app, info
-from optimizer.render.kinds import Target
+from ptplan.cli.common import _run, app, info
+from ptplan.render.kinds import Target
 
 
 @app.command()
@@ -39,13 +39,13 @@ def render(
     """Write deployment configs for a plan (see docs/render.md)."""
 
     def go() -> None:
-        from optimizer.plan.verify import verify_plan
-        from optimizer.render.frameworks import parse_framework
-        from optimizer.render.targets import DEFAULT_IMAGE, load_plan, render_plan, write_files
-        from optimizer.spec.project import load_spec
+        from ptplan.plan.verify import verify_plan
+        from ptplan.render.frameworks import parse_framework
+        from ptplan.render.targets import DEFAULT_IMAGE, load_plan, render_plan, write_files
+        from ptplan.spec.project import load_spec
 
         parse_framework(framework)  # an unsupported version is one line, before anything else
-        from optimizer.cli.campaign import is_campaign_file, render_campaign_cmd
+        from ptplan.cli.campaign import is_campaign_file, render_campaign_cmd
 
         if is_campaign_file(plan_file):
             render_campaign_cmd(plan_file, target.value, output, image, cluster, framework,
@@ -67,7 +67,7 @@ def render(
         for path in write_files(files, output):
             info(f"wrote {path}")
         if check:
-            from optimizer.render.check import check_render
+            from ptplan.render.check import check_render
 
             found = check_render(p, files)
             for line in found:

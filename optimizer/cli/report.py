@@ -1,8 +1,8 @@
 """``ptplan report FILE.json... -o report.html`` and the ``--format html`` of ``plan`` (a campaign
 too), ``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self-contained HTML
-reports (:mod:`optimizer.report.html`; docs/report.md).
+reports (:mod:`ptplan.report.html`; docs/report.md).
 
-This module joins the page builders of :mod:`optimizer.report` with the terminal's table rows
+This module joins the page builders of :mod:`ptplan.report` with the terminal's table rows
 of the sibling packages and commands (what-if rows, the reserve, compare, review and campaign
 tables), which only the CLI layer may import together. ``report`` detects each file's kind
 from its JSON; a file of no known kind, or one that lacks what its kind needs, is one
@@ -16,8 +16,8 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import _emit, _run, app
-from optimizer.core.errors import InputError
+from ptplan.cli.common import _emit, _run, app
+from ptplan.core.errors import InputError
 
 KINDS = ("plan", "pareto", "whatif", "sweep", "break_even", "reserve", "compare", "review",
          "campaign")
@@ -42,39 +42,39 @@ def detect_kind(data: dict[str, Any]) -> str | None:
 
 
 def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> Any:
-    """The :class:`~optimizer.report.html.Doc` of one report of ``kind`` (a campaign: a list,
+    """The :class:`~ptplan.report.html.Doc` of one report of ``kind`` (a campaign: a list,
     its own page then each stage's plan page)."""
     if kind == "plan":
-        from optimizer.report.html_plan import plan_doc
+        from ptplan.report.html_plan import plan_doc
 
         return plan_doc(data)
     if kind == "pareto":
-        from optimizer.report.html_plan import pareto_doc
+        from ptplan.report.html_plan import pareto_doc
 
         return pareto_doc(data, chosen)
     if kind == "reserve":
-        from optimizer.cli.reserve import _sections
-        from optimizer.report.html_analysis import reserve_doc
+        from ptplan.cli.reserve import _sections
+        from ptplan.report.html_analysis import reserve_doc
 
         title, tables, footer = _sections(data)
         return reserve_doc(data, title, tables, footer)
     if kind == "campaign":
-        from optimizer.cli.campaign import campaign_footer, campaign_rows
-        from optimizer.report.html_campaign import campaign_docs
+        from ptplan.cli.campaign import campaign_footer, campaign_rows
+        from ptplan.report.html_campaign import campaign_docs
 
         return campaign_docs(data, campaign_rows(data), campaign_footer(data))
     if kind == "compare":
-        from optimizer.cli.compare import compare_footer, compare_rows
-        from optimizer.report.html_methods import compare_doc
+        from ptplan.cli.compare import compare_footer, compare_rows
+        from ptplan.report.html_methods import compare_doc
 
         return compare_doc(data, compare_rows(data), compare_footer(data))
     if kind == "review":
-        from optimizer.cli.runs_report import _sections as review_sections
-        from optimizer.report.html_methods import review_doc
+        from ptplan.cli.runs_report import _sections as review_sections
+        from ptplan.report.html_methods import review_doc
 
         return review_doc(data, *review_sections(data))
-    from optimizer.report import html_analysis as h
-    from optimizer.whatif import rows as w
+    from ptplan.report import html_analysis as h
+    from ptplan.whatif import rows as w
 
     if kind == "whatif":
         changes = [(s["name"], w.change_rows(s["changes"]), s["changes"]["statements"])
@@ -89,7 +89,7 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
 def html_page(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> str:
     """One report as a self-contained HTML page."""
-    from optimizer.report.html import render_page
+    from ptplan.report.html import render_page
 
     return render_page(_as_list(build_doc(kind, data, chosen)))
 
@@ -99,7 +99,7 @@ def _as_list(doc: Any) -> list[Any]:
 
 
 def _load(path: Path) -> tuple[str, dict[str, Any]]:
-    from optimizer.core.yamlio import quoted, read_mapping, validate
+    from ptplan.core.yamlio import quoted, read_mapping, validate
 
     data = read_mapping(str(path), "report")
     kind = detect_kind(data)
@@ -108,7 +108,7 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
                          "break-even, reserve, compare, runs review or campaign JSON; pass the "
                          "--format json output of one of those commands")
     if kind == "plan":
-        from optimizer.plan.schema import Plan
+        from ptplan.plan.schema import Plan
 
         validate(Plan, data, f"plan {quoted(path)}")
     return kind, data
@@ -117,8 +117,8 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
 def pages(files: list[Path]) -> str:
     """The HTML page of ``files`` (in order); a pareto frontier is marked with the plan of the
     same spec among the files, if any."""
-    from optimizer.core.yamlio import quoted
-    from optimizer.report.html import render_page
+    from ptplan.core.yamlio import quoted
+    from ptplan.report.html import render_page
 
     loaded = [(f, *_load(f)) for f in files]
     plans = {d["spec_name"]: d for _, k, d in loaded if k == "plan"}

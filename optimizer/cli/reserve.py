@@ -1,7 +1,7 @@
 """``ptplan reserve``: quarterly reserved-capacity purchasing for a portfolio of projects.
 
 The command is thin: load the portfolio, catalog and policy, call
-:func:`optimizer.reserve.purchase.reserve`, and format its JSON report (table, markdown or
+:func:`ptplan.reserve.purchase.reserve`, and format its JSON report (table, markdown or
 JSON); every figure shown is one the JSON holds. ``--chart FILE`` draws weekly demand against
 committed capacity per scenario from the report's ``coverage`` rows (matplotlib, Agg backend;
 SVG output is byte-deterministic: fixed ``svg.hashsalt``, no date metadata).
@@ -15,9 +15,9 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import ProgressBar, ReportFormat, _emit_as, _run, app, dumps, info
-from optimizer.core.errors import InputError
-from optimizer.core.kinds import Solver
+from ptplan.cli.common import ProgressBar, ReportFormat, _emit_as, _run, app, dumps, info
+from ptplan.core.errors import InputError
+from ptplan.core.kinds import Solver
 
 
 def _money(x: str | None) -> str:
@@ -128,7 +128,7 @@ def _commit_row(c: dict[str, Any]) -> list[str]:
 
 
 def reserve_table(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import text_table
+    from ptplan.report.tables import text_table
 
     title, tables, footer = _sections(r)
     out = [title + "\n"]
@@ -137,7 +137,7 @@ def reserve_table(r: dict[str, Any]) -> str:
 
 
 def reserve_markdown(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     title, tables, footer = _sections(r)
     out = [f"# {title}\n"]
@@ -148,7 +148,7 @@ def reserve_markdown(r: dict[str, Any]) -> str:
 
 def write_chart(r: dict[str, Any], path: Path) -> None:
     """Weekly demand (solid) against committed capacity (dashed) per scenario and instance."""
-    from optimizer.report.charts import chart_suffix, pyplot, save
+    from ptplan.report.charts import chart_suffix, pyplot, save
 
     chart_suffix(path)
     scenarios = [s["name"] for s in r["scenarios"]]
@@ -203,11 +203,11 @@ def reserve(
     now, or each quarter with --ladder quarterly, for a portfolio of projects."""
 
     def go() -> None:
-        from optimizer.reserve.portfolio import load_portfolio, portfolio_dir
-        from optimizer.reserve.purchase import Risk
-        from optimizer.reserve.purchase import reserve as run
-        from policies.model import load_policy
-        from providers.registry import load_catalog
+        from ptplan.reserve.portfolio import load_portfolio, portfolio_dir
+        from ptplan.reserve.purchase import Risk
+        from ptplan.reserve.purchase import reserve as run
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
 
         rk = Risk.parse(risk)
         if ladder is not None and ladder != "quarterly":
@@ -223,9 +223,9 @@ def reserve(
             result = run(pf, cat, portfolio_dir(str(portfolio)), pol, solver.value, rk, timings,
                          progress=bar, ladder=ladder)
         rep = result.report
-        def html() -> str:  # as `ptplan report` builds it (optimizer.cli.report)
-            from optimizer.report.html import render_page
-            from optimizer.report.html_analysis import reserve_doc
+        def html() -> str:  # as `ptplan report` builds it (ptplan.cli.report)
+            from ptplan.report.html import render_page
+            from ptplan.report.html_analysis import reserve_doc
 
             title, tables, footer = _sections(rep)
             return render_page([reserve_doc(rep, title, tables, footer)])

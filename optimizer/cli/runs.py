@@ -1,6 +1,6 @@
 """``ptplan runs ...``: the run ledger (record, import-metrics, list, show, review, calibrate,
 export). Thin: open the ledger (``--ledger PATH|URL``, ``PTPLAN_LEDGER``, else the SQLite file
-in the platform data dir), call :mod:`optimizer.ledger`, format. Every write is one
+in the platform data dir), call :mod:`ptplan.ledger`, format. Every write is one
 transaction: bad input is one ``error:`` line, exit 2, and leaves the ledger as it was."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import (
+from ptplan.cli.common import (
     ReportFormat,
     TableOrJson,
     _emit,
@@ -21,7 +21,7 @@ from optimizer.cli.common import (
     dumps,
     info,
 )
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 runs_app = typer.Typer(no_args_is_help=True, help="The run ledger: what each run was planned "
                        "to cost, what it cost and what it gained.")
@@ -55,7 +55,7 @@ class GroupBy(StrEnum):
 
 
 def _ledger(ledger: str | None) -> Any:
-    from optimizer.ledger.db import open_ledger
+    from ptplan.ledger.db import open_ledger
 
     return open_ledger(ledger)
 
@@ -89,9 +89,9 @@ def record(
     """Record a run: its plan, actual costs per phase and capacity type, results, outcome."""
 
     def go() -> None:
-        from optimizer.ledger.recorder import build_run
-        from optimizer.ledger.records import record as insert
-        from optimizer.ledger.records import usd
+        from ptplan.ledger.recorder import build_run
+        from ptplan.ledger.records import record as insert
+        from ptplan.ledger.records import usd
 
         run = build_run(run_id, plan=plan, spec=spec, project=project,
                         method=method.value if method else None, algorithm=algorithm,
@@ -121,8 +121,8 @@ def import_metrics(
     """Import per-step timings, throughput, response lengths and evals for a run."""
 
     def go() -> None:
-        from optimizer.ledger import metrics as mx
-        from optimizer.ledger.records import load_runs, store_metrics
+        from ptplan.ledger import metrics as mx
+        from ptplan.ledger.records import load_runs, store_metrics
 
         given = [x for x in (jsonl, tensorboard, mlflow) if x is not None]
         if len(given) != 1:
@@ -159,7 +159,7 @@ def list_runs(
     """The recorded runs, oldest first."""
 
     def go() -> None:
-        from optimizer.ledger.records import load_runs, usd
+        from ptplan.ledger.records import load_runs, usd
 
         with _ledger(ledger).read() as conn:
             runs = [r for r in load_runs(conn) if (method is None or r.method == method.value)
@@ -171,7 +171,7 @@ def list_runs(
         if fmt == TableOrJson.json:
             _emit(dumps(rows), None)
             return
-        from optimizer.report.tables import text_table
+        from ptplan.report.tables import text_table
 
         header = ["id", "date", "project", "method", "family", "outcome", "repairs",
                   "planned $", "actual $"]
@@ -189,8 +189,8 @@ def show(
     """One run: plan vs actual, costs, results, metrics per phase."""
 
     def go() -> None:
-        from optimizer.ledger.metrics import phase_seconds_per_step
-        from optimizer.ledger.records import export_json, load_metrics, load_runs
+        from ptplan.ledger.metrics import phase_seconds_per_step
+        from ptplan.ledger.records import export_json, load_metrics, load_runs
 
         with _ledger(ledger).read() as conn:
             run = load_runs(conn, [run_id])[0]
@@ -212,8 +212,8 @@ def _h(x: float | None) -> str:
 
 
 def show_text(run: Any, secs: dict[str, tuple[float, int]], n_metrics: int) -> str:
-    from optimizer.ledger.records import usd
-    from optimizer.report.tables import text_table
+    from ptplan.ledger.records import usd
+    from ptplan.report.tables import text_table
 
     head = [f"run {run.id}: {run.project} ({run.method}"
             f"{'/' + run.algorithm if run.algorithm else ''}, {run.model_family}), "
@@ -260,10 +260,10 @@ def review(
     """The method–cost–benefit table: per run and per group, with flags and recommendations."""
 
     def go() -> None:
-        from optimizer.cli.runs_report import review_markdown, review_table
-        from optimizer.ledger.records import load_runs
-        from optimizer.ledger.review import Thresholds
-        from optimizer.ledger.review import review as make_review
+        from ptplan.cli.runs_report import review_markdown, review_table
+        from ptplan.ledger.records import load_runs
+        from ptplan.ledger.review import Thresholds
+        from ptplan.ledger.review import review as make_review
 
         with _ledger(ledger).read() as conn:
             runs = load_runs(conn)
@@ -273,11 +273,11 @@ def review(
         rv = make_review(runs, tuple(dict.fromkeys(b.value for b in by)),
                          Thresholds(forgetting, variance))
         if alternative:
-            from optimizer.ledger.review import attach_plans
+            from ptplan.ledger.review import attach_plans
 
             attach_plans(rv, _plan_now(alternative, catalog))
         def html() -> str:
-            from optimizer.cli.report import html_page
+            from ptplan.cli.report import html_page
 
             return html_page("review", rv)
 
@@ -288,10 +288,10 @@ def review(
 
 
 def _plan_now(specs: list[Path], catalog: str) -> list[dict[str, Any]]:
-    from optimizer.planner.api import plan as make_plan
-    from optimizer.spec.project import load_spec
-    from policies.model import load_policy
-    from providers.registry import load_catalog
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.spec.project import load_spec
+    from ptplan.policies.model import load_policy
+    from ptplan.providers.registry import load_catalog
 
     cat, pol = load_catalog(catalog), load_policy(None)
     out = []
@@ -314,8 +314,8 @@ def calibrate(
     for `ptplan plan --calibration FILE` or the spec's calibration:."""
 
     def go() -> None:
-        from optimizer.ledger.calibrate import calibration_yaml, entries
-        from optimizer.ledger.records import load_metrics, load_runs
+        from ptplan.ledger.calibrate import calibration_yaml, entries
+        from ptplan.ledger.records import load_metrics, load_runs
 
         with _ledger(ledger).read() as conn:
             runs = load_runs(conn, run or None)
@@ -335,7 +335,7 @@ def export(
     """Every run as JSON (the full record) or CSV (one row per run)."""
 
     def go() -> None:
-        from optimizer.ledger.records import export_csv, export_json, load_metrics, load_runs
+        from ptplan.ledger.records import export_csv, export_json, load_metrics, load_runs
 
         with _ledger(ledger).read() as conn:
             runs = load_runs(conn)

@@ -77,7 +77,7 @@ def _sections(rv: dict[str, Any]) -> tuple[list[tuple[str, list[str], list[list[
 
 
 def review_table(rv: dict[str, Any]) -> str:
-    from optimizer.report.tables import text_table
+    from ptplan.report.tables import text_table
 
     tables, footer = _sections(rv)
     out = ["ptplan runs review: method-cost-benefit\n"]
@@ -86,7 +86,7 @@ def review_table(rv: dict[str, Any]) -> str:
 
 
 def review_markdown(rv: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     tables, footer = _sections(rv)
     out = ["# ptplan runs review: method-cost-benefit\n"]

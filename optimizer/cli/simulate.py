@@ -1,5 +1,5 @@
 """``ptplan simulate PLAN.json``: the distribution of makespan and cost of a plan under spot
-interruptions (:mod:`optimizer.risk`), and ``plan --risk``'s rendering."""
+interruptions (:mod:`ptplan.risk`), and ``plan --risk``'s rendering."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from optimizer.cli.common import ProgressBar, _emit, _run, app, dumps, info
+from ptplan.cli.common import ProgressBar, _emit, _run, app, dumps, info
 
 if TYPE_CHECKING:
-    from optimizer.risk.montecarlo import ChunkResult
+    from ptplan.risk.montecarlo import ChunkResult
 
 
 class SimFormat(StrEnum):
@@ -62,12 +62,12 @@ def simulate(
     simulated mean."""
 
     def go() -> None:
-        from optimizer.core.yamlio import quoted, read_mapping, validate
-        from optimizer.plan.schema import Plan
-        from optimizer.report.charts import chart_suffix
-        from optimizer.risk.model import build_model
-        from optimizer.risk.runner import check_counts, run_trials
-        from optimizer.risk.summary import simulate_csv, summarise
+        from ptplan.core.yamlio import quoted, read_mapping, validate
+        from ptplan.plan.schema import Plan
+        from ptplan.report.charts import chart_suffix
+        from ptplan.risk.model import build_model
+        from ptplan.risk.runner import check_counts, run_trials
+        from ptplan.risk.summary import simulate_csv, summarise
 
         check_counts(trials, workers, seed)
         if chart is not None:
@@ -91,8 +91,8 @@ def simulate(
 
 
 def simulate_table(r: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
-    from optimizer.risk.summary import fmt_row, summary_lines
+    from ptplan.report.tables import _table
+    from ptplan.risk.summary import fmt_row, summary_lines
 
     head = ["figure", "mean", "95% CI of mean", "P50", "P90", "P99", "max"]
     rows = [["makespan h", *fmt_row(r["makespan_hours"], "h")],
@@ -102,8 +102,8 @@ def simulate_table(r: dict[str, Any]) -> str:
 
 def simulate_chart(r: dict[str, Any], res: ChunkResult, path: Any) -> None:
     """Histogram of the makespan with P50/P90/P99, the plan's makespan and the deadline."""
-    from optimizer.report.charts import chart_suffix, pyplot, save
-    from optimizer.risk.summary import QUANTILES
+    from ptplan.report.charts import chart_suffix, pyplot, save
+    from ptplan.risk.summary import QUANTILES
 
     chart_suffix(path)
     x = res.makespan_hours
@@ -126,7 +126,7 @@ def simulate_chart(r: dict[str, Any], res: ChunkResult, path: Any) -> None:
 
 
 def _need_ray() -> None:
-    from optimizer.core.errors import InputError
+    from ptplan.core.errors import InputError
 
     try:
         import ray  # noqa: F401

@@ -1,5 +1,5 @@
 """``ptplan spend PLAN.json``: the run's actual cost from the provider's bill (selected by the
-plan's cost tags) beside the plan's expected cumulative cost (:mod:`optimizer.spend`)."""
+plan's cost tags) beside the plan's expected cumulative cost (:mod:`ptplan.spend`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import Format, _emit_as, _run, app, dumps, info
+from ptplan.cli.common import Format, _emit_as, _run, app, dumps, info
 
 
 class Provider(StrEnum):
@@ -34,8 +34,8 @@ DEFAULT_DAYS = 14
 
 
 def window(by: str, since: str | None, until: str | None) -> tuple[str, str]:
-    from optimizer.core.errors import InputError
-    from optimizer.spend.bill import iso, parse_instant
+    from ptplan.core.errors import InputError
+    from ptplan.spend.bill import iso, parse_instant
 
     now = dt.datetime.now(dt.UTC)
     end = parse_instant(until, "--until", by) if until else parse_instant(
@@ -54,9 +54,9 @@ def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
                cache: Path | None, cached: bool) -> Any:
     """The pull: from the cache with --cached, else from the provider, then cached (a failed
     pull raises ProviderError and leaves the cache as it was)."""
-    from optimizer.core.errors import InputError
-    from optimizer.render.context import GROUP_TAGS, run_cost_tags
-    from optimizer.spend import bill
+    from ptplan.core.errors import InputError
+    from ptplan.render.context import GROUP_TAGS, run_cost_tags
+    from ptplan.spend import bill
 
     tags = run_cost_tags(plan, provider)
     start, end = window(by, since, until)
@@ -70,11 +70,11 @@ def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
                              "--cached first")
         return pull
     if provider == "aws":
-        from optimizer.spend.aws import fetch_aws_spend
+        from ptplan.spend.aws import fetch_aws_spend
 
         pull = fetch_aws_spend(tags, GROUP_TAGS[group], by, start, end, endpoint)
     else:
-        from optimizer.spend.gcp import check_table, fetch_gcp_spend
+        from ptplan.spend.gcp import check_table, fetch_gcp_spend
 
         pull = fetch_gcp_spend(check_table(bq_table), tags, GROUP_TAGS[group], by, start, end,
                                endpoint)
@@ -112,7 +112,7 @@ def spend_footer(r: dict[str, Any]) -> list[str]:
 
 def spend_chart(r: dict[str, Any], path: Path) -> None:
     """Actual vs planned cumulative cost over the hours since the run started."""
-    from optimizer.report.charts import pyplot, save
+    from ptplan.report.charts import pyplot, save
 
     hours = [0.0] + [p["hours"] for p in r["periods"]]
     actual = [0.0] + [p["actual_cumulative_usd"] for p in r["periods"]]
@@ -164,12 +164,12 @@ def spend(
     cumulative cost; variance. Exit 3 when the pull fails (the cache keeps the last pull)."""
 
     def go() -> None:
-        from optimizer.render.context import group_tag_value
-        from optimizer.render.targets import load_plan
-        from optimizer.report.charts import chart_suffix
-        from optimizer.report.tables import _table, md_table
-        from optimizer.spend.bill import parse_instant
-        from optimizer.spend.curve import spend_report
+        from ptplan.render.context import group_tag_value
+        from ptplan.render.targets import load_plan
+        from ptplan.report.charts import chart_suffix
+        from ptplan.report.tables import _table, md_table
+        from ptplan.spend.bill import parse_instant
+        from ptplan.spend.curve import spend_report
 
         if chart is not None:
             chart_suffix(chart)
@@ -180,7 +180,7 @@ def spend(
                           endpoint, cache, cached)
         start = None
         if run_start is not None:
-            from optimizer.spend.bill import iso
+            from ptplan.spend.bill import iso
 
             start = iso(parse_instant(run_start, "--run-start", "hour"))
         report = spend_report(plan, pull, lambda p, a: group_tag_value(

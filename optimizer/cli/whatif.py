@@ -1,7 +1,7 @@
 """``ptplan whatif``: price scenarios, sweeps and break-even prices, rendered as tables,
-markdown, JSON and charts. One function per mode (:mod:`optimizer.whatif.scenarios`,
-:mod:`optimizer.whatif.sweep`, :mod:`optimizer.whatif.breakeven`); the rule language in
-:mod:`optimizer.whatif.pricerules`. This module parses options, calls them and formats the
+markdown, JSON and charts. One function per mode (:mod:`ptplan.whatif.scenarios`,
+:mod:`ptplan.whatif.sweep`, :mod:`ptplan.whatif.breakeven`); the rule language in
+:mod:`ptplan.whatif.pricerules`. This module parses options, calls them and formats the
 results (every figure shown is one the JSON holds)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from optimizer.cli.common import (
+from ptplan.cli.common import (
     START_AFTER_HELP,
     Objective,
     ProgressBar,
@@ -23,9 +23,9 @@ from optimizer.cli.common import (
     info,
     with_start_after,
 )
-from optimizer.core.errors import InputError
-from optimizer.core.kinds import Solver
-from optimizer.whatif.rows import (
+from ptplan.core.errors import InputError
+from ptplan.core.kinds import Solver
+from ptplan.whatif.rows import (
     Rows,
     break_even_footer,
     break_even_rows,
@@ -40,7 +40,7 @@ from optimizer.whatif.rows import (
 
 
 def whatif_table(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table, text_table
+    from ptplan.report.tables import _table, text_table
 
     out = _table(f"ptplan whatif: {report['spec_name']}", *whatif_rows(report),
                  whatif_footer(report))
@@ -53,7 +53,7 @@ def whatif_table(report: dict[str, Any]) -> str:
 
 
 def whatif_markdown(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     out = f"# ptplan whatif: {report['spec_name']}\n\n" + md_table(*whatif_rows(report))
     out += "\n" + "".join(f"- {line}\n" for line in whatif_footer(report))
@@ -66,14 +66,14 @@ def whatif_markdown(report: dict[str, Any]) -> str:
 
 
 def sweep_table(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     return _table(f"ptplan whatif sweep: {report['spec_name']} ({report['swept']} VALUE)",
                   *sweep_rows(report), sweep_footer(report))
 
 
 def _markdown(title: str, rows: Rows, footer: list[str]) -> str:
-    from optimizer.report.tables import md_table
+    from ptplan.report.tables import md_table
 
     return f"# {title}\n\n" + md_table(*rows) + "\n" + "".join(f"- {line}\n" for line in footer)
 
@@ -84,7 +84,7 @@ def sweep_markdown(report: dict[str, Any]) -> str:
 
 
 def break_even_table(report: dict[str, Any]) -> str:
-    from optimizer.report.tables import _table
+    from ptplan.report.tables import _table
 
     return _table(f"ptplan whatif break-even: {report['spec_name']} ({report['selector']})",
                   *break_even_rows(report), break_even_footer(report))
@@ -98,7 +98,7 @@ def break_even_markdown(report: dict[str, Any]) -> str:
 def sweep_chart(report: dict[str, Any], path: Path) -> None:
     """Cost against the swept value, plan switches marked (PNG or SVG by suffix;
     deterministic SVG: fixed hash salt, no date)."""
-    from optimizer.report.charts import chart_suffix, pyplot, save
+    from ptplan.report.charts import chart_suffix, pyplot, save
 
     chart_suffix(path)
     xs = [p["value"] for p in report["points"] if p["total_cost_usd"] is not None]
@@ -127,7 +127,7 @@ def sweep_chart(report: dict[str, Any], path: Path) -> None:
 
 
 def _html(kind: str, report: dict[str, Any]) -> str:
-    from optimizer.cli.report import html_page
+    from ptplan.cli.report import html_page
 
     return html_page(kind, report)
 
@@ -159,7 +159,7 @@ def _mode_of(price: list[str] | None, scenario: list[str] | None, sweep_rule: st
 def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: ReportFormat,
                     output: Path | None) -> None:
     """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
-    from optimizer.whatif.scenarios import run_scenarios, scenarios_from
+    from ptplan.whatif.scenarios import run_scenarios, scenarios_from
 
     report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
     _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
@@ -170,8 +170,8 @@ def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
                 stop: float | None, steps: int, every_point: bool, base_rules: tuple,
                 fmt: ReportFormat, output: Path | None, chart: Path | None) -> None:
     """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
-    from optimizer.whatif.pricerules import parse_partial
-    from optimizer.whatif.sweep import linspace, run_sweep
+    from ptplan.whatif.pricerules import parse_partial
+    from ptplan.whatif.sweep import linspace, run_sweep
 
     if start is None or stop is None:
         raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
@@ -188,8 +188,8 @@ def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None
                      stop: float | None, tolerance: float, base_rules: tuple, fmt: ReportFormat,
                      output: Path | None) -> None:
     """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
-    from optimizer.whatif.breakeven import break_even
-    from optimizer.whatif.pricerules import parse_selector
+    from ptplan.whatif.breakeven import break_even
+    from ptplan.whatif.pricerules import parse_selector
 
     report = break_even(setup, parse_selector(selector), runner,
                         0.0 if start is None else start, 10.0 if stop is None else stop,
@@ -255,11 +255,11 @@ def whatif(
     """
 
     def go() -> None:
-        from optimizer.spec.project import load_spec
-        from optimizer.whatif.pricerules import parse_rule
-        from optimizer.whatif.runner import Runner, Setup
-        from policies.model import load_policy
-        from providers.registry import load_catalog
+        from ptplan.spec.project import load_spec
+        from ptplan.whatif.pricerules import parse_rule
+        from ptplan.whatif.runner import Runner, Setup
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
 
         modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])

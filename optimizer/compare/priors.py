@@ -18,10 +18,10 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
-from optimizer.spec.project import ProjectSpec
-from optimizer.spec.types import Method
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import StrictModel, quoted, read_mapping, validate
+from ptplan.spec.project import ProjectSpec
+from ptplan.spec.types import Method
 
 Probability = Annotated[float, Field(ge=0, le=1, strict=False)]
 
@@ -85,7 +85,7 @@ def rework_spec_path(risk_path: str | Path, rework: Rework) -> Path:
 
 @dataclass(frozen=True)
 class LedgerPrior:
-    """A prior observed in the run ledger (built by the CLI from :mod:`optimizer.ledger.priors`,
+    """A prior observed in the run ledger (built by the CLI from :mod:`ptplan.ledger.priors`,
     a sibling this package never imports): numbers, their counts and where they come from."""
 
     p_forgetting: float

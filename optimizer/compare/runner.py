@@ -1,6 +1,6 @@
 """``ptplan compare``: plan each candidate (and the jobs its cost includes) and lay the whole
-costs side by side (:mod:`optimizer.compare.expect`). Every plan here is a verified plan of
-:func:`optimizer.planner.api.plan`."""
+costs side by side (:mod:`ptplan.compare.expect`). Every plan here is a verified plan of
+:func:`ptplan.planner.api.plan`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optimizer.compare.expect import Candidate, break_even, describe
-from optimizer.compare.priors import (
+from ptplan.compare.expect import Candidate, break_even, describe
+from ptplan.compare.priors import (
     LedgerLookup,
     LedgerPrior,
     RiskFile,
@@ -18,10 +18,10 @@ from optimizer.compare.priors import (
     prior_for,
     rework_spec_path,
 )
-from optimizer.core.errors import InputError, PlannerError
-from optimizer.core.yamlio import quoted
-from optimizer.plan.schema import Plan
-from optimizer.spec.project import ProjectSpec, load_spec
+from ptplan.core.errors import InputError, PlannerError
+from ptplan.core.yamlio import quoted
+from ptplan.plan.schema import Plan
+from ptplan.spec.project import ProjectSpec, load_spec
 
 COMPARE_SCHEMA_VERSION = 2
 NO_PRIORS = ("no priors: no risk file (--risk FILE) and no ledger (--ledger URL); forgetting "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 ENV = "PTPLAN_TODAY"
 

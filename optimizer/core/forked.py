@@ -1,6 +1,6 @@
 """Work split between this process and one forked child, results carried back by pickle.
 
-Used by the planner to build pool frontiers on two cores (:mod:`optimizer.planner.frontier`).
+Used by the planner to build pool frontiers on two cores (:mod:`ptplan.planner.frontier`).
 The results are the same values whichever process computed them. What must not travel by
 value (objects whose identity matters, like catalog offers, or that do not pickle) the
 caller replaces by keys in the child (``pack``) and puts back here (``unpack``); the pickle
@@ -26,13 +26,13 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, BinaryIO, TypeVar
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 T = TypeVar("T")
 
 WORKERS_ENV = "PTPLAN_WORKERS"
 """``1`` (or ``0``) keeps all work in this process; unset, ``2`` or more allows one forked
-child; anything else is refused (:class:`~optimizer.core.errors.InputError`)."""
+child; anything else is refused (:class:`~ptplan.core.errors.InputError`)."""
 
 
 def _threads() -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from optimizer.core.errors import InputError, suggest
+from ptplan.core.errors import InputError, suggest
 
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8")
 """Precisions ptplan models, from highest to lowest."""
@@ -126,7 +126,7 @@ def _num(cell: str) -> float | None:
 @cache
 def gpus() -> dict[str, GPU]:
     """All GPU types by canonical id, read from package data."""
-    data = resources.files("optimizer.core").joinpath("data/gpu_specs.csv")
+    data = resources.files("ptplan.core").joinpath("data/gpu_specs.csv")
     text = data.read_text(encoding="utf-8")
     out: dict[str, GPU] = {}
     for row in csv.DictReader(text.splitlines()):

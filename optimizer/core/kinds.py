@@ -2,7 +2,7 @@
 
 Each is a :class:`~enum.StrEnum`: a member *is* its string (``CapacityType.spot == "spot"``,
 ``json.dumps`` writes ``"spot"``), so producers may still pass the plain strings and the plan's
-JSON is unchanged, while the plan schema (:mod:`optimizer.plan.schema`) and its published JSON
+JSON is unchanged, while the plan schema (:mod:`ptplan.plan.schema`) and its published JSON
 Schema (``ptplan schema plan``) reject any other value. A member hashes as its string, so
 either works as the same dictionary key.
 """
@@ -39,7 +39,7 @@ class Status(StrEnum):
 
 
 class NetworkPath(StrEnum):
-    """Where a byte travels (see :mod:`optimizer.costs.network`): within a zone, across zones
+    """Where a byte travels (see :mod:`ptplan.costs.network`): within a zone, across zones
     of a region, between regions of a continent or of two continents (one provider), or out to
     another provider over the internet."""
 
@@ -51,14 +51,14 @@ class NetworkPath(StrEnum):
 
 
 class Solver(StrEnum):
-    """MILP solver behind PuLP (:mod:`optimizer.core.lp`): HiGHS (default) or CBC."""
+    """MILP solver behind PuLP (:mod:`ptplan.core.lp`): HiGHS (default) or CBC."""
 
     highs = "highs"
     cbc = "cbc"
 
 
 class Flow(StrEnum):
-    """What a priced network transfer carries (see :mod:`optimizer.costs.network`)."""
+    """What a priced network transfer carries (see :mod:`ptplan.costs.network`)."""
 
     weight_sync = "weight_sync"
     experience = "experience"

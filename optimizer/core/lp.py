@@ -2,7 +2,7 @@
 solver choice, variables, one status mapping, HiGHS's banner kept off stdout.
 
 PuLP is imported here and by the two formulations that build models with it
-(:mod:`optimizer.planner.milp`, :mod:`optimizer.reserve.milp`).
+(:mod:`ptplan.planner.milp`, :mod:`ptplan.reserve.milp`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pulp
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 SOLVERS = ("highs", "cbc")
 

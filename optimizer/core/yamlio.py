@@ -2,7 +2,7 @@
 
 Every user file goes through :func:`read_mapping` and :func:`validate`, so that malformed files,
 unknown keys (with close-match suggestions) and bad values all become one-line
-:class:`~optimizer.core.errors.InputError` messages naming the field, the value and the fix.
+:class:`~ptplan.core.errors.InputError` messages naming the field, the value and the fix.
 Every model of a file ptplan reads (spec, policy, custom catalog, portfolio, plan) derives from
 :class:`StrictModel`.
 
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from optimizer.core.errors import InputError, suggest
+from ptplan.core.errors import InputError, suggest
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -30,9 +30,9 @@ from typing import Literal
 
 import numpy as np
 
-from optimizer.demand.model import Demand
-from policies.model import Policy
-from providers.base import Catalog, Offer
+from ptplan.demand.model import Demand
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog, Offer
 
 PREP_HOURS = 1.0
 """Default wall time of the data-preparation stage (``data.prep_hours``)."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optimizer.costs.storage import HOURS_PER_MONTH, tiers_for
-from providers.base import Catalog, StorageTier
+from ptplan.costs.storage import HOURS_PER_MONTH, tiers_for
+from ptplan.providers.base import Catalog, StorageTier
 
 BLOCK = "block"
 """The ``access`` of block-storage tiers (volumes attached to a node)."""

@@ -17,7 +17,7 @@ experience             rollout → scoring → update: prompt and response token
                        (all of it); within a region it is listed but not priced (the share of
                        cross-zone rollout nodes is, for the examples, well under 1 % of their
                        weight-sync bytes; the plan item says how many GB).
-dataset_staging        the dataset (as stored, see :mod:`optimizer.costs.storage`) copied once from
+dataset_staging        the dataset (as stored, see :mod:`ptplan.costs.storage`) copied once from
                        ``data.source`` to the region that reads it (rollout for RL/OPD, the
                        trainer for SFT); free when it is already there.
 checkpoint_copies      with ``checkpoints.copy_to``: every archived checkpoint and the final
@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optimizer.demand.model import Demand
-from providers.base import Catalog, EgressRate
+from ptplan.demand.model import Demand
+from ptplan.providers.base import Catalog, EgressRate
 
 EXPERIENCE_BYTES_PER_TOKEN = 12.0
 """Token id (4 B) + rollout log-probability (4 B) + scored log-probability (4 B)."""

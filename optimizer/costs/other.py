@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from optimizer.demand.model import Demand
+from ptplan.demand.model import Demand
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ therefore never chosen. Lifecycle parameters come from the spec's ``checkpoints`
 the user set them, otherwise from the policy's ``storage`` block.
 
 The cost is a non-decreasing function of D for a given provider and region, so the planner adds
-it exactly to every candidate plan (:mod:`optimizer.planner.search`).
+it exactly to every candidate plan (:mod:`ptplan.planner.search`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.demand.model import Demand
-from policies.model import Policy
-from providers.base import Catalog, StorageTier
+from ptplan.demand.model import Demand
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog, StorageTier
 
 BYTES_PER_TOKEN = 4.0
 """Tokenised text as int32 ids (datasets, eval outputs)."""

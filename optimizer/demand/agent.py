@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimizer.demand import lengths as ld
-from optimizer.demand.inference import Engine, Rollout
-from optimizer.demand.lengths import LengthDist
-from optimizer.spec.agent import Agent, Turns
+from ptplan.demand import lengths as ld
+from ptplan.demand.inference import Engine, Rollout
+from ptplan.demand.lengths import LengthDist
+from ptplan.spec.agent import Agent, Turns
 
 FIXED_POINT_ITERATIONS = 64
 """b ↦ min(B, c·s(b)) is monotone and starts at B: it decreases to the largest fixed point;
@@ -99,7 +99,7 @@ def cache_hit_share(engine: Engine, ro: Rollout, agent: Agent, batch: float,
 def turns_dist(agent: Agent) -> LengthDist | None:
     """``agent.turns`` as a distribution (None for a plain mean): a histogram's point masses,
     quantiles' piecewise-linear quantile function through (0, 1) and (1, max), or the
-    maximum-entropy shape for the mean on [1, max] (:mod:`optimizer.demand.lengths`)."""
+    maximum-entropy shape for the mean on [1, max] (:mod:`ptplan.demand.lengths`)."""
     t = agent.turns
     if not isinstance(t, Turns):
         return None

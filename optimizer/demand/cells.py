@@ -1,12 +1,12 @@
 """How fast each part runs on one GPU type at one precision, and a phase's time as a function
 of the pool that runs it.
 
-* decode parts run on an inference engine (:mod:`optimizer.demand.inference`): their step time
+* decode parts run on an inference engine (:mod:`ptplan.demand.inference`): their step time
   depends on how many sequences each replica serves, so a phase with decode work carries a
   :class:`DecodeCurve` (seconds per run as a function of replicas) besides its linear work;
 * prefill and forward (scoring) parts are compute-bound and linear in tokens;
 * training parts run in the fastest parallel layout that fits
-  (:mod:`optimizer.demand.training`).
+  (:mod:`ptplan.demand.training`).
 
 Calibration binds (:func:`calibration_factor`): a measured (phase, GPU, precision) throughput
 rescales the model of that phase on that GPU at *every* precision by measured ÷ modelled, so no
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from optimizer.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, PRECISIONS
-from optimizer.demand import inference as inf
-from optimizer.demand import training as tr
-from optimizer.demand.decode import (
+from ptplan.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, PRECISIONS
+from ptplan.demand import inference as inf
+from ptplan.demand import training as tr
+from ptplan.demand.decode import (
     Conditions,
     DecodeCurve,
     decode_curve,
@@ -32,7 +32,7 @@ from optimizer.demand.decode import (
     rollout_of,
     usable_bytes,
 )
-from optimizer.demand.model import (
+from ptplan.demand.model import (
     GB,
     KV_HEADROOM,
     MAX_REPLICA_GPUS,
@@ -42,7 +42,7 @@ from optimizer.demand.model import (
     Part,
     lora_params,
 )
-from optimizer.spec.project import ProjectSpec
+from ptplan.spec.project import ProjectSpec
 
 
 def precision_options(phase: str) -> tuple[str, ...]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import resolve_gpu
-from optimizer.demand.model import Demand, build_demand
-from optimizer.demand.rates import PhaseRate, phase_rates
-from optimizer.spec.project import ProjectSpec
-from policies.model import Policy, default_policy
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import resolve_gpu
+from ptplan.demand.model import Demand, build_demand
+from ptplan.demand.rates import PhaseRate, phase_rates
+from ptplan.spec.project import ProjectSpec
+from ptplan.policies.model import Policy, default_policy
 
 POOL_OF = {"rollout": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update"}
 

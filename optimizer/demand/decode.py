@@ -1,6 +1,6 @@
 """Generation phases on a pool: the engines a decode part may run on and its time as a
 function of the pool's GPUs (:class:`DecodeCurve`). The engine arithmetic itself is in
-:mod:`optimizer.demand.inference`."""
+:mod:`ptplan.demand.inference`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.core.hardware import BYTES_PER_PARAM, GPU
-from optimizer.demand import agent as ag
-from optimizer.demand import inference as inf
-from optimizer.demand.model import GB, KV_HEADROOM, MAX_REPLICA_GPUS, Cell, Part
-from optimizer.spec.project import ProjectSpec
+from ptplan.core.hardware import BYTES_PER_PARAM, GPU
+from ptplan.demand import agent as ag
+from ptplan.demand import inference as inf
+from ptplan.demand.model import GB, KV_HEADROOM, MAX_REPLICA_GPUS, Cell, Part
+from ptplan.spec.project import ProjectSpec
 
 KV_16BIT = {"fp32": 4.0}
 """KV-cache bytes per element by weight precision when fp8 KV is not allowed: the model's own

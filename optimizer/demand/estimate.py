@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.core.errors import InputError, suggest
-from optimizer.core.hardware import GPU, PRECISIONS, resolve_gpu
-from optimizer.demand.cells import (
+from ptplan.core.errors import InputError, suggest
+from ptplan.core.hardware import GPU, PRECISIONS, resolve_gpu
+from ptplan.demand.cells import (
     CalibrationUse,
     DecodeCurve,
     default_precision,
     phase_cell,
     precision_options,
 )
-from optimizer.demand.model import Demand, build_demand
-from optimizer.spec.defaults import applied_defaults
-from optimizer.spec.project import ProjectSpec
+from ptplan.demand.model import Demand, build_demand
+from ptplan.spec.defaults import applied_defaults
+from ptplan.spec.project import ProjectSpec
 
 SCHEMA_VERSION = 2
 """2: reference pools, decode drain, training layouts, calibration factors (tail_factor gone)."""

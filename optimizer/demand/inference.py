@@ -32,9 +32,9 @@ from functools import cache
 
 import numpy as np
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.lengths import LengthDist
-from optimizer.spec.project import Efficiency, ModelBlock
+from ptplan.core.hardware import GPU
+from ptplan.demand.lengths import LengthDist
+from ptplan.spec.project import Efficiency, ModelBlock
 
 GB = 1e9
 GRID = 192

@@ -1,8 +1,8 @@
 """The demand model's parts: what each phase of a post-training job must process.
 
 Pure arithmetic on the spec, no I/O. How fast each part runs on a GPU type at a precision is in
-:mod:`optimizer.demand.cells` (inference engines: :mod:`optimizer.demand.inference`; training
-layouts: :mod:`optimizer.demand.training`; response lengths: :mod:`optimizer.demand.lengths`).
+:mod:`ptplan.demand.cells` (inference engines: :mod:`ptplan.demand.inference`; training
+layouts: :mod:`ptplan.demand.training`; response lengths: :mod:`ptplan.demand.lengths`).
 Notation: N = parameters (``active`` for FLOPs, total for memory), D = tokens, L layers,
 H query heads, Q head dim, T sequence length.
 
@@ -29,18 +29,18 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from optimizer.core.hardware import BYTES_PER_PARAM
-from optimizer.demand import agent as ag
-from optimizer.demand import lengths as ld
-from optimizer.demand.lengths import LengthDist
-from optimizer.spec.project import ModelBlock, ProjectSpec, quantile_knots
+from ptplan.core.hardware import BYTES_PER_PARAM
+from ptplan.demand import agent as ag
+from ptplan.demand import lengths as ld
+from ptplan.demand.lengths import LengthDist
+from ptplan.spec.project import ModelBlock, ProjectSpec, quantile_knots
 
 GB = 1e9
 KV_HEADROOM = 0.2
 """Fraction of usable HBM that must stay free for the KV cache when sizing a decode replica."""
 MAX_REPLICA_GPUS = 64
 """Largest inference replica (vLLM TP64 is the largest published RL rollout replica: NeMo RL
-DeepSeek-V3 DAPO); training replicas are bounded by optimizer.demand.training.MAX_TRAIN_GPUS."""
+DeepSeek-V3 DAPO); training replicas are bounded by ptplan.demand.training.MAX_TRAIN_GPUS."""
 TRAIN_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 """int8 is an inference format: no int8 training."""
 
@@ -111,13 +111,13 @@ class Cell:
     bound: str = ""  # compute | memory-bandwidth
     reason: str = ""
     layout: Any = None
-    """Training parts: the :class:`optimizer.demand.training.Layout` chosen."""
+    """Training parts: the :class:`ptplan.demand.training.Layout` chosen."""
     single_seconds: float = 0.0
     """Training parts: one longest micro-batch's forward + backward through the layout."""
     engine: Any = None
-    """Decode parts: the :class:`optimizer.demand.inference.Engine` replica."""
+    """Decode parts: the :class:`ptplan.demand.inference.Engine` replica."""
     curve: Any = None
-    """Training parts: the :class:`optimizer.demand.training.LayoutCurve` (the fastest layout
+    """Training parts: the :class:`ptplan.demand.training.LayoutCurve` (the fastest layout
     at each pool size)."""
 
     @property
@@ -136,7 +136,7 @@ class Demand:
     notes: tuple[str, ...] = field(default=())
     eval_runs: int = 0
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
-    """Phase rates already computed for this demand (:func:`optimizer.demand.rates.phase_rates`
+    """Phase rates already computed for this demand (:func:`ptplan.demand.rates.phase_rates`
     is pure in its arguments; the planner asks for the same cells from several layouts)."""
 
     def phase_parts(self, phase: str) -> tuple[Part, ...]:
@@ -271,7 +271,7 @@ def build_demand(spec: ProjectSpec) -> Demand:
 
 
 def response_lengths(spec: ProjectSpec) -> LengthDist:
-    """The rollout's response-length distribution (:mod:`optimizer.demand.lengths`)."""
+    """The rollout's response-length distribution (:mod:`ptplan.demand.lengths`)."""
     d = spec.data
     mean, cap = float(d.response_tokens or 1), float(spec.max_response_tokens)
     r = d.response_length

@@ -1,8 +1,8 @@
 """Phase rates: node-hours of a phase's whole work on one node of a shape, per precision the
 spec and the policy allow (the demand model's answer in the unit the planner prices).
 
-Used by the planner (:mod:`optimizer.planner.candidates`) and, independently of the planner, by
-the verifier (:mod:`optimizer.plan.verify`) when it recomputes a plan's demand.
+Used by the planner (:mod:`ptplan.planner.candidates`) and, independently of the planner, by
+the verifier (:mod:`ptplan.plan.verify`) when it recomputes a plan's demand.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, precision_options
-from optimizer.demand.model import Demand
-from policies.model import Policy, default_policy
+from ptplan.core.hardware import GPU
+from ptplan.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, precision_options
+from ptplan.demand.model import Demand
+from ptplan.policies.model import Policy, default_policy
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
 """Phases served by inference replicas (whole replicas per node, or nodes per replica)."""

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.core.hardware import GPU
-from optimizer.demand.inference import precision_time_factor, reference_peak
-from optimizer.spec.project import Efficiency, ModelBlock
+from ptplan.core.hardware import GPU
+from ptplan.demand.inference import precision_time_factor, reference_peak
+from ptplan.spec.project import Efficiency, ModelBlock
 
 GB = 1e9
 TP_SIZES = (1, 2, 4, 8, 16)

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from optimizer.core.errors import InputError
-from optimizer.ledger.metrics import phase_seconds_per_step
-from optimizer.ledger.records import Metric, RunRecord
+from ptplan.core.errors import InputError
+from ptplan.ledger.metrics import phase_seconds_per_step
+from ptplan.ledger.records import Metric, RunRecord
 
 
 def measurements(run: RunRecord, metrics: list[Metric]) -> list[dict[str, Any]]:

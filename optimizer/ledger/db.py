@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 ENV = "PTPLAN_LEDGER"
 MIGRATIONS = Path(__file__).with_name("migrations")

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optimizer.core.errors import InputError
-from optimizer.ledger.records import Metric
+from ptplan.core.errors import InputError
+from ptplan.ledger.records import Metric
 
 NAMES: dict[str, tuple[str | None, str]] = {
     # veRL 0.9 (verl/trainer/ppo/ray_trainer.py marked_timer names -> timing_s/NAME,

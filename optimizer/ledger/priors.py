@@ -5,7 +5,7 @@ its own) whose general-capability results were recorded (``--general``: without 
 can neither be counted as forgetting nor as not):
 
 * ``p_forgetting`` = forgot ÷ n, "forgot" being the review's ``forgetting`` flag (the mean
-  general change below −``forgetting_points``, :mod:`optimizer.ledger.review`);
+  general change below −``forgetting_points``, :mod:`ptplan.ledger.review`);
 * ``rework_fraction`` = Σ rework of the runs that forgot ÷ Σ their own actual cost: the cost
   of a forgetting event as a fraction of the run. A run's rework here is its whole repair
   chain: the runs that name it in ``repairs``, the runs that repair those, and so on (the
@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from optimizer.ledger.records import RunRecord
-from optimizer.ledger.review import RunRow, Thresholds, rows
+from ptplan.ledger.records import RunRecord
+from ptplan.ledger.review import RunRow, Thresholds, rows
 
 MIN_FAMILY_RUNS = 3
 """Family-level priors need at least this many counted runs of the method on the family."""

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from optimizer.core.clock import today
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import quoted, read_mapping, validate
-from optimizer.ledger.records import (
+from ptplan.core.clock import today
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import quoted, read_mapping, validate
+from ptplan.ledger.records import (
     Cost,
     Result,
     RunRecord,
@@ -22,7 +22,7 @@ from optimizer.ledger.records import (
     merge_costs,
     parse_run,
 )
-from optimizer.plan.schema import Plan
+from ptplan.plan.schema import Plan
 
 _COST = re.compile(r"^(?P<phase>[a-z-]+)(/(?P<cap>[a-z_-]+))?=(?P<usd>[^=]+)$")
 _RESULT = re.compile(r"^(?P<name>[^=]+)=(?P<before>[^:]+):(?P<after>.+)$")
@@ -33,7 +33,7 @@ def parse_cost(text: str) -> Cost:
     if m is None:
         raise InputError(f"--cost: {text!r} is not PHASE[/CAPACITY]=USD; e.g. "
                          "update/spot=1234.50 or rollout-scoring/on-demand=800")
-    from optimizer.ledger.records import CAPACITY, cents, usd
+    from ptplan.ledger.records import CAPACITY, cents, usd
 
     cap = CAPACITY.get(m["cap"] or "mixed")
     if cap is None:
@@ -73,7 +73,7 @@ def build_run(run_id: str, *, plan: Path | None, spec: Path | None, project: str
         p = validate(Plan, read_mapping(str(plan), "plan"), f"plan {quoted(plan)}")
     spec_text = None
     if spec is not None:
-        from optimizer.spec.project import load_spec
+        from ptplan.spec.project import load_spec
 
         s = load_spec(str(spec))  # validated: a bad spec is refused before anything is written
         spec_text = spec.read_text(encoding="utf-8")

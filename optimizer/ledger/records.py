@@ -4,7 +4,7 @@ A run is recorded once (``ptplan runs record``) in one transaction with its cost
 and capacity type and its results (target and general-capability metrics before and after).
 Money is kept in integer cents, so totals are exact sums of the runs. A run that repairs
 another (``repairs``) must name a run already in the ledger; its cost is the rework of that
-run (:mod:`optimizer.ledger.review`).
+run (:mod:`ptplan.ledger.review`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import sqlalchemy as sa
 from pydantic import Field, ValidationError, field_validator
 from sqlalchemy.engine import Connection
 
-from optimizer.core.errors import InputError, suggest
-from optimizer.core.yamlio import StrictModel
-from optimizer.ledger import db
+from ptplan.core.errors import InputError, suggest
+from ptplan.core.yamlio import StrictModel
+from ptplan.ledger import db
 
 RunId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 Outcome = Literal["kept", "rolled_back", "abandoned"]

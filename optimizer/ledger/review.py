@@ -19,7 +19,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.ledger.records import RunRecord, cents, usd
+from ptplan.ledger.records import RunRecord, cents, usd
 
 GROUPINGS = ("method", "family", "project")
 BEYOND = ("other", "cpu")

@@ -1,6 +1,6 @@
 """The plan's field vocabulary: how ``ptplan check`` treats each field (``x-check``), money and
 hours as written, and the constrained number types the plan models share
-(:mod:`optimizer.plan.schema`, :mod:`optimizer.plan.schema_items`)."""
+(:mod:`ptplan.plan.schema`, :mod:`ptplan.plan.schema_items`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CHECK_KINDS = ("derived", "spec", "catalog", "informational")
 the enclosing object, ``derived`` at the top): ``derived`` fields are re-derived from the rest
 of the plan and compared; ``spec`` fields only from the spec (``check --spec``); ``catalog``
 fields (prices, minimum durations, fees) from the catalog the plan names, when ``check`` has it
-(the embedded snapshot; :mod:`optimizer.plan.rules_catalog`);
+(the embedded snapshot; :mod:`ptplan.plan.rules_catalog`);
 ``informational`` fields (text, timings, versions, solver statistics, the planner's notes) are
 not checked. The tamper suite (``tests/test_tamper.py``) holds the schema to this: a
 tampered ``derived`` field fails ``check``, a ``spec`` field fails ``check --spec``."""

@@ -1,6 +1,6 @@
 """Verifier rules on capacity booked for the run (schema 6): ``bookings``.
 
-Re-derived from the plan alone (the billing rule of :mod:`providers.blocks`, restated): every
+Re-derived from the plan alone (the billing rule of :mod:`ptplan.providers.blocks`, restated): every
 ``block`` or ``flex_start`` allocation of a pool has one booking of the same pool, type,
 instance type, count and $/instance-hour, and every booking one allocation; a block's units
 are the fewest whole units covering the pool's held hours (u·⌈held/u⌉, at least one), its
@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from optimizer.plan.rules_base import close, money
-from optimizer.plan.schema import Allocation, Plan, PoolPlan
+from ptplan.plan.rules_base import close, money
+from ptplan.plan.schema import Allocation, Plan, PoolPlan
 
 BOOKED = ("block", "flex_start")
 MAX_NODES = 64

@@ -11,12 +11,12 @@ embedded snapshot assumes 8 spot nodes per zone, stated in the plan's catalog no
 
 from __future__ import annotations
 
-from optimizer.costs.network import egress_rate, egress_rows
-from optimizer.costs.storage import tiers_for
-from optimizer.plan.rules_base import close
-from optimizer.plan.rules_cpu import check_cpu_against_catalog
-from optimizer.plan.schema import Plan
-from providers.base import Catalog
+from ptplan.costs.network import egress_rate, egress_rows
+from ptplan.costs.storage import tiers_for
+from ptplan.plan.rules_base import close
+from ptplan.plan.rules_cpu import check_cpu_against_catalog
+from ptplan.plan.schema import Plan
+from ptplan.providers.base import Catalog
 
 
 def packaged_catalog(plan: Plan) -> Catalog | None:
@@ -24,7 +24,7 @@ def packaged_catalog(plan: Plan) -> Catalog | None:
     info = plan.catalog
     if info.get("name") != "embedded":
         return None
-    from providers.embedded import embedded_catalog
+    from ptplan.providers.embedded import embedded_catalog
 
     catalog = embedded_catalog()
     # compared as read: an edited ``notes`` (a number, a string) is simply another catalog

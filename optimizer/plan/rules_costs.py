@@ -1,14 +1,14 @@
 """Verifier rules on the run and its cost: ``makespan``, ``disks``, ``storage``, ``network``,
-``other_costs``, ``totals``, ``deadline`` and ``budget`` (see :mod:`optimizer.plan.verify`)."""
+``other_costs``, ``totals``, ``deadline`` and ``budget`` (see :mod:`ptplan.plan.verify`)."""
 
 from __future__ import annotations
 
-from optimizer.costs.disks import disk_usd_per_hour
-from optimizer.costs.network import path_between
-from optimizer.plan.rules_base import REL, close, money
-from optimizer.plan.rules_blocks import longest_wait, rounding_usd
-from optimizer.plan.rules_pools import pool_price
-from optimizer.plan.schema import Plan
+from ptplan.costs.disks import disk_usd_per_hour
+from ptplan.costs.network import path_between
+from ptplan.plan.rules_base import REL, close, money
+from ptplan.plan.rules_blocks import longest_wait, rounding_usd
+from ptplan.plan.rules_pools import pool_price
+from ptplan.plan.schema import Plan
 
 
 def check_makespan(plan: Plan) -> list[str]:
@@ -27,7 +27,7 @@ def check_makespan(plan: Plan) -> list[str]:
 
 def check_disks(plan: Plan) -> list[str]:
     """Schema 4: every pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per hour, for its
-    held hours; every pool has a disk size (the plan's policy says which, :mod:`policies.check`);
+    held hours; every pool has a disk size (the plan's policy says which, :mod:`ptplan.policies.check`);
     the plan's disk cost is the sum of the pools'."""
     if plan.schema_version < 4:
         return []

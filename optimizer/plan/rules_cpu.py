@@ -1,5 +1,5 @@
 """``cpu_pools`` rules (schema 7): the sandbox and reward CPU pools of a plan
-(:mod:`optimizer.costs.cpu`, docs/demand-model.md §4.9), re-derived from the plan alone, from the
+(:mod:`ptplan.costs.cpu`, docs/demand-model.md §4.9), re-derived from the plan alone, from the
 spec (``check --spec``) and, for a plan made on the embedded catalog, from its CPU offers."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optimizer.plan.rules_base import close, money
-from optimizer.plan.schema import Plan
+from ptplan.plan.rules_base import close, money
+from ptplan.plan.schema import Plan
 
 POOL_PHASE = {"sandbox": "rollout", "reward": "scoring", "prep": "rollout"}
 """The phase whose capacity types each CPU pool follows."""
@@ -63,7 +63,7 @@ def _spot_allowed(policy: dict[str, Any], phase: str) -> bool:
 
 def check_cpu_against_spec(plan: Plan, demand: Any) -> list[str]:
     """Which CPU pools the spec makes, and each one's vCPUs, memory and vCPU-hours."""
-    from optimizer.costs.cpu import cpu_needs
+    from ptplan.costs.cpu import cpu_needs
 
     needs = {n.name: n for n in cpu_needs(demand)}
     got: dict[str, Any] = {p.name: p for p in plan.cpu_pools or []}
@@ -83,7 +83,7 @@ def check_cpu_against_spec(plan: Plan, demand: Any) -> list[str]:
 def check_cpu_against_catalog(plan: Plan, catalog: Any) -> list[str]:
     """Each CPU pool's instance type, shape and price are a CPU offer of the catalog, and no
     allowed offer of the region would have cost less."""
-    from optimizer.costs.cpu import CpuNeed, choose
+    from ptplan.costs.cpu import CpuNeed, choose
 
     v: list[str] = []
     offers = {(o.provider, o.region, o.instance_type, o.capacity_type): o

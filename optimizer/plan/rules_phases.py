@@ -1,12 +1,12 @@
 """Verifier rules on phases: ``coverage`` (tokens and latency floors) and ``memory`` (see
-:mod:`optimizer.plan.verify`)."""
+:mod:`ptplan.plan.verify`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from optimizer.plan.rules_base import REL, close
-from optimizer.plan.schema import PhasePlan, Plan, PoolPlan
+from ptplan.plan.rules_base import REL, close
+from ptplan.plan.schema import PhasePlan, Plan, PoolPlan
 
 
 def _work_phases(plan: Plan) -> Iterator[tuple[PhasePlan, PoolPlan]]:

@@ -1,13 +1,13 @@
 """Verifier rules on pools and their allocations: ``pool_accounting``, ``zones``, ``hold``,
-``spot_overhead`` and ``capacity`` (see :mod:`optimizer.plan.verify`)."""
+``spot_overhead`` and ``capacity`` (see :mod:`ptplan.plan.verify`)."""
 
 from __future__ import annotations
 
 import math
 
-from optimizer.plan.rules_base import REL, close, money
-from optimizer.plan.rules_blocks import billed, rounding_usd
-from optimizer.plan.schema import Plan, PoolPlan
+from ptplan.plan.rules_base import REL, close, money
+from ptplan.plan.rules_blocks import billed, rounding_usd
+from ptplan.plan.schema import Plan, PoolPlan
 
 
 def pool_price(pool: PoolPlan) -> float:

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import math
 
-from optimizer.plan.rules_base import close, money
-from optimizer.plan.rules_blocks import rounding_usd
-from optimizer.plan.schema import Allocation, Plan, PoolPlan, usd
+from ptplan.plan.rules_base import close, money
+from ptplan.plan.rules_blocks import rounding_usd
+from ptplan.plan.schema import Allocation, Plan, PoolPlan, usd
 
 MIRRORED = ("provider", "region", "zone", "instance_type", "gpu", "gpus_per_node",
             "capacity_type", "nodes", "usd_per_hour", "max_nodes", "interruptions_per_hour",
@@ -189,7 +189,7 @@ def _flows(plan: Plan) -> list[str]:
 
 def check_record_policy(plan: Plan) -> list[str]:
     """``spot_ok``, ``split_regions`` and the budget thresholds against the policy record."""
-    from policies.model import Policy
+    from ptplan.policies.model import Policy
 
     try:
         policy = Policy.model_validate(plan.policy)

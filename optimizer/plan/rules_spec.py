@@ -1,5 +1,5 @@
 """``spec_match`` rules on what a plan records of its spec (``ptplan check --spec``), beyond the
-per-phase demand of :func:`optimizer.plan.verify.verify_against_spec`: the job (method,
+per-phase demand of :func:`ptplan.plan.verify.verify_against_spec`: the job (method,
 algorithm, steps, budget, placement limits, spot model), the lifecycle the storage was priced
 with (spec where set, else the plan's policy), the storage data classes (GB, retrieval, billed
 GB-months at the plan's run time on each item's tier; a class is absent when the catalog has
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.costs.network import network_model
-from optimizer.costs.storage import data_classes, lifecycle, weights_gb
-from optimizer.plan.rules_base import close
-from optimizer.plan.schema import Plan, usd
-from providers.base import Catalog, StorageTier
+from ptplan.costs.network import network_model
+from ptplan.costs.storage import data_classes, lifecycle, weights_gb
+from ptplan.plan.rules_base import close
+from ptplan.plan.schema import Plan, usd
+from ptplan.providers.base import Catalog, StorageTier
 
 
 def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[str]:
@@ -59,17 +59,17 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
         v += _network(plan, demand, policy, rollout)
     v += _calibration(plan, spec)
     v += _other_costs(plan, demand)
-    from optimizer.plan.rules_cpu import check_cpu_against_spec
+    from ptplan.plan.rules_cpu import check_cpu_against_spec
 
     v += check_cpu_against_spec(plan, demand)
     return v
 
 
 def _other_costs(plan: Plan, demand: Any) -> list[str]:
-    """The spec's ``other_costs`` lines, recomputed (:mod:`optimizer.costs.other`): which lines,
+    """The spec's ``other_costs`` lines, recomputed (:mod:`ptplan.costs.other`): which lines,
     their basis, rate and quantity (per-hour lines: the plan's run hours, checked by
     ``check_other_costs``)."""
-    from optimizer.costs.other import other_cost_model
+    from ptplan.costs.other import other_cost_model
 
     model = other_cost_model(demand)
     if model is None:
@@ -94,7 +94,7 @@ def _other_costs(plan: Plan, demand: Any) -> list[str]:
 
 
 def _storage(plan: Plan, demand: Any, policy: Any) -> list[str]:
-    from optimizer.costs.storage import class_cost
+    from ptplan.costs.storage import class_cost
 
     classes = {c.name: c for c in data_classes(demand, policy)}
     items = {s.data_class: s for s in plan.storage}

@@ -9,7 +9,7 @@ Schema history (see README "Plan JSON"):
 
 * 1 = first release;
 * 2 = ``capacity_type``, ``status``, network ``path`` and ``flow`` are closed vocabularies
-  (:mod:`optimizer.core.kinds`; the same strings as before), and ``lifecycle`` is required:
+  (:mod:`ptplan.core.kinds`; the same strings as before), and ``lifecycle`` is required:
   ``ptplan render`` reads the checkpoint cadence and data lifecycle from it;
 * 3 = phases record their parallel layout and engine, ``calibration``;
 * 4 = boot disks are priced: per pool ``boot_disk_gb``, ``disk_tier``,
@@ -43,10 +43,10 @@ from pydantic import (
     model_validator,
 )
 
-from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
-from optimizer.core.yamlio import StrictModel
-from optimizer.plan.digest import LATER_SPEC_FIELDS, spec_digest
-from optimizer.plan.fields import (
+from ptplan.core.kinds import CapacityType, Flow, NetworkPath, Status
+from ptplan.core.yamlio import StrictModel
+from ptplan.plan.digest import LATER_SPEC_FIELDS, spec_digest
+from ptplan.plan.fields import (
     CHECK_KINDS,
     INFO,
     SPEC,
@@ -61,7 +61,7 @@ from optimizer.plan.fields import (
     hours,
     usd,
 )
-from optimizer.plan.schema_items import (
+from ptplan.plan.schema_items import (
     CpuPoolItem,
     Explain,
     LayoutResult,

@@ -1,6 +1,6 @@
 """The plan's line items beside its pools and phases: storage, CPU pools, other costs, the
 lifecycle, network flows, solver statistics and the explanation
-(:class:`optimizer.plan.schema.Plan`)."""
+(:class:`ptplan.plan.schema.Plan`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from optimizer.core.kinds import CapacityType, Flow, NetworkPath, Status
-from optimizer.core.yamlio import StrictModel
-from optimizer.plan.fields import INFO, SPEC, Money, NonNegative, Positive, check_as
+from ptplan.core.kinds import CapacityType, Flow, NetworkPath, Status
+from ptplan.core.yamlio import StrictModel
+from ptplan.plan.fields import INFO, SPEC, Money, NonNegative, Positive, check_as
 
 
 class StorageItem(StrictModel):

@@ -17,7 +17,7 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 * ``memory``: pool nodes ≥ nodes per replica, and nodes per replica × GPUs/node ≥ replica GPUs.
 * ``capacity``: nodes ≤ each offer's cap (together over pools) and ≤ the pool cap; spot only
   where allowed.
-* ``policy ...``: every rule of the policy the plan was made under (:mod:`policies.check`).
+* ``policy ...``: every rule of the policy the plan was made under (:mod:`ptplan.policies.check`).
 * ``makespan``: run = Σ pool busy (sync, colocated) or max + fill (async).
 * ``disks`` (schema 4): each pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per held
   hour; the plan's disk cost is the pools' sum.
@@ -30,22 +30,22 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
   + CPU pools); idle = Σ idle; phase costs + idle = compute.
 * ``deadline``, ``budget``.
 * ``allocations``, ``status``, ``calibration`` and further branches of the families above:
-  what the plan records of itself (:mod:`optimizer.plan.rules_record`: phase allocations are
+  what the plan records of itself (:mod:`ptplan.plan.rules_record`: phase allocations are
   their pool's, held hours, idle cost, gang overhead, recorded rates, stall phases, fill,
   status, calibrated flags, flows, and spot_ok, split_regions and budget thresholds against the
   policy record).
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
-:mod:`optimizer.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
-:mod:`optimizer.plan.rules_phases` (coverage, latency floors, memory),
-:mod:`optimizer.plan.rules_costs` (makespan, disks, storage, network, other costs, totals,
+:mod:`ptplan.plan.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
+:mod:`ptplan.plan.rules_phases` (coverage, latency floors, memory),
+:mod:`ptplan.plan.rules_costs` (makespan, disks, storage, network, other costs, totals,
 deadline and budget).
 Violations are listed family by family, in the order of :data:`RULES`.
 
 With a spec, ``spec_match`` also recomputes every phase's tokens and node throughput with the
 demand model and compares them with the plan's, and what the plan records of its spec
-(:mod:`optimizer.plan.rules_spec`). ``ptplan check`` also compares a plan made on the embedded
-catalog with that catalog (``catalog_match``, :mod:`optimizer.plan.rules_catalog`); the
+(:mod:`ptplan.plan.rules_spec`). ``ptplan check`` also compares a plan made on the embedded
+catalog with that catalog (``catalog_match``, :mod:`ptplan.plan.rules_catalog`); the
 schema's ``x-check`` says which fields each of these re-derives.
 """
 
@@ -53,9 +53,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from optimizer.plan.rules_base import close as _close
-from optimizer.plan.rules_blocks import check_bookings
-from optimizer.plan.rules_costs import (
+from ptplan.plan.rules_base import close as _close
+from ptplan.plan.rules_blocks import check_bookings
+from ptplan.plan.rules_costs import (
     check_deadline_budget,
     check_disks,
     check_makespan,
@@ -64,27 +64,27 @@ from optimizer.plan.rules_costs import (
     check_storage,
     check_totals,
 )
-from optimizer.plan.rules_cpu import check_cpu_pools
-from optimizer.plan.rules_phases import check_coverage, check_latency_floors, check_memory_fit
-from optimizer.plan.rules_pools import (
+from ptplan.plan.rules_cpu import check_cpu_pools
+from ptplan.plan.rules_phases import check_coverage, check_latency_floors, check_memory_fit
+from ptplan.plan.rules_pools import (
     check_capacity,
     check_hold,
     check_pool_accounting,
     check_spot_overheads,
     check_zones,
 )
-from optimizer.plan.rules_record import (
+from ptplan.plan.rules_record import (
     check_allocations,
     check_record_phases,
     check_record_plan,
     check_record_policy,
     check_record_pools,
 )
-from optimizer.plan.schema import Plan
+from ptplan.plan.schema import Plan
 
 
 def check_policy(plan: Plan) -> list[str]:
-    """Every rule of the policy the plan was made under (:mod:`policies.check`)."""
+    """Every rule of the policy the plan was made under (:mod:`ptplan.policies.check`)."""
     return [f"policy {line}" for line in _policy_violations(plan)]
 
 
@@ -108,8 +108,8 @@ def verify_plan(plan: Plan) -> list[str]:
 
 def _policy_violations(plan: Plan) -> list[str]:
     """The plan against the policy it says it was made under."""
-    from policies.check import check_plan
-    from policies.model import Policy
+    from ptplan.policies.check import check_plan
+    from ptplan.policies.model import Policy
 
     try:
         policy = Policy.model_validate(plan.policy)
@@ -122,11 +122,11 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
     """``spec_match``: recompute tokens, busy hours, throughput, floor and parallel layout per
     phase from the spec, at the plan's own pool sizes (generation drains, so the model is
     evaluated on the effective nodes each phase had), under the policy the plan records."""
-    from optimizer.core.hardware import gpus
-    from optimizer.demand.model import build_demand
-    from optimizer.demand.rates import allowed_precisions, phase_rates
-    from optimizer.plan.schema import ParallelLayout, spec_digest
-    from policies.model import Policy
+    from ptplan.core.hardware import gpus
+    from ptplan.demand.model import build_demand
+    from ptplan.demand.rates import allowed_precisions, phase_rates
+    from ptplan.plan.schema import ParallelLayout, spec_digest
+    from ptplan.policies.model import Policy
 
     v: list[str] = []
     if spec.name != plan.spec_name:
@@ -142,7 +142,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
         policy = None
         v.append("spec_match: the plan's policy record is not a valid policy; demand "
                  "recomputed under the default policy")
-    from optimizer.plan.rules_spec import check_spec_record
+    from ptplan.plan.rules_spec import check_spec_record
 
     v += check_spec_record(plan, spec, demand, policy)
     pools = {p.name: p for p in plan.pools}

@@ -1,17 +1,17 @@
 """Plan a project: the public entry points :func:`plan` and :func:`pareto`.
 
-``plan`` runs the engine (:mod:`optimizer.planner.engine`: layouts → candidate pools → exact
-bound → MILP), builds the plan from the best layout (:mod:`optimizer.planner.build`), adds the
-explanation (:mod:`optimizer.planner.explain`) and has the independent verifier
-(:func:`optimizer.plan.verify.verify_plan`) re-check it from the plan alone: a plan that fails
+``plan`` runs the engine (:mod:`ptplan.planner.engine`: layouts → candidate pools → exact
+bound → MILP), builds the plan from the best layout (:mod:`ptplan.planner.build`), adds the
+explanation (:mod:`ptplan.planner.explain`) and has the independent verifier
+(:func:`ptplan.plan.verify.verify_plan`) re-check it from the plan alone: a plan that fails
 verification is never returned. Infeasible inputs raise
-:class:`~optimizer.core.errors.InfeasibleError` naming the binding constraint and what would make
+:class:`~ptplan.core.errors.InfeasibleError` naming the binding constraint and what would make
 the plan feasible.
 
 ``defaults_applied`` lists what was filled in for the user, as it was applied: the spec's
-defaults (:func:`optimizer.spec.defaults.applied_defaults`), except that a checkpoint lifecycle
+defaults (:func:`ptplan.spec.defaults.applied_defaults`), except that a checkpoint lifecycle
 value the spec leaves out (``keep_hot``, ``archive_every``, ``retention_days``) is the policy's
-(:func:`optimizer.costs.storage.lifecycle`), so the plan lists the policy's value and names it.
+(:func:`ptplan.costs.storage.lifecycle`), so the plan lists the policy's value and names it.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from itertools import pairwise
 
-from optimizer.core.errors import InfeasibleError, InputError, PlannerError
-from optimizer.core.lp import check_solver
-from optimizer.plan.schema import Lifecycle, Plan, hours, usd
-from optimizer.plan.verify import verify_plan
-from optimizer.planner.booking import booked_offers, plan_with_bookings
-from optimizer.planner.build import build_plan
-from optimizer.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
-from optimizer.planner.explain import explain_plan
-from optimizer.spec.project import ProjectSpec
-from policies.model import Policy
-from providers.base import Catalog
+from ptplan.core.errors import InfeasibleError, InputError, PlannerError
+from ptplan.core.lp import check_solver
+from ptplan.plan.schema import Lifecycle, Plan, hours, usd
+from ptplan.plan.verify import verify_plan
+from ptplan.planner.booking import booked_offers, plan_with_bookings
+from ptplan.planner.build import build_plan
+from ptplan.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
+from ptplan.planner.explain import explain_plan
+from ptplan.spec.project import ProjectSpec
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog
 
 
 def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: str = "highs",
@@ -79,7 +79,7 @@ LIFECYCLE_KEYS = ("keep_hot", "archive_every", "retention_days")
 
 def defaults_applied(spec: ProjectSpec, spec_defaults: list[str], life: Lifecycle | None,
                      policy_name: str) -> list[str]:
-    """``spec_defaults`` (the spec's :func:`~optimizer.spec.defaults.applied_defaults`) with each
+    """``spec_defaults`` (the spec's :func:`~ptplan.spec.defaults.applied_defaults`) with each
     checkpoint lifecycle value the spec omits replaced by the value the storage was priced with,
     the policy's: ``checkpoints.retention_days = 90 (policy long-retention)``."""
     if life is None:

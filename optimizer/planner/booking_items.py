@@ -1,7 +1,7 @@
 """What a plan that books capacity says of it: its ``bookings`` (one per pool allocation of a
 booked capacity type, with the call that books it), its status against the booking search's
 bound, and the explanation's comparison of each booking with the same nodes on demand
-(:mod:`optimizer.planner.booking`)."""
+(:mod:`ptplan.planner.booking`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from optimizer.plan.schema import Booking, Plan, Status, hours, usd
-from optimizer.planner.context import Context, LayoutRun
-from optimizer.planner.explain import explain_plan
-from optimizer.spec.project import ProjectSpec
-from providers.base import BOOKED_TYPES, Catalog
-from providers.blocks import billed_hours, calendar_reservation_name, units
+from ptplan.plan.schema import Booking, Plan, Status, hours, usd
+from ptplan.planner.context import Context, LayoutRun
+from ptplan.planner.explain import explain_plan
+from ptplan.spec.project import ProjectSpec
+from ptplan.providers.base import BOOKED_TYPES, Catalog
+from ptplan.providers.blocks import billed_hours, calendar_reservation_name, units
 
 BOOKING_SCHEMA = 6
-"""The plan schema that added bookings (``optimizer.plan.schema``)."""
+"""The plan schema that added bookings (``ptplan.plan.schema``)."""
 
 
 def finish(p: Plan, win: tuple[Context, list[LayoutRun]], catalog: Catalog,

@@ -1,9 +1,9 @@
-"""Turn the chosen pool options into a :class:`~optimizer.plan.schema.Plan`, with its explanation.
+"""Turn the chosen pool options into a :class:`~ptplan.plan.schema.Plan`, with its explanation.
 
 Run time (held hours of every pool): colocated/sync = Σ pool busy hours; async = max pool busy
 hours + fill_fraction × rollout busy hours. A phase's cost is what its pool's nodes cost while
 the phase runs; a pool's idle cost is the rest of its held time. Nothing is re-optimised here.
-Storage and network items: :mod:`optimizer.planner.plan_items`.
+Storage and network items: :mod:`ptplan.planner.plan_items`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from optimizer.costs.storage import lifecycle
-from optimizer.plan.schema import (
+from ptplan.costs.storage import lifecycle
+from ptplan.plan.schema import (
     PLAIN_SCHEMA_VERSION,
     SCHEMA_VERSION,
     CpuPoolItem,
@@ -31,23 +31,23 @@ from optimizer.plan.schema import (
     spec_digest,
     usd,
 )
-from optimizer.planner.candidates import Layout, PoolOption
-from optimizer.planner.cpu_items import cpu_pool_items
-from optimizer.planner.engine import Context, LayoutRun, run_hours, solution_key
-from optimizer.planner.plan_items import network_items, plan_site, storage_items
-from optimizer.planner.plan_phases import (
+from ptplan.planner.candidates import Layout, PoolOption
+from ptplan.planner.cpu_items import cpu_pool_items
+from ptplan.planner.engine import Context, LayoutRun, run_hours, solution_key
+from ptplan.planner.plan_items import network_items, plan_site, storage_items
+from ptplan.planner.plan_phases import (
     calibration_records,
     compute_rate,
     phase_plans,
     pool_plan,
     rounding_cost,
 )
-from optimizer.spec.defaults import applied_defaults
+from ptplan.spec.defaults import applied_defaults
 
 
 def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> LayoutRun:
     """The solved layout with the best (objective, other figure), first layout on ties
-    (:func:`optimizer.planner.engine.solution_key`)."""
+    (:func:`ptplan.planner.engine.solution_key`)."""
     return min(solved, key=lambda r: solution_key(r, objective, runs.index(r)))
 
 
@@ -218,7 +218,7 @@ def _spec_fields(ctx: Context, lay: Layout) -> dict[str, Any]:
 def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], objective: str,
                solver: str, start: float, timings: bool) -> Plan:
     """The plan of the best solved layout (its explanation is added by
-    :mod:`optimizer.planner.explain`)."""
+    :mod:`ptplan.planner.explain`)."""
     winner = _winner(runs, solved, objective)
     assert winner.solution is not None and winner.best is not None
     lay = winner.cands.layout

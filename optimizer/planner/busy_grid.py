@@ -12,10 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from optimizer.demand.model import Demand
-from optimizer.demand.rates import PhaseRate
-from optimizer.planner.candidates import PoolSpec
-from providers.base import Offer
+from ptplan.demand.model import Demand
+from ptplan.demand.rates import PhaseRate
+from ptplan.planner.candidates import PoolSpec
+from ptplan.providers.base import Offer
 
 
 class BusyGrid(NamedTuple):

@@ -9,7 +9,7 @@ A *layout* fixes the pipeline mode and which phases share a pool:
 * ``async``: the same pools run concurrently (one-step off-policy): the run lasts the *longest*
   pool's busy time plus one step of pipeline fill; faster pools idle, and that idle is billed.
 
-A *site* is where the trainer sits: (provider, region, zone); see :mod:`optimizer.costs.network`.
+A *site* is where the trainer sits: (provider, region, zone); see :mod:`ptplan.costs.network`.
 Every pool option is priced against a site: the update, colocated and scoring pools use
 region-level offers and the site zone's, the rollout pool may add other zones' spot nodes
 (each paying cross-zone egress for its weight sync) and, with ``split_regions``, other regions.
@@ -30,7 +30,7 @@ checkpoint cost and R the restart time. The precision of each phase is the faste
 whose replica fits the pool's GPUs: for fixed nodes a faster precision lowers busy time and
 cost never rises, so this choice is exact.
 
-Enumerating and pruning the options of each pool: :mod:`optimizer.planner.frontier`.
+Enumerating and pruning the options of each pool: :mod:`ptplan.planner.frontier`.
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 
-from optimizer.core.errors import InputError
-from optimizer.core.hardware import gpus
-from optimizer.costs.disks import DiskModel
-from optimizer.demand.model import Demand
-from optimizer.demand.rates import PhaseRate
-from policies.model import Policy, default_policy
-from providers.base import Catalog, Offer
-from providers.buyability import opt_in, sold
+from ptplan.core.errors import InputError
+from ptplan.core.hardware import gpus
+from ptplan.costs.disks import DiskModel
+from ptplan.demand.model import Demand
+from ptplan.demand.rates import PhaseRate
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Catalog, Offer
+from ptplan.providers.buyability import opt_in, sold
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class Layout:
     """async: one step of pipeline fill = rollout busy time / steps."""
     policy: Policy = field(default_factory=default_policy, compare=False, hash=False)
     disks: DiskModel | None = field(default=None, compare=False, hash=False)
-    """Boot-disk $/node-hour per region (:mod:`optimizer.costs.disks`): added to every node's
-    price where pool options accumulate it (:mod:`optimizer.planner.pool_frontier`)."""
+    """Boot-disk $/node-hour per region (:mod:`ptplan.costs.disks`): added to every node's
+    price where pool options accumulate it (:mod:`ptplan.planner.pool_frontier`)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def filter_offers(spec_placement, catalog: Catalog,
                   policy: Policy | None = None) -> OfferFilter:
     """Apply ``placement`` (providers, regions globs, GPUs) and the policy's providers and
     regions; drop GPUs without specs, capacity the provider does not sell that way (A3 High
-    under 8 GPUs on demand: :mod:`providers.buyability`) and opt-in zones (AWS Local and
+    under 8 GPUs on demand: :mod:`ptplan.providers.buyability`) and opt-in zones (AWS Local and
     Wavelength zones) unless the policy sets ``allow_opt_in_zones``."""
     offers = list(catalog.offers)
     bad = next((o for o in offers if o.max_nodes is not None and o.max_nodes < 1), None)

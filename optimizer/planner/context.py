@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from optimizer.demand.model import Demand
-from optimizer.planner.frontier import Candidates
-from optimizer.planner.milp import Solution
-from optimizer.planner.search import Best
-from optimizer.spec.project import ProjectSpec
-from providers.base import Catalog
+from ptplan.demand.model import Demand
+from ptplan.planner.frontier import Candidates
+from ptplan.planner.milp import Solution
+from ptplan.planner.search import Best
+from ptplan.spec.project import ProjectSpec
+from ptplan.providers.base import Catalog
 
 
 @dataclass
@@ -22,7 +22,7 @@ class LayoutRun:
     solution: Solution | None = None
     milp_options: int = 0
     shared_capacity: bool = False
-    """The cap-split search of :mod:`optimizer.planner.capacity` hit its limits: the MILP then
+    """The cap-split search of :mod:`ptplan.planner.capacity` hit its limits: the MILP then
     gets a wider option set and the plan is reported as feasible with its gap to the bound."""
 
 

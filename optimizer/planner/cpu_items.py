@@ -1,11 +1,11 @@
 """The plan's CPU pools (schema 7): the sandbox and reward pools of
-:mod:`optimizer.costs.cpu`, in the region of the plan's site, as plan items."""
+:mod:`ptplan.costs.cpu`, in the region of the plan's site, as plan items."""
 
 from __future__ import annotations
 
-from optimizer.core.kinds import CapacityType
-from optimizer.costs.cpu import CpuPoolModel
-from optimizer.plan.schema import CpuPoolItem, usd
+from ptplan.core.kinds import CapacityType
+from ptplan.costs.cpu import CpuPoolModel
+from ptplan.plan.schema import CpuPoolItem, usd
 
 
 def cpu_pool_items(model: CpuPoolModel | None, provider: str, region: str,

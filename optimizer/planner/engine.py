@@ -2,19 +2,19 @@
 
 Solve strategy (per layout the spec's ``pipeline`` allows):
 
-1. :mod:`optimizer.planner.candidates` builds each pool's Pareto options in every region.
-2. :mod:`optimizer.planner.search` computes the exact optimum over those options (the
+1. :mod:`ptplan.planner.candidates` builds each pool's Pareto options in every region.
+2. :mod:`ptplan.planner.search` computes the exact optimum over those options (the
    incumbent) and, per option, a lower bound on any plan using it; options whose bound exceeds
    the incumbent are dropped.
-3. :mod:`optimizer.planner.milp` solves the MILP on the surviving options at the site step 2
+3. :mod:`ptplan.planner.milp` solves the MILP on the surviving options at the site step 2
    chose (HiGHS, or CBC with ``--solver cbc``); storage and fixed network flows are constants
    there, and egress enters the objective per option. Its answer must agree with step 2
    (``solver.cross_check``).
-4. :mod:`optimizer.planner.build` turns the best layout's solution into a
-   :class:`~optimizer.plan.schema.Plan`; :mod:`optimizer.planner.api` adds the explanation and
-   has :func:`optimizer.plan.verify.verify_plan` re-check it from the plan alone.
+4. :mod:`ptplan.planner.build` turns the best layout's solution into a
+   :class:`~ptplan.plan.schema.Plan`; :mod:`ptplan.planner.api` adds the explanation and
+   has :func:`ptplan.plan.verify.verify_plan` re-check it from the plan alone.
 
-Infeasible inputs raise :class:`~optimizer.core.errors.InfeasibleError` naming the binding
+Infeasible inputs raise :class:`~ptplan.core.errors.InfeasibleError` naming the binding
 constraint and what would make the plan feasible.
 """
 
@@ -23,28 +23,28 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from optimizer.core.errors import InfeasibleError
-from optimizer.core.hardware import gpus
-from optimizer.costs.cpu import CpuPoolModel, cpu_pool_model
-from optimizer.costs.disks import DiskModel
-from optimizer.costs.network import network_model
-from optimizer.costs.other import other_cost_model
-from optimizer.costs.storage import StorageModel, data_classes, weights_gb
-from optimizer.demand.cells import phase_cell
-from optimizer.demand.model import Demand, build_demand
-from optimizer.demand.rates import allowed_precisions, phase_rates
-from optimizer.planner.candidates import PoolOption, filter_offers, layouts
-from optimizer.planner.capacity import resolve
-from optimizer.planner.context import Context, LayoutRun
-from optimizer.planner.fills import fill_variants
-from optimizer.planner.frontier import Candidates, build_candidates, build_frontiers
-from optimizer.planner.milp import OptionSet, solve
-from optimizer.planner.option_bounds import prune_for_milp
-from optimizer.planner.search import Best, best, rank
-from optimizer.planner.site_bounds import regions_by_bound
-from optimizer.spec.project import ProjectSpec
-from policies.model import Policy, default_policy
-from providers.base import Catalog
+from ptplan.core.errors import InfeasibleError
+from ptplan.core.hardware import gpus
+from ptplan.costs.cpu import CpuPoolModel, cpu_pool_model
+from ptplan.costs.disks import DiskModel
+from ptplan.costs.network import network_model
+from ptplan.costs.other import other_cost_model
+from ptplan.costs.storage import StorageModel, data_classes, weights_gb
+from ptplan.demand.cells import phase_cell
+from ptplan.demand.model import Demand, build_demand
+from ptplan.demand.rates import allowed_precisions, phase_rates
+from ptplan.planner.candidates import PoolOption, filter_offers, layouts
+from ptplan.planner.capacity import resolve
+from ptplan.planner.context import Context, LayoutRun
+from ptplan.planner.fills import fill_variants
+from ptplan.planner.frontier import Candidates, build_candidates, build_frontiers
+from ptplan.planner.milp import OptionSet, solve
+from ptplan.planner.option_bounds import prune_for_milp
+from ptplan.planner.search import Best, best, rank
+from ptplan.planner.site_bounds import regions_by_bound
+from ptplan.spec.project import ProjectSpec
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Catalog
 
 __all__ = ["Context", "LayoutRun", "best_over_layouts", "diagnose", "no_fit_message", "prepare",
            "run_hours", "solution_key", "solve_layout", "solve_runs"]
@@ -235,7 +235,7 @@ def solution_key(r: LayoutRun, objective: str, index: int) -> tuple[float, float
 def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,
                  solver: str, caps: dict[str, int | None]) -> None:
     """MILP on the options that can still be optimal (with the shared-capacity rows). When the
-    split search of :mod:`optimizer.planner.capacity` hit its limits, the MILP gets a wider
+    split search of :mod:`ptplan.planner.capacity` hit its limits, the MILP gets a wider
     option set and fill variants, and the plan is reported as feasible with its gap to the
     bound."""
     assert r.best is not None
@@ -314,7 +314,7 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
             f"to at least {_ceil2(c_b.usd):.2f}{any_deadline}"
         )
     if relaxed is not None:  # feasible only if pools could share capped offers freely
-        from optimizer.planner.capacity import _contested
+        from ptplan.planner.capacity import _contested
 
         r_c, r_b = relaxed
         offers = ", ".join(_contested(r_c, r_b)) or "capped offers"

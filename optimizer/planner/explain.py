@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
-from optimizer.plan.schema import CapacityType, Explain, LayoutResult, Plan, Status, hours, usd
-from optimizer.planner.candidates import spot_overhead
-from optimizer.planner.engine import Context, LayoutRun, best_over_layouts
+from ptplan.plan.schema import CapacityType, Explain, LayoutResult, Plan, Status, hours, usd
+from ptplan.planner.candidates import spot_overhead
+from ptplan.planner.engine import Context, LayoutRun, best_over_layouts
 
 POLICY_PHASES = ("rollout", "scoring", "update", "eval")
 

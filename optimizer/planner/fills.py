@@ -6,11 +6,11 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from optimizer.planner.candidates import PoolOption
-from providers.base import Offer
+from ptplan.planner.candidates import PoolOption
+from ptplan.providers.base import Offer
 
 if TYPE_CHECKING:
-    from optimizer.planner.frontier_parts import Group
+    from ptplan.planner.frontier_parts import Group
 
 
 def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[PoolOption]:

@@ -21,8 +21,8 @@ With egress (the rollout pool's nodes outside the trainer's zone or region) opti
 in (busy time, price per hour, nodes paying egress) instead (:func:`pareto_mask3`), which is
 exact because a plan's egress is non-decreasing in those nodes.
 
-Modules: :mod:`optimizer.planner.pool_frontier` enumerates one pool's options,
-:mod:`optimizer.planner.busy_grid` computes their busy times, :mod:`optimizer.planner.pareto`
+Modules: :mod:`ptplan.planner.pool_frontier` enumerates one pool's options,
+:mod:`ptplan.planner.busy_grid` computes their busy times, :mod:`ptplan.planner.pareto`
 prunes them; this module gathers every pool's frontier of a layout.
 """
 
@@ -34,18 +34,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.core.forked import balance, split_run
-from optimizer.core.hardware import gpus
-from optimizer.costs.cpu import CpuPoolModel
-from optimizer.costs.network import NetworkModel
-from optimizer.costs.other import OtherCostModel
-from optimizer.demand.model import Demand
-from optimizer.demand.rates import PhaseRate, phase_rates
-from optimizer.planner.candidates import Layout, PoolSpec
-from optimizer.planner.frontier_parts import LazyRates, RatesKey
-from optimizer.planner.merged_frontier import merged_frontier
-from optimizer.planner.pool_frontier import SEQUENCES, PoolFrontier, by_shape, pool_frontier
-from providers.base import Offer
+from ptplan.core.forked import balance, split_run
+from ptplan.core.hardware import gpus
+from ptplan.costs.cpu import CpuPoolModel
+from ptplan.costs.network import NetworkModel
+from ptplan.costs.other import OtherCostModel
+from ptplan.demand.model import Demand
+from ptplan.demand.rates import PhaseRate, phase_rates
+from ptplan.planner.candidates import Layout, PoolSpec
+from ptplan.planner.frontier_parts import LazyRates, RatesKey
+from ptplan.planner.merged_frontier import merged_frontier
+from ptplan.planner.pool_frontier import SEQUENCES, PoolFrontier, by_shape, pool_frontier
+from ptplan.providers.base import Offer
 
 
 def sites_of(offers: list[Offer]) -> list[tuple[str, str, str]]:
@@ -73,11 +73,11 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
-    :mod:`optimizer.planner.capacity`); with ``share_keys`` (per pool, a key naming exactly
+    :mod:`ptplan.planner.capacity`); with ``share_keys`` (per pool, a key naming exactly
     what its ``pool_offers`` are) such frontiers are cached too, so that the splits of a
     contested cap that give a pool the same share reuse its frontier, and ``changed`` (the
     keys of the offers given in shares) lets a new share re-evaluate only the shapes holding
-    those offers (:func:`optimizer.planner.pool_frontier.merged_frontier`). ``sites`` and
+    those offers (:func:`ptplan.planner.pool_frontier.merged_frontier`). ``sites`` and
     ``places`` (:func:`sites_of` the offers, their regions) may be passed when known."""
     sites = sites if sites is not None else sites_of(offers)
     frontiers: dict[str, PoolFrontier] = {}
@@ -120,7 +120,7 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
                     cache: dict, network: NetworkModel | None = None,
                     split: bool = False) -> None:
     """Every distinct pool frontier of ``layouts`` into ``cache`` (as :func:`build_candidates`
-    keys it), on two cores where :func:`optimizer.core.forked.fork_ok`: the pools are shared
+    keys it), on two cores where :func:`ptplan.core.forked.fork_ok`: the pools are shared
     between this process and a forked child by their estimated work
     (:func:`frontier_work`), the largest first. Each frontier is exactly the one a
     single process builds (but for groups no option refers to, which do not travel, and
@@ -183,7 +183,7 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
 
 
 OFFER_LISTS = ("nonspot_seq", "spot_seq", "nonspot_offers", "spot_offers")
-"""The fields of a :class:`~optimizer.planner.frontier_parts.Group` that hold offers."""
+"""The fields of a :class:`~ptplan.planner.frontier_parts.Group` that hold offers."""
 
 
 def frontier_work(pool: PoolSpec, offers: list[Offer]) -> int:
@@ -213,7 +213,7 @@ class Candidates:
     pruned: int = 0
     """Of those, dropped as Pareto-dominated."""
     storage: object | None = None
-    """A :class:`optimizer.costs.storage.StorageModel`: storage cost as a function of run time."""
+    """A :class:`ptplan.costs.storage.StorageModel`: storage cost as a function of run time."""
     network: NetworkModel | None = None
     """Egress rates and flows; fixed flows (dataset staging, checkpoint copies) per site."""
     places: list[tuple[str, str]] = field(default_factory=list)
@@ -250,7 +250,7 @@ class Candidates:
     def extra_cost_with(self, region: int, fixed, run_hours):
         """:meth:`extra_cost` with the fixed network cost given: ``fixed`` may hold one value
         per run time, for sites of the same region as ``region`` whose fixed flows differ
-        (:func:`optimizer.planner.site_bounds.regions_by_bound` prices many sites at once)."""
+        (:func:`ptplan.planner.site_bounds.regions_by_bound` prices many sites at once)."""
         extra = self.storage_cost(region, run_hours) + fixed
         if self.other is not None:
             extra = extra + self.other.cost(run_hours)

@@ -1,7 +1,7 @@
 """The shapes a pool frontier is made of: a :class:`Group` (one GPU shape arranged around a
 zone, with its node sequences and busy-time grid) and the :class:`PoolFrontier` (one pool's
-Pareto options as arrays, each turned back into a :class:`~optimizer.planner.candidates.PoolOption`
-on demand). Built by :mod:`optimizer.planner.pool_frontier`."""
+Pareto options as arrays, each turned back into a :class:`~ptplan.planner.candidates.PoolOption`
+on demand). Built by :mod:`ptplan.planner.pool_frontier`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from optimizer.costs.network import NetworkModel
-from optimizer.demand.rates import PhaseRate
-from optimizer.planner.candidates import PoolOption, PoolSpec
-from providers.base import Offer
+from ptplan.costs.network import NetworkModel
+from ptplan.demand.rates import PhaseRate
+from ptplan.planner.candidates import PoolOption, PoolSpec
+from ptplan.providers.base import Offer
 
 Shape = tuple[str, str, str, int]
 """(provider, region, GPU, GPUs per node): the offers one group draws from."""
@@ -24,7 +24,7 @@ Site = tuple[str, str, str]
 class RatesKey:
     """What a group's rates are (its GPU and GPUs per node; the pool and layout are its
     frontier's): sent in their place by a frontier built in another process, whose rates
-    hold closures that do not pickle (:func:`optimizer.planner.frontier.build_frontiers`)."""
+    hold closures that do not pickle (:func:`ptplan.planner.frontier.build_frontiers`)."""
 
     gpu: str
     gpus_per_node: int
@@ -70,7 +70,7 @@ class Group:
     was built in another process)."""
     nonspot_offers: list[Offer]
     spot_offers: list[Offer]
-    """Spot offers of the site's zone (rotated by :func:`optimizer.planner.fills.fill_variants`)."""
+    """Spot offers of the site's zone (rotated by :func:`ptplan.planner.fills.fill_variants`)."""
     e_nodes: np.ndarray
     omega: np.ndarray
     picks: list[np.ndarray]

@@ -1,6 +1,6 @@
-"""The planner's MILP for one pool layout (PuLP; solver plumbing in :mod:`optimizer.core.lp`).
+"""The planner's MILP for one pool layout (PuLP; solver plumbing in :mod:`ptplan.core.lp`).
 
-Sets: pools k of the layout; options a ∈ A_k (see :mod:`optimizer.planner.candidates`: provider,
+Sets: pools k of the layout; options a ∈ A_k (see :mod:`ptplan.planner.candidates`: provider,
 region, GPU shape, node counts per offer) with busy time t_ka [h], holding price C_ka [$/h] and
 egress e_ka [$] (weight sync to rollout nodes outside the trainer's zone or region); sites g
 (the trainer's provider, region and zone).
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 import pulp
 
-from optimizer.core.lp import mip_gap, run, var
-from optimizer.planner.candidates import Layout, PoolOption
+from ptplan.core.lp import mip_gap, run, var
+from ptplan.planner.candidates import Layout, PoolOption
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
 """The plan's storage and network items: what the chosen pools store and send, and its cost.
 
 Storage is that of the trainer's region at the plan's run time; network items follow
-:mod:`optimizer.costs.network` (weight sync into the rollout nodes, experience data back,
+:mod:`ptplan.costs.network` (weight sync into the rollout nodes, experience data back,
 dataset staging and checkpoint copies).
 """
 
 from __future__ import annotations
 
-from optimizer.costs.network import NetworkModel, path_between
-from optimizer.plan.schema import Flow, NetworkItem, NetworkPath, Place, StorageItem, usd
-from optimizer.planner.candidates import PoolOption
-from optimizer.planner.engine import LayoutRun
+from ptplan.costs.network import NetworkModel, path_between
+from ptplan.plan.schema import Flow, NetworkItem, NetworkPath, Place, StorageItem, usd
+from ptplan.planner.candidates import PoolOption
+from ptplan.planner.engine import LayoutRun
 
 Site = tuple[str, str, str]
 
@@ -25,7 +25,7 @@ def plan_site(chosen: dict[str, PoolOption]) -> Site:
 
 def network_items(winner: LayoutRun, chosen: dict[str, PoolOption]
                   ) -> tuple[list[NetworkItem], float]:
-    """Egress of the chosen plan (see :mod:`optimizer.costs.network`) and its unrounded total,
+    """Egress of the chosen plan (see :mod:`ptplan.costs.network`) and its unrounded total,
     which equals the options' egress plus the site's fixed flows (the search's figure)."""
     net = winner.cands.network
     if net is None:

@@ -1,15 +1,15 @@
 """The plan's pools and phases from the chosen pool options: allocations (with a block's
 billed hours), each pool's held and idle cost with its boot disks, each phase's tokens, rate,
-GPU-hours and cost, stalls, and the calibration records (:func:`optimizer.planner.build.build_plan`
+GPU-hours and cost, stalls, and the calibration records (:func:`ptplan.planner.build.build_plan`
 assembles them with the costs, warnings and solver figures)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from optimizer.core.hardware import HIGH_PRECISIONS
-from optimizer.demand.rates import PhaseRate
-from optimizer.plan.schema import (
+from ptplan.core.hardware import HIGH_PRECISIONS
+from ptplan.demand.rates import PhaseRate
+from ptplan.plan.schema import (
     Allocation,
     CalibrationRecord,
     CapacityType,
@@ -19,10 +19,10 @@ from optimizer.plan.schema import (
     hours,
     usd,
 )
-from optimizer.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from optimizer.planner.engine import Context
-from providers.base import Offer
-from providers.blocks import billed_hours
+from ptplan.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
+from ptplan.planner.engine import Context
+from ptplan.providers.base import Offer
+from ptplan.providers.blocks import billed_hours
 
 
 def allocations(ctx: Context, pool: PoolSpec, opt: PoolOption, phase_hours: float,

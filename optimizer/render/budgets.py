@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer import __version__
-from optimizer.plan.schema import Plan
+from ptplan.core.version import __version__
+from ptplan.plan.schema import Plan
 
 SCHEDULE = "17 * * * *"
 """Hourly, off the hour: Cost Explorer and the billing export update a few times a day, hourly
@@ -48,13 +48,13 @@ def extra_context(plan: Plan) -> dict[str, Any]:
 
 
 def guard_files(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     return {"guard/guard.yaml": render("guard/cronjob.yaml.j2", **ctx)}
 
 
 def budget_files(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     provider = ctx["project"]["provider"]
     if provider == "aws":

@@ -1,5 +1,5 @@
 """``render --check`` rule ``gpudirect``: a multi-node trainer on GKE A3 High / Mega has the
-GPUDirect set-up its priced bandwidth needs (:mod:`optimizer.render.gpudirect`; Google Cloud,
+GPUDirect set-up its priced bandwidth needs (:mod:`ptplan.render.gpudirect`; Google Cloud,
 "Maximize GPU network bandwidth in Standard mode clusters", and GoogleCloudPlatform/
 container-engine-accelerators ``gpudirect-tcpx(o)/nccl-test-latest.yaml``), and no other pool
 gets it:
@@ -23,10 +23,10 @@ from typing import Any
 
 import yaml
 
-from optimizer.plan.schema import Plan
-from optimizer.render.check_io import _hcl, _rayjob, _resources
-from optimizer.render.gpudirect import LIB, SKY_TCPX_TYPES, stack
-from optimizer.render.names import gcp_label, k8s_label
+from ptplan.plan.schema import Plan
+from ptplan.render.check_io import _hcl, _rayjob, _resources
+from ptplan.render.gpudirect import LIB, SKY_TCPX_TYPES, stack
+from ptplan.render.names import gcp_label, k8s_label
 
 IFNAME = {"GPUDirect-TCPX": "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
           "GPUDirect-TCPXO": "NCCL_FASTRAK_IFNAME"}

@@ -2,7 +2,7 @@
 custom resource of the pool the plan gave it, and exactly that pool's Ray nodes offer it, one
 unit per GPU.
 
-A Ray launch runs through ptplan's pinning launcher (:mod:`optimizer.render.pinning`): its
+A Ray launch runs through ptplan's pinning launcher (:mod:`ptplan.render.pinning`): its
 ``role=ptplan_pool_<pool>`` word is what every GPU bundle of the role asks for (one unit per
 GPU). The plan's phases say where each role belongs: the trainer (and OpenRLHF's critic) on
 the pool running ``update``, rollout on the ``rollout`` pool, reference / reward / teacher
@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from optimizer.plan.schema import Plan
-from optimizer.render.deploy import ray_resource
-from optimizer.render.names import aws_tag, gcp_label, k8s_label
-from optimizer.render.pinning import BOOT, parse_launch
+from ptplan.plan.schema import Plan
+from ptplan.render.deploy import ray_resource
+from ptplan.render.names import aws_tag, gcp_label, k8s_label
+from ptplan.render.pinning import BOOT, parse_launch
 
 ROLE_PHASE = {"trainer": "update", "critic": "update", "rollout": "rollout",
               "reference": "scoring", "reward": "scoring", "teacher": "scoring"}

@@ -4,14 +4,14 @@ Pools → groups. A plan pool holds allocations per (instance type, capacity typ
 (pool, capacity type, zone, instance type) cell becomes one *group* (``<pool>-<capacity>``, the
 zone or type appended only where a capacity type spans several): one KubeRay worker group, one
 Karpenter NodePool with its own EC2NodeClass, one GKE node pool, one SkyPilot task. Region-level
-allocations sit in the plan's zone (:func:`optimizer.render.deploy.site_zone`). Groups carry the
+allocations sit in the plan's zone (:func:`ptplan.render.deploy.site_zone`). Groups carry the
 node labels pods select (``ptplan.io/group``, ``ptplan.io/pool``, ``ptplan.io/capacity-type``),
 only the accelerator taint (which the device plugins tolerate), the Ray custom resource of their
 pool and, for multi-node AWS trainers, EFA.
 
 Cost labels (every resource): ``ptplan-project``, ``ptplan-pool``, ``ptplan-phase``,
 ``ptplan-method``, ``ptplan-capacity-type``, sanitised per platform (Kubernetes label values,
-GCP labels, AWS tags); see :mod:`optimizer.render.names`.
+GCP labels, AWS tags); see :mod:`ptplan.render.names`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
-from optimizer.render import gpudirect
-from optimizer.render.budgets import extra_context
-from optimizer.render.cpu_pools import cpu_groups
-from optimizer.render.deploy import (
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan
+from ptplan.render import gpudirect
+from ptplan.render.budgets import extra_context
+from ptplan.render.cpu_pools import cpu_groups
+from ptplan.render.deploy import (
     CONSOLIDATE_AFTER,
     RAYJOB_TTL_SECONDS,
     boot_disk_gb,
@@ -37,10 +37,10 @@ from optimizer.render.deploy import (
     restart_budget,
     site_zone,
 )
-from optimizer.render.facts import Facts
-from optimizer.render.launch import _pool, launch_args, verl_words
-from optimizer.render.lifecycle import ABORT_MULTIPART_DAYS, lifecycle_rules
-from optimizer.render.names import (
+from ptplan.render.facts import Facts
+from ptplan.render.launch import _pool, launch_args, verl_words
+from ptplan.render.lifecycle import ABORT_MULTIPART_DAYS, lifecycle_rules
+from ptplan.render.names import (
     SKY_ACCELERATOR,
     aws_tag,
     dns_name,
@@ -50,8 +50,8 @@ from optimizer.render.names import (
     k8s_label,
     tf_name,
 )
-from optimizer.render.transport import ray_entrypoint
-from providers.blocks import calendar_reservation_name
+from ptplan.render.transport import ray_entrypoint
+from ptplan.providers.blocks import calendar_reservation_name
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from optimizer.plan.schema import Plan
-from optimizer.render.names import dns_name, tf_name
+from ptplan.plan.schema import Plan
+from ptplan.render.names import dns_name, tf_name
 
 CPU_TAINT = "ptplan.io/cpu-pool"
 """Label and taint key of a CPU pool's nodes (value: the pool's name)."""
@@ -32,7 +32,7 @@ def cpu_groups(plan: Plan, slug: str,
                label_sets: Callable[[Plan, str, str, str], dict[str, dict[str, str]]],
                zone: str = "") -> list[dict[str, Any]]:
     """One node-pool group per CPU pool, pinned to ``zone`` (the zone the GPU pools are pinned
-    to, :func:`optimizer.render.deploy.site_zone`): the plan prices sandbox and reward traffic
+    to, :func:`ptplan.render.deploy.site_zone`): the plan prices sandbox and reward traffic
     to the rollout nodes as same-zone, which holds only if the CPU nodes are there too."""
     out = []
     for c in plan.cpu_pools or []:
@@ -75,7 +75,7 @@ def check_cpu_node_pools(plan: Plan, files: dict[str, str], out: list[str]) -> N
 
 
 def _gke_pools(path: str, text: str) -> dict[str, dict[str, Any]]:
-    from optimizer.render.check_io import _hcl, _resources
+    from ptplan.render.check_io import _hcl, _resources
 
     got: dict[str, dict[str, Any]] = {}
     for name, body in _resources(_hcl(text), "google_container_node_pool"):
@@ -97,7 +97,7 @@ def _gke_pools(path: str, text: str) -> dict[str, dict[str, Any]]:
 
 
 def _compare(plan: Plan, got: dict[str, dict[str, Any]], path: str, out: list[str]) -> None:
-    from optimizer.render.deploy import site_zone
+    from ptplan.render.deploy import site_zone
 
     want = {c.name: c for c in plan.cpu_pools or []}
     zone = site_zone(plan)[0]

@@ -24,11 +24,11 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
   the catalog's block tier (gp3, pd-balanced; SkyPilot ``disk_tier: medium`` is the same pair).
   A plan of schema < 4 did not price them: they get the default policy's size and a note.
 * **Ray placement.** Worker groups advertise ``ptplan_pool_<pool>`` (one unit per GPU) and the
-  Ray launch runs through :mod:`optimizer.render.pinning`'s launcher, which makes every GPU
+  Ray launch runs through :mod:`ptplan.render.pinning`'s launcher, which makes every GPU
   bundle of a role ask for one unit of its planned pool's resource: a role can only be placed
   on its own pool's nodes (``render --check`` rule ``roles``).
 * **GPUDirect on GKE.** A multi-node trainer on A3 High / Mega gets GPUDirect-TCPX / TCPXO
-  (:mod:`optimizer.render.gpudirect`).
+  (:mod:`ptplan.render.gpudirect`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optimizer.plan.schema import Plan
-from optimizer.render.names import dns_name
+from ptplan.plan.schema import Plan
+from ptplan.render.names import dns_name
 
 CAPACITY_WAIT_SECONDS = 3600
 """How long a RayJob may wait for its nodes before the attempt fails (preRunningDeadline)."""
@@ -64,7 +64,7 @@ def site_zone(plan: Plan) -> tuple[str, list[str]]:
         return zoned[0], []
     types = {(p.provider, p.region, a.instance_type) for p in plan.pools for a in p.allocations}
     try:
-        from providers.embedded import embedded_catalog
+        from ptplan.providers.embedded import embedded_catalog
 
         offers = embedded_catalog().offers
     except Exception:  # pragma: no cover - the embedded catalog always loads
@@ -100,7 +100,7 @@ def boot_disk_gb(plan: Plan, pool: Any) -> int:
     default policy's."""
     if pool.boot_disk_gb > 0:
         return int(pool.boot_disk_gb)
-    from policies.model import default_policy
+    from ptplan.policies.model import default_policy
 
     return default_policy().boot_disk_gb
 

@@ -3,7 +3,7 @@ priced, read from the plan's ``lifecycle`` record.
 
 Plans of schema 1 written before ``lifecycle`` was recorded do not carry it: for those the
 values come from the spec given with ``--spec`` (the spec's ``checkpoints`` where it set them,
-otherwise the plan's policy, as :func:`optimizer.costs.storage.lifecycle` priced them). Without
+otherwise the plan's policy, as :func:`ptplan.costs.storage.lifecycle` priced them). Without
 ``--spec`` they are unknown, and a target that needs one fails in one line saying to pass the
 spec or regenerate the plan. The human text of ``defaults_applied`` is never parsed.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import REGENERATE, Plan, spec_digest
-from optimizer.render.frameworks import DEFAULT, Framework, Run, run_of
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import REGENERATE, Plan, spec_digest
+from ptplan.render.frameworks import DEFAULT, Framework, Run, run_of
 
 SPEC_KEYS = ("keep_hot", "archive_every", "retention_days")
 """Lifecycle values a spec may set (``checkpoints``); the others are the policy's alone."""

@@ -1,5 +1,5 @@
 """The deployment targets of ``ptplan render`` (a closed vocabulary: ``--target`` is a Typer
-enum of these, and :data:`optimizer.render.targets.RENDERERS` has one renderer per member but
+enum of these, and :data:`ptplan.render.targets.RENDERERS` has one renderer per member but
 ``all``; ``guard`` and ``budgets`` are opt-in, outside ``all``). Kept apart from the
 renderers so the CLI can list them without importing those."""
 

@@ -1,7 +1,7 @@
 """Launch commands (veRL 0.9, OpenRLHF 0.11), all from the plan and the spec's run settings.
 
-The framework module of ``facts.framework`` (:mod:`optimizer.render.frameworks`) turns the plan
-into :class:`~optimizer.render.frameworks.Setting` rows (field → key → value, the table of
+The framework module of ``facts.framework`` (:mod:`ptplan.render.frameworks`) turns the plan
+into :class:`~ptplan.render.frameworks.Setting` rows (field → key → value, the table of
 ``docs/render.md``) and the rows into the command words. What a framework cannot express is a
 note (stderr and the launch file's header). Without the spec the run settings are unknown: the
 launch then refuses to start (one line naming ``--spec``) instead of running the framework's
@@ -13,10 +13,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from optimizer.plan.schema import REGENERATE, Plan
-from optimizer.render.facts import Facts
-from optimizer.render.frameworks import openrlhf_0_11, pool, verl_0_9
-from optimizer.render.names import dns_name
+from ptplan.plan.schema import REGENERATE, Plan
+from ptplan.render.facts import Facts
+from ptplan.render.frameworks import openrlhf_0_11, pool, verl_0_9
+from ptplan.render.names import dns_name
 
 MODULES = {"verl": verl_0_9, "openrlhf": openrlhf_0_11}
 NO_SPEC = ("ptplan: rendered without --spec: the run settings the plan was priced with (batch, "
@@ -34,7 +34,7 @@ def _pool(plan: Plan, name: str | None) -> Any:
 
 def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     """The launch of ``facts.framework`` for this plan (see the module docstring)."""
-    from optimizer.render.frameworks import geometry
+    from ptplan.render.frameworks import geometry
 
     fw = facts.framework
     geo = geometry(plan)
@@ -64,7 +64,7 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     else:
         out.update(MODULES[fw.name].command(plan, facts, slug, notes))
     if out.get("ray_roles"):
-        from optimizer.render.deploy import ray_resource
+        from ptplan.render.deploy import ray_resource
 
         notes.append("ray pools: the launch runs through ptplan's pinning launcher (base64 of "
                      "optimizer/render/frameworks/raypin.py), so each role's GPU bundles ask "

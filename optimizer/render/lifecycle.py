@@ -1,6 +1,6 @@
 """Bucket lifecycle rules that implement a plan's storage tiers and retention (S3 and GCS).
 
-The planner (:mod:`optimizer.costs.storage`) puts each data class on one tier and bills each object
+The planner (:mod:`ptplan.costs.storage`) puts each data class on one tier and bills each object
 for its lifetime (or the tier's minimum duration). Buckets only know *age-based* rules, so each
 data class gets its own prefix (``<project>/checkpoints/``, ``archive/``, ``rollout_logs/``,
 ``eval/``, ``dataset/``, ``trajectories/``) and rules by age in whole days (agent trajectories:
@@ -27,11 +27,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from optimizer.render.paths import PREFIX
+from ptplan.render.paths import PREFIX
 
 if TYPE_CHECKING:
-    from optimizer.plan.schema import Plan
-    from optimizer.render.facts import Facts
+    from ptplan.plan.schema import Plan
+    from ptplan.render.facts import Facts
 
 S3_CLASS = {"s3_standard": "STANDARD", "s3_standard_ia": "STANDARD_IA",
             "s3_onezone_ia": "ONEZONE_IA", "s3_glacier_instant": "GLACIER_IR",

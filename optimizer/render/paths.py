@@ -1,5 +1,5 @@
 """Where a run's data lives in the bucket: one prefix per storage data class (the only copy of
-this map; :mod:`optimizer.render.lifecycle` builds its rules from it, the launch commands write
+this map; :mod:`ptplan.render.lifecycle` builds its rules from it, the launch commands write
 under it).
 
 Every pod and task mounts the project's part of the bucket, ``<bucket>/<project>``, at

@@ -1,7 +1,7 @@
 """Ray custom resources that pin each framework role to the pool the plan gave it.
 
 Every Ray worker of pool P starts with ``ptplan_pool_<P>`` = its GPUs per node
-(:func:`optimizer.render.deploy.ray_resource`; KubeRay ``rayStartParams.resources``, SkyPilot
+(:func:`ptplan.render.deploy.ray_resource`; KubeRay ``rayStartParams.resources``, SkyPilot
 ``ray start --resources``). Neither pinned framework asks for it by itself, and no option of
 either does: veRL 0.9.1 builds every placement-group bundle in
 ``verl/single_controller/ray/base.py`` ``RayResourcePool.get_placement_groups`` as
@@ -11,13 +11,13 @@ passed by ``ResourcePoolManager.create_resource_pool``); OpenRLHF 0.11.2 writes
 launcher.py`` (``RayActorGroup``, whose ``resources`` argument ``train_ppo_ray`` never passes)
 and ``openrlhf/trainer/ray/vllm_engine.py`` (``create_vllm_engines``).
 
-So the Ray launch starts through :mod:`optimizer.render.frameworks.raypin` (sent inline,
+So the Ray launch starts through :mod:`ptplan.render.frameworks.raypin` (sent inline,
 base64, as ``python3 -c BOOT <source> <roles> <module> <args>``): it wraps Ray's
 ``placement_group`` so that each bundle holding a GPU of role R also asks for one unit of R's
 pool resource, in the driver and, through the runtime environment's
 ``worker_process_setup_hook``, in every Ray worker (veRL builds its groups in the TaskRunner
 actor). :func:`roles` is the role → pool map, the same the framework modules size the roles
-from; ``render --check`` (rule ``roles``, :mod:`optimizer.render.check_roles`) re-derives it
+from; ``render --check`` (rule ``roles``, :mod:`ptplan.render.check_roles`) re-derives it
 from the plan's phases and checks the rendered Ray nodes against it.
 """
 
@@ -28,7 +28,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from optimizer.render.deploy import ray_resource
+from ptplan.render.deploy import ray_resource
 
 BOOT = "exec(__import__('base64').b64decode(__import__('sys').argv[1]))"
 """``python3 -c`` program that runs the launcher source given as the first argument (no
@@ -45,7 +45,7 @@ def roles(plan: Any, framework: str) -> dict[str, str]:
     """Role → plan pool of every role whose placement groups the framework creates (veRL:
     the names of its resource pools; OpenRLHF: its actor groups and vLLM engines), as the
     framework modules render them (``verl_0_9.rl_settings``, ``openrlhf_0_11.command``)."""
-    from optimizer.render.frameworks import geometry, scoring_models
+    from ptplan.render.frameworks import geometry, scoring_models
 
     geo = geometry(plan)
     models = scoring_models(plan)

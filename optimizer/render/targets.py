@@ -1,10 +1,10 @@
 """Deployment configs from a verified plan: targets → files.
 
-Rendering sees only a :class:`~optimizer.plan.schema.Plan` (and, for plans of schema 1 that do
+Rendering sees only a :class:`~ptplan.plan.schema.Plan` (and, for plans of schema 1 that do
 not record their lifecycle, optionally the spec it was made from). It never re-plans. The
-template context (pools → groups, cost labels) is built by :mod:`optimizer.render.context`,
-launch arguments by :mod:`optimizer.render.launch`, bucket rules by
-:mod:`optimizer.render.lifecycle`; names are sanitised by :mod:`optimizer.render.names`.
+template context (pools → groups, cost labels) is built by :mod:`ptplan.render.context`,
+launch arguments by :mod:`ptplan.render.launch`, bucket rules by
+:mod:`ptplan.render.lifecycle`; names are sanitised by :mod:`ptplan.render.names`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
-from optimizer.render.context import DEFAULT_IMAGE, build_context
-from optimizer.render.facts import facts_for
-from optimizer.render.frameworks import parse_framework
-from optimizer.render.kinds import Target
-from optimizer.render.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
-from optimizer.render.names import k8s_label
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan
+from ptplan.render.context import DEFAULT_IMAGE, build_context
+from ptplan.render.facts import facts_for
+from ptplan.render.frameworks import parse_framework
+from ptplan.render.kinds import Target
+from ptplan.render.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
+from ptplan.render.names import k8s_label
 
 __all__ = ["DEFAULT_IMAGE", "RENDERERS", "TARGETS", "NotApplicable", "build_context",
            "facts_for", "k8s_label", "lifecycle_rules", "load_plan", "render_plan",
@@ -36,7 +36,7 @@ TARGETS: tuple[str, ...] = tuple(t.value for t in Target
 
 
 def load_plan(path: str | Path) -> Plan:
-    from optimizer.core.yamlio import quoted, read_mapping, validate
+    from ptplan.core.yamlio import quoted, read_mapping, validate
 
     return validate(Plan, read_mapping(str(path), "plan"), f"plan {quoted(path)}")
 
@@ -57,7 +57,7 @@ def _one_region(ctx: dict[str, Any], target: str) -> None:
 
 
 def _launch_files(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     out = {}
     if ctx["launch"]["verl"]:
@@ -70,7 +70,7 @@ def _launch_files(ctx: dict[str, Any]) -> dict[str, str]:
 def _t_skypilot(ctx: dict[str, Any]) -> dict[str, str]:
     """One SkyPilot job group (``execution: parallel``): a task per group, the update group's
     task primary; the others are stopped when it ends."""
-    from templates import render
+    from ptplan.templates import render
 
     total = sum(g["nodes"] for g in ctx["groups"])
     head = next((g for g in ctx["groups"] if g["runs_update"]), ctx["groups"][0])
@@ -103,7 +103,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
                 " --master_addr=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1) --master_port=29500 -m "
                 + shlex.join(launch["words"][5:]) + "\n")
     if g["name"] == head["name"]:
-        from optimizer.render.deploy import CAPACITY_WAIT_SECONDS
+        from ptplan.render.deploy import CAPACITY_WAIT_SECONDS
 
         return ("set -euo pipefail\n"
                 "if [ \"$SKYPILOT_NODE_RANK\" = 0 ]; then\n"
@@ -120,7 +120,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
 
 
 def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     _one_region(ctx, "kuberay")
     launch = ctx["launch"]
@@ -134,7 +134,7 @@ def _t_kuberay(ctx: dict[str, Any]) -> dict[str, str]:
 
 
 def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     _one_region(ctx, "karpenter")
     if ctx["project"]["provider"] == "gcp":
@@ -151,7 +151,7 @@ def _t_karpenter(ctx: dict[str, Any]) -> dict[str, str]:
 
 def _gke_cpu(ctx: dict[str, Any], d: str) -> dict[str, str]:
     """The plan's CPU pools as GKE node pools (``<d>/cpu_node_pools.tf``), when it has any."""
-    from templates import render
+    from ptplan.templates import render
 
     if not ctx["cpu_groups"]:
         return {}
@@ -159,7 +159,7 @@ def _gke_cpu(ctx: dict[str, Any], d: str) -> dict[str, str]:
 
 
 def _t_kueue(ctx: dict[str, Any]) -> dict[str, str]:
-    from templates import render
+    from ptplan.templates import render
 
     _one_region(ctx, "kueue")
     return {"kueue/queues.yaml": render("kueue/queues.yaml.j2", **ctx)}
@@ -172,7 +172,7 @@ def _bucket_ok(ctx: dict[str, Any]) -> None:
 
 def _t_terraform(provider: str) -> Callable[[dict[str, Any]], dict[str, str]]:
     def go(ctx: dict[str, Any]) -> dict[str, str]:
-        from templates import render
+        from ptplan.templates import render
 
         where = f"{ctx['project']['provider']}/{ctx['project']['region']}"
         _one_region(ctx, f"terraform-{provider}")
@@ -215,7 +215,7 @@ def _t_lifecycle(ctx: dict[str, Any]) -> dict[str, str]:
 
 
 def _t_guard(ctx: dict[str, Any]) -> dict[str, str]:
-    from optimizer.render.budgets import guard_files
+    from ptplan.render.budgets import guard_files
 
     _one_region(ctx, "guard")
     if ctx["project"]["provider"] not in ("aws", "gcp"):
@@ -225,7 +225,7 @@ def _t_guard(ctx: dict[str, Any]) -> dict[str, str]:
 
 
 def _t_budgets(ctx: dict[str, Any]) -> dict[str, str]:
-    from optimizer.render.budgets import budget_files
+    from ptplan.render.budgets import budget_files
 
     if ctx["project"]["provider"] not in ("aws", "gcp"):
         raise NotApplicable("budgets: the plan runs on neither aws nor gcp")
@@ -246,10 +246,10 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
     """Files (relative path → text) of ``target`` (or ``all``) and notes for stderr.
 
     A single target that does not apply raises :class:`InputError`; ``all`` skips it with a
-    note. The plan must pass :func:`optimizer.plan.verify.verify_plan` first (the caller checks).
+    note. The plan must pass :func:`ptplan.plan.verify.verify_plan` first (the caller checks).
     """
     if target != "all" and target not in RENDERERS:
-        from optimizer.core.errors import suggest
+        from ptplan.core.errors import suggest
 
         raise InputError(f"--target: unknown target {target!r}{suggest(target, RENDERERS)}; "
                          f"use one of {', '.join((*TARGETS, 'all'))}")

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 
 def chart_suffix(path: Path) -> str:

@@ -5,8 +5,8 @@ This module is the page: the document model (:class:`Doc` of :class:`Section` of
 :class:`Chart` and :class:`Table`), escaping, the embedded chart specs and the inlined chart
 library (vega, vega-lite and vega-embed, vendored in ``assets/``: versions, licences and
 sources in ``assets/VENDOR.md``; the choice is argued in docs/report.md). The pages of each
-report kind are built in :mod:`optimizer.report.html_plan` and
-:mod:`optimizer.report.html_analysis`.
+report kind are built in :mod:`ptplan.report.html_plan` and
+:mod:`ptplan.report.html_analysis`.
 
 Every string of the input goes through :func:`esc` (text and attribute values) or
 :func:`script_json` (the chart specs, whose ``<``, ``>``, ``&``, U+2028 and U+2029 are
@@ -70,7 +70,7 @@ def library() -> str:
     """The chart library's JavaScript, the three vendored files joined (their trailing
     ``sourceMappingURL`` comments dropped: the maps are not shipped, and a browser with its
     developer tools open would try to fetch them)."""
-    assets = files("optimizer.report") / "assets"
+    assets = files("ptplan.report") / "assets"
     parts = []
     for name in LIBRARY_FILES:
         text = (assets / name).read_text(encoding="utf-8")

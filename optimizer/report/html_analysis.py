@@ -1,17 +1,17 @@
 """HTML report pages of what-if scenarios, sweeps, break-even searches and reserve purchases
-(:mod:`optimizer.report.html`).
+(:mod:`ptplan.report.html`).
 
 The charts are drawn from the report JSON; the tables beside them are the terminal's, handed
 in by the caller as (caption, header, rows) because their row builders live in the sibling
-packages (``optimizer.whatif.rows``, the reserve command), which this package never imports.
+packages (``ptplan.whatif.rows``, the reserve command), which this package never imports.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.html import Chart, Doc, Section, Table
-from optimizer.report.html_plan import colours, tip, usd, vl
+from ptplan.report.html import Chart, Doc, Section, Table
+from ptplan.report.html_plan import colours, tip, usd, vl
 
 Rows = tuple[list[str], list[list[str]]]
 

@@ -1,8 +1,8 @@
 """HTML report of a campaign plan (``ptplan plan CAMPAIGN.yaml --format html``, ``ptplan report
-CAMPAIGN.json``; :mod:`optimizer.report.html`): the stages on a timeline against the deadline
+CAMPAIGN.json``; :mod:`ptplan.report.html`): the stages on a timeline against the deadline
 (critical path marked), each stage's cost–time frontier with the chosen point, where the money
 goes (stages, storage, hand-overs), then each stage's own plan page
-(:func:`optimizer.report.html_plan.plan_doc`).
+(:func:`ptplan.report.html_plan.plan_doc`).
 
 Figures are the campaign JSON's, formatted as the terminal's campaign table formats them; the
 terminal table itself is handed in by the caller (its row builder is in the CLI).
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.report.html import Chart, Doc, Section, Table
-from optimizer.report.html_analysis import Rows, table
-from optimizer.report.html_plan import plan_doc, tip, vl
+from ptplan.report.html import Chart, Doc, Section, Table
+from ptplan.report.html_analysis import Rows, table
+from ptplan.report.html_plan import plan_doc, tip, vl
 
 
 def _d(x: float) -> str:

@@ -1,10 +1,10 @@
 """HTML report pages for choosing a method: ``ptplan compare`` (expected cost against the
 forgetting probability, with break-even markers) and ``ptplan runs review`` (the ledger's
-method–cost–benefit review) (:mod:`optimizer.report.html`).
+method–cost–benefit review) (:mod:`ptplan.report.html`).
 
 The charts are drawn from the report JSON; the side-by-side tables are the terminal's, handed
 in by the caller as (header, rows) and footers, because their row builders live in the CLI
-(``optimizer.cli.compare``, ``optimizer.cli.runs_report``), which this package never imports.
+(``ptplan.cli.compare``, ``ptplan.cli.runs_report``), which this package never imports.
 Dollar figures are formatted as those tables format them (``1,234.56``; review dollars as the
 JSON's two-decimal strings).
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from optimizer.report.html import Chart, Doc, Section, Table
-from optimizer.report.html_analysis import Rows, table
-from optimizer.report.html_plan import tip, vl
+from ptplan.report.html import Chart, Doc, Section, Table
+from ptplan.report.html_analysis import Rows, table
+from ptplan.report.html_plan import tip, vl
 
 P_STEPS = 20
 """The expected-cost lines are drawn through p = 0, 0.05, …, 1 (they are straight: E = C + p·R)."""

@@ -1,7 +1,7 @@
-"""HTML report pages of a plan and of a cost-vs-deadline frontier (:mod:`optimizer.report.html`).
+"""HTML report pages of a plan and of a cost-vs-deadline frontier (:mod:`ptplan.report.html`).
 
 Every figure shown is one the plan JSON holds, formatted as the terminal table formats it
-(:mod:`optimizer.report.tables`): dollars as the JSON's two-decimal strings, hours with two
+(:mod:`ptplan.report.tables`): dollars as the JSON's two-decimal strings, hours with two
 decimals. A chart is built from the same rows as the table beside it.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.plan.schema import Plan
-from optimizer.report.html import Chart, Doc, Section, Table
-from optimizer.report.tables import pareto_rows, plan_rows
+from ptplan.plan.schema import Plan
+from ptplan.report.html import Chart, Doc, Section, Table
+from ptplan.report.tables import pareto_rows, plan_rows
 
 HOURS_PER_DAY = 24.0
 HOURS_PER_MONTH = 730.0
-"""As :mod:`optimizer.costs.storage` bills (GB-months of 730 h)."""
+"""As :mod:`ptplan.costs.storage` bills (GB-months of 730 h)."""
 
 
 def h2(x: float | None) -> str:

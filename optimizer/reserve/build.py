@@ -3,7 +3,7 @@
 Projects are planned (one plan per distinct spec) and their allocations spread over the weeks
 their runs overlap; explicit demand rows are added per scenario; products come from the
 catalog's reserved rates or the portfolio's list; held commitments are constants. The model
-and its notation: :mod:`optimizer.reserve.purchase`.
+and its notation: :mod:`ptplan.reserve.purchase`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.core.errors import InfeasibleError, InputError, PlannerError, suggest
-from optimizer.plan.schema import Plan, spec_digest
-from optimizer.reserve.portfolio import DemandRow, Portfolio, applied_defaults
-from optimizer.reserve.problem import (
+from ptplan.core.errors import InfeasibleError, InputError, PlannerError, suggest
+from ptplan.plan.schema import Plan, spec_digest
+from ptplan.reserve.portfolio import DemandRow, Portfolio, applied_defaults
+from ptplan.reserve.problem import (
     HOURS_PER_WEEK,
     HOURS_PER_YEAR,
     DemandClass,
@@ -30,9 +30,9 @@ from optimizer.reserve.problem import (
     Risk,
     week_profile,
 )
-from optimizer.reserve.spend import spend_rows
-from policies.model import Policy, default_policy
-from providers.base import Catalog, ReservedRate
+from ptplan.reserve.spend import spend_rows
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Catalog, ReservedRate
 
 
 class _Prices:
@@ -138,7 +138,7 @@ class _Builder:
                  ) -> tuple[list[dict[str, Any]], float, int]:
         """Each project's demand from its plan (one plan per distinct spec): the project
         rows, seconds spent planning, distinct plans."""
-        from optimizer.planner.api import plan
+        from ptplan.planner.api import plan
 
         cache: dict[str, Plan] = {}
         seconds = 0.0
@@ -167,7 +167,7 @@ class _Builder:
 
     def spec_of(self, pr: Any, where: str) -> Any:
         """A project's spec: a path (relative to the portfolio) or inline."""
-        from optimizer.spec.project import load_spec, parse_spec
+        from ptplan.spec.project import load_spec, parse_spec
 
         try:
             if isinstance(pr.spec, str):
@@ -239,7 +239,7 @@ def build_problem(pf: Portfolio, catalog: Catalog, base_dir: Path, policy: Polic
                   progress: Callable[[int, int], None] | None = None,
                   ladder: str | None = None) -> Problem:
     """Plan the projects, build weekly demand, products and holdings (see
-    :mod:`optimizer.reserve.purchase`)."""
+    :mod:`ptplan.reserve.purchase`)."""
     starts = buy_weeks(pf.horizon_weeks, ladder)
     b = _Builder(pf, catalog, base_dir, policy or default_policy(), solver)
     projects, seconds, distinct = b.projects(progress)

@@ -1,6 +1,6 @@
 """Independent re-check of a ``ptplan reserve`` answer: costs and coverage without the MILP.
 
-Given only the purchase counts and the weekly demand of :mod:`optimizer.reserve.purchase`, the
+Given only the purchase counts and the weekly demand of :mod:`ptplan.reserve.purchase`, the
 cheapest use of held + bought commitments is greedy: in every scenario and week, each committed node
 serves the demand whose alternative is dearest (demand that must run on on-demand first, then
 spot-ok demand, dearest spot first), because a committed node-hour costs nothing at the margin
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.reserve.problem import HOURS_PER_WEEK, TOL, Problem
+from ptplan.reserve.problem import HOURS_PER_WEEK, TOL, Problem
 
 
 @dataclass
@@ -52,7 +52,7 @@ def evaluate(pb: Problem, counts: list[int], steps: list[int] | None = None) -> 
     """The bill of held + bought commitments, scenario by scenario and week by week, in the
     providers' order: instance reservations (each node to the dearest alternative first), then
     spend commitments in :attr:`SpendRow.rank` order, each to the usage it saves most on per
-    commitment dollar first (see :mod:`optimizer.reserve.spend` for why that is also the
+    commitment dollar first (see :mod:`ptplan.reserve.spend` for why that is also the
     cheapest use)."""
     steps = steps if steps is not None else [0] * len(pb.spend)
     cap = capacity(pb, counts)

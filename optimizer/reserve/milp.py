@@ -2,11 +2,11 @@
 
 Portfolio purchasing has its own model module because it is a different problem from a project
 plan (integer commitment counts shared by all projects, recourse per scenario and week), and
-keeping it apart leaves :mod:`optimizer.planner.milp` the planner's formulation alone;
+keeping it apart leaves :mod:`ptplan.planner.milp` the planner's formulation alone;
 both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner,
 variables attached with the PuLP 3.3 API).
 
-Notation (see :mod:`optimizer.reserve.purchase`): scenarios s with probability p_s, weeks w of
+Notation (see :mod:`ptplan.reserve.purchase`): scenarios s with probability p_s, weeks w of
 168 h, keys k (provider, region, instance type), demand classes j of key k(j) with demand D_sjw
 (average concurrent nodes), on-demand price o_k, spot price σ_j per useful node-hour (only for
 classes that may run on spot and where spot is cheaper), products i of key k(i) with horizon
@@ -31,7 +31,7 @@ Objective: min Σ_s p_s cost_s; with ``--risk cvar:α[:ω]``, min (1 − ω)·Σ
 ω·(θ + Σ_s p_s η_s / (1 − α)), the Rockafellar–Uryasev linearisation of CVaR_α (the expected
 cost of the worst 1 − α of probability mass), ω = 0.5 unless given.
 
-Spend commitments q (:mod:`optimizer.reserve.spend`): y_q ∈ Z≥0 steps of ``step`` $/h;
+Spend commitments q (:mod:`ptplan.reserve.spend`): y_q ∈ Z≥0 steps of ``step`` $/h;
 z_sqjw ∈ [0, D_sjw] node-weeks of class j it covers (only where that saves); ``cover`` becomes
 u + v + Σ_q z ≤ D; ``spend``  Σ_j c_qk(j) z_sqjw ≤ a_qw·step·y_q; the cost adds
 step·y_q·H_q and −168·s_qk·z. With ``--ladder`` every product and commitment appears once per
@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pulp
 
-from optimizer.core.errors import PlannerError
-from optimizer.core.lp import check_solver, run, var
-from optimizer.reserve.problem import HOURS_PER_WEEK, Problem
+from ptplan.core.errors import PlannerError
+from ptplan.core.lp import check_solver, run, var
+from ptplan.reserve.problem import HOURS_PER_WEEK, Problem
 
 
 @dataclass

@@ -3,7 +3,7 @@
 A portfolio file (YAML or JSON) is validated like a project spec: every block is a strict
 pydantic model (``extra="forbid"``, no booleans as numbers, finite values), an unknown key is
 an error with a close-match suggestion, and every error is one line naming the field
-(:class:`~optimizer.core.errors.InputError`, exit 2). Field reference: ``docs/reserve.md``.
+(:class:`~ptplan.core.errors.InputError`, exit 2). Field reference: ``docs/reserve.md``.
 
 Blocks:
 
@@ -24,7 +24,7 @@ Blocks:
   rate; without a ``products`` block every instance type with demand gets the catalog's 1- and
   3-year rates as candidates.
 * ``commitments``: purchasable spend commitments ($/h): AWS EC2 Instance and Compute Savings
-  Plans, GCP flexible CUDs (:class:`Commitment`; billed as :mod:`optimizer.reserve.spend`
+  Plans, GCP flexible CUDs (:class:`Commitment`; billed as :mod:`ptplan.reserve.spend`
   describes).
 """
 
@@ -35,8 +35,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.core.errors import suggest
-from optimizer.core.yamlio import StrictModel, quoted, read_mapping, validate
+from ptplan.core.errors import suggest
+from ptplan.core.yamlio import StrictModel, quoted, read_mapping, validate
 
 Name = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:/+-]+$")]
 Week = Annotated[int, Field(ge=0, le=5200, strict=True)]
@@ -48,7 +48,7 @@ Text = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 _Strict = StrictModel
-"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+"""The blocks' base: :class:`ptplan.core.yamlio.StrictModel` (unknown keys rejected, frozen,
 no NaN/inf)."""
 
 
@@ -216,7 +216,7 @@ class Portfolio(_Strict):
 
 
 def load_portfolio(path: str) -> Portfolio:
-    """Load and validate a portfolio file; raises :class:`~optimizer.core.errors.InputError`."""
+    """Load and validate a portfolio file; raises :class:`~ptplan.core.errors.InputError`."""
     return validate(Portfolio, read_mapping(path, "portfolio"), f"portfolio {quoted(path)}")
 
 

@@ -1,7 +1,7 @@
 """The reserve purchase problem as data: products one can buy, demand classes, scenarios, risk.
 
-Built by :func:`optimizer.reserve.purchase.build_problem`; solved by
-:mod:`optimizer.reserve.milp`; re-checked without the solver by :mod:`optimizer.reserve.check`.
+Built by :func:`ptplan.reserve.purchase.build_problem`; solved by
+:mod:`ptplan.reserve.milp`; re-checked without the solver by :mod:`ptplan.reserve.check`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 HOURS_PER_WEEK = 168.0
 HOURS_PER_YEAR = 8760.0

@@ -6,7 +6,7 @@ demand may use), products i (one node of key k(i) committed for a term of 8,760�
 
 **Demand, in average concurrent nodes per week.** ``D[s, w, j]`` is node-hours in week w ÷ 168.
 
-* A project's spec is planned once by :func:`optimizer.planner.api.plan` (plans are cached
+* A project's spec is planned once by :func:`ptplan.planner.api.plan` (plans are cached
   per distinct spec digest, catalog and policy). Every allocation of every pool of the plan holds
   ``nodes`` nodes for ``hours`` hours (the pool's held time) from the project's start,
   ``start_week × 168`` h (and again every ``repeat_every_weeks`` while the start is inside the
@@ -26,22 +26,22 @@ demand may use), products i (one node of key k(i) committed for a term of 8,760�
 **Costs.** Product i costs c_i = usd_per_hour·H_i + upfront·H_i/T_i over the horizon, H_i the
 hours of its term inside the horizon and T_i its term in hours; it covers a_i[w] (the share of
 week w inside its term) nodes. Held commitments are paid until they expire (a constant) and
-cover their count until then. The MILP is :mod:`optimizer.reserve.milp`.
+cover their count until then. The MILP is :mod:`ptplan.reserve.milp`.
 
-**Spend commitments** (:mod:`optimizer.reserve.spend`): C $/h paid every hour of the term;
+**Spend commitments** (:mod:`ptplan.reserve.spend`): C $/h paid every hour of the term;
 a covered node-hour of key k consumes c_k of C and replaces s_k of on-demand spend; they are
 applied after instance commitments in the providers' order. **Laddering** (``ladder=
 "quarterly"``): every product and commitment is offered in each quarter's first week; week 0's
 purchase is the answer.
 
-**Verification** (:mod:`optimizer.reserve.check`): given only the purchase counts and the
+**Verification** (:mod:`ptplan.reserve.check`): given only the purchase counts and the
 demand, the cheapest use of the committed capacity is greedy (each committed node-week serves
 the demand whose alternative is dearest: on-demand before spot), so every scenario's cost is
 recomputed without the MILP; the MILP's objective must equal it, its own weekly dispatch must
 respect every coverage and capacity row, and the reported numbers are the recomputed ones.
 
-Modules: :mod:`optimizer.reserve.build` builds the problem, :mod:`optimizer.reserve.milp`
-solves it, :mod:`optimizer.reserve.check` re-checks it, :mod:`optimizer.reserve.report` writes
+Modules: :mod:`ptplan.reserve.build` builds the problem, :mod:`ptplan.reserve.milp`
+solves it, :mod:`ptplan.reserve.check` re-checks it, :mod:`ptplan.reserve.report` writes
 the report; this module runs them in that order.
 """
 
@@ -52,15 +52,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optimizer.core.errors import PlannerError
-from optimizer.reserve import milp as reserve_model
-from optimizer.reserve.build import build_problem
-from optimizer.reserve.check import Evaluation, evaluate, on_demand_only, verify
-from optimizer.reserve.portfolio import Portfolio
-from optimizer.reserve.problem import Problem, Risk
-from optimizer.reserve.report import reserve_report
-from policies.model import Policy
-from providers.base import Catalog
+from ptplan.core.errors import PlannerError
+from ptplan.reserve import milp as reserve_model
+from ptplan.reserve.build import build_problem
+from ptplan.reserve.check import Evaluation, evaluate, on_demand_only, verify
+from ptplan.reserve.portfolio import Portfolio
+from ptplan.reserve.problem import Problem, Risk
+from ptplan.reserve.report import reserve_report
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog
 
 
 @dataclass

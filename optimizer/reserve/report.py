@@ -1,5 +1,5 @@
 """The ``ptplan reserve`` report: purchases, scenarios, coverage and the solver record, every
-figure recomputed by :mod:`optimizer.reserve.check` from the purchase and the demand."""
+figure recomputed by :mod:`ptplan.reserve.check` from the purchase and the demand."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.plan.schema import usd
-from optimizer.reserve.check import Evaluation, cvar
-from optimizer.reserve.milp import ReserveSolution
-from optimizer.reserve.portfolio import Portfolio
-from optimizer.reserve.problem import HOURS_PER_WEEK, Problem
-from providers.base import Catalog
+from ptplan.plan.schema import usd
+from ptplan.reserve.check import Evaluation, cvar
+from ptplan.reserve.milp import ReserveSolution
+from ptplan.reserve.portfolio import Portfolio
+from ptplan.reserve.problem import HOURS_PER_WEEK, Problem
+from ptplan.providers.base import Catalog
 
 SCHEMA_VERSION = 1
 

@@ -7,7 +7,7 @@ eligible vCPU + memory part of the price, c_k = s_k × (1 − discount)).
 
 **The providers' order.** AWS applies instance reservations first, then EC2 Instance Savings
 Plans, then Compute Savings Plans, each plan to the usage with the highest savings percentage
-first; GCP applies resource-based CUDs before flexible CUDs. :mod:`optimizer.reserve.check`
+first; GCP applies resource-based CUDs before flexible CUDs. :mod:`ptplan.reserve.check`
 bills in exactly that order. The MILP instead lets coverage go wherever it saves most; the two
 agree whenever, for every pair of commitments P applied before Q that can cover a common key,
 P covers no key Q cannot, pays s_k alike, and charges rates in one fixed ratio to Q's on all
@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optimizer.core.errors import InputError
-from optimizer.reserve.portfolio import Commitment
-from optimizer.reserve.problem import HOURS_PER_WEEK, HOURS_PER_YEAR, Key, SpendRow, week_profile
-from providers.embedded import SPEND_DISCOUNT, aws_family, gcp_vm_share
+from ptplan.core.errors import InputError
+from ptplan.reserve.portfolio import Commitment
+from ptplan.reserve.problem import HOURS_PER_WEEK, HOURS_PER_YEAR, Key, SpendRow, week_profile
+from ptplan.providers.embedded import SPEND_DISCOUNT, aws_family, gcp_vm_share
 
 PLAN_TYPE = {"ec2_instance_savings_plan": "EC2Instance", "compute_savings_plan": "Compute"}
 RATIO_TOL = 1e-6

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.core.errors import InputError
-from optimizer.risk.model import PoolModel, RunModel
+from ptplan.core.errors import InputError
+from ptplan.risk.model import PoolModel, RunModel
 
 CHUNK = 2000
 """Trials per chunk: each chunk has its own seed, whatever runs it."""

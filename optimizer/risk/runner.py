@@ -13,9 +13,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from optimizer.core.errors import InputError
-from optimizer.risk.model import RunModel
-from optimizer.risk.montecarlo import CHUNK, ChunkResult, simulate_chunk
+from ptplan.core.errors import InputError
+from ptplan.risk.model import RunModel
+from ptplan.risk.montecarlo import CHUNK, ChunkResult, simulate_chunk
 
 MAX_TRIALS = 2_000_000
 """Results are kept per trial (makespan, cost, interruptions, fallback, per-pool slips)."""

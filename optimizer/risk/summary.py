@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.core.errors import InputError
-from optimizer.risk.model import RunModel
-from optimizer.risk.montecarlo import ChunkResult
+from ptplan.core.errors import InputError
+from ptplan.risk.model import RunModel
+from ptplan.risk.montecarlo import ChunkResult
 
 SIMULATE_SCHEMA_VERSION = 1
 Z95 = 1.959963984540054

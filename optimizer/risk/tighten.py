@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.core.errors import InfeasibleError, InputError, PlannerError
-from optimizer.plan.schema import Plan, usd
-from optimizer.plan.verify import verify_plan
-from optimizer.risk.model import build_model
-from optimizer.risk.runner import run_trials
-from optimizer.spec.project import ProjectSpec
+from ptplan.core.errors import InfeasibleError, InputError, PlannerError
+from ptplan.plan.schema import Plan, usd
+from ptplan.plan.verify import verify_plan
+from ptplan.risk.model import build_model
+from ptplan.risk.runner import run_trials
+from ptplan.spec.project import ProjectSpec
 
 MAX_ROUNDS = 12
 BISECTIONS = 3

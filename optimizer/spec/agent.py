@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from optimizer.spec.types import Count, _Strict
+from ptplan.spec.types import Count, _Strict
 
 Seconds = Annotated[float, Field(ge=0, le=86_400, strict=True)]
 """A duration in seconds, 0 to one day (ints accepted)."""
@@ -88,7 +88,7 @@ class Turns(_Strict):
 
     def knots(self) -> list[tuple[float, float]]:
         """(u, turns) knots of the piecewise-linear quantile function: (0, 1), the given
-        quantiles, (1, max), as for ``data.response_length`` (optimizer.spec.lengths)."""
+        quantiles, (1, max), as for ``data.response_length`` (ptplan.spec.lengths)."""
         given = [(u, float(q)) for u, q in ((0.5, self.p50), (0.9, self.p90),
                                              (0.99, self.p99)) if q is not None]
         return [(0.0, 1.0), *given, (1.0, float(self.max))]

@@ -9,9 +9,9 @@ job does not run (a team file holds every method's cells) are left out.
 
 from __future__ import annotations
 
-from optimizer.core.errors import InputError
-from optimizer.core.yamlio import quoted, read_mapping, validate
-from optimizer.spec.project import Calibration, ProjectSpec, parse_spec
+from ptplan.core.errors import InputError
+from ptplan.core.yamlio import quoted, read_mapping, validate
+from ptplan.spec.project import Calibration, ProjectSpec, parse_spec
 
 
 def load_spec_calibrated(path: str, calibration: str) -> ProjectSpec:

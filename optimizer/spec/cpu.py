@@ -1,6 +1,6 @@
 """``reward:``: CPU work of a rule-based or sandboxed reward (issue #25 item 2): unit tests,
 code execution, verifiers. With ``agent.sandbox`` it makes the plan's CPU pools
-(:mod:`optimizer.costs.cpu`; docs/spec.md, docs/demand-model.md §4.9)."""
+(:mod:`ptplan.costs.cpu`; docs/spec.md, docs/demand-model.md §4.9)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from optimizer.spec.types import _Strict
+from ptplan.spec.types import _Strict
 
 
 class Reward(_Strict):

@@ -1,11 +1,11 @@
 """The defaults a spec's loader filled in, listed as they were applied (shown in every
-output: plans, estimates, reports). Split from :mod:`optimizer.spec.project`."""
+output: plans, estimates, reports). Split from :mod:`ptplan.spec.project`."""
 
 from __future__ import annotations
 
-from optimizer.spec.efficiency import Efficiency
-from optimizer.spec.methods import GEN_EFFICIENCY
-from optimizer.spec.project import Checkpoints, ProjectSpec
+from ptplan.spec.efficiency import Efficiency
+from ptplan.spec.methods import GEN_EFFICIENCY
+from ptplan.spec.project import Checkpoints, ProjectSpec
 
 
 def applied_defaults(spec: ProjectSpec) -> list[str]:

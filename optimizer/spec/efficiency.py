@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from optimizer.spec.types import Amount, Count, Fraction, _Strict
+from ptplan.spec.types import Amount, Count, Fraction, _Strict
 
 
 class Efficiency(_Strict):

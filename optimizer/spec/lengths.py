@@ -1,5 +1,5 @@
 """``data.response_length``: the shape of the response-length distribution, and its checks
-against the mean and the cap (the distribution itself: :mod:`optimizer.demand.lengths`)."""
+against the mean and the cap (the distribution itself: :mod:`ptplan.demand.lengths`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from optimizer.spec.types import Count, _Strict
+from ptplan.spec.types import Count, _Strict
 
 
 class ResponseLength(_Strict):

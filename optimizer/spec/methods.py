@@ -1,5 +1,5 @@
 """Which ``data`` fields each method takes, and what a sampling-only job (``method: generate``)
-rejects. Used by :class:`optimizer.spec.project.ProjectSpec`'s validator (docs/spec.md §2, §5)."""
+rejects. Used by :class:`ptplan.spec.project.ProjectSpec`'s validator (docs/spec.md §2, §5)."""
 
 from __future__ import annotations
 

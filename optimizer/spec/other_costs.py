@@ -2,7 +2,7 @@
 #25): data collection, annotation, A/B tests (fixed), human review per reviewed sample, and
 operations time per hour of the run. The planner does not optimise them; it adds them to the
 total (so they count against the budget) and shows them as their own lines
-(:mod:`optimizer.costs.other`; docs/spec.md)."""
+(:mod:`ptplan.costs.other`; docs/spec.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from optimizer.spec.types import _Strict
+from ptplan.spec.types import _Strict
 
 Usd = Annotated[float, Field(ge=0, le=1e12, strict=True)]
 """A non-negative amount in USD."""

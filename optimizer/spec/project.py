@@ -16,13 +16,13 @@ from pydantic import (
     model_validator,
 )
 
-from optimizer.core.hardware import PRECISIONS
-from optimizer.core.yamlio import quoted, read_mapping, validate
-from optimizer.spec.agent import Agent
-from optimizer.spec.cpu import Reward
-from optimizer.spec.efficiency import Efficiency
-from optimizer.spec.lengths import ResponseLength, _check_lengths, quantile_knots
-from optimizer.spec.methods import (
+from ptplan.core.hardware import PRECISIONS
+from ptplan.core.yamlio import quoted, read_mapping, validate
+from ptplan.spec.agent import Agent
+from ptplan.spec.cpu import Reward
+from ptplan.spec.efficiency import Efficiency
+from ptplan.spec.lengths import ResponseLength, _check_lengths, quantile_knots
+from ptplan.spec.methods import (
     GEN_FIELDS,
     GEN_REQUIRED,
     RL_FIELDS,
@@ -31,8 +31,8 @@ from optimizer.spec.methods import (
     SFT_REQUIRED,
     _generate_rules,
 )
-from optimizer.spec.other_costs import OtherCosts
-from optimizer.spec.sections import (
+from ptplan.spec.other_costs import OtherCosts
+from ptplan.spec.sections import (
     SLA,
     Budget,
     Calibration,
@@ -43,7 +43,7 @@ from optimizer.spec.sections import (
     Placement,
     TrainedModel,
 )
-from optimizer.spec.types import (
+from ptplan.spec.types import (
     Algorithm,
     Method,
     PhaseName,
@@ -279,6 +279,6 @@ def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
 
 
 def load_spec(path: str) -> ProjectSpec:
-    """Load and validate a spec file; raises :class:`~optimizer.core.errors.InputError` (exit 2).
-    With a calibration file: :func:`optimizer.spec.calibration.load_spec_calibrated`."""
+    """Load and validate a spec file; raises :class:`~ptplan.core.errors.InputError` (exit 2).
+    With a calibration file: :func:`ptplan.spec.calibration.load_spec_calibrated`."""
     return parse_spec(read_mapping(path, "spec"), f"spec {quoted(path)}")

@@ -1,6 +1,6 @@
 """The blocks of a spec other than its method, demand and efficiency sections: the models
 (``model``, ``teacher``, ``reward_model``...), ``data``, ``eval``, ``checkpoints``, ``sla``,
-``budget``, ``placement`` and ``calibration`` (:class:`optimizer.spec.project.ProjectSpec`
+``budget``, ``placement`` and ``calibration`` (:class:`ptplan.spec.project.ProjectSpec`
 assembles them and checks the rules that span several blocks)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pydantic import (
     model_validator,
 )
 
-from optimizer.core.hardware import canonical_gpu_name, unknown_gpu_message
-from optimizer.spec.lengths import ResponseLength
-from optimizer.spec.types import (
+from ptplan.core.hardware import canonical_gpu_name, unknown_gpu_message
+from ptplan.spec.lengths import ResponseLength
+from ptplan.spec.types import (
     Amount,
     Billions,
     Count,
@@ -147,7 +147,7 @@ class SLA(_Strict):
     deadline_hours: Amount | None = None
     start_after: dt.date | None = None
     """The first day the run may start (ISO date). Capacity blocks and flex-start offers
-    (booked for the run, :mod:`providers.blocks`) are considered only when it is given; AWS
+    (booked for the run, :mod:`ptplan.providers.blocks`) are considered only when it is given; AWS
     sells blocks starting at most 8 weeks ahead. ``ptplan plan --start-after`` sets it."""
     deadline: dt.datetime | dt.date | None = None
     """The run's end as a date (the end of that day, UTC) or an ISO datetime (UTC when naive);

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from optimizer.core.yamlio import StrictModel
+from ptplan.core.yamlio import StrictModel
 
 Method = Literal["sft", "rl", "opd", "generate"]
 Algorithm = Literal["ppo", "grpo", "dapo"]
@@ -23,5 +23,5 @@ Billions = Annotated[float, Field(gt=0, le=100_000, strict=True)]
 
 
 _Strict = StrictModel
-"""The blocks' base: :class:`optimizer.core.yamlio.StrictModel` (unknown keys rejected, frozen,
+"""The blocks' base: :class:`ptplan.core.yamlio.StrictModel` (unknown keys rejected, frozen,
 no NaN/inf)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from optimizer.core.errors import InputError, ProviderError
+from ptplan.core.errors import InputError, ProviderError
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 OPERATION_WAIT_SECONDS = 600
@@ -34,7 +34,7 @@ POLL_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Targets:
-    """What render deployed for a plan (from ``optimizer.render.context``)."""
+    """What render deployed for a plan (from ``ptplan.render.context``)."""
 
     provider: str
     region: str
@@ -118,7 +118,7 @@ def act_kubernetes(t: Targets, kubeconfig: str | None) -> list[str]:
 
 
 def act_aws(t: Targets, endpoint: str | None) -> list[str]:
-    from providers.aws import _guarded, max_attempts, sdk
+    from ptplan.providers.aws import _guarded, max_attempts, sdk
 
     attempts = max_attempts()
     session, config = sdk("guard --act on AWS needs", attempts)
@@ -172,7 +172,7 @@ def act_gke(t: Targets, endpoint: str | None) -> list[str]:
             from google.auth.credentials import AnonymousCredentials
 
             kwargs["credentials"] = AnonymousCredentials()
-    from providers.gcp import _translate
+    from ptplan.providers.gcp import _translate
 
     done = []
     try:

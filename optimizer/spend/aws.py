@@ -19,10 +19,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from optimizer.core.errors import ProviderError
-from optimizer.spend.bill import GRANULARITY, UNCHANGED, BillPull, BillRow
-from providers.aws import _guarded, max_attempts, sdk
-from providers.cache import utc_now
+from ptplan.core.errors import ProviderError
+from ptplan.spend.bill import GRANULARITY, UNCHANGED, BillPull, BillRow
+from ptplan.providers.aws import _guarded, max_attempts, sdk
+from ptplan.providers.cache import utc_now
 
 REGION = "us-east-1"
 METRIC = "UnblendedCost"

@@ -5,7 +5,7 @@ the provider in full before anything is stored. The cache is SQLite (``spend.sql
 the price cache, ``--cache PATH`` or ``$PTPLAN_SPEND_CACHE``), one row per pull key (provider,
 tag filter, grouping, granularity, window); a pull replaces its key's row in **one
 transaction**, so a failed or interrupted pull leaves the previous one whole (the same contract
-as the price cache, ``providers.cache.store_pull``).
+as the price cache, ``ptplan.providers.cache.store_pull``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optimizer.core.errors import InputError, ProviderError
-from providers.cache import default_cache_dir
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.providers.cache import default_cache_dir
 
 ENV_VAR = "PTPLAN_SPEND_CACHE"
 CACHE_FILE = "spend.sqlite"

@@ -19,8 +19,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from optimizer.plan.schema import Allocation, Plan, PoolPlan
-from optimizer.spend.bill import PERIOD_HOURS, BillPull, iso, parse_instant
+from ptplan.plan.schema import Allocation, Plan, PoolPlan
+from ptplan.spend.bill import PERIOD_HOURS, BillPull, iso, parse_instant
 
 GroupKey = Callable[[PoolPlan, Allocation], str]
 OTHER = "storage+network"

@@ -20,9 +20,9 @@ import re
 from typing import Any
 from urllib.parse import urlparse
 
-from optimizer.core.errors import InputError, ProviderError
-from optimizer.spend.bill import BillPull, BillRow
-from providers.cache import utc_now
+from ptplan.core.errors import InputError, ProviderError
+from ptplan.spend.bill import BillPull, BillRow
+from ptplan.providers.cache import utc_now
 
 SOURCE = "GCP Cloud Billing export (BigQuery, cost + credits)"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -77,7 +77,7 @@ def _client(project: str, endpoint: str | None) -> Any:
 
 
 def _translate(exc: BaseException) -> ProviderError:
-    from providers.gcp import _translate as base
+    from ptplan.providers.gcp import _translate as base
 
     return base(exc, "BigQuery billing export query", api="BigQuery API", unchanged=UNCHANGED)
 

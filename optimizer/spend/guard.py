@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan
 
 LEVELS = {"ok": 0, "warn": 10, "stop": 11}
 """Decision → exit code."""

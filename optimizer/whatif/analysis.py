@@ -1,11 +1,11 @@
 """What-if price analysis: scenarios, sweeps, break-even prices and plan diffs, in parallel.
 
 Every answer here is an exact, verified re-solve of the planner on a catalog edited by price
-rules (:mod:`optimizer.whatif.pricerules`); nothing is extrapolated from the baseline plan.
+rules (:mod:`ptplan.whatif.pricerules`); nothing is extrapolated from the baseline plan.
 
 Why re-solve rather than re-price one MILP. The planner's MILP is solved over a pruned option
 set: pool options are Pareto-filtered on (busy time, $/h) and then cut by exact cost bounds
-against the incumbent (:mod:`optimizer.planner.search`), and both cuts depend on prices. A
+against the incumbent (:mod:`ptplan.planner.search`), and both cuts depend on prices. A
 coefficient change on the kept MILP, or LP cost ranging (``highspy.Highs.getRanging``) on it, is
 therefore
 exact only for plans that survived the baseline's pruning, not for the full problem: an option
@@ -14,15 +14,15 @@ pipeline (candidates → bound → MILP → verify) on the edited catalog, and r
 not depend on prices:
 
 * the spec, catalog and policy, parsed once per worker process (or Ray actor);
-* the demand model (:func:`optimizer.demand.model.build_demand`), passed as ``demand=``;
+* the demand model (:func:`ptplan.demand.model.build_demand`), passed as ``demand=``;
 * the busy-time grids of every (pool, GPU shape, class sizes, spot overheads), kept in a
-  per-worker ``grid_cache`` dict passed to :func:`optimizer.planner.engine.prepare`;
+  per-worker ``grid_cache`` dict passed to :func:`ptplan.planner.engine.prepare`;
 * the positions of the offers each selector matches, computed once per selector;
 * no explanation pass (``explain=False``): the plan diff is the explanation.
 
-The three modes, one module each: price scenarios (:mod:`optimizer.whatif.scenarios`), sweeps
-of one price (:mod:`optimizer.whatif.sweep`) and break-even prices
-(:mod:`optimizer.whatif.breakeven`); plan diffs: :mod:`optimizer.whatif.diff`. This module holds
+The three modes, one module each: price scenarios (:mod:`ptplan.whatif.scenarios`), sweeps
+of one price (:mod:`ptplan.whatif.sweep`) and break-even prices
+(:mod:`ptplan.whatif.breakeven`); plan diffs: :mod:`ptplan.whatif.diff`. This module holds
 what they share: plan summaries and signatures, and how a plan uses the items a selector
 matches.
 
@@ -37,7 +37,7 @@ plans are reported with their diff, and the multiplier where their two cost line
 m* = (a_B − a_A)/(b_A − b_B), when it lies inside the bracket (a switch forced by the budget
 has no crossing). Ties at the break-even itself may be resolved either way.
 
-Parallelism (:mod:`optimizer.whatif.runner`). Scenarios run in a process pool (``spawn``; each
+Parallelism (:mod:`ptplan.whatif.runner`). Scenarios run in a process pool (``spawn``; each
 worker is initialised once with the spec, catalog and policy) or on Ray actors
 (``ray.util.ActorPool``); results come back in submission order, and each plan is a
 deterministic function of its inputs, so the output does not depend on the number of workers or
@@ -51,10 +51,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from optimizer.costs.network import egress_rate, egress_rows
-from optimizer.plan.schema import Plan, usd
-from optimizer.whatif.pricerules import PriceRule, Selector
-from providers.base import Catalog, EgressRate, offer_key
+from ptplan.costs.network import egress_rate, egress_rows
+from ptplan.plan.schema import Plan, usd
+from ptplan.whatif.pricerules import PriceRule, Selector
+from ptplan.providers.base import Catalog, EgressRate, offer_key
 
 METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with the rules applied "
                "(explain pass skipped); deltas are scenario minus baseline")
@@ -64,7 +64,7 @@ METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with th
 
 
 def allocation_key(a: Any) -> str:
-    """:attr:`providers.base.Offer.key` of a plan allocation."""
+    """:attr:`ptplan.providers.base.Offer.key` of a plan allocation."""
     return offer_key(a.provider, a.region, a.zone, a.instance_type, a.capacity_type)
 
 
@@ -150,7 +150,7 @@ def use_json(u: Use | None) -> dict[str, Any] | None:
 
 def egress_rate_of(catalog: Catalog, provider: str, path: str) -> EgressRate | None:
     """The catalog rate the planner priced a network item with
-    (:func:`optimizer.costs.network.egress_rate`); None for same-zone traffic, which the
+    (:func:`ptplan.costs.network.egress_rate`); None for same-zone traffic, which the
     planner never charges, and for paths the catalog lacks (priced at 0)."""
     if path == "same_zone":
         return None
@@ -183,7 +183,7 @@ def _offer_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:
 
 
 def _storage_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:
-    from optimizer.costs.storage import tiers_for
+    from ptplan.costs.storage import tiers_for
 
     items, qty, spend = [], 0.0, 0.0
     for i in p.storage:
@@ -202,8 +202,8 @@ def _storage_use(p: Plan, selector: Selector, catalog: Catalog) -> Use:
 def disk_use(p: Plan, selector: Selector, catalog: Catalog) -> list[tuple[Any, float]]:
     """Pools whose boot disks sit on a block tier ``selector`` matches, with their billed
     GB-months (nodes × GB × held hours ÷ 730)."""
-    from optimizer.costs.disks import block_tier
-    from optimizer.costs.storage import HOURS_PER_MONTH
+    from ptplan.costs.disks import block_tier
+    from ptplan.costs.storage import HOURS_PER_MONTH
 
     out = []
     for pool in p.pools:

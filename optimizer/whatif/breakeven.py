@@ -1,6 +1,6 @@
 """What-if mode 3: break-even multipliers on the matched prices, below and above today's,
 where the plan's use of the matched items changes (k-section on exact re-solves; the argument
-is in :mod:`optimizer.whatif.analysis`)."""
+is in :mod:`ptplan.whatif.analysis`)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.plan.schema import Plan
-from optimizer.whatif.analysis import Use, exact_total_usd, plan_json, summary, use_json, use_of
-from optimizer.whatif.diff import diff_plans
-from optimizer.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
-from optimizer.whatif.runner import Outcome, Runner, Setup, validate_jobs
-from providers.base import Catalog
+from ptplan.core.errors import InfeasibleError, InputError
+from ptplan.plan.schema import Plan
+from ptplan.whatif.analysis import Use, exact_total_usd, plan_json, summary, use_json, use_of
+from ptplan.whatif.diff import diff_plans
+from ptplan.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
+from ptplan.whatif.runner import Outcome, Runner, Setup, validate_jobs
+from ptplan.providers.base import Catalog
 
 DEFAULT_TOLERANCE = 1e-3
 """Break-even: width of the final bracket on the price multiplier (0.1 % of the price)."""

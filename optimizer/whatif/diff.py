@@ -6,8 +6,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from optimizer.plan.schema import Plan
-from optimizer.whatif.analysis import money_delta, pool_label, signature
+from ptplan.plan.schema import Plan
+from ptplan.whatif.analysis import money_delta, pool_label, signature
 
 Row = dict[str, Any]
 

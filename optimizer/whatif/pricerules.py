@@ -29,7 +29,7 @@ Semantics. ``*= v`` multiplies the price by v (v ≥ 0), ``+= v`` adds v per hou
 per GB), ``= v`` sets the price to v. Several rules apply in the order given, each to the
 result of the previous one (``"gpu=H100 *= 0.7"`` then ``"capacity_type=spot += 1"`` discounts
 H100 nodes by 30 % and then adds $1/h to every spot node). A rule that matches nothing in the
-catalog, or that would make a price negative, is an :class:`~optimizer.core.errors.InputError`
+catalog, or that would make a price negative, is an :class:`~ptplan.core.errors.InputError`
 naming the rule and the fix (exit 2). Nothing else of an offer changes: caps, interruption
 rates and reserved holdings stay as the catalog says. A reserved offer whose holdings are
 declared sunk has zero marginal cost; a rule may still set a price on it, which then counts.
@@ -46,8 +46,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from optimizer.core.errors import InputError, suggest
-from providers.base import CAPACITY_TYPES, Catalog, EgressRate, Offer, StorageTier
+from ptplan.core.errors import InputError, suggest
+from ptplan.providers.base import CAPACITY_TYPES, Catalog, EgressRate, Offer, StorageTier
 
 OFFER_KEYS: tuple[str, ...] = ("provider", "region", "zone", "instance_type", "gpu",
                                "capacity_type")
@@ -136,7 +136,7 @@ def _canonical_term(key: str, glob: str) -> str:
     if key == "capacity_type":
         value = value.replace("-", "_")
     if key == "gpu" and not (_GLOB_CHARS & set(value)):
-        from optimizer.core.hardware import canonical_gpu_name
+        from ptplan.core.hardware import canonical_gpu_name
 
         value = canonical_gpu_name(value) or value
     return value.lower()

@@ -29,8 +29,8 @@ def _pools(summary_or_plan: dict[str, Any] | None) -> str:
     if "pools" in summary_or_plan and summary_or_plan["pools"] and \
             isinstance(summary_or_plan["pools"][0], str):
         return "; ".join(summary_or_plan["pools"])
-    from optimizer.plan.schema import Plan
-    from optimizer.whatif.analysis import pool_label
+    from ptplan.plan.schema import Plan
+    from ptplan.whatif.analysis import pool_label
 
     p = Plan.model_validate(summary_or_plan)
     return "; ".join(pool_label(pool) for pool in p.pools)

@@ -3,7 +3,7 @@
 Each worker parses the spec, catalog and policy once and keeps what does not depend on
 prices (the demand model and the busy-time grids) across the scenarios it solves; results come
 back in submission order, so the output does not depend on the number of workers or the
-backend (see :mod:`optimizer.whatif.analysis` for why every scenario is a full, verified re-solve).
+backend (see :mod:`ptplan.whatif.analysis` for why every scenario is a full, verified re-solve).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.core.errors import InfeasibleError, InputError
-from optimizer.plan.schema import Plan
-from optimizer.spec.project import ProjectSpec
-from optimizer.whatif.pricerules import PriceRule, RuleEffect, apply_rules
-from policies.model import Policy
-from providers.base import Catalog
+from ptplan.core.errors import InfeasibleError, InputError
+from ptplan.plan.schema import Plan
+from ptplan.spec.project import ProjectSpec
+from ptplan.whatif.pricerules import PriceRule, RuleEffect, apply_rules
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Session:
     """Solves scenarios of one spec, keeping everything that does not depend on prices."""
 
     def __init__(self, setup: Setup) -> None:
-        from optimizer.demand.model import build_demand
+        from ptplan.demand.model import build_demand
 
         self.setup = setup
         self.demand = build_demand(setup.spec)
@@ -60,8 +60,8 @@ class Session:
         self.indices: dict[str, tuple[int, ...]] = {}
 
     def solve(self, rules: Sequence[PriceRule]) -> Outcome:
-        from optimizer.planner.api import plan
-        from optimizer.planner.engine import prepare
+        from ptplan.planner.api import plan
+        from ptplan.planner.engine import prepare
 
         s = self.setup
         start = time.perf_counter()

@@ -1,5 +1,5 @@
 """What-if mode 1: named price scenarios against the baseline, each an exact re-solve (see
-:mod:`optimizer.whatif.analysis`)."""
+:mod:`ptplan.whatif.analysis`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.whatif.analysis import METHOD_NOTE, plan_json, scenario_notes
-from optimizer.whatif.diff import diff_plans
-from optimizer.whatif.pricerules import PriceRule, parse_rule
-from optimizer.whatif.runner import Outcome, Runner, Setup, validate_jobs
+from ptplan.core.errors import InputError
+from ptplan.whatif.analysis import METHOD_NOTE, plan_json, scenario_notes
+from ptplan.whatif.diff import diff_plans
+from ptplan.whatif.pricerules import PriceRule, parse_rule
+from ptplan.whatif.runner import Outcome, Runner, Setup, validate_jobs
 
 NAME_RE = re.compile(r"^\s*([A-Za-z0-9_.\- ]+?)\s*:\s*(.+)$")
 

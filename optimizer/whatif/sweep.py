@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.plan.schema import Plan, usd
-from optimizer.whatif.analysis import (
+from ptplan.core.errors import InputError
+from ptplan.plan.schema import Plan, usd
+from ptplan.whatif.analysis import (
     METHOD_NOTE,
     Use,
     allocation_key,
@@ -40,10 +40,10 @@ from optimizer.whatif.analysis import (
     summary,
     use_of,
 )
-from optimizer.whatif.diff import diff_plans
-from optimizer.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
-from optimizer.whatif.runner import Outcome, Runner, Setup, validate_jobs
-from providers.base import Catalog
+from ptplan.whatif.diff import diff_plans
+from ptplan.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
+from ptplan.whatif.runner import Outcome, Runner, Setup, validate_jobs
+from ptplan.providers.base import Catalog
 
 
 def linspace(start: float, stop: float, steps: int) -> list[float]:
@@ -187,8 +187,8 @@ def _repriced_offers(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float,
 
 
 def _repriced_storage(p: Plan, rule: PriceRule, catalog: Catalog) -> tuple[float, Use]:
-    from optimizer.costs.disks import block_tier
-    from optimizer.costs.storage import tiers_for
+    from ptplan.costs.disks import block_tier
+    from ptplan.costs.storage import tiers_for
 
     total = exact_total_usd(p)
     items, qty, spend = [], 0.0, 0.0

@@ -1,5 +1,5 @@
 """Alembic environment of the run ledger: always run on the caller's connection and
-transaction (:func:`optimizer.ledger.db.migrate`), never from an ini file."""
+transaction (:func:`ptplan.ledger.db.migrate`), never from an ini file."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.core.errors import InputError
+from ptplan.core.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Framework:
     def install(self) -> list[str]:
         """The install step (SkyPilot ``setup``, launch scripts) as words: this release and
         the Python dependencies it declares, on an image with CUDA, torch, vLLM and Ray
-        (:data:`optimizer.render.context.DEFAULT_IMAGE`, or ``--image``)."""
+        (:data:`ptplan.render.context.DEFAULT_IMAGE`, or ``--image``)."""
         return ["python3", "-m", "pip", "install", self.spec]
 
 

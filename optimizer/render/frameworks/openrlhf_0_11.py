@@ -14,8 +14,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from optimizer.core.errors import InputError
-from optimizer.render.frameworks import (
+from ptplan.core.errors import InputError
+from ptplan.render.frameworks import (
     FIELDS,
     OPENRLHF_0_11,
     Run,
@@ -25,8 +25,8 @@ from optimizer.render.frameworks import (
     phase,
     scoring_models,
 )
-from optimizer.render.paths import launch_path
-from optimizer.render.pinning import launcher_words, roles
+from ptplan.render.paths import launch_path
+from ptplan.render.pinning import launcher_words, roles
 
 FRAMEWORK = OPENRLHF_0_11
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm"}

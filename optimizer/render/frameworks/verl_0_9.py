@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optimizer.render.frameworks import (
+from ptplan.render.frameworks import (
     VERL_0_9,
     Geometry,
     Run,
@@ -28,9 +28,9 @@ from optimizer.render.frameworks import (
     phase,
     scoring_models,
 )
-from optimizer.render.names import gpu_resource
-from optimizer.render.paths import launch_path
-from optimizer.render.pinning import launcher_words, roles
+from ptplan.render.names import gpu_resource
+from ptplan.render.paths import launch_path
+from ptplan.render.pinning import launcher_words, roles
 
 FRAMEWORK = VERL_0_9
 ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
@@ -62,7 +62,7 @@ class _Rows:
         self.config_name = "sft_trainer_engine" if sft else "ppo_trainer"
 
     def add(self, field: str, value: Any, source: str, new: bool = False) -> None:
-        from optimizer.render.frameworks import FIELDS
+        from ptplan.render.frameworks import FIELDS
 
         key = FIELDS[field][self.col]
         assert key, f"{field} has no veRL key"
