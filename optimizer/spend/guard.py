@@ -23,10 +23,20 @@ forecast reaches it (and the target is not reached); ``warn`` when the spend or 
 reaches the warn threshold, the spend reached stop with the target met, the target's
 trajectory misses it at step ``S``, or the bill holds no cost of the plan's tags at all (the
 guard would be blind); else ``ok``. Every reason is one line.
+
+Numbers in, checked: every input is a finite number in range or :func:`decide` refuses it
+with a one-line :class:`InputError` (exit 2): the window (hours > 0), the hours since the run
+started (≥ 0), each point of the spend series (hours ≥ 0, cumulative cost ≥ 0; points may come
+in any order; repeated hours and a falling cumulative cost are read as the running maximum, so
+spend once seen is never un-seen), the steps done (≥ 0) and the target's values. A plan whose
+budget thresholds or total are not finite is refused the same way. Should any figure the
+decision compares (spent, burn, forecast, thresholds) still come out non-finite, the decision
+is ``stop`` with the reason: a breaker that cannot read its meter trips; it never says ``ok``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from itertools import pairwise
@@ -100,13 +110,58 @@ def trend(points: list[tuple[int, float]], at: int) -> float | None:
     return my + slope * (at - mx)
 
 
+def _number(value: Any, what: str, fix: str, low: float | None = 0.0,
+            strict: bool = False) -> float:
+    """``value`` as a finite float ``≥ low`` (``> low`` when ``strict``), else one line."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        x = math.nan
+    if not math.isfinite(x) or (low is not None and (x <= low if strict else x < low)):
+        raise InputError(f"{what}: {value!r} is not a finite number"
+                         f"{'' if low is None else (' > ' if strict else ' ≥ ') + f'{low:g}'}; "
+                         f"{fix}")
+    return x
+
+
+def _out(x: float, digits: int) -> float | None:
+    """A figure for the report: rounded, or None when it is not finite (JSON has no NaN)."""
+    return round(x, digits) if math.isfinite(x) else None
+
+
+def checked_series(series: list[tuple[float, float]], where: str = "spend series"
+                   ) -> list[tuple[float, float]]:
+    """The spend series with every point finite (hours ≥ 0, cumulative cost ≥ 0), sorted by
+    hours, one point per hour value, and never falling: points in any order, repeated hours
+    and a cumulative cost that drops (a credit, rows out of order) are read as the running
+    maximum, so the guard never un-sees spend."""
+    points = []
+    for i, point in enumerate(series):
+        h, c = point
+        fix = "the spend data is damaged: pull it again (ptplan spend) or fix the file"
+        points.append((_number(h, f"{where}: point {i} hours", fix),
+                       _number(c, f"{where}: point {i} cumulative cost", fix)))
+    out: list[tuple[float, float]] = []
+    top = 0.0
+    for h, c in sorted(points):
+        top = max(top, c)
+        if out and out[-1][0] == h:
+            out[-1] = (h, top)
+        else:
+            out.append((h, top))
+    return out
+
+
 def thresholds(plan: Plan) -> tuple[float, float, str]:
+    fix = "the plan file is damaged: make it again with ptplan plan"
     if plan.budget_warn_usd is not None and plan.budget_stop_usd is not None:
-        return float(plan.budget_warn_usd), float(plan.budget_stop_usd), "the plan's budget"
+        return (_number(plan.budget_warn_usd, "plan budget_warn_usd", fix),
+                _number(plan.budget_stop_usd, "plan budget_stop_usd", fix), "the plan's budget")
     shares = plan.policy.get("budget", {}) if isinstance(plan.policy, dict) else {}
-    total = float(plan.total_cost_usd)
-    return (total * float(shares.get("warn_at", 0.8)), total * float(shares.get("stop_at", 1.0)),
-            "the plan's total cost (no budget in the plan)")
+    total = _number(plan.total_cost_usd, "plan total_cost_usd", fix)
+    warn_at = _number(shares.get("warn_at", 0.8), "plan policy budget.warn_at", fix)
+    stop_at = _number(shares.get("stop_at", 1.0), "plan policy budget.stop_at", fix)
+    return (total * warn_at, total * stop_at, "the plan's total cost (no budget in the plan)")
 
 
 def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
@@ -114,8 +169,20 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
            target_points: list[tuple[int, float]] | None = None,
            window: float = DEFAULT_WINDOW_HOURS) -> dict[str, Any]:
     """The guard's numbers, reasons and decision (see the module doc for every formula)."""
-    if window <= 0:
-        raise InputError(f"--window: {window:g} hours; give a positive number of hours")
+    window = _number(window, "--window", "give a positive number of hours, e.g. --window 24",
+                     strict=True)
+    hours = _number(hours, "spend hours since the run started",
+                    "the spend data is damaged: pull it again (ptplan spend) or fix the file")
+    series = checked_series(series)
+    if steps_done is not None:
+        steps_done = int(_number(steps_done, "--metrics: steps done",
+                                 "the metrics' step must be a whole number ≥ 0"))
+    if target_points:
+        target_points = [(int(_number(s, "--metrics: step", "steps are whole numbers ≥ 0")),
+                          _number(v, f"--target: value of {target.name if target else '?'} "
+                                  f"at step {s}", "the metric must be a finite number",
+                                  low=None))
+                         for s, v in target_points]
     spent = cumulative_at(series, hours)
     edge = billed_edge(series, hours)
     w = min(window, edge)
@@ -171,6 +238,12 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
                         "nothing"))
     if steps_done is None:
         reasons.append(("ok", "no progress data (--metrics): forecast from the plan's hours"))
+    blind = [name for name, x in (("spent", spent), ("burn", burn), ("forecast", forecast),
+                                  ("warn", warn_usd), ("stop", stop_usd))
+             if not math.isfinite(x)]
+    if blind:
+        reasons.append(("stop", f"{', '.join(blind)} not a finite number: the guard cannot "
+                        "read the spend, so it trips (check the bill and the plan)"))
     if not any(level != "ok" for level, _ in reasons):
         reasons.append(("ok", f"on track: {money}; warn ${warn_usd:,.2f}, stop "
                         f"${stop_usd:,.2f}"))
@@ -178,12 +251,12 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
     return {
         "decision": decision, "exit_code": LEVELS[decision],
         "reasons": [f"{level}: {text}" for level, text in reasons],
-        "spent_usd": round(spent, 2), "hours": round(hours, 4),
-        "burn_usd_per_hour": round(burn, 4), "burn_window_hours": round(w, 4),
+        "spent_usd": _out(spent, 2), "hours": round(hours, 4),
+        "burn_usd_per_hour": _out(burn, 4), "burn_window_hours": round(w, 4),
         "billed_to_hours": round(edge, 4),
-        "steps_done": steps_done, "steps": total_steps, "hours_left": round(left, 4),
-        "forecast_usd": round(forecast, 2), "warn_usd": round(warn_usd, 2),
-        "stop_usd": round(stop_usd, 2), "thresholds_from": source,
+        "steps_done": steps_done, "steps": total_steps, "hours_left": _out(left, 4),
+        "forecast_usd": _out(forecast, 2), "warn_usd": _out(warn_usd, 2),
+        "stop_usd": _out(stop_usd, 2), "thresholds_from": source,
         "plan_total_usd": plan.total_cost_usd,
         "target": None if target is None else {
             "name": target.name, "op": target.op, "value": target.value, "latest": latest,
