@@ -7,7 +7,7 @@ For each case (``examples/grpo-7b.yaml`` and ``examples/opd-8b-from-32b.yaml`` o
 catalog, which carries the published AWS Capacity Block rates for p5 and p4d; objective cost
 and time) it plans once without ``sla.start_after`` (the ordinary planner) and once with
 ``--start-after`` one week after the pinned today (``PTPLAN_TODAY``), so the exact booking
-search of ``optimizer/planner/booking.py`` runs. Each figure is the process CPU time of one
+search of ``optimizer/planner/booking/`` runs. Each figure is the process CPU time of one
 ``plan()`` call (``time.process_time``, explanation on, as the CLI plans) in a fresh Python
 process (no cache carried over), best of ``--repeat``: the least disturbed by other work on the
 machine. ``--root`` measures another checkout (e.g. the one before a change) with the same

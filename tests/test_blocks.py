@@ -174,7 +174,7 @@ def test_a_block_never_covers_a_phase_the_policy_forbids():
 
 def assert_never_better_and_exact_when_optimal(spec, catalog):
     """The plan is the brute force's optimum and says so (the exact search of
-    :mod:`ptplan.planner.booking_exact`: status optimal, no gap)."""
+    :mod:`ptplan.planner.booking.exact`: status optimal, no gap)."""
     want = brute_force(spec, catalog)
     if want is None:
         with pytest.raises(InfeasibleError):

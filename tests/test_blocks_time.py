@@ -1,5 +1,5 @@
 """Capacity blocks and flex-start with objective ``time`` (issue #15, item 1): the exact search
-of :mod:`ptplan.planner.booking_time` against the brute-force enumeration of
+of :mod:`ptplan.planner.booking.fastest` against the brute-force enumeration of
 ``tests/planner_fixtures.py`` (time = run + flex-start wait; the cheapest plan on a tie), hand-
 derived cases, and the search's reuse of frontiers (the same plans as solving every
 subproblem from scratch)."""
@@ -25,9 +25,9 @@ from ptplan.core.errors import InfeasibleError
 from ptplan.plan.schema import Plan
 from ptplan.plan.verify import verify_plan
 from ptplan.planner.api import plan
+from ptplan.providers.custom import load_custom_catalog
 from ptplan.risk.model import build_model
 from ptplan.risk.runner import run_trials
-from ptplan.providers.custom import load_custom_catalog
 
 
 @pytest.fixture(autouse=True)
@@ -129,10 +129,10 @@ def test_random_booked_offers_fastest_matches_brute_force(price, unit, steps, fl
 ])
 def test_reused_frontiers_give_the_plans_of_fresh_ones(objective, case, monkeypatch):
     """The subproblems share pool frontiers and are searched in the booked offers' regions
-    (:mod:`ptplan.planner.booking_contexts`); with every subproblem built from scratch over
+    (:mod:`ptplan.planner.booking.contexts`); with every subproblem built from scratch over
     every region (``engine.prepare``) the plan is the same (explanation included)."""
-    from ptplan.planner import booking_contexts
-    from ptplan.planner.engine import prepare
+    from ptplan.planner.booking import contexts as booking_contexts
+    from ptplan.planner.search.engine import prepare
 
     price, unit, where, flex_price, wait, flex_where, deadline, budget = case
     spec = booked_spec(3000, deadline, placement={"max_nodes_per_pool": 3},
@@ -189,8 +189,8 @@ def test_cli_pareto_start_after_books_each_point_as_plan_does(tmp_path):
 
     from ptplan.cli.app import app
     from ptplan.planner.api import pareto
-    from ptplan.spec.project import load_spec
     from ptplan.providers.custom import load_custom_catalog
+    from ptplan.spec.project import load_spec
 
     spec, lab = _files(tmp_path)
     r = CliRunner().invoke(app, ["pareto", spec, "--catalog", lab, "--start-after", TODAY,
@@ -227,9 +227,9 @@ def test_cli_whatif_start_after_books_each_scenario_as_plan_does(tmp_path):
     from typer.testing import CliRunner
 
     from ptplan.cli.app import app
+    from ptplan.providers.custom import load_custom_catalog
     from ptplan.spec.project import load_spec
     from ptplan.whatif.pricerules import apply_rules, parse_rule
-    from ptplan.providers.custom import load_custom_catalog
 
     spec, lab = _files(tmp_path)
     rule = "capacity_type=on_demand *= 0.5"

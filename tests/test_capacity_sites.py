@@ -1,6 +1,6 @@
 """Contested caps across the zones of a region, against the exhaustive search.
 
-The capacity split search (:mod:`ptplan.planner.capacity`) runs per site (the trainer's
+The capacity split search (:mod:`ptplan.planner.search.capacity`) runs per site (the trainer's
 zone) and splits an offer only among the pools that can use it there: a zone's spot offer is
 contested by every spot pool at that zone, but at the region's other zones only by the
 rollout pool, which may take remote spot nodes (README "How plans are made"). These catalogs

@@ -43,13 +43,13 @@ from typer.testing import CliRunner
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
 from ptplan.plan.schema import Plan
+from ptplan.providers.buyability import opt_in, sold
 from ptplan.render.check import check_render, tolerates
 from ptplan.render.context import build_context
 from ptplan.render.deploy import restart_budget
 from ptplan.render.targets import TARGETS, facts_for, load_plan, render_plan
 from ptplan.render.transport import ray_entrypoint
 from ptplan.spec.project import load_spec
-from ptplan.providers.buyability import opt_in, sold
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
@@ -500,9 +500,9 @@ def test_plans_use_buyable_capacity_only(name: str) -> None:
 
 def test_planner_filters_unbuyable_offers_and_opt_in_zones() -> None:
     from ptplan.planner.candidates import filter_offers
-    from ptplan.spec.project import load_spec
     from ptplan.policies.model import default_policy, parse_policy
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     spec = load_spec(str(PLANS / "grpo-aws.spec.yaml"))
     cat = load_catalog("embedded")

@@ -173,14 +173,14 @@ def test_forked_frontiers_equal_the_serial_ones(all_in_child: bool) -> None:
     out = _run("""
 import json, os
 ALL_IN_CHILD = """ + repr(all_in_child) + """
-from ptplan.planner import frontier
+from ptplan.planner.frontier import frontiers as frontier
 from ptplan.policies.model import default_policy, parse_policy
 policy = parse_policy("name: kv8\\nkv_cache_fp8: true\\n") if ALL_IN_CHILD else default_policy()
 if ALL_IN_CHILD:
     frontier.balance = lambda work: [1] * len(work)
 import numpy as np
 from ptplan.core import forked
-from ptplan.planner import engine
+from ptplan.planner.search import engine
 from ptplan.spec.project import load_spec
 from ptplan.providers.embedded import embedded_catalog
 calls = []
@@ -322,7 +322,7 @@ def test_balance_puts_the_largest_first_on_the_less_loaded_side() -> None:
 
 def test_pool_work_counts_groups_phases_and_remote_pools() -> None:
     from ptplan.planner.candidates import PoolSpec
-    from ptplan.planner.frontier import frontier_work
+    from ptplan.planner.frontier.frontiers import frontier_work
     from ptplan.providers.base import Offer
 
     def offer(region: str, zone: str, cap_type: str, gpu: str = "H100") -> Offer:

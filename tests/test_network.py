@@ -336,8 +336,8 @@ def test_option_bounds_never_exceed_a_plan_using_the_option(cross_zone):
 
     import numpy as np
 
-    from ptplan.planner.engine import prepare
-    from ptplan.planner.option_bounds import option_bounds
+    from ptplan.planner.search.engine import prepare
+    from ptplan.planner.search.option_bounds import option_bounds
 
     spec = small_spec(pipeline="async", sla={"deadline_hours": None},
                       placement={"max_nodes_per_pool": 3})

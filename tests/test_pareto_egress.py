@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptplan.planner.pareto import egress_dominated
+from ptplan.planner.frontier.pareto import egress_dominated
 
 
 def every_pair(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:

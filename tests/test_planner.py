@@ -14,9 +14,9 @@ from ptplan.core.errors import InfeasibleError
 from ptplan.plan.schema import Plan
 from ptplan.plan.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import load_spec
 from ptplan.providers.base import Catalog
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import load_spec
 
 
 def cost(p: Plan) -> float:
@@ -111,7 +111,7 @@ def test_opd_pareto_points_resolve_only_the_winning_layouts(monkeypatch):
     layouts' splits are skipped: their relaxed optimum is above the async plan). Since each
     site's search splits only what its own plans contest, the plan with the explanation
     runs 9 split searches here (it ran about 20 per layout before)."""
-    import ptplan.planner.capacity as capacity
+    import ptplan.planner.search.capacity as capacity
 
     calls = {"n": 0}
     search = capacity._split_search
@@ -342,9 +342,9 @@ def test_prefilters_leave_every_frontier_unchanged(example, monkeypatch):
     exactly the same, columns and order."""
     import math
 
-    import ptplan.planner.group_filter as group_filter
-    import ptplan.planner.pareto as pareto
-    from ptplan.planner.engine import prepare
+    import ptplan.planner.frontier.group_filter as group_filter
+    import ptplan.planner.frontier.pareto as pareto
+    from ptplan.planner.search.engine import prepare
 
     spec = load_spec(f"examples/{example}")
     catalog = embedded_catalog()
@@ -367,8 +367,8 @@ def test_frontiers_built_in_region_chunks_equal_one_build(chunk, monkeypatch):
     filtered before the next: the frontiers of the RL example on the whole catalog, with the
     split-regions policy (cross-region rollout entries too), must equal one build of all
     regions at once, columns and order."""
-    import ptplan.planner.pool_frontier as pool_frontier
-    from ptplan.planner.engine import prepare
+    import ptplan.planner.frontier.pool as pool_frontier
+    from ptplan.planner.search.engine import prepare
     from ptplan.policies.model import default_policy
 
     spec = load_spec("examples/grpo-7b.yaml")
@@ -394,10 +394,10 @@ def test_merged_frontier_equals_a_full_rebuild():
     a sequence of splits like the search's: one offer, then two, shares of 0 (the offer is
     dropped) and above (a regression: a share of 0 of one offer and then of two reused the
     first cached frontier, which still held the second offer)."""
-    from ptplan.planner.engine import prepare
-    from ptplan.planner.frontier import sites_of
-    from ptplan.planner.merged_frontier import merged_frontier
-    from ptplan.planner.pool_frontier import pool_frontier
+    from ptplan.planner.frontier.frontiers import sites_of
+    from ptplan.planner.frontier.merged import merged_frontier
+    from ptplan.planner.frontier.pool import pool_frontier
+    from ptplan.planner.search.engine import prepare
 
     spec = load_spec("examples/opd-8b-from-32b.yaml")
     ctx = prepare(spec, embedded_catalog())
@@ -434,7 +434,7 @@ def test_egress_dominance_drops_options_no_plan_would_choose():
     slow_cheap (3 h, $50/h, $40) is cheaper per hour than all: kept."""
     import numpy as np
 
-    from ptplan.planner.pareto import egress_dominated
+    from ptplan.planner.frontier.pareto import egress_dominated
 
     names = ["b", "a", "a2", "fast", "slow_cheap"]
     t = np.array([2.0, 2.0, 2.0, 1.0, 3.0])
@@ -452,9 +452,9 @@ def test_busy_grids_shared_by_effective_nodes_equal_grids_computed_alone(monkeyp
     (``busy_grid._by_effective_nodes``: each distinct value computed once). Computed grid by
     grid instead, every frontier of the RL example on the whole catalog, and the rate each
     option picks per phase, must be exactly the same."""
-    import ptplan.planner.busy_grid as busy_grid
-    import ptplan.planner.pool_frontier as pool_frontier
-    from ptplan.planner.engine import prepare
+    import ptplan.planner.frontier.busy_grid as busy_grid
+    import ptplan.planner.frontier.pool as pool_frontier
+    from ptplan.planner.search.engine import prepare
 
     spec = load_spec("examples/grpo-7b.yaml")
     catalog = embedded_catalog()

@@ -1,4 +1,4 @@
-"""Region bounds from per-site minima (ptplan.planner.site_bounds.regions_by_bound) equal the
+"""Region bounds from per-site minima (ptplan.planner.search.site_bounds.regions_by_bound) equal the
 bounds computed from each site's full arrays, and a site's arrays, read lazily, equal the
 eager ones: every site, every layout, both objectives, on the RL, OPD and agentic examples
 (the last with CPU pools and other costs in its bounds)."""
@@ -10,10 +10,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ptplan.planner import site_bounds
-from ptplan.planner.engine import prepare
-from ptplan.spec.project import load_spec
+from ptplan.planner.search import site_bounds
+from ptplan.planner.search.engine import prepare
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import load_spec
 
 
 @pytest.fixture(scope="module", params=["examples/grpo-7b.yaml", "examples/opd-8b-from-32b.yaml",
@@ -108,8 +108,8 @@ def test_prepared_frontiers_equal_each_pool_built_alone(ctx) -> None:
     between processes where it may fork) gives each layout the frontier that
     ``pool_frontier`` builds for that pool alone, with the layout's network and split
     setting."""
-    from ptplan.planner.frontier import sites_of
-    from ptplan.planner.pool_frontier import pool_frontier
+    from ptplan.planner.frontier.frontiers import sites_of
+    from ptplan.planner.frontier.pool import pool_frontier
 
     cap = ctx.spec.placement.max_nodes_per_pool
     sites = sites_of(ctx.offers)

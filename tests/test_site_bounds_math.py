@@ -1,5 +1,5 @@
-"""The site bounds' arithmetic (ptplan.planner.site_bounds): the vector form equals the scalar
-form bit for bit on random minima, with either term of the bound binding, every layout mode;
+"""The site bounds' arithmetic (ptplan.planner.search.site_bounds): the vector form equals the
+scalar form bit for bit on random minima, with either term of the bound binding, every layout mode;
 the extra cost per site equals ``Candidates.extra_cost`` site by site."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from planner_fixtures import small_catalog
 
 from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel
-from ptplan.planner import site_bounds
-from ptplan.planner.frontier import Candidates
+from ptplan.planner.frontier.frontiers import Candidates
+from ptplan.planner.search import site_bounds
 from ptplan.providers.base import StorageTier
 
 

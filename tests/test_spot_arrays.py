@@ -1,4 +1,4 @@
-"""A pool's spot sequence as running sums (``pool_frontier.Enumerator.spot_arrays``) and the
+"""A pool's spot sequence as running sums (``frontier.pool.Enumerator.spot_arrays``) and the
 signature that lets grids be shared: for a gang (a stateful pool) every spot node counts as
 one effective node, so two sequences of equal length differ only in their interruption
 rates, and those must keep their grids apart (mutation-testing gap, docs/testing.md)."""
@@ -11,9 +11,9 @@ import numpy as np
 
 from ptplan.demand.model import build_demand
 from ptplan.planner.candidates import layouts
-from ptplan.planner.pool_frontier import Enumerator
-from ptplan.spec.project import load_spec
+from ptplan.planner.frontier.pool import Enumerator
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import load_spec
 
 
 def _pool(stateful: bool):

@@ -1,6 +1,6 @@
 """Work split between this process and one forked child, results carried back by pickle.
 
-Used by the planner to build pool frontiers on two cores (:mod:`ptplan.planner.frontier`).
+Used by the planner to build pool frontiers on two cores (:mod:`ptplan.planner.frontier.frontiers`).
 The results are the same values whichever process computed them. What must not travel by
 value (objects whose identity matters, like catalog offers, or that do not pickle) the
 caller replaces by keys in the child (``pack``) and puts back here (``unpack``); the pickle

@@ -27,7 +27,7 @@ therefore never chosen. Lifecycle parameters come from the spec's ``checkpoints`
 the user set them, otherwise from the policy's ``storage`` block.
 
 The cost is a non-decreasing function of D for a given provider and region, so the planner adds
-it exactly to every candidate plan (:mod:`ptplan.planner.search`).
+it exactly to every candidate plan (:mod:`ptplan.planner.search.exact`).
 """
 
 from __future__ import annotations

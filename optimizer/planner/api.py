@@ -1,8 +1,8 @@
 """Plan a project: the public entry points :func:`plan` and :func:`pareto`.
 
-``plan`` runs the engine (:mod:`ptplan.planner.engine`: layouts → candidate pools → exact
-bound → MILP), builds the plan from the best layout (:mod:`ptplan.planner.build`), adds the
-explanation (:mod:`ptplan.planner.explain`) and has the independent verifier
+``plan`` runs the engine (:mod:`ptplan.planner.search.engine`: layouts → candidate pools →
+exact bound → MILP), builds the plan from the best layout (:mod:`ptplan.planner.assembly.build`),
+adds the explanation (:mod:`ptplan.planner.assembly.explain`) and has the independent verifier
 (:func:`ptplan.plan.verify.verify_plan`) re-check it from the plan alone: a plan that fails
 verification is never returned. Infeasible inputs raise
 :class:`~ptplan.core.errors.InfeasibleError` naming the binding constraint and what would make
@@ -25,13 +25,13 @@ from ptplan.core.errors import InfeasibleError, InputError, PlannerError
 from ptplan.core.lp import check_solver
 from ptplan.plan.schema import Lifecycle, Plan, hours, usd
 from ptplan.plan.verify import verify_plan
-from ptplan.planner.booking import booked_offers, plan_with_bookings
-from ptplan.planner.build import build_plan
-from ptplan.planner.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
-from ptplan.planner.explain import explain_plan
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.assembly.build import build_plan
+from ptplan.planner.assembly.explain import explain_plan
+from ptplan.planner.booking.plans import booked_offers, plan_with_bookings
+from ptplan.planner.search.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec
 
 
 def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: str = "highs",

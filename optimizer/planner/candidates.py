@@ -30,7 +30,7 @@ checkpoint cost and R the restart time. The precision of each phase is the faste
 whose replica fits the pool's GPUs: for fixed nodes a faster precision lowers busy time and
 cost never rises, so this choice is exact.
 
-Enumerating and pruning the options of each pool: :mod:`ptplan.planner.frontier`.
+Enumerating and pruning the options of each pool: :mod:`ptplan.planner.frontier.frontiers`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Layout:
     policy: Policy = field(default_factory=default_policy, compare=False, hash=False)
     disks: DiskModel | None = field(default=None, compare=False, hash=False)
     """Boot-disk $/node-hour per region (:mod:`ptplan.costs.disks`): added to every node's
-    price where pool options accumulate it (:mod:`ptplan.planner.pool_frontier`)."""
+    price where pool options accumulate it (:mod:`ptplan.planner.frontier.pool`)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Portfolio purchasing has its own model module because it is a different problem from a project
 plan (integer commitment counts shared by all projects, recourse per scenario and week), and
-keeping it apart leaves :mod:`ptplan.planner.milp` the planner's formulation alone;
+keeping it apart leaves :mod:`ptplan.planner.search.milp` the planner's formulation alone;
 both share that module's solver layer (HiGHS via highspy, CBC fallback, silenced banner,
 variables attached with the PuLP 3.3 API).
 

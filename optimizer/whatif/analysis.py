@@ -5,7 +5,7 @@ rules (:mod:`ptplan.whatif.pricerules`); nothing is extrapolated from the baseli
 
 Why re-solve rather than re-price one MILP. The planner's MILP is solved over a pruned option
 set: pool options are Pareto-filtered on (busy time, $/h) and then cut by exact cost bounds
-against the incumbent (:mod:`ptplan.planner.search`), and both cuts depend on prices. A
+against the incumbent (:mod:`ptplan.planner.search.exact`), and both cuts depend on prices. A
 coefficient change on the kept MILP, or LP cost ranging (``highspy.Highs.getRanging``) on it, is
 therefore
 exact only for plans that survived the baseline's pruning, not for the full problem: an option
@@ -16,7 +16,7 @@ not depend on prices:
 * the spec, catalog and policy, parsed once per worker process (or Ray actor);
 * the demand model (:func:`ptplan.demand.model.build_demand`), passed as ``demand=``;
 * the busy-time grids of every (pool, GPU shape, class sizes, spot overheads), kept in a
-  per-worker ``grid_cache`` dict passed to :func:`ptplan.planner.engine.prepare`;
+  per-worker ``grid_cache`` dict passed to :func:`ptplan.planner.search.engine.prepare`;
 * the positions of the offers each selector matches, computed once per selector;
 * no explanation pass (``explain=False``): the plan diff is the explanation.
 
@@ -53,8 +53,8 @@ from typing import Any
 
 from ptplan.costs.network import egress_rate, egress_rows
 from ptplan.plan.schema import Plan, usd
-from ptplan.whatif.pricerules import PriceRule, Selector
 from ptplan.providers.base import Catalog, EgressRate, offer_key
+from ptplan.whatif.pricerules import PriceRule, Selector
 
 METHOD_NOTE = ("every plan is an exact, verified re-solve on the catalog with the rules applied "
                "(explain pass skipped); deltas are scenario minus baseline")

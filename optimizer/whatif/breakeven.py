@@ -10,11 +10,11 @@ from typing import Any
 
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.plan.schema import Plan
+from ptplan.providers.base import Catalog
 from ptplan.whatif.analysis import Use, exact_total_usd, plan_json, summary, use_json, use_of
 from ptplan.whatif.diff import diff_plans
 from ptplan.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
 from ptplan.whatif.runner import Outcome, Runner, Setup, validate_jobs
-from ptplan.providers.base import Catalog
 
 DEFAULT_TOLERANCE = 1e-3
 """Break-even: width of the final bracket on the price multiplier (0.1 % of the price)."""

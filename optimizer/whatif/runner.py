@@ -19,10 +19,10 @@ from typing import Any
 
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.plan.schema import Plan
-from ptplan.spec.project import ProjectSpec
-from ptplan.whatif.pricerules import PriceRule, RuleEffect, apply_rules
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec
+from ptplan.whatif.pricerules import PriceRule, RuleEffect, apply_rules
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Session:
 
     def solve(self, rules: Sequence[PriceRule]) -> Outcome:
         from ptplan.planner.api import plan
-        from ptplan.planner.engine import prepare
+        from ptplan.planner.search.engine import prepare
 
         s = self.setup
         start = time.perf_counter()
@@ -69,7 +69,7 @@ class Session:
         texts = tuple(r.text for r in rules)
         try:
             # with sla.start_after the scenario books capacity blocks and flex-start exactly
-            # as `ptplan plan` does (planner.booking: no shared context there)
+            # as `ptplan plan` does (planner.booking.plans: no shared context there)
             ctx = None if s.spec.sla.start_after is not None else prepare(
                 s.spec, catalog, s.policy, demand=self.demand, grid_cache=self.grid_cache)
             p = plan(s.spec, catalog, s.objective, s.solver, explain=False, timings=s.timings,

@@ -27,6 +27,7 @@ from typing import Any
 
 from ptplan.core.errors import InputError
 from ptplan.plan.schema import Plan, usd
+from ptplan.providers.base import Catalog
 from ptplan.whatif.analysis import (
     METHOD_NOTE,
     Use,
@@ -43,7 +44,6 @@ from ptplan.whatif.analysis import (
 from ptplan.whatif.diff import diff_plans
 from ptplan.whatif.pricerules import KIND_UNITS, PriceRule, Selector, apply_rules, make_rule
 from ptplan.whatif.runner import Outcome, Runner, Setup, validate_jobs
-from ptplan.providers.base import Catalog
 
 
 def linspace(start: float, stop: float, steps: int) -> list[float]:

@@ -1,7 +1,7 @@
 """The shapes a pool frontier is made of: a :class:`Group` (one GPU shape arranged around a
 zone, with its node sequences and busy-time grid) and the :class:`PoolFrontier` (one pool's
 Pareto options as arrays, each turned back into a :class:`~ptplan.planner.candidates.PoolOption`
-on demand). Built by :mod:`ptplan.planner.pool_frontier`."""
+on demand). Built by :mod:`ptplan.planner.frontier.pool`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ Site = tuple[str, str, str]
 class RatesKey:
     """What a group's rates are (its GPU and GPUs per node; the pool and layout are its
     frontier's): sent in their place by a frontier built in another process, whose rates
-    hold closures that do not pickle (:func:`ptplan.planner.frontier.build_frontiers`)."""
+    hold closures that do not pickle (:func:`ptplan.planner.frontier.frontiers.build_frontiers`)."""
 
     gpu: str
     gpus_per_node: int
@@ -70,7 +70,8 @@ class Group:
     was built in another process)."""
     nonspot_offers: list[Offer]
     spot_offers: list[Offer]
-    """Spot offers of the site's zone (rotated by :func:`ptplan.planner.fills.fill_variants`)."""
+    """Spot offers of the site's zone (rotated by
+    :func:`ptplan.planner.search.fills.fill_variants`)."""
     e_nodes: np.ndarray
     omega: np.ndarray
     picks: list[np.ndarray]

@@ -20,10 +20,10 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from ptplan.planner.fills import over_capacity
-from ptplan.planner.frontier import Candidates, build_candidates, sites_of
-from ptplan.planner.search import Best, best, rank
-from ptplan.planner.site_bounds import regions_by_bound
+from ptplan.planner.frontier.frontiers import Candidates, build_candidates, sites_of
+from ptplan.planner.search.exact import Best, best, rank
+from ptplan.planner.search.fills import over_capacity
+from ptplan.planner.search.site_bounds import regions_by_bound
 from ptplan.providers.base import Offer
 
 MAX_DEPTH = 3
@@ -55,7 +55,7 @@ def resolve(c: Candidates, offers: list[Offer], demand, cap: int,
     """The best plan of layout ``c.layout`` that respects shared caps, or None.
 
     ``relaxed``: the layout's relaxed best, when the caller has it. ``limit``: a rank
-    (see :func:`ptplan.planner.search.rank`) that a plan found elsewhere has; regions and
+    (see :func:`ptplan.planner.search.exact.rank`) that a plan found elsewhere has; regions and
     splits whose relaxed best is not below it are skipped, so that None may also mean "no
     plan below ``limit``"."""
     relaxed = relaxed if relaxed is not None else best(c, deadline, budget, objective)
@@ -109,7 +109,7 @@ def _contested(c: Candidates, b: Best, offers: list[Offer] | None = None) -> lis
 def _regional_bests(c: Candidates, deadline, budget, objective) -> Iterator[tuple[int, Best]]:
     """Each region's relaxed best plan, best first (ties by region; a lower bound on what the
     region holds). Computed lazily, in the order of the regions' lower bounds
-    (:func:`ptplan.planner.site_bounds.regions_by_bound`): a region's plan is given out once
+    (:func:`ptplan.planner.search.site_bounds.regions_by_bound`): a region's plan is given out once
     every region not yet computed has a bound above it, so a caller that stops early does not
     pay for the rest, and the order is that of sorting them all."""
     pending: list[tuple[tuple[float, float], int, Best]] = []
@@ -152,7 +152,7 @@ def _evaluate(c: Candidates, offers: list[Offer], demand, cap: int, deadline, bu
     """The candidates of the memo's offers with the given per-pool shares of contested
     offers, and the relaxed best plan at ``site`` (an index into ``memo.sites``; the offers
     not yet split are shared freely), or None when it is not below ``limit`` (see
-    :func:`ptplan.planner.search.best`): computed once per shares, and again only for a
+    :func:`ptplan.planner.search.exact.best`): computed once per shares, and again only for a
     looser limit."""
     skey = (site, deadline, budget, objective,
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in shares.items())))
@@ -275,7 +275,7 @@ def _split_search(c: Candidates, offers: list[Offer], demand, cap: int,
 
 def _can_use(pool, offer: Offer, site: tuple[str, str, str], split: bool) -> bool:
     """Whether ``pool`` may take nodes of ``offer`` in a plan anchored at ``site`` (see
-    :func:`ptplan.planner.pool_frontier._arrangement` and the cross-region entries of
+    :func:`ptplan.planner.frontier.pool._arrangement` and the cross-region entries of
     split plans); erring towards True only adds splits."""
     if offer.capacity_type not in pool.capacity_types or \
             (offer.capacity_type == "spot" and not pool.spot_ok):

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ptplan.demand.model import Demand
-from ptplan.planner.frontier import Candidates
-from ptplan.planner.milp import Solution
-from ptplan.planner.search import Best
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.frontier.frontiers import Candidates
+from ptplan.planner.search.exact import Best
+from ptplan.planner.search.milp import Solution
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec
 
 
 @dataclass
@@ -22,7 +22,7 @@ class LayoutRun:
     solution: Solution | None = None
     milp_options: int = 0
     shared_capacity: bool = False
-    """The cap-split search of :mod:`ptplan.planner.capacity` hit its limits: the MILP then
+    """The cap-split search of :mod:`ptplan.planner.search.capacity` hit its limits: the MILP then
     gets a wider option set and the plan is reported as feasible with its gap to the bound."""
 
 

@@ -3,7 +3,7 @@
 Run time (held hours of every pool): colocated/sync = Σ pool busy hours; async = max pool busy
 hours + fill_fraction × rollout busy hours. A phase's cost is what its pool's nodes cost while
 the phase runs; a pool's idle cost is the rest of its held time. Nothing is re-optimised here.
-Storage and network items: :mod:`ptplan.planner.plan_items`.
+Storage and network items: :mod:`ptplan.planner.assembly.items`.
 """
 
 from __future__ import annotations
@@ -31,23 +31,23 @@ from ptplan.plan.schema import (
     spec_digest,
     usd,
 )
-from ptplan.planner.candidates import Layout, PoolOption
-from ptplan.planner.cpu_items import cpu_pool_items
-from ptplan.planner.engine import Context, LayoutRun, run_hours, solution_key
-from ptplan.planner.plan_items import network_items, plan_site, storage_items
-from ptplan.planner.plan_phases import (
+from ptplan.planner.assembly.cpu_items import cpu_pool_items
+from ptplan.planner.assembly.items import network_items, plan_site, storage_items
+from ptplan.planner.assembly.phases import (
     calibration_records,
     compute_rate,
     phase_plans,
     pool_plan,
     rounding_cost,
 )
+from ptplan.planner.candidates import Layout, PoolOption
+from ptplan.planner.search.engine import Context, LayoutRun, run_hours, solution_key
 from ptplan.spec.defaults import applied_defaults
 
 
 def _winner(runs: list[LayoutRun], solved: list[LayoutRun], objective: str) -> LayoutRun:
     """The solved layout with the best (objective, other figure), first layout on ties
-    (:func:`ptplan.planner.engine.solution_key`)."""
+    (:func:`ptplan.planner.search.engine.solution_key`)."""
     return min(solved, key=lambda r: solution_key(r, objective, runs.index(r)))
 
 
@@ -218,7 +218,7 @@ def _spec_fields(ctx: Context, lay: Layout) -> dict[str, Any]:
 def build_plan(ctx: Context, runs: list[LayoutRun], solved: list[LayoutRun], objective: str,
                solver: str, start: float, timings: bool) -> Plan:
     """The plan of the best solved layout (its explanation is added by
-    :mod:`ptplan.planner.explain`)."""
+    :mod:`ptplan.planner.assembly.explain`)."""
     winner = _winner(runs, solved, objective)
     assert winner.solution is not None and winner.best is not None
     lay = winner.cands.layout

@@ -14,17 +14,17 @@ How the plan is found:
    the offer's allowed counts). (b) The relaxation's plan (booked offers priced per held hour,
    without rounding, count steps, the 7-day limit or the wait), priced for real when its
    counts are sold and it meets the deadline (with the wait) and budget; converted as in (a).
-2. **Objective cost: exact.** :func:`ptplan.planner.booking_exact.search` solves the
+2. **Objective cost: exact.** :func:`ptplan.planner.booking.exact.search` solves the
    subproblems (a cap on the run, a booked count per block offer) whose lower bound is below
    the best plan found; the status is ``optimal`` when its bound is reached (always, unless it
    stops after its maximum number of solves: then ``feasible`` with the gap, in a warning;
    with more subproblems than it lists, the relaxation re-solved with the run capped at 1–3
    fewer whole units adds real plans and the relaxation's bound applies).
-3. **Objective time: exact.** :func:`ptplan.planner.booking_time.fastest` finds the least
+3. **Objective time: exact.** :func:`ptplan.planner.booking.fastest.fastest` finds the least
    time (run + flex-start wait) over the same subproblems with a wait threshold, then the
    cost search at that time finds the cheapest plan taking it (the engine's order).
 
-The subproblems share their pool frontiers (:mod:`ptplan.planner.booking_contexts`) and
+The subproblems share their pool frontiers (:mod:`ptplan.planner.booking.contexts`) and
 are solved with the layouts that cannot win pruned; the winner's is solved again with every
 layout when the plan is explained.
 """
@@ -38,18 +38,18 @@ from dataclasses import dataclass, replace
 from ptplan.core import clock
 from ptplan.core.errors import InfeasibleError
 from ptplan.plan.schema import Plan
-from ptplan.planner.booking_contexts import Contexts
-from ptplan.planner.booking_exact import Outcome, Sub, _priced, search, solve
-from ptplan.planner.booking_items import finish
-from ptplan.planner.booking_time import TimeOutcome, fastest
-from ptplan.planner.build import build_plan
+from ptplan.planner.assembly.build import build_plan
+from ptplan.planner.assembly.phases import rounding_cost
+from ptplan.planner.booking.contexts import Contexts
+from ptplan.planner.booking.exact import Outcome, Sub, _priced, search, solve
+from ptplan.planner.booking.fastest import TimeOutcome, fastest
+from ptplan.planner.booking.items import finish
 from ptplan.planner.candidates import PoolOption, PoolSpec, filter_offers
-from ptplan.planner.engine import Context, LayoutRun, run_hours, solve_runs
-from ptplan.planner.plan_phases import rounding_cost
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.search.engine import Context, LayoutRun, run_hours, solve_runs
 from ptplan.policies.model import Policy
 from ptplan.providers.base import BOOKED_TYPES, Catalog, Offer
 from ptplan.providers.blocks import allowed_counts, billed_hours, check_start, fits, units
+from ptplan.spec.project import ProjectSpec
 
 
 def booked_offers(spec: ProjectSpec, catalog: Catalog, policy: Policy | None) -> list[Offer]:
@@ -284,7 +284,7 @@ def plan_with_bookings(spec: ProjectSpec, catalog: Catalog, objective: str, solv
 
 TIME_TIE = 1e-9
 """Run times within this fraction tie (the MILP's lexicographic tolerance,
-:mod:`ptplan.planner.milp`): the cheaper plan wins."""
+:mod:`ptplan.planner.search.milp`): the cheaper plan wins."""
 
 
 def _winner(found: list[tuple[_Candidate, Sub | None]], objective: str

@@ -1,6 +1,6 @@
 """Options that another group's option beats at every site a group is placed at.
 
-The prefilter (:func:`ptplan.planner.group_filter.prefilter`) drops what an option of the
+The prefilter (:func:`ptplan.planner.frontier.group_filter.prefilter`) drops what an option of the
 *same* group beats. Most of what a site's Pareto filter drops is beaten by *other* groups of
 the site (other GPU shapes of the region): on the RL example's rollout pools the own-group
 filter kept 45 % of 1.24 million priced options and the site filter 0.8 %. Here, before any
@@ -10,7 +10,7 @@ dropped when, at every site its group is placed at, the staircase is cheaper tha
 than the prefilter's margin at its busy time: a level-0 option there is at least as fast,
 cheaper, and has no more remote nodes, so the option is dominated in (busy time, $/h, remote
 nodes) at each of its sites and the site's filter
-(:func:`ptplan.planner.site_filter.per_site_pareto`) would drop it anyway. The staircases
+(:func:`ptplan.planner.frontier.site_filter.per_site_pareto`) would drop it anyway. The staircases
 are made of options the site's filter also sees (its level-0 options that no earlier level-0
 option of their group beats), so whatever a dropped option would have dominated, its beater
 dominates too: the filter's result, ties included, is unchanged

@@ -3,14 +3,14 @@
 Solve strategy (per layout the spec's ``pipeline`` allows):
 
 1. :mod:`ptplan.planner.candidates` builds each pool's Pareto options in every region.
-2. :mod:`ptplan.planner.search` computes the exact optimum over those options (the
+2. :mod:`ptplan.planner.search.exact` computes the exact optimum over those options (the
    incumbent) and, per option, a lower bound on any plan using it; options whose bound exceeds
    the incumbent are dropped.
-3. :mod:`ptplan.planner.milp` solves the MILP on the surviving options at the site step 2
+3. :mod:`ptplan.planner.search.milp` solves the MILP on the surviving options at the site step 2
    chose (HiGHS, or CBC with ``--solver cbc``); storage and fixed network flows are constants
    there, and egress enters the objective per option. Its answer must agree with step 2
    (``solver.cross_check``).
-4. :mod:`ptplan.planner.build` turns the best layout's solution into a
+4. :mod:`ptplan.planner.assembly.build` turns the best layout's solution into a
    :class:`~ptplan.plan.schema.Plan`; :mod:`ptplan.planner.api` adds the explanation and
    has :func:`ptplan.plan.verify.verify_plan` re-check it from the plan alone.
 
@@ -34,17 +34,17 @@ from ptplan.demand.cells import phase_cell
 from ptplan.demand.model import Demand, build_demand
 from ptplan.demand.rates import allowed_precisions, phase_rates
 from ptplan.planner.candidates import PoolOption, filter_offers, layouts
-from ptplan.planner.capacity import resolve
-from ptplan.planner.context import Context, LayoutRun
-from ptplan.planner.fills import fill_variants
-from ptplan.planner.frontier import Candidates, build_candidates, build_frontiers
-from ptplan.planner.milp import OptionSet, solve
-from ptplan.planner.option_bounds import prune_for_milp
-from ptplan.planner.search import Best, best, rank
-from ptplan.planner.site_bounds import regions_by_bound
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.frontier.frontiers import Candidates, build_candidates, build_frontiers
+from ptplan.planner.search.capacity import resolve
+from ptplan.planner.search.context import Context, LayoutRun
+from ptplan.planner.search.exact import Best, best, rank
+from ptplan.planner.search.fills import fill_variants
+from ptplan.planner.search.milp import OptionSet, solve
+from ptplan.planner.search.option_bounds import prune_for_milp
+from ptplan.planner.search.site_bounds import regions_by_bound
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec
 
 __all__ = ["Context", "LayoutRun", "best_over_layouts", "diagnose", "no_fit_message", "prepare",
            "run_hours", "solution_key", "solve_layout", "solve_runs"]
@@ -235,7 +235,7 @@ def solution_key(r: LayoutRun, objective: str, index: int) -> tuple[float, float
 def solve_layout(r: LayoutRun, deadline: float | None, budget: float | None, objective: str,
                  solver: str, caps: dict[str, int | None]) -> None:
     """MILP on the options that can still be optimal (with the shared-capacity rows). When the
-    split search of :mod:`ptplan.planner.capacity` hit its limits, the MILP gets a wider
+    split search of :mod:`ptplan.planner.search.capacity` hit its limits, the MILP gets a wider
     option set and fill variants, and the plan is reported as feasible with its gap to the
     bound."""
     assert r.best is not None
@@ -314,7 +314,7 @@ def diagnose(ctx: Context, deadline: float | None, budget: float | None, objecti
             f"to at least {_ceil2(c_b.usd):.2f}{any_deadline}"
         )
     if relaxed is not None:  # feasible only if pools could share capped offers freely
-        from ptplan.planner.capacity import _contested
+        from ptplan.planner.search.capacity import _contested
 
         r_c, r_b = relaxed
         offers = ", ".join(_contested(r_c, r_b)) or "capped offers"

@@ -84,7 +84,7 @@ def egress_dominated(t: np.ndarray, c: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Options of one site that another option beats in every plan.
 
     A plan holds every pool for the whole run D and pays its egress once: cost = Σ c·D + Σ e
-    (:mod:`ptplan.planner.milp`, ``hold``), and D is at least the busy time of each chosen
+    (:mod:`ptplan.planner.search.milp`, ``hold``), and D is at least the busy time of each chosen
     option. Option a beats option b when t_a ≤ t_b, c_a ≤ c_b and e_a + c_a·t_b < e_b + c_b·t_b:
     swapping b for a in any plan does not lengthen it (D' ≤ D) and, since D ≥ t_b and
     c_a ≤ c_b, costs strictly less (e_a − e_b < (c_b − c_a)·t_b ≤ (c_b − c_a)·D). So b is in no

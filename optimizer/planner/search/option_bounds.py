@@ -4,7 +4,7 @@
 uses it: the option combined exactly with the best completion by the other pools (a
 Minkowski–Pareto set under the deadline and budget for sync / colocated layouts; for async
 ones the cheapest other options under each candidate maximum busy time). Options whose bound
-exceeds the incumbent (:func:`ptplan.planner.search.best`) cannot be in an optimum and are
+exceeds the incumbent (:func:`ptplan.planner.search.exact.best`) cannot be in an optimum and are
 left out of the MILP (:func:`prune_for_milp`).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptplan.planner.frontier import Candidates
-from ptplan.planner.search import EPS, Best
-from ptplan.planner.site_bounds import regions_by_bound
+from ptplan.planner.frontier.frontiers import Candidates
+from ptplan.planner.search.exact import EPS, Best
+from ptplan.planner.search.site_bounds import regions_by_bound
 
 
 def _minkowski(arrs: list[tuple[np.ndarray, np.ndarray]], deadline: float | None,

@@ -21,9 +21,10 @@ With egress (the rollout pool's nodes outside the trainer's zone or region) opti
 in (busy time, price per hour, nodes paying egress) instead (:func:`pareto_mask3`), which is
 exact because a plan's egress is non-decreasing in those nodes.
 
-Modules: :mod:`ptplan.planner.pool_frontier` enumerates one pool's options,
-:mod:`ptplan.planner.busy_grid` computes their busy times, :mod:`ptplan.planner.pareto`
-prunes them; this module gathers every pool's frontier of a layout.
+Modules: :mod:`ptplan.planner.frontier.pool` enumerates one pool's options,
+:mod:`ptplan.planner.frontier.busy_grid` computes their busy times,
+:mod:`ptplan.planner.frontier.pareto` prunes them; this module gathers every pool's frontier of
+a layout.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from ptplan.costs.other import OtherCostModel
 from ptplan.demand.model import Demand
 from ptplan.demand.rates import PhaseRate, phase_rates
 from ptplan.planner.candidates import Layout, PoolSpec
-from ptplan.planner.frontier_parts import LazyRates, RatesKey
-from ptplan.planner.merged_frontier import merged_frontier
-from ptplan.planner.pool_frontier import SEQUENCES, PoolFrontier, by_shape, pool_frontier
+from ptplan.planner.frontier.merged import merged_frontier
+from ptplan.planner.frontier.parts import LazyRates, RatesKey
+from ptplan.planner.frontier.pool import SEQUENCES, PoolFrontier, by_shape, pool_frontier
 from ptplan.providers.base import Offer
 
 
@@ -73,11 +74,11 @@ def build_candidates(demand: Demand, layout: Layout, offers: list[Offer], cap: i
     """Frontiers of every pool of ``layout``. ``cache`` shares frontiers between layouts that
     have the same pool (same phases, capacity rules, stalls and tail treatment);
     ``pool_offers`` gives a pool its own offers (shares of capped offers, see
-    :mod:`ptplan.planner.capacity`); with ``share_keys`` (per pool, a key naming exactly
+    :mod:`ptplan.planner.search.capacity`); with ``share_keys`` (per pool, a key naming exactly
     what its ``pool_offers`` are) such frontiers are cached too, so that the splits of a
     contested cap that give a pool the same share reuse its frontier, and ``changed`` (the
     keys of the offers given in shares) lets a new share re-evaluate only the shapes holding
-    those offers (:func:`ptplan.planner.pool_frontier.merged_frontier`). ``sites`` and
+    those offers (:func:`ptplan.planner.frontier.merged.merged_frontier`). ``sites`` and
     ``places`` (:func:`sites_of` the offers, their regions) may be passed when known."""
     sites = sites if sites is not None else sites_of(offers)
     frontiers: dict[str, PoolFrontier] = {}
@@ -183,7 +184,7 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
 
 
 OFFER_LISTS = ("nonspot_seq", "spot_seq", "nonspot_offers", "spot_offers")
-"""The fields of a :class:`~ptplan.planner.frontier_parts.Group` that hold offers."""
+"""The fields of a :class:`~ptplan.planner.frontier.parts.Group` that hold offers."""
 
 
 def frontier_work(pool: PoolSpec, offers: list[Offer]) -> int:
@@ -250,7 +251,7 @@ class Candidates:
     def extra_cost_with(self, region: int, fixed, run_hours):
         """:meth:`extra_cost` with the fixed network cost given: ``fixed`` may hold one value
         per run time, for sites of the same region as ``region`` whose fixed flows differ
-        (:func:`ptplan.planner.site_bounds.regions_by_bound` prices many sites at once)."""
+        (:func:`ptplan.planner.search.site_bounds.regions_by_bound` prices many sites at once)."""
         extra = self.storage_cost(region, run_hours) + fixed
         if self.other is not None:
             extra = extra + self.other.cost(run_hours)

@@ -7,7 +7,7 @@ sells). In subproblem (C, s) the run is capped at min(C, deadline), block b's no
 per hour with at most s_b of them, and the plan pays the fixed Σ_b s_b·p_b·u_b·⌈C/u_b⌉ on top
 (taken off the budget); flex-start offers (billed per hour) are offered at their rate when
 C ≤ their longest run and C + wait ≤ deadline. Each subproblem is an ordinary plan, solved
-exactly by the engine (:mod:`ptplan.planner.engine`).
+exactly by the engine (:mod:`ptplan.planner.search.engine`).
 
 Why this is exact. The caps are every multiple of every block offer's unit up to the first at
 or past the deadline (within the offer's longest booking), the flex-start limits (168 h and
@@ -34,11 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ptplan.core.errors import InfeasibleError
-from ptplan.planner.booking_contexts import Contexts
-from ptplan.planner.engine import Context, LayoutRun, solve_runs
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.booking.contexts import Contexts
+from ptplan.planner.search.engine import Context, LayoutRun, solve_runs
 from ptplan.providers.base import Offer
 from ptplan.providers.blocks import FLEX_START_MAX_HOURS, allowed_counts
+from ptplan.spec.project import ProjectSpec
 
 MAX_SOLVES = 40
 """Subproblems solved at most; past it the plan states its gap to the least bound left."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptplan.planner.group_filter import Entries
-from ptplan.planner.pareto import egress_dominated, pareto_mask3
+from ptplan.planner.frontier.group_filter import Entries
+from ptplan.planner.frontier.pareto import egress_dominated, pareto_mask3
 
 COLUMNS = ("t", "c", "gid", "i", "j", "region", "remote", "e", "place", "rank", "pos")
 
@@ -26,7 +26,7 @@ class Columns:
             ) -> None:
         """``rank``: the shape's position among the pool's shapes (the columns' order is
         shape, then site, then position in the group; see
-        :func:`ptplan.planner.merged_frontier.merged_frontier`)."""
+        :func:`ptplan.planner.frontier.merged.merged_frontier`)."""
         for k, v in (("t", got.t), ("c", got.c), ("i", got.i), ("j", got.j),
                      ("remote", got.level), ("e", e), ("gid", got.gid), ("region", region),
                      ("place", place), ("rank", rank)):
@@ -46,7 +46,7 @@ class Columns:
 def per_site_pareto(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Indices kept by a Pareto filter in (t, c, remote) within each site and each place;
     at a site where options pay egress, then by
-    :func:`ptplan.planner.pareto.egress_dominated` as well."""
+    :func:`ptplan.planner.frontier.pareto.egress_dominated` as well."""
     kept: list[np.ndarray] = []
     for key in ("region", "place"):
         col = arrays[key]

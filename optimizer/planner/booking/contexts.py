@@ -1,15 +1,15 @@
 """Planning contexts of one spec, catalog and policy with different booked offers added, their
-pool frontiers reused (:mod:`ptplan.planner.booking_exact` solves many such subproblems).
+pool frontiers reused (:mod:`ptplan.planner.booking.exact` solves many such subproblems).
 
 Every subproblem of the booking search is the plain catalog plus a few *extra* offers (block
 offers free per hour with a node cap, flex-start offers at their rate, or booked offers priced
-per held hour). Built by :func:`ptplan.planner.engine.prepare` each time, every pool's
+per held hour). Built by :func:`ptplan.planner.search.engine.prepare` each time, every pool's
 frontier would be rebuilt from the whole catalog. Here:
 
 * a pool that may not book (its capacity types hold neither ``block`` nor ``flex_start``: the
   policy's ``block_phases``) has the same frontier in every subproblem: built once;
 * a pool that may book is rebuilt by
-  :func:`ptplan.planner.merged_frontier.merged_frontier`, which re-evaluates only the
+  :func:`ptplan.planner.frontier.merged.merged_frontier`, which re-evaluates only the
   shapes holding an extra offer and merges them with the cached frontier of the other shapes
   (exact, and in the order of one build: see that function); groups made of the same offer
   objects are taken from its group cache, so the extras are made once per (offer, price, cap)
@@ -17,7 +17,7 @@ frontier would be rebuilt from the whole catalog. Here:
 * the busy-time grids, the demand and the storage, network, other-cost and CPU-pool models
   are shared (they do not depend on prices or caps).
 
-Frontiers are cached per set of sites, as :mod:`ptplan.planner.capacity` does within one
+Frontiers are cached per set of sites, as :mod:`ptplan.planner.search.capacity` does within one
 split search, so an extra offer in a new zone cannot reuse a frontier built for other sites.
 """
 
@@ -26,12 +26,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ptplan.planner.candidates import filter_offers
-from ptplan.planner.context import Context
-from ptplan.planner.engine import prepare
-from ptplan.planner.frontier import build_candidates, sites_of
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.frontier.frontiers import build_candidates, sites_of
+from ptplan.planner.search.context import Context
+from ptplan.planner.search.engine import prepare
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import BOOKED_TYPES, Catalog, Offer
+from ptplan.spec.project import ProjectSpec
 
 
 class Contexts:
@@ -65,7 +65,7 @@ class Contexts:
         budget). ``regional``: only the offers of the regions of ``extra`` (unless the policy
         splits pools across regions), for a subproblem whose plans that use none of
         ``extra`` are matched by a plan found without it (see
-        :func:`ptplan.planner.booking_exact.solve`)."""
+        :func:`ptplan.planner.booking.exact.solve`)."""
         if not extra:
             return self.base
         regional = regional and not self.policy.split_regions

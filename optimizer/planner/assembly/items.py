@@ -10,7 +10,7 @@ from __future__ import annotations
 from ptplan.costs.network import NetworkModel, path_between
 from ptplan.plan.schema import Flow, NetworkItem, NetworkPath, Place, StorageItem, usd
 from ptplan.planner.candidates import PoolOption
-from ptplan.planner.engine import LayoutRun
+from ptplan.planner.search.engine import LayoutRun
 
 Site = tuple[str, str, str]
 

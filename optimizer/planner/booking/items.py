@@ -1,7 +1,7 @@
 """What a plan that books capacity says of it: its ``bookings`` (one per pool allocation of a
 booked capacity type, with the call that books it), its status against the booking search's
 bound, and the explanation's comparison of each booking with the same nodes on demand
-(:mod:`ptplan.planner.booking`)."""
+(:mod:`ptplan.planner.booking.plans`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from ptplan.plan.schema import Booking, Plan, Status, hours, usd
-from ptplan.planner.context import Context, LayoutRun
-from ptplan.planner.explain import explain_plan
-from ptplan.spec.project import ProjectSpec
+from ptplan.planner.assembly.explain import explain_plan
+from ptplan.planner.search.context import Context, LayoutRun
 from ptplan.providers.base import BOOKED_TYPES, Catalog
 from ptplan.providers.blocks import billed_hours, calendar_reservation_name, units
+from ptplan.spec.project import ProjectSpec
 
 BOOKING_SCHEMA = 6
 """The plan schema that added bookings (``ptplan.plan.schema``)."""

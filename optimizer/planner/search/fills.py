@@ -10,7 +10,7 @@ from ptplan.planner.candidates import PoolOption
 from ptplan.providers.base import Offer
 
 if TYPE_CHECKING:
-    from ptplan.planner.frontier_parts import Group
+    from ptplan.planner.frontier.parts import Group
 
 
 def fill_variants(option: PoolOption, group: Group, limit: int = 4) -> list[PoolOption]:

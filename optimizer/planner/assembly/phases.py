@@ -1,7 +1,8 @@
 """The plan's pools and phases from the chosen pool options: allocations (with a block's
 billed hours), each pool's held and idle cost with its boot disks, each phase's tokens, rate,
-GPU-hours and cost, stalls, and the calibration records (:func:`ptplan.planner.build.build_plan`
-assembles them with the costs, warnings and solver figures)."""
+GPU-hours and cost, stalls, and the calibration records
+(:func:`ptplan.planner.assembly.build.build_plan` assembles them with the costs, warnings and
+solver figures)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ptplan.plan.schema import (
     usd,
 )
 from ptplan.planner.candidates import Layout, PoolOption, PoolSpec, spot_overhead
-from ptplan.planner.engine import Context
+from ptplan.planner.search.engine import Context
 from ptplan.providers.base import Offer
 from ptplan.providers.blocks import billed_hours
 

@@ -1,6 +1,6 @@
 """A pool's frontier rebuilt after a few of its offers changed (a share of a contested cap):
 only the shapes holding them are evaluated again and merged with the cached frontier of the
-others (:func:`merged_frontier`; used by :mod:`ptplan.planner.capacity`)."""
+others (:func:`merged_frontier`; used by :mod:`ptplan.planner.search.capacity`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from ptplan.costs.network import NetworkModel
 from ptplan.demand.model import Demand
 from ptplan.planner.candidates import Layout, PoolSpec
-from ptplan.planner.pool_frontier import (
+from ptplan.planner.frontier.pool import (
     SEQUENCES,
     Enumerator,
     PoolFrontier,
@@ -18,7 +18,7 @@ from ptplan.planner.pool_frontier import (
     empty_frontier,
     site_entries,
 )
-from ptplan.planner.site_filter import COLUMNS, Columns, per_site_pareto
+from ptplan.planner.frontier.site_filter import COLUMNS, Columns, per_site_pareto
 from ptplan.providers.base import Offer
 
 
@@ -32,7 +32,7 @@ def merged_frontier(demand: Demand, layout: Layout, pool: PoolSpec, offers: list
 
     Exact: every filter of a site keeps the options that no other option beats, for a
     transitive relation (Pareto dominance in busy time, $/h and remote nodes; egress
-    dominance; a mix of the two: see :func:`ptplan.planner.pareto.egress_dominated`), so
+    dominance; a mix of the two: see :func:`ptplan.planner.frontier.pareto.egress_dominated`), so
     filtering the other shapes first removes nothing the whole filter would keep; the merged
     columns are put back in the order of one call (shape, site, position in the group), so
     that ties are broken the same way too. Not for cross-region (split) entries."""

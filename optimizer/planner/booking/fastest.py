@@ -4,7 +4,7 @@ A plan's time is its held time H plus the expected wait W of the flex-start offe
 (0 without); the fastest plan is the least time within the deadline and budget, the cheapest
 of those on a tie (the engine's own order: least run time, then least cost). Two phases:
 
-1. **The least time T\\*.** Subproblems (C, s, w) as in :mod:`ptplan.planner.booking_exact`
+1. **The least time T\\*.** Subproblems (C, s, w) as in :mod:`ptplan.planner.booking.exact`
    (a cap C, a booked count s_b per block offer, its fixed sum Σ s_b·p_b·u_b⌈C/u_b⌉ taken off
    the budget) and a wait w: the flex-start offers waiting at most w are offered (those
    usable under C), and the subproblem's value is the engine's least run time + w. A plan P
@@ -16,12 +16,12 @@ of those on a tie (the engine's own order: least run time, then least cost). Two
    every block free and C⁻ the cap before C (a plan at cap C is held longer than C⁻); and a
    plan of cap C faster than the best time found T holds H ≤ h = min(C, deadline, T), so it
    pays at least p_b·u_b⌈C/u_b⌉/h per hour per block node: one solve with blocks priced so
-   (:func:`ptplan.planner.booking_exact.level_extra`) bounds every subproblem of cap C.
+   (:func:`ptplan.planner.booking.exact.level_extra`) bounds every subproblem of cap C.
    Subproblems are solved in the order of their bound, each with its run capped below T − w,
    until the bound reaches T. Without a budget only the subproblem with every block offer at
    its largest count is solved per cap and wait (it holds the plans of the others).
 2. **The cheapest plan taking T\\*.** The exact cost search of
-   :mod:`ptplan.planner.booking_exact` with the deadline T\\* (engine tolerance 1e-9).
+   :mod:`ptplan.planner.booking.exact` with the deadline T\\* (engine tolerance 1e-9).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass
 from itertools import pairwise
 
-from ptplan.planner.booking_contexts import Contexts
-from ptplan.planner.booking_exact import (
+from ptplan.planner.booking.contexts import Contexts
+from ptplan.planner.booking.exact import (
     MAX_SOLVES,
     MAX_SUBPROBLEMS,
     TOL,
@@ -45,9 +45,9 @@ from ptplan.planner.booking_exact import (
     level_extra,
     solve,
 )
-from ptplan.spec.project import ProjectSpec
 from ptplan.providers.base import Offer
 from ptplan.providers.blocks import allowed_counts
+from ptplan.spec.project import ProjectSpec
 
 REL = 1e-9
 """Times within this fraction of each other tie (the engine's lexicographic tolerance)."""

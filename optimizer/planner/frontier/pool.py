@@ -7,10 +7,10 @@ offers, after the local ones, each such node paying the cross-zone rate on its w
 price per hour, remote nodes), which is exact because a plan's egress is non-decreasing in the
 remote nodes; then, at sites where options pay egress, an option is dropped when another is
 no slower and no dearer per hour and saves more per hour over its busy time than its extra
-egress costs (:func:`ptplan.planner.pareto.egress_dominated`: it is in no optimum). With
+egress costs (:func:`ptplan.planner.frontier.pareto.egress_dominated`: it is in no optimum). With
 ``split`` the rollout pool also gets cross-region entries per region (every zone's spot offers
 cheapest-first, all nodes remote), priced against the trainer's site during the search. The
-exactness argument: :mod:`ptplan.planner.frontier`.
+exactness argument: :mod:`ptplan.planner.frontier.frontiers`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from ptplan.core.hardware import gpus
 from ptplan.costs.network import NetworkModel
 from ptplan.demand.model import Demand
 from ptplan.demand.rates import PhaseRate, phase_rates
-from ptplan.planner.busy_grid import busy_grid, cheapest_first, cheapest_runs, cumulative
 from ptplan.planner.candidates import Layout, PoolSpec, spot_overhead
-from ptplan.planner.frontier_parts import Group, PoolFrontier, Shape, Site
-from ptplan.planner.group_filter import CachedGrid, Entries, RawGroup, prefilter, select
-from ptplan.planner.pareto import pareto_mask3
-from ptplan.planner.site_filter import COLUMNS, Columns, per_site_pareto
+from ptplan.planner.frontier.busy_grid import busy_grid, cheapest_first, cheapest_runs, cumulative
+from ptplan.planner.frontier.group_filter import CachedGrid, Entries, RawGroup, prefilter, select
+from ptplan.planner.frontier.pareto import pareto_mask3
+from ptplan.planner.frontier.parts import Group, PoolFrontier, Shape, Site
+from ptplan.planner.frontier.site_filter import COLUMNS, Columns, per_site_pareto
 from ptplan.providers.base import Offer
 
 __all__ = ["SEQUENCES", "Enumerator", "Group", "PoolFrontier", "Shape", "Site", "by_shape",
@@ -57,7 +57,7 @@ class Enumerator:
         split search passes one: elsewhere (a plan, a what-if session) the groups' offers are
         new objects at every call and the cache would only grow. ``sequences``: node
         sequences and their cumulative prices by the identities of their offers, shared by
-        the pools of one :func:`ptplan.planner.frontier.build_candidates` (the sync and
+        the pools of one :func:`ptplan.planner.frontier.frontiers.build_candidates` (the sync and
         async rollout pools arrange the same offers); each entry pins its offers too."""
         self.demand, self.layout, self.pool, self.cap = demand, layout, pool, cap
         self.grid_cache = grid_cache
@@ -222,7 +222,7 @@ def _running3(runs: list[tuple[Offer, float, int]], disk: float
     """Running sums from 0 of a spot sequence given as runs (offer, effective nodes per
     node, nodes): its $/h (boot ``disk`` included), effective nodes and interruption rates,
     each run's value repeated once per node (the same sums, in the same order, as
-    :func:`ptplan.planner.busy_grid.cumulative` over the sequence node by node)."""
+    :func:`ptplan.planner.frontier.busy_grid.cumulative` over the sequence node by node)."""
     per_run = np.asarray([(o.usd_per_hour + disk, w, o.interruptions_per_hour or 0.0)
                           for o, w, _ in runs], dtype=float).reshape(-1, 3)
     takes = np.asarray([take for _, _, take in runs], dtype=int)
@@ -287,7 +287,7 @@ def site_entries(enum: Enumerator, shapes: dict[Shape, list[Offer]], sites: list
     at: dict[int, list[int]] = defaultdict(list)  # slot -> the sites it is placed at
     for _, s, n in placed:
         at[n].append(s)
-    # the sites' staircases (ptplan.planner.site_stairs) for pools with remote nodes,
+    # the sites' staircases (ptplan.planner.frontier.site_stairs) for pools with remote nodes,
     # whose own-group filter keeps most options (elsewhere it keeps few and the staircases
     # cost more than they save), and only where the groups are not cached for other calls
     # (the split search's cache keeps a group's own options, whatever its neighbours)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ptplan.planner.frontier import Candidates
-from ptplan.planner.site_bounds import regions_by_bound
+from ptplan.planner.frontier.frontiers import Candidates
+from ptplan.planner.search.site_bounds import regions_by_bound
 
 EPS = 1e-9
 

@@ -2,8 +2,8 @@
 options that another option of the same group beats dropped (:func:`prefilter`).
 
 A *group* is one (provider, region, GPU shape) of one pool arranged around one zone
-(:mod:`ptplan.planner.pool_frontier`); its busy hours over the grid of node counts come
-from :mod:`ptplan.planner.busy_grid` and do not depend on prices, so the groups that share
+(:mod:`ptplan.planner.frontier.pool`); its busy hours over the grid of node counts come
+from :mod:`ptplan.planner.frontier.busy_grid` and do not depend on prices, so the groups that share
 a grid are priced and filtered together, one matrix row each.
 """
 
@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ptplan.planner.busy_grid import BusyGrid
-from ptplan.planner.site_stairs import beaten_at_sites
+from ptplan.planner.frontier.busy_grid import BusyGrid
+from ptplan.planner.frontier.site_stairs import beaten_at_sites
 
 
 class Entries(NamedTuple):
@@ -72,11 +72,11 @@ def prefilter(raws: list[RawGroup], sites: list[list[int]] | None = None) -> lis
     at least as fast and cheaper per hour by more than :data:`PREFILTER_MARGIN`; with
     ``sites`` (per group, the sites it is placed at), also none of the level-0 options of
     the *other groups at each of those sites*
-    (:func:`ptplan.planner.site_stairs.beaten_at_sites`).
+    (:func:`ptplan.planner.frontier.site_stairs.beaten_at_sites`).
 
     Such a beaten option is dominated in (busy time, $/h, remote nodes) and would be dropped
     by the site's Pareto filter anyway
-    (:func:`ptplan.planner.site_filter.per_site_pareto`), so dropping it first leaves
+    (:func:`ptplan.planner.frontier.site_filter.per_site_pareto`), so dropping it first leaves
     the frontier unchanged (``tests/test_planner.py`` compares with no prefilter at all). The
     groups that share a busy-time grid (the same shape and class sizes in other regions and
     zones) share its order by busy time, so they are filtered together, one row each: the

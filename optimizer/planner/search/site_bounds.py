@@ -1,6 +1,6 @@
 """Sites by lower bound: each pool's options at a site as arrays, and the bound on any plan
-at a site that orders the exact search (:func:`ptplan.planner.search.best`) and the option
-bounds (:mod:`ptplan.planner.option_bounds`).
+at a site that orders the exact search (:func:`ptplan.planner.search.exact.best`) and the option
+bounds (:mod:`ptplan.planner.search.option_bounds`).
 
 Without cross-region entries a site's bound comes from each pool's per-site minima (min busy
 time, min $/h, min busy time × $/h, min egress), computed for all sites at once, and a site's
@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from ptplan.planner.frontier import Candidates, PoolFrontier
-from ptplan.planner.pareto import pareto_mask3
+from ptplan.planner.frontier.frontiers import Candidates, PoolFrontier
+from ptplan.planner.frontier.pareto import pareto_mask3
 
 
 def _cross_region(c: Candidates, f, site: int) -> tuple[np.ndarray, np.ndarray]:
