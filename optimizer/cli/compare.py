@@ -50,9 +50,9 @@ def compare(
         from ptplan.compare.runner import compare as run
         from ptplan.core.errors import InputError
         from ptplan.planner.api import plan as make_plan
-        from ptplan.report.charts import chart_suffix
         from ptplan.policies.model import load_policy
         from ptplan.providers.registry import load_catalog
+        from ptplan.report.charts import chart_suffix
 
         lookup = None
         label = ""
@@ -212,7 +212,7 @@ def ledger_lookup(url: str, family: str | None, min_runs: int,
     from ptplan.ledger.review import Thresholds
     from ptplan.spec.project import ProjectSpec
 
-    led = open_ledger(url)
+    led = open_ledger(url, write=False)
     try:
         with led.read() as conn:
             runs = load_runs(conn)

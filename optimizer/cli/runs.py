@@ -54,10 +54,11 @@ class GroupBy(StrEnum):
     project = "project"
 
 
-def _ledger(ledger: str | None) -> Any:
+def _ledger(ledger: str | None, write: bool = False) -> Any:
+    """The ledger; ``write`` only for commands that record (a read creates nothing)."""
     from ptplan.ledger.db import open_ledger
 
-    return open_ledger(ledger)
+    return open_ledger(ledger, write=write)
 
 
 @runs_app.command("record")
@@ -98,7 +99,7 @@ def record(
                         model_family=model_family, outcome=outcome.value, repairs=repairs,
                         bills=bill, costs=cost, targets=target, generals=general,
                         wall_hours=wall_hours, node_hours=node_hours, date=date, note=note)
-        led = _ledger(ledger)
+        led = _ledger(ledger, write=True)
         with led.write() as conn:
             insert(conn, run)
         info(f"recorded run {run.id} ({run.project}, {run.method}, actual "
@@ -131,7 +132,7 @@ def import_metrics(
         if (mlflow is None) != (mlflow_run is None):
             raise InputError("--mlflow and --mlflow-run go together: the tracking URI and the "
                              "MLflow run id")
-        led = _ledger(ledger)
+        led = _ledger(ledger, write=True)
         with led.read() as conn:
             load_runs(conn, [run_id])  # an unknown run: one line, before reading anything
         if jsonl is not None:
@@ -289,9 +290,9 @@ def review(
 
 def _plan_now(specs: list[Path], catalog: str) -> list[dict[str, Any]]:
     from ptplan.planner.api import plan as make_plan
-    from ptplan.spec.project import load_spec
     from ptplan.policies.model import load_policy
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     cat, pol = load_catalog(catalog), load_policy(None)
     out = []

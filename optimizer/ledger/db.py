@@ -7,6 +7,13 @@ results and metrics lands whole or not at all, and so does a migration (SQLite's
 PostgreSQL's DDL are transactional; SQLite transactions are opened ``BEGIN IMMEDIATE`` so that
 concurrent writers queue on the file lock instead of failing, PostgreSQL migrations hold an
 advisory lock).
+
+Never touch what is not ours (:mod:`ptplan.core.owned_db`): before anything is written, the
+database is looked at read-only. One that holds a table that is not the ledger's, or that holds
+ledger tables without the ledger's schema marker (Alembic's ``alembic_version`` at a revision of
+ours), is refused in one line (exit 2) without a byte changed. A read never creates anything: a
+ledger that does not exist yet (no file, or an empty database) reads as an empty ledger, kept in
+memory. Messages show URLs with their password masked (:func:`ptplan.core.redact.redact`).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ptplan.core.errors import InputError
+from ptplan.core.owned_db import check_tables, sqlite_tables
+from ptplan.core.redact import redact
 
 ENV = "PTPLAN_LEDGER"
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -75,6 +84,12 @@ metrics = sa.Table(
 )
 
 
+OURS = frozenset({"alembic_version", *metadata.tables})
+"""Every table a ledger may hold; anything else means the database is another program's."""
+REVISIONS = frozenset({"0001"})
+"""The ledger's Alembic revisions (its schema marker)."""
+
+
 def default_path() -> Path:
     from platformdirs import user_data_dir
 
@@ -84,13 +99,17 @@ def default_path() -> Path:
 def resolve_url(ledger: str | None) -> str:
     """``--ledger`` value, else ``PTPLAN_LEDGER``, else the SQLite file in the data dir."""
     given = ledger or os.environ.get(ENV, "").strip() or None
+    if given is not None and (not given.isprintable() or "\x00" in given):
+        raise InputError(f"--ledger: {redact(given)!r} holds control characters; give a file "
+                         "path, sqlite:///PATH or postgresql://USER@HOST/DB")
     if given is None:
         path = default_path()
     elif "://" in given:
         url = sa.engine.make_url(given) if _parses(given) else None
         if url is None or url.get_backend_name() not in ("sqlite", "postgresql"):
-            raise InputError(f"--ledger: {given!r} is not a SQLite or PostgreSQL URL; use a "
-                             "file path, sqlite:///PATH or postgresql://USER@HOST/DB")
+            raise InputError(f"--ledger: {redact(given)!r} is not a SQLite or PostgreSQL URL "
+                             "(or its port is not a number); use a file path, sqlite:///PATH "
+                             "or postgresql://USER@HOST:PORT/DB")
         if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":
             url = url.set(drivername="postgresql+psycopg")
         return url.render_as_string(hide_password=False)
@@ -98,20 +117,21 @@ def resolve_url(ledger: str | None) -> str:
         path = Path(given).expanduser()
     if path.is_dir():
         raise InputError(f"--ledger: {str(path)!r} is a directory; give the ledger's file path")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"--ledger: cannot create {str(path.parent)!r} ({exc.strerror}); "
-                         "choose a writable path") from None
     return f"sqlite:///{path.resolve()}"
 
 
 def _parses(text: str) -> bool:
     try:
-        sa.engine.make_url(text)
-    except sa.exc.ArgumentError:
+        url = sa.engine.make_url(text)
+        _ = url.port  # a port that is not a number fails here or in make_url
+    except (sa.exc.ArgumentError, ValueError, TypeError):
         return False
     return True
+
+
+def _sqlite_path(url: str) -> Path | None:
+    u = sa.engine.make_url(url)
+    return Path(u.database) if u.get_backend_name() == "sqlite" and u.database else None
 
 
 def _sqlite_transactions(engine: Engine) -> None:
@@ -166,17 +186,83 @@ def migrate(engine: Engine, script_location: Path = MIGRATIONS, target: str = "h
 
 
 class Ledger:
-    """An open ledger (migrated to the head revision on open)."""
+    """An open ledger.
 
-    def __init__(self, url: str, migrate_now: bool = True) -> None:
+    ``write=True`` (recording): the ledger is created where there is none and migrated to the
+    head revision. ``write=False`` (listing, reviewing, exporting): nothing is created or
+    migrated; a ledger that does not exist yet reads as empty. Either way a database that is
+    not the ledger's is refused before anything is touched.
+    """
+
+    def __init__(self, url: str, migrate_now: bool = True, write: bool = True) -> None:
         self.url = url
+        self.empty = False
+        try:
+            state = self._inspect()
+        except sa.exc.OperationalError as exc:
+            raise InputError(f"--ledger: cannot open {self.display}: "
+                             f"{_first_line(exc.orig)}; check the path or URL") from None
+        if state != "current" and not write:
+            if state == "behind":
+                raise InputError(f"--ledger: {self.display} is at an older schema; a write "
+                                 "(`ptplan runs record`) migrates it first")
+            self.empty = True  # nothing recorded yet: read an empty ledger, create nothing
+            self.engine = sa.create_engine("sqlite://", poolclass=sa.StaticPool)
+            migrate(self.engine)
+            return
+        path = _sqlite_path(url)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"--ledger: cannot create {str(path.parent)!r} "
+                                 f"({exc.strerror}); choose a writable path") from None
         self.engine = make_engine(url)
-        if migrate_now:
+        if migrate_now and write and state != "current":
             try:
                 migrate(self.engine)
             except sa.exc.OperationalError as exc:
                 raise InputError(f"--ledger: cannot open {self.display}: "
                                  f"{_first_line(exc.orig)}; check the path or URL") from None
+
+    def _inspect(self) -> str:
+        """``absent`` (no database or no tables), ``behind`` or ``current``, read-only;
+        refuses a database that is not the ledger's."""
+        path = _sqlite_path(self.url)
+        if path is not None:
+            if not path.exists():
+                return "absent"
+            tables = sqlite_tables(path, "--ledger")
+            revision = self._sqlite_revision(path) if "alembic_version" in tables else None
+        else:
+            engine = make_engine(self.url)
+            try:
+                with engine.connect() as conn:
+                    tables = set(sa.inspect(conn).get_table_names())
+                    revision = current_revision(conn) if "alembic_version" in tables else None
+            finally:
+                engine.dispose()
+        check_tables(tables, OURS, "--ledger", self.display)
+        if not tables:
+            return "absent"
+        if revision not in REVISIONS:
+            raise InputError(f"--ledger: {self.display} holds tables named like the ledger's "
+                             f"but not its schema marker (revision {revision!r}); nothing was "
+                             "changed: give ptplan a database of its own")
+        return "current" if revision == HEAD else "behind"
+
+    @staticmethod
+    def _sqlite_revision(path: Path) -> str | None:
+        import sqlite3
+
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        except sqlite3.Error:
+            return None
+        finally:
+            con.close()
+        return None if row is None else str(row[0])
 
     @property
     def display(self) -> str:
@@ -208,8 +294,11 @@ class Ledger:
 
 
 def _first_line(exc: object) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).strip()
+    return redact(text.splitlines()[0]) if text else type(exc).__name__
 
 
-def open_ledger(ledger: str | None) -> Ledger:
-    return Ledger(resolve_url(ledger))
+def open_ledger(ledger: str | None, write: bool = True) -> Ledger:
+    """The ledger of ``--ledger`` / ``PTPLAN_LEDGER`` / the default file; ``write=False`` for
+    commands that only read (nothing is created or migrated then)."""
+    return Ledger(resolve_url(ledger), write=write)
