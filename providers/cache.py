@@ -43,10 +43,18 @@ from typing import Any
 import platformdirs
 
 from ptplan.core.errors import InputError, ProviderError
+from ptplan.core.owned_db import check_tables, sqlite_tables
 from ptplan.providers.base import CACHE_SUFFIXES as CACHE_SUFFIXES  # re-exported
 from ptplan.providers.base import Catalog, EgressRate, Offer, ReservedRate, StorageTier
 from ptplan.providers.blocks import embedded_block_offers
-from ptplan.providers.cache_blocks import BlockPull, merge, offer_of, read_rows, replace_blocks, row_of
+from ptplan.providers.cache_blocks import (
+    BlockPull,
+    merge,
+    offer_of,
+    read_rows,
+    replace_blocks,
+    row_of,
+)
 from ptplan.providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
@@ -146,6 +154,11 @@ def _refresh_fix(provider: str | None = None) -> str:
     return f"`ptplan prices refresh --provider {provider or 'aws|gcp'}`"
 
 
+OWN_TABLES = frozenset({"meta", "pulls", "offers", "reserved_rates", "exclusions",
+                        "block_offers"})
+"""Every table a price cache may hold; any other means the file is another program's."""
+
+
 @contextmanager
 def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
     shown = repr(str(path))
@@ -160,6 +173,8 @@ def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
             and not os.access(path.parent, os.W_OK | os.X_OK):
         raise ProviderError(f"price cache directory {str(path.parent)!r} is read-only; "
                             f"choose a writable --cache path or ${ENV_VAR}; {UNCHANGED}")
+    if path.is_file():  # another program's database is left byte for byte (read-only look)
+        check_tables(sqlite_tables(path, "price cache"), OWN_TABLES, "price cache", shown)
     if write:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

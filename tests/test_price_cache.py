@@ -137,7 +137,7 @@ def test_missing_empty_and_foreign_caches(tmp_path: Path, monkeypatch: pytest.Mo
         load_catalog("cache")
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(InputError, match="not a ptplan price cache"):
+    with pytest.raises(InputError, match="not a SQLite database"):
         load_cache_catalog(junk)
     empty = tmp_path / "empty.sqlite"
     sqlite3.connect(empty).close()

@@ -68,3 +68,19 @@ def test_nan_pull_is_never_stored(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="not a finite number"):
         bill.store(bad, tmp_path / "spend.sqlite")
     assert bill.load(bad.key(), tmp_path / "spend.sqlite") is None
+
+
+def test_price_cache_leaves_another_programs_file(tmp_path: Path) -> None:
+    """`prices refresh --cache app.db` / `--catalog cache` on another program's SQLite file."""
+    from ptplan.providers.cache import Pull, load_cache_catalog, store_pull
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE users (id INTEGER)")
+    before = _digest(path)
+    with pytest.raises(InputError, match="not ptplan's"):
+        store_pull(Pull(provider="aws", as_of="2026-12-01T00:00:00Z", source="test",
+                        regions=(), offers=(), reserved_rates=(), exclusions=()), path)
+    with pytest.raises(InputError, match="not ptplan's"):
+        load_cache_catalog(path)
+    assert _digest(path) == before
