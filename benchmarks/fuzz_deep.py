@@ -1,4 +1,4 @@
-"""The deep fuzz run and the hostile-file timings (issue #21; README "Reliability").
+"""The deep fuzz run and the hostile-file timings (issue #21; docs/reliability.md).
 
 1. ``pytest tests/test_fuzz.py --hypothesis-profile=deep``: 2,500 examples per fuzz target
    (specs, policies, custom catalogs, plan files, price-cache rows), 12,500 in all,

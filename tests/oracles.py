@@ -21,7 +21,7 @@ HOURS_PER_YEAR = 8760.0
 ACCESS = {"ms": 0, "minutes": 1, "hours": 2}
 
 
-# ---- spot overhead (docs: README "How the plan is made", candidates module docstring) ------------
+# ---- spot overhead (docs: docs/planner.md "Capacity", candidates module docstring) -----
 
 def stateless_effective(lam: float, lost_min: float, restart_min: float) -> float:
     """A stateless worker (rollout, scoring) loses the work in flight and restarts at each

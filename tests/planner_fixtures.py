@@ -3,7 +3,7 @@
 The brute force shares only the demand model with the planner (``phase_rates`` and each
 rate's busy hours as a function of effective nodes, ``PhaseRate.busy``). The layouts, their
 stalls, the spot overheads (stateless and gang), the capacity rules and the egress are restated
-here from the documentation (README "How the plan is made", ``docs/architecture.md``): it
+here from the documentation (``docs/planner.md``, ``docs/architecture.md``): it
 enumerates every node count of every offer for every pool, every region and every layout, and
 prices each combination directly. It knows nothing of Pareto fronts, bounds or the MILP.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from ptplan.core.hardware import gpus
 from ptplan.demand.model import build_demand
 from ptplan.demand.rates import phase_rates
-from ptplan.spec.project import ProjectSpec, parse_spec
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import Catalog, Offer
+from ptplan.spec.project import ProjectSpec, parse_spec
 
 
 def small_spec(**overrides) -> ProjectSpec:
@@ -146,11 +146,11 @@ def brute_force(spec: ProjectSpec, catalog: Catalog, objective: str = "cost"
     steps × weight GB × the catalog's ``cross_zone`` rate (the model of
     :mod:`ptplan.costs.network`, restated here; storage and fixed flows are not included).
     Every node carries a boot disk of the default policy's size, billed for the run at the
-    provider's cheapest block-storage tier (README "Plan JSON": GB × $/GB-month ÷ 730 per
+    provider's cheapest block-storage tier (docs/plan-json.md: GB × $/GB-month ÷ 730 per
     node-hour).
 
     Capacity booked for the run (``catalog.block_offers``, only with ``sla.start_after``;
-    README "Capacity blocks"): a pool whose phases the policy lets book (default: the update
+    docs/blocks.md): a pool whose phases the policy lets book (default: the update
     alone) may take a block offer's nodes in any count the offer sells (``block_counts``, up
     to its cap), billed nodes × price × u·⌈run/u⌉ (at least one unit; the units' length within
     ``block_max_hours``), or flex-start nodes billed per hour for a run of at most 7 days whose

@@ -3,7 +3,8 @@
 The capacity split search (:mod:`ptplan.planner.search.capacity`) runs per site (the trainer's
 zone) and splits an offer only among the pools that can use it there: a zone's spot offer is
 contested by every spot pool at that zone, but at the region's other zones only by the
-rollout pool, which may take remote spot nodes (README "How plans are made"). These catalogs
+rollout pool, which may take remote spot nodes (docs/planner.md, "Zones, regions and
+egress"). These catalogs
 put small spot caps in two zones of a region, so that the rollout and scoring pools of the
 GRPO fixture contest them at one zone and not at the other; the planner's plan must be the
 brute force's optimum (``tests/planner_fixtures.py``, which enumerates every node count of

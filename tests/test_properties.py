@@ -140,7 +140,7 @@ def test_a_larger_budget_never_costs_more(p, b1, extra, objective) -> None:
         assert b.makespan_hours <= a.makespan_hours * (1 + 1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="documented approximation (README, network paragraph): "
+@pytest.mark.xfail(strict=True, reason="documented approximation (docs/planner.md, egress): "
                    "at a site the rollout pool fills its spot nodes from the trainer's zone "
                    "first; fixing it turns this test green and strict xfail then fails: "
                    "drop the mark and the restriction in the property above")

@@ -89,7 +89,7 @@ def test_tamper_suite_counts() -> None:
     assert set(counts) <= set(CHECK_KINDS)
     assert dict(counts) == TAMPER_COUNTS, (
         f"the tamper suite changed: {dict(counts)}; a plan field was added or re-classified: "
-        "update TAMPER_COUNTS (and README's reliability section) on purpose")
+        "update TAMPER_COUNTS (and docs/reliability.md) on purpose")
 
 
 def test_every_field_kind_is_declared_in_the_schema() -> None:

@@ -248,8 +248,7 @@ def parse_date(option: str, text: str) -> Any:
 
 
 START_AFTER_HELP = ("DATE (YYYY-MM-DD): the run starts on or after it; sets sla.start_after, "
-                    "so capacity blocks and flex-start may be booked (README \"Capacity "
-                    "blocks\").")
+                    "so capacity blocks and flex-start may be booked (docs/blocks.md).")
 
 
 def with_start_after(spec: Any, start_after: str | None) -> Any:

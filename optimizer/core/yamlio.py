@@ -78,6 +78,17 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+FORMAT_DOCS = {"spec": "docs/spec.md", "--calibration": "docs/spec.md",
+               "policy": "docs/policies.md", "catalog": "docs/spec.md §15",
+               "plan": "docs/plan-json.md", "portfolio": "docs/reserve.md",
+               "campaign": "docs/campaigns.md", "risk": "docs/compare.md"}
+"""Where the documentation describes each kind of file (by the first word of ``what``)."""
+
+
+def format_doc(what: str) -> str:
+    return FORMAT_DOCS.get(what.split(" ", 1)[0], "docs/")
+
+
 def read_mapping(path: str | Path, what: str) -> dict[str, Any]:
     """Parse a YAML or JSON file whose top level must be a mapping."""
     p = Path(path)
@@ -260,7 +271,7 @@ def parse_mapping(text: str, what: str, origin: str = "<text>") -> dict[str, Any
     if not isinstance(data, dict):
         raise InputError(
             f"{what}: {name} must hold a mapping of keys (got {type(data).__name__}); "
-            "see README for the file format"
+            f"see {format_doc(what)} for the file format"
         )
     _check_values(data, f"{what} {name}")
     return data
@@ -351,7 +362,7 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel], what: 
         options = f"; allowed keys: {', '.join(allowed)}" if allowed else ""
         return f"{what}: {_loc(loc)}: unknown key {key!r}{hint}{options}"
     if kind == "missing":
-        return f"{what}: {_loc(loc)}: required field is missing; add it (see README)"
+        return f"{what}: {_loc(loc)}: required field is missing; add it (see {format_doc(what)})"
     message = err.get("msg", "invalid value")
     message = message.removeprefix("Value error, ")
     ctx = err.get("ctx", {}) or {}

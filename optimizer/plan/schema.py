@@ -5,7 +5,7 @@ allocations; a phase's busy hours are its tokens / (Σ nodes × effective fracti
 tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Money is a decimal
 string in USD (cents), rounded once at output; hours keep full float precision.
 
-Schema history (see README "Plan JSON"):
+Schema history (see docs/plan-json.md):
 
 * 1 = first release;
 * 2 = ``capacity_type``, ``status``, network ``path`` and ``flow`` are closed vocabularies
