@@ -11,6 +11,13 @@ The mapping (:data:`NAMES`, documented in docs/ledger.md) sends each framework m
 phase and a kind: ``seconds`` (time spent in the phase that step), ``step_seconds``,
 ``throughput`` (tokens/s per GPU), ``tokens`` (per step), ``response_length`` and ``eval``.
 Metrics that map to nothing are not stored; a source none of whose metrics map is refused.
+
+Readers never trace back and never write: a step that is not a whole number ≥ 0 (NaN, 1e400,
+-1, 2.5), a file that is not UTF-8 and a record that is not an event are one line naming the
+place; values that are not finite numbers are skipped, as a logged NaN loss is. An MLflow
+``sqlite:`` store must already be an MLflow database (never created or migrated here, so a
+ledger or another program's file given by mistake is left alone), and tracking URLs are shown
+with their password masked.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ptplan.core.errors import InputError
+from ptplan.core.owned_db import sqlite_tables
+from ptplan.core.redact import redact
 from ptplan.ledger.records import Metric
 
 NAMES: dict[str, tuple[str | None, str]] = {
@@ -115,6 +124,9 @@ def read_jsonl(path: Path) -> list[Metric]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputError(f"{where}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: not UTF-8 text (byte {exc.start}); give the JSONL the "
+                         "framework wrote") from None
     triples: list[tuple[str, int, Any]] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -133,6 +145,8 @@ def read_jsonl(path: Path) -> list[Metric]:
         if step is None:
             raise InputError(f"{where}: line {n} has no step (step, global_step or "
                              "train/global_step)")
+        if isinstance(step, bool) or not math.isfinite(step) or step < 0 or step != int(step):
+            raise InputError(f"{where}: line {n}: step {step!r} is not a whole number ≥ 0")
         triples += [(k, int(step), v) for k, v in data.items() if k not in STEP_KEYS]
     return _keep("jsonl", where, triples)
 
@@ -189,7 +203,8 @@ def read_mlflow(tracking_uri: str, run_id: str) -> list[Metric]:
     except ModuleNotFoundError:
         raise InputError("--mlflow: reading MLflow needs the mlflow client; "
                          "pip install 'ptplan[metrics]'") from None
-    where = f"--mlflow {tracking_uri!r} run {run_id!r}"
+    where = f"--mlflow {redact(tracking_uri)!r} run {run_id!r}"
+    _check_mlflow_store(tracking_uri, where)
     try:
         client = MlflowClient(tracking_uri=tracking_uri)
         run = client.get_run(run_id)
@@ -197,8 +212,34 @@ def read_mlflow(tracking_uri: str, run_id: str) -> list[Metric]:
         for key in sorted(run.data.metrics):
             triples += [(key, m.step, m.value) for m in client.get_metric_history(run_id, key)]
     except MlflowException as exc:
-        raise InputError(f"{where}: {str(exc.message).splitlines()[0]}") from None
+        text = str(exc.message).strip()
+        raise InputError(f"{where}: {redact(text.splitlines()[0] if text else 'error')}") \
+            from None
+    except Exception as exc:  # the store's own errors (HTTP, SQL): one line, no secret
+        text = str(exc).strip()
+        raise InputError(f"{where}: {type(exc).__name__}: "
+                         f"{redact(text.splitlines()[0] if text else '')[:200]}") from None
     return _keep("mlflow", where, triples)
+
+
+MLFLOW_TABLES = frozenset({"experiments", "runs", "metrics"})
+"""Tables every MLflow SQL store holds (mlflow/store/tracking/dbmodels/models.py)."""
+
+
+def _check_mlflow_store(tracking_uri: str, where: str) -> None:
+    """An MLflow ``sqlite:`` store must exist and be MLflow's: the MLflow client would
+    otherwise create (or migrate) its schema in whatever file the URI names."""
+    if not tracking_uri.startswith("sqlite:"):
+        return
+    raw = tracking_uri.removeprefix("sqlite:")
+    path = Path(raw[3:] if raw.startswith("///") else raw.lstrip("/"))
+    if not path.is_file():
+        raise InputError(f"{where}: no MLflow store at {str(path)!r}; ptplan reads an "
+                         "existing store and never creates one")
+    tables = sqlite_tables(path, "--mlflow")
+    if not tables >= MLFLOW_TABLES or "run_costs" in tables:
+        raise InputError(f"{where}: {str(path)!r} is not an MLflow tracking database; "
+                         "nothing was changed: give the store MLflow writes to")
 
 
 # ---- per-phase aggregates -----------------------------------------------------------------
