@@ -28,10 +28,10 @@ from ptplan.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
 from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
 from ptplan.plan.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import ProjectSpec, parse_spec
 from ptplan.policies.model import parse_policy
 from ptplan.providers.custom import load_custom_catalog
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import ProjectSpec, parse_spec
 
 runner = CliRunner()
 N_STEP = 64 * 8  # prompts_per_step x samples_per_prompt of the agentic example
@@ -460,7 +460,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
     import jsonschema
     from test_render import crd_schemas
 
-    from ptplan.render.check import check_render
+    from ptplan.render.checks.cluster import check_render
 
     files = _rendered_cpu()
     docs = [d for d in yaml.safe_load_all(files["karpenter/cpu-nodepools.yaml"]) if d]
@@ -499,7 +499,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
      "may run in zones any"),
 ])
 def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # type: ignore[no-untyped-def]
-    from ptplan.render.check import check_render
+    from ptplan.render.checks.cluster import check_render
 
     files = dict(_rendered_cpu())
     files["karpenter/cpu-nodepools.yaml"] = edit(files["karpenter/cpu-nodepools.yaml"])
@@ -599,8 +599,8 @@ def test_gke_cpu_node_pools_render_and_check() -> None:
     """A GCP plan (us-central1): the CPU pools as GKE node pools in terraform-gcp/ and gke/,
     parsed back by the check (HCL through python-hcl2); an edited node cap or a lost taint is
     caught. Sandbox: 1,024 vCPU / 2,048 GiB on n2-standard-32 (32 vCPU, 128 GiB) = 32 nodes."""
-    from ptplan.render.check import check_render
-    from ptplan.render.deploy import site_zone
+    from ptplan.plan.deployment import site_zone
+    from ptplan.render.checks.cluster import check_render
     from ptplan.render.targets import render_plan
 
     agent = agentic()

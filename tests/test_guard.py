@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
+from ptplan.plan.load import load_plan
 from ptplan.plan.schema import Plan
-from ptplan.render.targets import load_plan
 from ptplan.spend import act as act_mod
 from ptplan.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
 
@@ -183,9 +183,31 @@ def test_cli_ok_and_input_errors(tmp_path: Path) -> None:
 
 # ---- --act ---------------------------------------------------------------------------------
 def _targets(name: str) -> Any:
-    from ptplan.cli.guard import act_targets
+    return act_mod.targets_for(plan(name), "training", "ptplan", "my-proj")
 
-    return act_targets(plan(name), "training", "ptplan", "my-proj")
+
+GOLDEN_PLANS = sorted((Path(__file__).parent / "golden" / "cli").glob("plan-*.json"))
+
+
+@pytest.mark.parametrize("path", [*sorted(PLANS.glob("*.json")), *GOLDEN_PLANS],
+                         ids=lambda p: p.stem)
+def test_act_targets_are_the_names_render_gives(path: Path) -> None:
+    """``guard --act`` stops the objects by the names render gave them, found without rendering
+    (:mod:`ptplan.plan.deployment`): the RayJob, every Karpenter NodePool with its GPU resource,
+    every GKE node pool, in render's order; the run's cost tags as render writes them."""
+    from ptplan.render.context import build_context
+    from ptplan.render.facts import facts_for
+
+    p = load_plan(path)
+    ctx = build_context(p, facts_for(p, None), cluster="c1")
+    t = act_mod.targets_for(p, "training", "c1", None)
+    assert t.rayjob == ctx["project"]["slug"]
+    assert t.karpenter_nodepools == tuple((g["full_name"], g["gpu_resource"])
+                                          for g in ctx["groups"])
+    assert t.gke_node_pools == tuple(g["name"] for g in ctx["groups"])
+    platform = p.provider if p.provider in ("aws", "gcp") else "k8s"
+    labels = ctx["labels"][platform]
+    assert t.tags == {k: labels[k] for k in ("ptplan-project", "ptplan-method")}
 
 
 def kube_objects(t: Any) -> dict[str, dict[str, Any]]:

@@ -16,8 +16,9 @@ from test_launch_frameworks import ROOT, cases, launch
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
+from ptplan.plan.load import load_plan
 from ptplan.render.paths import MOUNT, PREFIX, bucket_key
-from ptplan.render.targets import load_plan, render_plan
+from ptplan.render.targets import render_plan
 from ptplan.spec.project import load_spec
 
 GOLDEN = ROOT / "tests" / "golden" / "launch"

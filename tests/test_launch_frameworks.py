@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
+from ptplan.plan.load import load_plan
 from ptplan.render.frameworks import FIELDS, SUPPORTED, Setting, openrlhf_0_11
-from ptplan.render.targets import load_plan
 from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent

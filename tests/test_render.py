@@ -26,16 +26,16 @@ import yaml
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
+from ptplan.plan.load import load_plan
+from ptplan.plan.names import dns_name
 from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
 from ptplan.plan.verify import verify_plan
-from ptplan.render.names import dns_name
 from ptplan.render.targets import (
     TARGETS,
     build_context,
     facts_for,
     k8s_label,
     lifecycle_rules,
-    load_plan,
     render_plan,
 )
 from ptplan.spec.project import load_spec
@@ -219,7 +219,7 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    from ptplan.render.check_paths import entry_words as _entry_words
+    from ptplan.render.checks.paths import entry_words as _entry_words
 
     words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
                          ["spec"]["entrypoint"])

@@ -17,9 +17,11 @@ import yaml
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
+from ptplan.core.version import __version__
+from ptplan.plan.load import load_plan
 from ptplan.plan.schema import Plan
-from ptplan.render.check_io import _hcl, _resources
-from ptplan.render.targets import TARGETS, load_plan, render_plan
+from ptplan.render.checks.readers import _hcl, _resources
+from ptplan.render.targets import TARGETS, render_plan
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"
@@ -90,7 +92,7 @@ def test_guard_cronjob_runs_the_guard_on_the_plan() -> None:
     pod = job["jobTemplate"]["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "grpo-7b-math-guard"
     (c,) = pod["containers"]
-    assert "ptplan[aws,k8s]==0.1.0" in c["args"][0]
+    assert f"ptplan[aws,k8s]=={__version__}" in c["args"][0]  # the version that rendered it
     assert "exec ptplan guard /plan/plan.json --spend-from aws --by hour --act --namespace " \
         '"$POD_NAMESPACE" --cluster ptplan' in c["args"][0]
     # the ConfigMap holds the plan itself

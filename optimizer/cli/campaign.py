@@ -163,7 +163,7 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
         for written in write_files(files, output / s["name"]):
             info(f"wrote {written}")
         if check:
-            from ptplan.render.check import check_render
+            from ptplan.render.checks.cluster import check_render
 
             found = check_render(p, files)
             for line in found:

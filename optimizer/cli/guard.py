@@ -49,22 +49,6 @@ def spend_series(report: dict[str, Any], where: str) -> tuple[list[tuple[float, 
     return series, hours
 
 
-def act_targets(plan: Any, namespace: str, cluster: str, gcp_project: str | None) -> Any:
-    from ptplan.render.context import run_cost_tags
-    from ptplan.render.targets import build_context, facts_for
-    from ptplan.spend.act import Targets
-
-    ctx = build_context(plan, facts_for(plan, None), cluster=cluster)
-    return Targets(provider=plan.provider, region=plan.region, rayjob=ctx["project"]["slug"],
-                   namespace=namespace,
-                   karpenter_nodepools=tuple((g["full_name"], g["gpu_resource"])
-                                             for g in ctx["groups"]),
-                   gke_node_pools=tuple(g["name"] for g in ctx["groups"]), cluster=cluster,
-                   gcp_project=gcp_project,
-                   tags=run_cost_tags(plan, plan.provider if plan.provider in ("aws", "gcp")
-                                      else "k8s"))
-
-
 @app.command()
 def guard(
     plan_file: Path = typer.Argument(..., metavar="PLAN.json", help="The plan that runs."),
@@ -115,8 +99,8 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
            output: Path | None) -> int:
     from ptplan.core.errors import InputError
     from ptplan.core.yamlio import read_mapping
-    from ptplan.render.context import group_tag_value
-    from ptplan.render.targets import load_plan
+    from ptplan.plan.load import load_plan
+    from ptplan.plan.tags import group_tag_value
     from ptplan.spend.bill import iso, parse_instant
     from ptplan.spend.curve import spend_report
     from ptplan.spend.guard import decide, parse_target
@@ -148,8 +132,9 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
                                  f"metrics are {', '.join(names[:8]) or 'none'}")
     result = decide(plan, series, hours, steps_done, goal, points, window)
     if act and result["decision"] == "stop":
-        targets = act_targets(plan, namespace, cluster, gcp_project)
-        from ptplan.spend.act import calls, carry_out
+        from ptplan.spend.act import calls, carry_out, targets_for
+
+        targets = targets_for(plan, namespace, cluster, gcp_project)
 
         if dry_run:
             result["actions"] = {"dry_run": True, "calls": calls(targets)}
@@ -163,11 +148,8 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
     if fmt == TableOrJson.json:
         _emit(dumps(result), output)
     else:
-        lines = [f"{result['decision']}: {plan.spec_name}", *result["reasons"]]
-        acts = result.get("actions", {})
-        lines += [("would call: " if acts.get("dry_run") else "called: ") + c
-                  for c in acts.get("calls", [])]
-        lines += [f"done: {d}" for d in acts.get("done", [])]
-        _emit("\n".join(lines), output)
+        from ptplan.report.tables_spend import guard_text
+
+        _emit(guard_text(result, plan.spec_name), output)
     info(f"guard: {result['decision']} (exit {result['exit_code']})")
     return int(result["exit_code"])

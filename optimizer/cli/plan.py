@@ -182,16 +182,16 @@ def check(
 
     def go() -> None:
         from ptplan.cli.campaign import check_campaign_cmd, is_campaign_file
-        from ptplan.core.yamlio import quoted, read_mapping, validate
+        from ptplan.core.yamlio import quoted
+        from ptplan.plan.load import load_plan
         from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
-        from ptplan.plan.schema import Plan
         from ptplan.plan.verify import verify_against_spec, verify_plan
         from ptplan.spec.project import load_spec
 
         if is_campaign_file(plan_file):
             check_campaign_cmd(plan_file)
             return
-        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
+        p = load_plan(plan_file)
         problems = verify_plan(p)
         made_on = packaged_catalog(p)
         if made_on is not None:

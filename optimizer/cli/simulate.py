@@ -62,8 +62,7 @@ def simulate(
     simulated mean."""
 
     def go() -> None:
-        from ptplan.core.yamlio import quoted, read_mapping, validate
-        from ptplan.plan.schema import Plan
+        from ptplan.plan.load import load_plan
         from ptplan.report.charts import chart_suffix
         from ptplan.risk.model import build_model
         from ptplan.risk.runner import check_counts, run_trials
@@ -74,7 +73,7 @@ def simulate(
             chart_suffix(chart)
         if ray_address is not None:
             _need_ray()
-        p = validate(Plan, read_mapping(str(plan_file), "plan"), f"plan {quoted(plan_file)}")
+        p = load_plan(plan_file)
         model = build_model(p, correlated, shortage, checkpoints.value, async_buffer.value)
         info(f"simulating {p.spec_name}: {trials:,} trials, seed {seed}...")
         with ProgressBar("simulate: trials", trials) as bar:

@@ -55,7 +55,7 @@ def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
     """The pull: from the cache with --cached, else from the provider, then cached (a failed
     pull raises ProviderError and leaves the cache as it was)."""
     from ptplan.core.errors import InputError
-    from ptplan.render.context import GROUP_TAGS, run_cost_tags
+    from ptplan.plan.tags import GROUP_TAGS, run_cost_tags
     from ptplan.spend import bill
 
     tags = run_cost_tags(plan, provider)
@@ -81,57 +81,6 @@ def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
     bill.store(pull, path)
     info(f"pulled {len(pull.rows)} cost rows from {pull.source}; cached in {path}")
     return pull
-
-
-def spend_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["period start", "h", "actual $", "actual cum $", "planned cum $", "variance $",
-            "variance %"]
-    rows = [[p["start"], f"{p['hours']:g}", f"{p['actual_usd']:.2f}",
-             f"{p['actual_cumulative_usd']:.2f}", f"{p['planned_cumulative_usd']:.2f}",
-             f"{p['variance_usd']:+.2f}",
-             "-" if p["variance_pct"] is None else f"{p['variance_pct']:+.1f}"]
-            for p in r["periods"]]
-    return head, rows
-
-
-def spend_footer(r: dict[str, Any]) -> list[str]:
-    pct = "" if r["variance_pct"] is None else f" ({r['variance_pct']:+.1f}%)"
-    tags = ", ".join(f"{k}={v}" for k, v in r["tags"].items())
-    lines = [f"actual ${r['actual_usd']:.2f} vs planned ${r['planned_usd']:.2f} at "
-             f"{r['hours']:g} h since the run started ({r['run_start'] or 'no cost yet'}): "
-             f"variance ${r['variance_usd']:+.2f}{pct}; plan total ${r['plan_total_usd']} over "
-             f"{r['plan_makespan_hours']:g} h",
-             f"source: {r['source']}, tags {tags}, as of {r['as_of']}"
-             + (" (AWS marks some figures estimated)" if r["estimated"] else "")]
-    for g in r["groups"]:
-        split = ", ".join(f"{k} ${v:.2f}" for k, v in g["by_purchase_type"].items())
-        lines.append(f"{r['group_by']}={g['group']}: actual ${g['actual_usd']:.2f}, planned "
-                     f"${g['planned_usd']:.2f}" + (f" ({split})" if split else ""))
-    return lines
-
-
-def spend_chart(r: dict[str, Any], path: Path) -> None:
-    """Actual vs planned cumulative cost over the hours since the run started."""
-    from ptplan.report.charts import pyplot, save
-
-    hours = [0.0] + [p["hours"] for p in r["periods"]]
-    actual = [0.0] + [p["actual_cumulative_usd"] for p in r["periods"]]
-    planned = [0.0] + [p["planned_cumulative_usd"] for p in r["periods"]]
-    with pyplot("ptplan-spend") as plt:
-        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        ax.step(hours, actual, where="post", color="#d62728", label="actual (bill)")
-        ax.plot(hours, planned, color="#1f77b4", linestyle="--", label="planned")
-        for key, label, colour in (("budget_warn_usd", "warn", "#ff7f0e"),
-                                   ("budget_stop_usd", "stop", "black")):
-            if r[key] is not None:
-                ax.axhline(float(r[key]), color=colour, linestyle=":", linewidth=1,
-                           label=f"{label} ${r[key]}")
-        ax.set_xlabel("hours since the run started")
-        ax.set_ylabel("cumulative cost (USD)")
-        ax.set_title(f"{r['provider']} spend: actual vs planned cumulative")
-        ax.legend(loc="best")
-        fig.tight_layout()
-        save(plt, fig, path)
 
 
 @app.command()
@@ -164,10 +113,10 @@ def spend(
     cumulative cost; variance. Exit 3 when the pull fails (the cache keeps the last pull)."""
 
     def go() -> None:
-        from ptplan.render.context import group_tag_value
-        from ptplan.render.targets import load_plan
+        from ptplan.plan.load import load_plan
+        from ptplan.plan.tags import group_tag_value
         from ptplan.report.charts import chart_suffix
-        from ptplan.report.tables import _table, md_table
+        from ptplan.report.tables_spend import spend_chart, spend_markdown, spend_table
         from ptplan.spend.bill import parse_instant
         from ptplan.spend.curve import spend_report
 
@@ -188,11 +137,7 @@ def spend(
         if chart is not None:
             spend_chart(report, chart)
             info(f"wrote {chart}")
-        head, rows = spend_rows(report)
-        _emit_as(fmt, output, lambda: dumps(report),
-                 lambda: md_table(head, rows) + "\n" + "\n".join(
-                     f"- {line}" for line in spend_footer(report)) + "\n",
-                 lambda: _table(f"ptplan spend: {plan.spec_name}", head, rows,
-                                spend_footer(report)))
+        _emit_as(fmt, output, lambda: dumps(report), lambda: spend_markdown(report),
+                 lambda: spend_table(report, plan.spec_name))
 
     _run(go)

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ptplan.core.clock import today
 from ptplan.core.errors import InputError
-from ptplan.core.yamlio import quoted, read_mapping, validate
+from ptplan.core.yamlio import quoted
 from ptplan.ledger.records import (
     Cost,
     Result,
@@ -22,6 +22,7 @@ from ptplan.ledger.records import (
     merge_costs,
     parse_run,
 )
+from ptplan.plan.load import load_plan
 from ptplan.plan.schema import Plan
 
 _COST = re.compile(r"^(?P<phase>[a-z-]+)(/(?P<cap>[a-z_-]+))?=(?P<usd>[^=]+)$")
@@ -70,7 +71,7 @@ def build_run(run_id: str, *, plan: Path | None, spec: Path | None, project: str
               date: str | None, note: str) -> RunRecord:
     p: Plan | None = None
     if plan is not None:
-        p = validate(Plan, read_mapping(str(plan), "plan"), f"plan {quoted(plan)}")
+        p = load_plan(plan)
     spec_text = None
     if spec is not None:
         from ptplan.spec.project import load_spec

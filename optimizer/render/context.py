@@ -4,25 +4,36 @@ Pools → groups. A plan pool holds allocations per (instance type, capacity typ
 (pool, capacity type, zone, instance type) cell becomes one *group* (``<pool>-<capacity>``, the
 zone or type appended only where a capacity type spans several): one KubeRay worker group, one
 Karpenter NodePool with its own EC2NodeClass, one GKE node pool, one SkyPilot task. Region-level
-allocations sit in the plan's zone (:func:`ptplan.render.deploy.site_zone`). Groups carry the
+allocations sit in the plan's zone (:func:`ptplan.plan.deployment.site_zone`; the groups and
+their names: :func:`ptplan.plan.deployment.group_cells`). Groups carry the
 node labels pods select (``ptplan.io/group``, ``ptplan.io/pool``, ``ptplan.io/capacity-type``),
 only the accelerator taint (which the device plugins tolerate), the Ray custom resource of their
 pool and, for multi-node AWS trainers, EFA.
 
 Cost labels (every resource): ``ptplan-project``, ``ptplan-pool``, ``ptplan-phase``,
 ``ptplan-method``, ``ptplan-capacity-type``, sanitised per platform (Kubernetes label values,
-GCP labels, AWS tags); see :mod:`ptplan.render.names`.
+GCP labels, AWS tags); see :mod:`ptplan.plan.tags` and :mod:`ptplan.plan.names`.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
 from typing import Any
 
 from ptplan.core.errors import InputError
+from ptplan.plan.deployment import CAPACITY_ORDER, group_cells, project_slug, site_zone
+from ptplan.plan.names import (
+    SKY_ACCELERATOR,
+    dns_name,
+    gke_accelerator,
+    gpu_resource,
+    k8s_label,
+    tf_name,
+)
 from ptplan.plan.schema import Plan
+from ptplan.plan.tags import CAPACITY_LABEL, label_sets
+from ptplan.providers.blocks import calendar_reservation_name
 from ptplan.render import gpudirect
 from ptplan.render.budgets import extra_context
 from ptplan.render.cpu_pools import cpu_groups
@@ -35,32 +46,16 @@ from ptplan.render.deploy import (
     efa_count,
     ray_resource,
     restart_budget,
-    site_zone,
 )
 from ptplan.render.facts import Facts
 from ptplan.render.launch import _pool, launch_args, verl_words
 from ptplan.render.lifecycle import ABORT_MULTIPART_DAYS, lifecycle_rules
-from ptplan.render.names import (
-    SKY_ACCELERATOR,
-    aws_tag,
-    dns_name,
-    gcp_label,
-    gke_accelerator,
-    gpu_resource,
-    k8s_label,
-    tf_name,
-)
 from ptplan.render.transport import ray_entrypoint
-from ptplan.providers.blocks import calendar_reservation_name
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the
 launch installs the framework at the pinned release (``launch.install``: SkyPilot ``setup``, the
 launch scripts). Any image with CUDA, torch, vLLM and Ray works (--image)."""
-CAPACITY_LABEL = {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved",
-                  "block": "block", "flex_start": "flex-start"}
-CAPACITY_ORDER = {"reserved": 0, "block": 0, "on_demand": 1, "flex_start": 1, "spot": 2}
-"""Kueue flavor preference: capacity already paid for first, then on-demand, then spot."""
 HEAD_CPU, HEAD_MEMORY = "4", "16Gi"
 """The Ray head runs no work (num-cpus 0); its requests are a fixed small default."""
 SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
@@ -70,38 +65,6 @@ SUBMITTER = {"cpu": "500m", "memory": "200Mi"}
 submitter as its own pod set in K8sJobMode (kueue pkg/controller/jobs/rayjob/
 rayjob_controller.go: submitterJobPodSetName)."""
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-
-
-def _labels(project: str, pool: str, phase: str, method: str, capacity: str,
-            sanitize: Callable[[str], str]) -> dict[str, str]:
-    return {"ptplan-project": sanitize(project), "ptplan-pool": sanitize(pool),
-            "ptplan-phase": sanitize(phase), "ptplan-method": sanitize(method),
-            "ptplan-capacity-type": sanitize(capacity)}
-
-
-SANITIZE: dict[str, Callable[[str], str]] = {"k8s": k8s_label, "gcp": gcp_label, "aws": aws_tag}
-GROUP_TAGS = {"phase": "ptplan-phase", "pool": "ptplan-pool",
-              "capacity_type": "ptplan-capacity-type"}
-"""``ptplan spend --group``: the cost tag that splits the bill."""
-
-
-def run_cost_tags(plan: Plan, platform: str) -> dict[str, str]:
-    """The run-level cost tags on every rendered resource, as ``platform`` spells them: what
-    ``ptplan spend`` filters the bill by and ``render --target budgets`` filters budgets by."""
-    f = SANITIZE[platform]
-    return {"ptplan-project": f(plan.spec_name), "ptplan-method": f(plan.method)}
-
-
-def group_tag_value(pool: Any, capacity_type: str, group: str, platform: str) -> str:
-    """The value of the ``GROUP_TAGS[group]`` tag on a pool's nodes of one capacity type."""
-    value = {"phase": "-".join(pool.phases), "pool": pool.name,
-             "capacity_type": CAPACITY_LABEL.get(capacity_type, capacity_type)}[group]
-    return SANITIZE[platform](value)
-
-
-def _label_sets(plan: Plan, pool: str, phase: str, capacity: str) -> dict[str, dict[str, str]]:
-    return {name: _labels(plan.spec_name, pool, phase, plan.method, capacity, f)
-            for name, f in (("k8s", k8s_label), ("gcp", gcp_label), ("aws", aws_tag))}
 
 
 def _booking(plan: Plan, pool: str, ct: str, it: str) -> dict[str, Any] | None:
@@ -119,62 +82,46 @@ def _booking(plan: Plan, pool: str, ct: str, it: str) -> dict[str, Any] | None:
             if ct == "block" and plan.provider == "gcp" else None}
 
 
-def _group_name(pool: str, label: str, zone: str, it: str, split_zone: bool,
-                split_type: bool) -> str:
-    parts = [pool, label] + ([zone] if split_zone and zone else []) + \
-        ([it] if split_type else [])
-    return dns_name("-".join(parts), 30)
-
-
 def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
     """One group per (pool, capacity type, zone, instance type) of the plan: one node pool, one
     Ray worker group, one SkyPilot task. Region-level allocations sit in ``site``."""
     groups = []
-    for pool in plan.pools:
-        cells: dict[tuple[str, str, str], list[Any]] = {}
-        for a in pool.allocations:
-            if a.nodes > 0:
-                cells.setdefault((a.capacity_type, a.zone or site, a.instance_type), []).append(a)
-        for ct, zone, it in sorted(cells, key=lambda c: (CAPACITY_ORDER.get(c[0], 9), c)):
-            allocs = cells[(ct, zone, it)]
-            label = CAPACITY_LABEL.get(ct, ct)
-            same_ct = [c for c in cells if c[0] == ct]
-            name = _group_name(pool.name, label, zone, it,
-                               len({c[1] for c in same_ct}) > 1, len({c[2] for c in same_ct}) > 1)
-            full = dns_name(f"{slug}-{name}", 63)
-            phase = "-".join(pool.phases)
-            node_labels = {"ptplan.io/group": full, "ptplan.io/pool": k8s_label(pool.name),
-                           "ptplan.io/capacity-type": label}
-            efa = efa_count(plan, pool, it)
-            res = gpu_resource(pool.gpu)
-            gd = gpudirect.stack(plan, pool, it)
-            groups.append({
-                "name": name, "full_name": full, "tf": tf_name(name),
-                "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
-                "provider": pool.provider, "region": pool.region, "gpu_resource": res,
-                "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
-                "gpus_per_node": pool.gpus_per_node, "nodes": sum(a.nodes for a in allocs),
-                "capacity_type": ct, "capacity_label": label, "spot": ct == "spot",
-                "reserved": ct in ("reserved", "block"), "block": ct == "block",
-                "flex_start": ct == "flex_start",
-                # Karpenter's capacity types: a capacity block is a capacity reservation
-                "karpenter_capacity": "reserved" if ct == "block" else label,
-                "booking": _booking(plan, pool.name, ct, it),
-                "instance_type": it, "instance_types": [it],
-                "zone": zone, "zones": [zone] if zone else [],
-                "accelerator": gke_accelerator(pool.gpu, it),
-                "usd_per_hour": round(sum(a.nodes * a.usd_per_hour for a in allocs), 6),
-                "runs_update": "update" in pool.phases,
-                "labels": _label_sets(plan, pool.name, phase, label),
-                "node_labels": node_labels, "node_selector": dict(node_labels), "efa": efa,
-                "ray_resource": ray_resource(pool.name),
-                "boot_disk_gb": boot_disk_gb(plan, pool),
-                "taints": [{"key": res, "effect": "NoSchedule"}],
-                "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
-                "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
-                "gpudirect": gpudirect.pod(gd, gpudirect.networks(slug, gd.nics)) if gd else None,
-                "sky_network_tier": "best" if gd and it in gpudirect.SKY_TCPX_TYPES else None,
-            })
+    for cell in group_cells(plan, slug, site):
+        pool, ct, zone, it = cell.pool, cell.capacity_type, cell.zone, cell.instance_type
+        allocs, label, name, full = cell.allocations, cell.label, cell.name, cell.full_name
+        phase = "-".join(pool.phases)
+        node_labels = {"ptplan.io/group": full, "ptplan.io/pool": k8s_label(pool.name),
+                       "ptplan.io/capacity-type": label}
+        efa = efa_count(plan, pool, it)
+        res = gpu_resource(pool.gpu)
+        gd = gpudirect.stack(plan, pool, it)
+        groups.append({
+            "name": name, "full_name": full, "tf": tf_name(name),
+            "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
+            "provider": pool.provider, "region": pool.region, "gpu_resource": res,
+            "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
+            "gpus_per_node": pool.gpus_per_node, "nodes": sum(a.nodes for a in allocs),
+            "capacity_type": ct, "capacity_label": label, "spot": ct == "spot",
+            "reserved": ct in ("reserved", "block"), "block": ct == "block",
+            "flex_start": ct == "flex_start",
+            # Karpenter's capacity types: a capacity block is a capacity reservation
+            "karpenter_capacity": "reserved" if ct == "block" else label,
+            "booking": _booking(plan, pool.name, ct, it),
+            "instance_type": it, "instance_types": [it],
+            "zone": zone, "zones": [zone] if zone else [],
+            "accelerator": gke_accelerator(pool.gpu, it),
+            "usd_per_hour": round(sum(a.nodes * a.usd_per_hour for a in allocs), 6),
+            "runs_update": "update" in pool.phases,
+            "labels": label_sets(plan, pool.name, phase, label),
+            "node_labels": node_labels, "node_selector": dict(node_labels), "efa": efa,
+            "ray_resource": ray_resource(pool.name),
+            "boot_disk_gb": boot_disk_gb(plan, pool),
+            "taints": [{"key": res, "effect": "NoSchedule"}],
+            "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
+            "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
+            "gpudirect": gpudirect.pod(gd, gpudirect.networks(slug, gd.nics)) if gd else None,
+            "sky_network_tier": "best" if gd and it in gpudirect.SKY_TCPX_TYPES else None,
+        })
     for g in groups:
         # KubeRay pastes rayStartParams into `ray start` run by bash; it writes custom
         # resources itself as '<json>' (ray-operator/controllers/ray/common/pod.go,
@@ -196,7 +143,7 @@ def _quantity(values: list[str]) -> str:
 
 def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                   cluster: str = "ptplan") -> dict[str, Any]:
-    slug = dns_name(plan.spec_name, 30)
+    slug = project_slug(plan)
     site, deploy_notes = site_zone(plan)
     groups = _groups(plan, slug, site)
     launch = launch_args(plan, facts)
@@ -221,9 +168,9 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                            if g["capacity_type"] == ct) for res in resources}
         flavors.append({"name": dns_name(f"{slug}-{label}", 63), "capacity_label": label,
                         "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
-                        "labels": _label_sets(plan, "all", "all", label)})
+                        "labels": label_sets(plan, "all", "all", label)})
     backoff, interruptions = restart_budget(plan)
-    project_labels = _label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
+    project_labels = label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"))
     return {
         "project": {"name": plan.spec_name, "slug": slug, "tf": tf_name(slug),
@@ -234,9 +181,9 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                     "makespan_hours": round(plan.makespan_hours, 2), "steps": plan.steps,
                     "cluster": cluster, "image": image},
         "labels": project_labels,
-        "storage_labels": _label_sets(plan, "storage", "checkpoint", "none"),
+        "storage_labels": label_sets(plan, "storage", "checkpoint", "none"),
         "groups": groups, "flavors": flavors,
-        "cpu_groups": cpu_groups(plan, slug, _label_sets, site),
+        "cpu_groups": cpu_groups(plan, slug, label_sets, site),
         "resources": resources,
         "bucket": {"name": dns_name(f"ptplan-{slug}-{plan.spec_digest[7:15]}", 63),
                    "store": "s3" if plan.provider == "aws" else "gcs",

@@ -6,7 +6,8 @@ torn down, boot disks, EFA, and the Ray resource that pins each role to its pool
   network item says otherwise, so every node lives in the zone its allocation names, and an
   allocation without a zone (region-level on-demand or reserved rows) in the plan's ``zone``
   (the trainer's). A plan without a zone (no spot node anywhere) gets one zone that offers every
-  instance type of the plan in the embedded catalog (first by name), with a note.
+  instance type of the plan in the embedded catalog (first by name), with a note
+  (:func:`ptplan.plan.deployment.site_zone`).
 * **Restarts** (RayJob ``backoffLimit``): the plan prices E = Σ nodes × λ × hours interruptions
   of its spot nodes, each costing restart time and lost work, after which the job resumes from
   its last checkpoint (``trainer.resume_mode=auto``). Any Ray worker lost fails the driver, so
@@ -36,8 +37,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ptplan.plan.names import dns_name
 from ptplan.plan.schema import Plan
-from ptplan.render.names import dns_name
 
 CAPACITY_WAIT_SECONDS = 3600
 """How long a RayJob may wait for its nodes before the attempt fails (preRunningDeadline)."""
@@ -53,34 +54,6 @@ EFA_INTERFACES = {"p4d.24xlarge": 4, "p4de.24xlarge": 4, "p5.48xlarge": 32, "p5e
 ``NetworkInfo.EfaInfo.MaximumEfaInterfaces``; AWS EC2 User Guide, "EFA supported instance
 types"). A multi-node trainer is priced at its GPUs' scale-out bandwidth (the reference system's
 InfiniBand), which on AWS only EFA gives: its pods request ``vpc.amazonaws.com/efa``."""
-
-
-def site_zone(plan: Plan) -> tuple[str, list[str]]:
-    """The zone region-level allocations are pinned to, and notes."""
-    if plan.zone:
-        return plan.zone, []
-    zoned = sorted({a.zone for p in plan.pools for a in p.allocations if a.zone and a.nodes})
-    if zoned:
-        return zoned[0], []
-    types = {(p.provider, p.region, a.instance_type) for p in plan.pools for a in p.allocations}
-    try:
-        from ptplan.providers.embedded import embedded_catalog
-
-        offers = embedded_catalog().offers
-    except Exception:  # pragma: no cover - the embedded catalog always loads
-        offers = ()
-    common: set[str] | None = None
-    for key in types:
-        zones = {o.zone for o in offers if o.zone and (o.provider, o.region, o.instance_type)
-                 == key}
-        common = zones if common is None else common & zones
-    if common:
-        zone = sorted(common)[0]
-        return zone, [f"zone: the plan has no zoned node; every pool is pinned to {zone}, a "
-                      "zone of the embedded catalog that offers all its instance types "
-                      "(same-zone traffic, as priced)"]
-    return "", ["zone: the plan has no zone and no catalog zone offers all its instance "
-                "types; pools are region-level (cross-zone traffic is not priced)"]
 
 
 def restart_budget(plan: Plan) -> tuple[int, float]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptplan.render.names import dns_name, tf_name
+from ptplan.plan.names import dns_name, tf_name
 
 LIB_HOST = "/home/kubernetes/bin/nvidia/lib64"
 LIB = "/usr/local/nvidia/lib64"

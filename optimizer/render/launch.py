@@ -13,10 +13,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ptplan.plan.names import dns_name
 from ptplan.plan.schema import REGENERATE, Plan
 from ptplan.render.facts import Facts
 from ptplan.render.frameworks import openrlhf_0_11, pool, verl_0_9
-from ptplan.render.names import dns_name
 
 MODULES = {"verl": verl_0_9, "openrlhf": openrlhf_0_11}
 NO_SPEC = ("ptplan: rendered without --spec: the run settings the plan was priced with (batch, "

@@ -17,7 +17,7 @@ base64, as ``python3 -c BOOT <source> <roles> <module> <args>``): it wraps Ray's
 pool resource, in the driver and, through the runtime environment's
 ``worker_process_setup_hook``, in every Ray worker (veRL builds its groups in the TaskRunner
 actor). :func:`roles` is the role → pool map, the same the framework modules size the roles
-from; ``render --check`` (rule ``roles``, :mod:`ptplan.render.check_roles`) re-derives it
+from; ``render --check`` (rule ``roles``, :mod:`ptplan.render.checks.roles`) re-derives it
 from the plan's phases and checks the rendered Ray nodes against it.
 """
 

@@ -1,10 +1,11 @@
 """Deployment configs from a verified plan: targets → files.
 
-Rendering sees only a :class:`~ptplan.plan.schema.Plan` (and, for plans of schema 1 that do
-not record their lifecycle, optionally the spec it was made from). It never re-plans. The
+Rendering sees only a :class:`~ptplan.plan.schema.Plan` (read by
+:func:`ptplan.plan.load.load_plan`; and, for plans of schema 1 that do not record their
+lifecycle, optionally the spec it was made from). It never re-plans. The
 template context (pools → groups, cost labels) is built by :mod:`ptplan.render.context`,
 launch arguments by :mod:`ptplan.render.launch`, bucket rules by
-:mod:`ptplan.render.lifecycle`; names are sanitised by :mod:`ptplan.render.names`.
+:mod:`ptplan.render.lifecycle`; names are sanitised by :mod:`ptplan.plan.names`.
 """
 
 from __future__ import annotations
@@ -17,28 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from ptplan.core.errors import InputError
+from ptplan.plan.names import k8s_label
 from ptplan.plan.schema import Plan
 from ptplan.render.context import DEFAULT_IMAGE, build_context
 from ptplan.render.facts import facts_for
 from ptplan.render.frameworks import parse_framework
 from ptplan.render.kinds import Target
 from ptplan.render.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
-from ptplan.render.names import k8s_label
 
 __all__ = ["DEFAULT_IMAGE", "RENDERERS", "TARGETS", "NotApplicable", "build_context",
-           "facts_for", "k8s_label", "lifecycle_rules", "load_plan", "render_plan",
-           "write_files"]
+           "facts_for", "k8s_label", "lifecycle_rules", "render_plan", "write_files"]
 
 OPT_IN = (Target.guard, Target.budgets)
 """Targets only written when asked for by name (``--target all`` leaves them out)."""
 TARGETS: tuple[str, ...] = tuple(t.value for t in Target
                                  if t is not Target.all and t not in OPT_IN)
-
-
-def load_plan(path: str | Path) -> Plan:
-    from ptplan.core.yamlio import quoted, read_mapping, validate
-
-    return validate(Plan, read_mapping(str(path), "plan"), f"plan {quoted(path)}")
 
 
 class NotApplicable(Exception):

@@ -26,6 +26,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ptplan.core.errors import InputError, ProviderError
+from ptplan.plan.deployment import group_cells, project_slug, site_zone
+from ptplan.plan.names import gpu_resource
+from ptplan.plan.schema import Plan
+from ptplan.plan.tags import run_cost_tags
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 OPERATION_WAIT_SECONDS = 600
@@ -34,7 +38,7 @@ POLL_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Targets:
-    """What render deployed for a plan (from ``ptplan.render.context``)."""
+    """What render deployed for a plan, by the names it gave it (:func:`targets_for`)."""
 
     provider: str
     region: str
@@ -45,6 +49,21 @@ class Targets:
     cluster: str = "ptplan"
     gcp_project: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+
+
+def targets_for(plan: Plan, namespace: str, cluster: str, gcp_project: str | None) -> Targets:
+    """The objects ``render`` deployed for ``plan`` into ``cluster`` (its names from
+    :mod:`ptplan.plan.deployment`, as :mod:`ptplan.render.context` gives them), and the run's
+    cost tags on the platform's spelling."""
+    slug = project_slug(plan)
+    cells = group_cells(plan, slug, site_zone(plan)[0])
+    return Targets(provider=plan.provider, region=plan.region, rayjob=slug, namespace=namespace,
+                   karpenter_nodepools=tuple((c.full_name, gpu_resource(c.pool.gpu))
+                                             for c in cells),
+                   gke_node_pools=tuple(c.name for c in cells), cluster=cluster,
+                   gcp_project=gcp_project,
+                   tags=run_cost_tags(plan, plan.provider if plan.provider in ("aws", "gcp")
+                                      else "k8s"))
 
 
 ASG_PERMISSIONS = "autoscaling:DescribeAutoScalingGroups, autoscaling:UpdateAutoScalingGroup"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ptplan.plan.names import gpu_resource
 from ptplan.render.frameworks import (
     VERL_0_9,
     Geometry,
@@ -28,7 +29,6 @@ from ptplan.render.frameworks import (
     phase,
     scoring_models,
 )
-from ptplan.render.names import gpu_resource
 from ptplan.render.paths import launch_path
 from ptplan.render.pinning import launcher_words, roles
 

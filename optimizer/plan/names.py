@@ -1,7 +1,8 @@
 """Label, tag and resource-name syntax of the deployment platforms (Kubernetes, GCP, AWS,
 DNS-1123, Terraform) and the accelerator names each platform uses. Every value rendered from a
-plan passes through one of these, so a plan's names (spec name, pool names) can never break a
-file's syntax."""
+plan (:mod:`ptplan.render`), every cost tag (:mod:`ptplan.plan.tags`) and every deployed name
+(:mod:`ptplan.plan.deployment`) passes through one of these, so a plan's names (spec name, pool
+names) can never break a file's syntax."""
 
 from __future__ import annotations
 

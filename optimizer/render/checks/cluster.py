@@ -36,10 +36,12 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
 * **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
   ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
   AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
+* **cpu_pools** — every CPU pool of the plan has one node pool of its type, capacity, limits,
+  zone and taint (:mod:`ptplan.render.checks.cpu_pools`).
 * **roles** — each framework role asks Ray for its planned pool's resource, offered by that
-  pool's nodes only, one unit per GPU (:mod:`ptplan.render.check_roles`).
+  pool's nodes only, one unit per GPU (:mod:`ptplan.render.checks.roles`).
 * **gpudirect** — a multi-node GKE A3 trainer has its GPUDirect-TCPX(O) networks, interfaces,
-  daemon and NCCL settings; no other pool has them (:mod:`ptplan.render.check_gpudirect`).
+  daemon and NCCL settings; no other pool has them (:mod:`ptplan.render.checks.gpudirect`).
 * **paths** — every ``/checkpoints/…`` path the launch writes maps, through the mount (KubeRay
   ``subPath``, SkyPilot ``file_mounts`` ``source``), to a bucket key under a lifecycle rule.
 """
@@ -48,12 +50,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ptplan.plan.deployment import site_zone
+from ptplan.plan.names import k8s_label
 from ptplan.plan.schema import Plan
-from ptplan.render.check_io import _docs, _hcl, _rayjob, _resources
-from ptplan.render.check_paths import check_paths, entry_words
-from ptplan.render.cpu_pools import check_cpu_node_pools
-from ptplan.render.deploy import boot_disk_gb, site_zone
-from ptplan.render.names import k8s_label
+from ptplan.render.checks.cpu_pools import check_cpu_node_pools
+from ptplan.render.checks.paths import check_paths, entry_words
+from ptplan.render.checks.readers import _docs, _hcl, _rayjob, _resources
+from ptplan.render.deploy import boot_disk_gb
 
 COST_KEYS = ("ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
              "ptplan-capacity-type")
@@ -362,8 +365,8 @@ def check_render(plan: Plan, files: dict[str, str]) -> list[str]:
     _check_disks(plan, files, out)
     _check_tags(plan, files, out)
     check_paths(files, out)
-    from ptplan.render.check_gpudirect import check_gpudirect
-    from ptplan.render.check_roles import check_roles
+    from ptplan.render.checks.gpudirect import check_gpudirect
+    from ptplan.render.checks.roles import check_roles
 
     check_roles(plan, files, entry_words, out)
     check_gpudirect(plan, files, out)

@@ -23,10 +23,10 @@ from typing import Any
 
 import yaml
 
+from ptplan.plan.names import gcp_label, k8s_label
 from ptplan.plan.schema import Plan
-from ptplan.render.check_io import _hcl, _rayjob, _resources
+from ptplan.render.checks.readers import _hcl, _rayjob, _resources
 from ptplan.render.gpudirect import LIB, SKY_TCPX_TYPES, stack
-from ptplan.render.names import gcp_label, k8s_label
 
 IFNAME = {"GPUDirect-TCPX": "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
           "GPUDirect-TCPXO": "NCCL_FASTRAK_IFNAME"}

@@ -27,9 +27,9 @@ from typing import Any
 
 import yaml
 
+from ptplan.plan.names import aws_tag, gcp_label, k8s_label
 from ptplan.plan.schema import Plan
 from ptplan.render.deploy import ray_resource
-from ptplan.render.names import aws_tag, gcp_label, k8s_label
 from ptplan.render.pinning import BOOT, parse_launch
 
 ROLE_PHASE = {"trainer": "update", "critic": "update", "rollout": "rollout",

@@ -1,6 +1,6 @@
 """``render --check`` rule ``paths``: every checkpoint path the rendered job writes lies under a
 bucket key that a rendered lifecycle rule covers, and the words the training process receives
-from a RayJob entrypoint (:mod:`ptplan.render.check`)."""
+from a RayJob entrypoint (:mod:`ptplan.render.checks.cluster`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import shlex
 import subprocess
 from typing import Any
 
-from ptplan.render.check_io import _docs, _rayjob
+from ptplan.render.checks.readers import _docs, _rayjob
 
 
 def entry_words(entrypoint: str) -> list[str]:
