@@ -41,8 +41,8 @@ def opd_other(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, fl
     """The OPD candidate with annotation $1,000 (once) and ops $10/h; its plan's total and
     hours as ``ptplan plan`` makes them."""
     from ptplan.planner.api import plan
-    from ptplan.spec.project import load_spec
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     d = tmp_path_factory.mktemp("other")
     spec = d / "opd-other.yaml"
@@ -99,8 +99,8 @@ def test_html_whole_cost_by_part_has_the_other_costs(
         tmp_path: Path, opd_other: tuple[Path, float, float]) -> None:
     """The HTML comparison's cost-by-part chart and table carry the other costs, so its parts
     add up to the planned cost again (run + data generation + other = C)."""
-    from ptplan.cli.compare import compare_footer, compare_rows
     from ptplan.report.html_methods import compare_doc
+    from ptplan.report.tables_compare import compare_footer, compare_rows
 
     r = _compare(tmp_path, str(SFT), str(opd_other[0]))
     doc = compare_doc(r, compare_rows(r), compare_footer(r))

@@ -34,6 +34,12 @@ def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str
     from ptplan.planner.api import pareto, plan
     from ptplan.policies.model import load_policy
     from ptplan.providers.registry import load_catalog
+    from ptplan.report.tables_campaign import (
+        campaign_footer,
+        campaign_markdown,
+        campaign_rows,
+        campaign_table,
+    )
 
     pol = load_policy(str(policy) if policy else None)
     cat = load_catalog(catalog)
@@ -58,49 +64,6 @@ def plan_campaign_cmd(path: Path, catalog: str, policy: Path | None, solver: str
 
     _emit_as(fmt, output, lambda: dumps(r), lambda: campaign_markdown(r),
              lambda: campaign_table(r), html)
-
-
-def campaign_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["stage", "method", "after", "point", "where", "start h", "end h", "cost $"]
-    rows = []
-    for s in r["stages"]:
-        p = s["plan"]
-        rows.append([s["name"], s["method"], ", ".join(s["after"]) or "-",
-                     f"{s['point'] + 1} of {len(s['frontier'])}",
-                     f"{p['provider']}:{p['region']}", f"{s['start_hours']:.2f}",
-                     f"{s['end_hours']:.2f}", p["total_cost_usd"]])
-    for st in r["stored"]:
-        rows.append([f"store {st['stage']}", st["what"], f"{st['gb']:.1f} GB", "",
-                     f"{st['provider']}:{st['region']} {st['tier']}", "", "",
-                     f"{st['cost_usd']:.2f}"])
-    for h in r["handovers"]:
-        rows.append([f"{h['from']} -> {h['to']}", h["what"], f"{h['gb']:.1f} GB", "",
-                     h["path"], "", "", f"{h['cost_usd']:.2f}"])
-    rows.append(["total", "", "", "", "", "0.00", f"{r['makespan_hours']:.2f}",
-                 f"{r['total_cost_usd']:.2f}"])
-    return head, rows
-
-
-def campaign_footer(r: dict[str, Any]) -> list[str]:
-    budget = f"${r['budget_usd']:,.2f}" if r["budget_usd"] is not None else "none"
-    return [f"campaign {r['name']}: makespan {r['makespan_hours']:.2f} h (deadline "
-            f"{r['deadline_hours']:g} h), total ${r['total_cost_usd']:,.2f} = stages "
-            f"${r['stages_cost_usd']:,.2f} + hand-overs ${r['handover_cost_usd']:,.2f}; budget "
-            f"{budget}", "critical path: " + " -> ".join(r["critical_path"]),
-            f"solver {r['solver']['name']}: {r['solver']['status']}", r["note"]]
-
-
-def campaign_table(r: dict[str, Any]) -> str:
-    from ptplan.report.tables import _table
-
-    return _table(f"ptplan plan: campaign {r['name']}", *campaign_rows(r), campaign_footer(r))
-
-
-def campaign_markdown(r: dict[str, Any]) -> str:
-    from ptplan.report.tables import md_table
-
-    return (f"# ptplan plan: campaign {r['name']}\n\n" + md_table(*campaign_rows(r)) + "\n"
-            + "\n".join(f"- {line}" for line in campaign_footer(r)) + "\n")
 
 
 def load_campaign_json(path: Path) -> dict[str, Any]:

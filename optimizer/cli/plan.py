@@ -41,9 +41,9 @@ def estimate(
 
     def go() -> None:
         from ptplan.demand.estimate import estimate as run
+        from ptplan.providers.registry import load_catalog
         from ptplan.report.tables import estimate_markdown, estimate_table
         from ptplan.spec.project import load_spec
-        from ptplan.providers.registry import load_catalog
 
         s = load_spec(str(spec))
         names = list(gpu) if gpu else load_catalog(catalog).gpus()
@@ -92,10 +92,10 @@ def plan(
         from ptplan.cli.campaign import is_campaign_file, plan_campaign_cmd
         from ptplan.cli.report import html_page
         from ptplan.planner.api import plan as make_plan
-        from ptplan.report.tables import plan_markdown, plan_table
-        from ptplan.spec.project import load_spec
         from ptplan.policies.model import load_policy
         from ptplan.providers.registry import load_catalog
+        from ptplan.report.tables import plan_markdown, plan_table
+        from ptplan.spec.project import load_spec
 
         if is_campaign_file(spec):
             if risk is not None or objective.value != "cost":
@@ -136,10 +136,10 @@ def _risk_plan(s: Any, cat: Any, pol: Any, objective: str, solver: str, timings:
                risk: str, trials: int, seed: int, correlated: float, fmt: ReportFormat,
                output: Path | None, explain: bool) -> None:
     """``plan --risk pNN`` (:mod:`ptplan.risk.tighten`)."""
-    from ptplan.cli.simulate import risk_lines
     from ptplan.core.errors import InputError
     from ptplan.planner.api import plan as make_plan
     from ptplan.report.tables import plan_markdown, plan_table
+    from ptplan.report.tables_simulate import risk_lines
     from ptplan.risk.runner import check_counts
     from ptplan.risk.summary import parse_quantile
     from ptplan.risk.tighten import RiskOptions, risk_plan
@@ -233,10 +233,10 @@ def pareto(
 
     def go() -> None:
         from ptplan.planner.api import pareto as run
-        from ptplan.report.tables import pareto_markdown, pareto_table
-        from ptplan.spec.project import load_spec
         from ptplan.policies.model import load_policy
         from ptplan.providers.registry import load_catalog
+        from ptplan.report.tables import pareto_markdown, pareto_table
+        from ptplan.spec.project import load_spec
 
         s = with_start_after(load_spec(str(spec)), start_after)
         cat = load_catalog(catalog)

@@ -1,18 +1,21 @@
 """``ptplan prices``: pull live prices into the local cache, show them, diff two catalogs.
 
 * ``refresh --provider aws|gcp [--regions R,...] [--instance-type T]... [--endpoint URL]
-  [--cache PATH]`` pulls through the provider SDK (``ptplan.providers.aws`` / ``ptplan.providers.gcp``) with a
-  progress bar on stderr, then writes the complete pull into the cache in one transaction
-  (``ptplan.providers.cache``). Faults exit 3 with one line and leave the cache as it was.
+  [--cache PATH]`` pulls through the provider SDK (``ptplan.providers.aws`` /
+  ``ptplan.providers.gcp``) with a progress bar on stderr, then writes the complete pull into
+  the cache in one transaction (``ptplan.providers.cache``). Faults exit 3 with one line and
+  leave the cache as it was.
 * ``show [--gpu G] [--provider P] [--region R] [--format table|json] [--catalog C]``: per
   (GPU, provider, instance type, region): on-demand, cheapest spot zone and the cheapest
   effective 1y/3y reserved rate per hour (JSON lists every reserved option with its upfront fee
   and hourly part), like ``sky gpus list``.
 * ``savings-plans --instance-type T... [--regions R,...] [--endpoint URL] [-o FILE]``: live
-  No Upfront Compute and EC2 Instance Savings Plans rates (``ptplan.providers.aws_savings``), as the
-  rates file a portfolio's ``commitments[].rates_file`` reads (JSON), or a table.
+  No Upfront Compute and EC2 Instance Savings Plans rates (``ptplan.providers.aws_savings``), as
+  the rates file a portfolio's ``commitments[].rates_file`` reads (JSON), or a table.
 * ``diff OLD NEW``: offers and reserved rates changed (with the % change), added and removed
   between two catalogs (``embedded``, ``cache``, a ``*.sqlite`` cache file or a catalog YAML).
+
+The tables are :mod:`ptplan.report.tables_prices`'.
 """
 
 from __future__ import annotations
@@ -80,13 +83,9 @@ def savings_plans(
         if output is not None:
             _emit(dumps(data), output)
             return
-        from ptplan.report.tables import text_table
+        from ptplan.report.tables_prices import savings_plans_table
 
-        rows = [[r["plan_type"], f"{r['term_years']}y", r["region"], r["instance_type"],
-                 f"{r['usd_per_hour']:.6g}"] for r in data["rates"]]
-        typer.echo(text_table(["plan", "term", "region", "instance", "$/h (No Upfront)"], rows,
-                              f"AWS Savings Plans rates ({data['source']}; as_of "
-                              f"{data['as_of']})"), nl=False)
+        typer.echo(savings_plans_table(data), nl=False)
 
     _run(go)
 
@@ -209,41 +208,6 @@ def show_rows(catalog: Any, gpu: str | None, provider: str | None, region: str |
     return out
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.4f}" if value < 10 else f"{value:,.2f}"
-
-
-def _best(row: dict[str, Any], years: int) -> str:
-    opts = [r for r in row["reserved"] if r["term_years"] == years]
-    if not opts:
-        return "-"
-    best = opts[0]
-    label = ", ".join(x for x in (best["offering_class"], best["purchase_option"]) if x)
-    assumed = "assumption" if best["assumption"] else ""
-    notes = "; ".join(x for x in (label, assumed) if x)
-    return _money(best["effective_usd_per_hour"]) + (f" ({notes})" if notes else "")
-
-
-def show_table(catalog: Any, rows: list[dict[str, Any]]) -> str:
-    from ptplan.report.tables import _table
-
-    header = ["GPU", "QTY", "PROVIDER", "INSTANCE_TYPE", "REGION", "ON-DEMAND $/h",
-              "SPOT $/h (zone)", "1Y RESERVED eff. $/h", "3Y RESERVED eff. $/h"]
-    body = [[r["gpu"], str(r["gpus_per_node"]), r["provider"], r["instance_type"], r["region"],
-             _money(r["on_demand_usd_per_hour"]),
-             _money(r["spot_usd_per_hour"]) + (f" ({r['spot_zone']})" if r["spot_zone"] else ""),
-             _best(r, 1), _best(r, 3)] for r in rows]
-    age = catalog.age_days()
-    footer = [f"catalog {catalog.name}, as_of {catalog.as_of}"
-              + (f" ({age} days old)" if age is not None else ""),
-              "reserved: cheapest effective rate = hourly + upfront / term hours (every option, "
-              "with upfront fee and hourly part: --format json); for buying, not used by `plan`"]
-    stale = catalog.staleness_warning()
-    if stale:
-        footer.append(f"warning: {stale}")
-    return _table(f"ptplan prices: {len(rows)} instance types x regions", header, body, footer)
-
-
 @prices_app.command("show")
 def show(
     gpu: str = typer.Option(None, "--gpu", help="Only this GPU (aliases accepted)."),
@@ -272,6 +236,8 @@ def show(
                          "filters": {"gpu": canon, "provider": provider, "region": region},
                          "rows": rows}), output)
         else:
+            from ptplan.report.tables_prices import show_table
+
             _emit(show_table(cat, rows), output)
 
     _run(go)
@@ -312,29 +278,6 @@ def diff_catalogs(old: Any, new: Any, provider: str | None = None) -> dict[str, 
     return out
 
 
-def diff_table(d: dict[str, Any]) -> str:
-    from ptplan.report.tables import _table
-
-    body: list[list[str]] = []
-    for label in ("offers", "reserved_rates"):
-        part = d[label]
-        for c in part["changed"]:
-            pct = "" if c["change_pct"] is None else f"{c['change_pct']:+.2f} %"
-            body.append([label, "changed", c["key"], _money(c["old_usd_per_hour"]),
-                         _money(c["new_usd_per_hour"]), pct])
-        for c in part["added"]:
-            body.append([label, "added", c["key"], "-", _money(c["usd_per_hour"]), ""])
-        for c in part["removed"]:
-            body.append([label, "removed", c["key"], _money(c["usd_per_hour"]), "-", ""])
-    footer = [f"{label}: {len(d[label]['changed'])} changed, {len(d[label]['added'])} added, "
-              f"{len(d[label]['removed'])} removed, {d[label]['unchanged']} unchanged"
-              for label in ("offers", "reserved_rates")]
-    title = (f"ptplan prices diff: {d['old']['name']} ({d['old']['as_of']}) -> "
-             f"{d['new']['name']} ({d['new']['as_of']})")
-    return _table(title, ["WHAT", "CHANGE", "KEY", "OLD $/h", "NEW $/h", "CHANGE %"], body,
-                  footer)
-
-
 @prices_app.command("diff")
 def diff(
     old: str = typer.Argument(..., help="Old catalog: embedded, cache, a cache file (*.sqlite) "
@@ -347,6 +290,8 @@ def diff(
     """What changed between two catalogs: prices changed (with %), offers added and removed."""
 
     def go() -> None:
+        from ptplan.report.tables_prices import diff_table
+
         d = diff_catalogs(_load(old), _load(new), provider)
         _emit(dumps(d) if fmt == "json" else diff_table(d), output)
 

@@ -6,8 +6,8 @@
   the fee per instance-hour. Bad requests (a length AWS does not sell, more than 64 instances, a
   start more than 8 weeks ahead) exit 2 with one line; provider faults exit 3. The cheapest
   offering's fee per instance-hour is stored in the price cache as the type's block rate
-  (:func:`ptplan.providers.aws_blocks.block_pull`; ``--catalog cache`` plans with it); a fault leaves
-  the cache as it was.
+  (:func:`ptplan.providers.aws_blocks.block_pull`; ``--catalog cache`` plans with it); a fault
+  leaves the cache as it was.
 * ``--provider gcp [--region R,...] [--instance-type T] [--count N --duration-hours H]
   [--endpoint URL] [--cache PATH]``: the GCP DWS flex-start and calendar-mode prices of the
   Billing Catalog (:mod:`ptplan.providers.gcp_dws`), stored in the price cache in one transaction
@@ -106,18 +106,9 @@ def _aws(region: str, instance_type: str, count: int, duration_hours: int,
     if fmt is TableOrJson.json:
         _emit(dumps(data), output)
         return
-    from ptplan.report.tables import text_table
+    from ptplan.report.tables_prices import capacity_blocks_table
 
-    rows = [[o["zone"], o["start"], o["end"], str(o["duration_hours"]), str(o["count"]),
-             f"{float(o['upfront_fee_usd']):,.2f}", f"{o['usd_per_instance_hour']:.4f}",
-             o["offering_id"]] for o in data["offerings"]]
-    caption = (f"capacity blocks: {count} x {instance_type} for {duration_hours} h in "
-               f"{data['region']} ({data['source']}; as_of {data['as_of']})")
-    text = text_table(["zone", "start", "end", "hours", "count", "upfront $",
-                       "$/instance-h", "offering"], rows or [["-"] * 8], caption)
-    if not rows:
-        text += "no offering for this request now: try another length, count or start\n"
-    _emit(text, output)
+    _emit(capacity_blocks_table(data, count, instance_type, duration_hours), output)
 
 
 def gcp_cost(kind: str, usd_per_hour: float, count: int, hours: int) -> tuple[float | None, int]:
@@ -171,17 +162,6 @@ def _gcp(region: str | None, instance_type: str | None, count: int | None,
     if fmt is TableOrJson.json:
         _emit(dumps(data), output)
         return
-    from ptplan.report.tables import text_table
+    from ptplan.report.tables_prices import dws_prices_table
 
-    head = ["region", "machine type", "mode", "$/machine-h", "unit h", "longest h"]
-    body = [[r["region"], r["instance_type"], "calendar" if r["capacity_type"] == "block"
-             else "flex-start", f"{r['usd_per_hour']:.4f}",
-             f"{r['unit_hours']:g}" if r["unit_hours"] else "as used", f"{r['max_hours']:g}"]
-            for r in rows]
-    if count is not None:
-        head += [f"{count} x {duration_hours} h $"]
-        for line, r in zip(body, rows, strict=True):
-            line.append("over the longest" if r["cost_usd"] is None
-                        else f"{r['cost_usd']:,.2f}")
-    caption = (f"GCP DWS prices ({pull.source}; as_of {pull.as_of}); stored in {target}")
-    _emit(text_table(head, body or [["-"] * len(head)], caption), output)
+    _emit(dws_prices_table(data, count, duration_hours), output)

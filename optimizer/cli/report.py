@@ -3,8 +3,9 @@ too), ``pareto``, ``whatif``, ``reserve``, ``compare`` and ``runs review``: self
 reports (:mod:`ptplan.report.html`; docs/report.md).
 
 This module joins the page builders of :mod:`ptplan.report` with the terminal's table rows
-of the sibling packages and commands (what-if rows, the reserve, compare, review and campaign
-tables), which only the CLI layer may import together. ``report`` detects each file's kind
+(the report's own ``tables_*`` for reserve, compare, review and campaign; the what-if rows of
+the sibling package :mod:`ptplan.whatif`, which only the CLI layer may import together with
+the report). ``report`` detects each file's kind
 from its JSON; a file of no known kind, or one that lacks what its kind needs, is one
 ``error:`` line, exit 2.
 """
@@ -53,24 +54,24 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
         return pareto_doc(data, chosen)
     if kind == "reserve":
-        from ptplan.cli.reserve import _sections
         from ptplan.report.html_analysis import reserve_doc
+        from ptplan.report.tables_reserve import reserve_sections
 
-        title, tables, footer = _sections(data)
+        title, tables, footer = reserve_sections(data)
         return reserve_doc(data, title, tables, footer)
     if kind == "campaign":
-        from ptplan.cli.campaign import campaign_footer, campaign_rows
         from ptplan.report.html_campaign import campaign_docs
+        from ptplan.report.tables_campaign import campaign_footer, campaign_rows
 
         return campaign_docs(data, campaign_rows(data), campaign_footer(data))
     if kind == "compare":
-        from ptplan.cli.compare import compare_footer, compare_rows
         from ptplan.report.html_methods import compare_doc
+        from ptplan.report.tables_compare import compare_footer, compare_rows
 
         return compare_doc(data, compare_rows(data), compare_footer(data))
     if kind == "review":
-        from ptplan.cli.runs_report import _sections as review_sections
         from ptplan.report.html_methods import review_doc
+        from ptplan.report.tables_runs import _sections as review_sections
 
         return review_doc(data, *review_sections(data))
     from ptplan.report import html_analysis as h

@@ -172,11 +172,9 @@ def list_runs(
         if fmt == TableOrJson.json:
             _emit(dumps(rows), None)
             return
-        from ptplan.report.tables import text_table
+        from ptplan.report.tables_runs import runs_table
 
-        header = ["id", "date", "project", "method", "family", "outcome", "repairs",
-                  "planned $", "actual $"]
-        _emit(text_table(header, [[_s(x) for x in row.values()] for row in rows]), None)
+        _emit(runs_table(rows), None)
 
     _run(go)
 
@@ -199,45 +197,12 @@ def show(
         if fmt == TableOrJson.json:
             _emit(export_json([run], {run.id: ms}), None)
             return
-        _emit(show_text(run, phase_seconds_per_step(ms), len(ms)), None)
+        from ptplan.ledger.records import usd
+        from ptplan.report.tables_runs import show_text
+
+        _emit(show_text(run, phase_seconds_per_step(ms), len(ms), usd), None)
 
     _run(go)
-
-
-def _s(x: Any) -> str:
-    return "-" if x is None else str(x)
-
-
-def _h(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.2f}"
-
-
-def show_text(run: Any, secs: dict[str, tuple[float, int]], n_metrics: int) -> str:
-    from ptplan.ledger.records import usd
-    from ptplan.report.tables import text_table
-
-    head = [f"run {run.id}: {run.project} ({run.method}"
-            f"{'/' + run.algorithm if run.algorithm else ''}, {run.model_family}), "
-            f"{run.outcome}, recorded {run.recorded_on}"
-            + (f", repairs {run.repairs}" if run.repairs else "")]
-    head.append(f"planned ${_s(run.planned_cost_usd)} over {_h(run.planned_hours)} h; actual "
-                f"${usd(run.actual_cents)} over {_h(run.wall_hours)} h wall, "
-                f"{_h(run.node_hours)} node-hours; budget ${_s(run.budget_usd)}")
-    out = "\n".join(head) + "\n"
-    out += text_table(["phase", "capacity", "usd"],
-                      [[c.phase, c.capacity_type, c.usd] for c in run.costs], "actual costs")
-    if run.planned_lines:  # the plan's other costs and CPU pools (issue #25), in its total
-        out += text_table(["line", "name", "usd"], [[k, n, usd(c) or ""] for k, n, c in
-                                                    run.planned_lines],
-                          "planned costs beyond the GPU pools (in the planned total)")
-    out += text_table(["kind", "metric", "before", "after", "change"],
-                      [[r.kind, r.name, f"{r.before:g}", f"{r.after:g}",
-                        f"{r.after - r.before:+.2f}"] for r in run.results], "results")
-    if secs:
-        out += text_table(["phase", "mean s/step", "steps"],
-                          [[p, f"{s:.2f}", str(n)] for p, (s, n) in secs.items()],
-                          f"timings ({n_metrics} metric values)")
-    return out
 
 
 @runs_app.command("review")
@@ -261,10 +226,10 @@ def review(
     """The method–cost–benefit table: per run and per group, with flags and recommendations."""
 
     def go() -> None:
-        from ptplan.cli.runs_report import review_markdown, review_table
         from ptplan.ledger.records import load_runs
         from ptplan.ledger.review import Thresholds
         from ptplan.ledger.review import review as make_review
+        from ptplan.report.tables_runs import review_markdown, review_table
 
         with _ledger(ledger).read() as conn:
             runs = load_runs(conn)

@@ -1,8 +1,9 @@
-"""``ptplan whatif``: price scenarios, sweeps and break-even prices, rendered as tables,
-markdown, JSON and charts. One function per mode (:mod:`ptplan.whatif.scenarios`,
+"""``ptplan whatif``: price scenarios, sweeps and break-even prices, printed as JSON or as the
+tables, Markdown, HTML and chart of :mod:`ptplan.report.tables_whatif` (from the rows of
+:mod:`ptplan.whatif.rows`). One function per mode (:mod:`ptplan.whatif.scenarios`,
 :mod:`ptplan.whatif.sweep`, :mod:`ptplan.whatif.breakeven`); the rule language in
-:mod:`ptplan.whatif.pricerules`. This module parses options, calls them and formats the
-results (every figure shown is one the JSON holds)."""
+:mod:`ptplan.whatif.pricerules`. This module parses options, calls them and hands the results
+to the report."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from ptplan.cli.common import (
 from ptplan.core.errors import InputError
 from ptplan.core.kinds import Solver
 from ptplan.whatif.rows import (
-    Rows,
     break_even_footer,
     break_even_rows,
     change_rows,
@@ -36,94 +36,12 @@ from ptplan.whatif.rows import (
     whatif_rows,
 )
 
-# --------------------------------------------------------------------------- rendering
 
-
-def whatif_table(report: dict[str, Any]) -> str:
-    from ptplan.report.tables import _table, text_table
-
-    out = _table(f"ptplan whatif: {report['spec_name']}", *whatif_rows(report),
-                 whatif_footer(report))
-    for s in report["scenarios"]:
-        if s["changes"] is None:
-            continue
-        out += "\n" + text_table(*change_rows(s["changes"]), f"changes: {s['name']} vs baseline")
-        out += "".join(f"  {line}\n" for line in s["changes"]["statements"])
-    return out
-
-
-def whatif_markdown(report: dict[str, Any]) -> str:
-    from ptplan.report.tables import md_table
-
-    out = f"# ptplan whatif: {report['spec_name']}\n\n" + md_table(*whatif_rows(report))
-    out += "\n" + "".join(f"- {line}\n" for line in whatif_footer(report))
-    for s in report["scenarios"]:
-        if s["changes"] is None:
-            continue
-        out += f"\n## {s['name']} vs baseline\n\n" + md_table(*change_rows(s["changes"]))
-        out += "\n" + "".join(f"- {line}\n" for line in s["changes"]["statements"])
-    return out
-
-
-def sweep_table(report: dict[str, Any]) -> str:
-    from ptplan.report.tables import _table
-
-    return _table(f"ptplan whatif sweep: {report['spec_name']} ({report['swept']} VALUE)",
-                  *sweep_rows(report), sweep_footer(report))
-
-
-def _markdown(title: str, rows: Rows, footer: list[str]) -> str:
-    from ptplan.report.tables import md_table
-
-    return f"# {title}\n\n" + md_table(*rows) + "\n" + "".join(f"- {line}\n" for line in footer)
-
-
-def sweep_markdown(report: dict[str, Any]) -> str:
-    return _markdown(f"ptplan whatif sweep: {report['spec_name']}", sweep_rows(report),
-                     sweep_footer(report))
-
-
-def break_even_table(report: dict[str, Any]) -> str:
-    from ptplan.report.tables import _table
-
-    return _table(f"ptplan whatif break-even: {report['spec_name']} ({report['selector']})",
-                  *break_even_rows(report), break_even_footer(report))
-
-
-def break_even_markdown(report: dict[str, Any]) -> str:
-    return _markdown(f"ptplan whatif break-even: {report['spec_name']}",
-                     break_even_rows(report), break_even_footer(report))
-
-
-def sweep_chart(report: dict[str, Any], path: Path) -> None:
-    """Cost against the swept value, plan switches marked (PNG or SVG by suffix;
-    deterministic SVG: fixed hash salt, no date)."""
-    from ptplan.report.charts import chart_suffix, pyplot, save
-
-    chart_suffix(path)
-    xs = [p["value"] for p in report["points"] if p["total_cost_usd"] is not None]
-    ys = [float(p["total_cost_usd"]) for p in report["points"] if p["total_cost_usd"] is not None]
-    with pyplot("ptplan-whatif") as plt:
-        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.5, color="#1f77b4",
-                label="total cost")
-        for n, sw in enumerate(report["switches"], start=1):
-            x = sum(sw["between"]) / 2
-            ax.axvline(x, color="#d62728", linestyle="--", linewidth=1,
-                       label="plan switch" if n == 1 else None)
-            ax.annotate(str(n), (x, 1.0), xycoords=("data", "axes fraction"),
-                        textcoords="offset points", xytext=(2, -12), color="#d62728")
-        b = report["baseline"]["total_cost_usd"]
-        if b is not None:
-            ax.axhline(float(b), color="grey", linestyle=":", linewidth=1, label="baseline")
-        ax.set_xlabel(f"{report['swept']} VALUE ({report['value_unit']})")
-        ax.set_ylabel("total cost (USD)")
-        ax.set_title(f"{report['spec_name']}: cost vs {report['swept']}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(loc="best")
-        fig.tight_layout()
-        save(plt, fig, path)
-    info(f"wrote {path}")
+def _changes(report: dict[str, Any]) -> list[tuple[str, Any, list[str]]]:
+    """The scenarios' changes against the baseline, as :mod:`ptplan.report.tables_whatif`
+    prints them."""
+    return [(s["name"], change_rows(s["changes"]), s["changes"]["statements"])
+            for s in report["scenarios"] if s["changes"] is not None]
 
 
 def _html(kind: str, report: dict[str, Any]) -> str:
@@ -159,17 +77,23 @@ def _mode_of(price: list[str] | None, scenario: list[str] | None, sweep_rule: st
 def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str], fmt: ReportFormat,
                     output: Path | None) -> None:
     """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
+    from ptplan.report.tables_whatif import whatif_markdown, whatif_table
     from ptplan.whatif.scenarios import run_scenarios, scenarios_from
 
     report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
-    _emit_as(fmt, output, lambda: dumps(report), lambda: whatif_markdown(report),
-             lambda: whatif_table(report), lambda: _html("whatif", report))
+    _emit_as(fmt, output, lambda: dumps(report),
+             lambda: whatif_markdown(report, whatif_rows(report), whatif_footer(report),
+                                     _changes(report)),
+             lambda: whatif_table(report, whatif_rows(report), whatif_footer(report),
+                                  _changes(report)),
+             lambda: _html("whatif", report))
 
 
 def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
                 stop: float | None, steps: int, every_point: bool, base_rules: tuple,
                 fmt: ReportFormat, output: Path | None, chart: Path | None) -> None:
     """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
+    from ptplan.report.tables_whatif import sweep_chart, sweep_markdown, sweep_table
     from ptplan.whatif.pricerules import parse_partial
     from ptplan.whatif.sweep import linspace, run_sweep
 
@@ -180,22 +104,30 @@ def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
                        every_point)
     if chart is not None:
         sweep_chart(report, chart)
-    _emit_as(fmt, output, lambda: dumps(report), lambda: sweep_markdown(report),
-             lambda: sweep_table(report), lambda: _html("sweep", report))
+        info(f"wrote {chart}")
+    _emit_as(fmt, output, lambda: dumps(report),
+             lambda: sweep_markdown(report, sweep_rows(report), sweep_footer(report)),
+             lambda: sweep_table(report, sweep_rows(report), sweep_footer(report)),
+             lambda: _html("sweep", report))
 
 
 def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None,
                      stop: float | None, tolerance: float, base_rules: tuple, fmt: ReportFormat,
                      output: Path | None) -> None:
     """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
+    from ptplan.report.tables_whatif import break_even_markdown, break_even_table
     from ptplan.whatif.breakeven import break_even
     from ptplan.whatif.pricerules import parse_selector
 
     report = break_even(setup, parse_selector(selector), runner,
                         0.0 if start is None else start, 10.0 if stop is None else stop,
                         tolerance, base_rules)
-    _emit_as(fmt, output, lambda: dumps(report), lambda: break_even_markdown(report),
-             lambda: break_even_table(report), lambda: _html("break_even", report))
+    _emit_as(fmt, output, lambda: dumps(report),
+             lambda: break_even_markdown(report, break_even_rows(report),
+                                         break_even_footer(report)),
+             lambda: break_even_table(report, break_even_rows(report),
+                                      break_even_footer(report)),
+             lambda: _html("break_even", report))
 
 
 # --------------------------------------------------------------------------- command
@@ -255,11 +187,11 @@ def whatif(
     """
 
     def go() -> None:
+        from ptplan.policies.model import load_policy
+        from ptplan.providers.registry import load_catalog
         from ptplan.spec.project import load_spec
         from ptplan.whatif.pricerules import parse_rule
         from ptplan.whatif.runner import Runner, Setup
-        from ptplan.policies.model import load_policy
-        from ptplan.providers.registry import load_catalog
 
         modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])

@@ -2,8 +2,9 @@
 (:mod:`ptplan.report.html`).
 
 The charts are drawn from the report JSON; the tables beside them are the terminal's, handed
-in by the caller as (caption, header, rows) because their row builders live in the sibling
-packages (``ptplan.whatif.rows``, the reserve command), which this package never imports.
+in by the caller as (caption, header, rows): the what-if rows are built in the sibling package
+(``ptplan.whatif.rows``), which this package never imports, the reserve sections by
+:func:`ptplan.report.tables_reserve.reserve_sections`.
 """
 
 from __future__ import annotations

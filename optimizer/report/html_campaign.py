@@ -5,7 +5,8 @@ goes (stages, storage, hand-overs), then each stage's own plan page
 (:func:`ptplan.report.html_plan.plan_doc`).
 
 Figures are the campaign JSON's, formatted as the terminal's campaign table formats them; the
-terminal table itself is handed in by the caller (its row builder is in the CLI).
+terminal table itself is handed in by the caller (its rows:
+:mod:`ptplan.report.tables_campaign`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 forgetting probability, with break-even markers) and ``ptplan runs review`` (the ledger's
 method–cost–benefit review) (:mod:`ptplan.report.html`).
 
-The charts are drawn from the report JSON; the side-by-side tables are the terminal's, handed
-in by the caller as (header, rows) and footers, because their row builders live in the CLI
-(``ptplan.cli.compare``, ``ptplan.cli.runs_report``), which this package never imports.
+The charts are drawn from the report JSON; the side-by-side tables are the terminal's
+(:mod:`ptplan.report.tables_compare`, :mod:`ptplan.report.tables_runs`), handed in by the
+caller as (header, rows) and footers.
 Dollar figures are formatted as those tables format them (``1,234.56``; review dollars as the
 JSON's two-decimal strings).
 """

@@ -1,4 +1,5 @@
-"""Distributions of a simulation and their renderings (table, JSON, CSV, chart).
+"""Distributions of a simulation, as the report's JSON and the trials' CSV (its table and
+chart: :mod:`ptplan.report.tables_simulate`).
 
 Quantiles are NumPy's default (linear interpolation between order statistics); the confidence
 interval of a mean is mean ± 1.96 × sample standard deviation ÷ √trials (normal approximation,
@@ -103,34 +104,6 @@ def _pool_row(model: RunModel, i: int, res: ChunkResult) -> dict[str, Any]:
             "plan_busy_hours": round(plan_busy, 6),
             "simulated_busy_hours": round(mean, 6),
             "simulated_busy_ci95": [round(mean - half, 6), round(mean + half, 6)]}
-
-
-def fmt_row(d: dict[str, float], unit: str) -> list[str]:
-    f = (lambda v: f"{v:,.3f}") if unit == "h" else (lambda v: f"${v:,.2f}")
-    return [f(d["mean"]), f"{f(d['ci95_low'])}–{f(d['ci95_high'])}", f(d["p50"]), f(d["p90"]),
-            f(d["p99"]), f(d["max"])]
-
-
-def summary_lines(r: dict[str, Any]) -> list[str]:
-    o = r["overhead"]
-    mode = r["pipeline_mode"] + (f" (buffer {r['async_buffer']})"
-                                 if r["pipeline_mode"] == "async" else "")
-    lines = [f"{r['trials']:,} trials, seed {r['seed']}; {mode} pipeline; correlated share "
-             f"{r['correlated']:g}; checkpoints {r['checkpoints']}; mean "
-             f"{r['interruptions_mean']:.4f} interruptions per run",
-             f"interruption overhead: plan expects {o['plan_expected_hours']:.6f} h "
-             f"(${o['plan_expected_usd']:,.2f}); simulated mean {o['simulated_mean_hours']:.6f}"
-             f" h (95% CI {o['simulated_ci95_hours'][0]:.6f}–{o['simulated_ci95_hours'][1]:.6f}"
-             f"; ${o['simulated_mean_usd']:,.2f}); plan "
-             + ("within" if o["plan_within_ci"] else "outside") + " the CI"]
-    if r["deadline_hours"] is not None:
-        lines.append(f"P(makespan ≤ deadline {r['deadline_hours']:g} h) = "
-                     f"{r['p_deadline_met']:.4f}")
-    if r["budget_usd"] is not None:
-        lines.append(f"P(cost > budget ${r['budget_usd']:,.2f}) = {r['p_budget_exceeded']:.4f}")
-    if r["fallback_usd_mean"]:
-        lines.append(f"on-demand fallback: mean ${r['fallback_usd_mean']:,.2f} per run")
-    return lines + [f"note: {n}" for n in r["notes"]]
 
 
 def simulate_csv(res: ChunkResult) -> str:

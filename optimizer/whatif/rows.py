@@ -1,5 +1,6 @@
-"""A what-if report's tables as rows of strings (header, rows) and footer lines, for the
-CLI's table and markdown renderings; every figure is one the report's JSON holds. (Imports
+"""A what-if report's tables as rows of strings (header, rows) and footer lines, which the CLI
+hands to the report's table, Markdown and HTML renderings (:mod:`ptplan.report.tables_whatif`,
+:mod:`ptplan.report.html_analysis`); every figure is one the report's JSON holds. (Imports
 stay light: the CLI imports this module at start-up.)"""
 
 from __future__ import annotations

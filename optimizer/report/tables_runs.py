@@ -1,8 +1,14 @@
-"""Tables and markdown of ``ptplan runs review`` (every figure is one the review JSON holds)."""
+"""What ``ptplan runs`` prints: the recorded runs (``list``), one run (``show``) and the
+method–cost–benefit review (``review``: tables and Markdown; its HTML page,
+:func:`ptplan.report.html_methods.review_doc`, uses the same sections). Every figure is one the
+ledger's records or the review JSON hold."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from ptplan.report.tables import md_table, text_table
 
 RUN_COST = ["run", "method", "family", "outcome", "planned $", "actual $", "var",
             "hours var", "eval", "rework $", "TCO $"]
@@ -77,8 +83,6 @@ def _sections(rv: dict[str, Any]) -> tuple[list[tuple[str, list[str], list[list[
 
 
 def review_table(rv: dict[str, Any]) -> str:
-    from ptplan.report.tables import text_table
-
     tables, footer = _sections(rv)
     out = ["ptplan runs review: method-cost-benefit\n"]
     out += [text_table(header, rows, caption) for caption, header, rows in tables]
@@ -86,11 +90,50 @@ def review_table(rv: dict[str, Any]) -> str:
 
 
 def review_markdown(rv: dict[str, Any]) -> str:
-    from ptplan.report.tables import md_table
-
     tables, footer = _sections(rv)
     out = ["# ptplan runs review: method-cost-benefit\n"]
     for caption, header, rows in tables:
         out.append(f"\n## {caption}\n\n{md_table(header, rows)}")
     out.append("\n" + "".join(f"* {line}\n" for line in footer))
     return "".join(out)
+
+
+RUNS = ["id", "date", "project", "method", "family", "outcome", "repairs", "planned $",
+        "actual $"]
+
+
+def runs_table(rows: list[dict[str, Any]]) -> str:
+    """``runs list``: one line per recorded run (the rows of its JSON, in order)."""
+    return text_table(RUNS, [[_s(x) for x in row.values()] for row in rows])
+
+
+def _h(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.2f}"
+
+
+def show_text(run: Any, secs: dict[str, tuple[float, int]], n_metrics: int,
+              usd: Callable[[int | None], str | None]) -> str:
+    """One recorded run: plan against actual, costs, results and timings per phase (``usd``:
+    how the ledger writes cents, :func:`ptplan.ledger.records.usd`)."""
+    head = [f"run {run.id}: {run.project} ({run.method}"
+            f"{'/' + run.algorithm if run.algorithm else ''}, {run.model_family}), "
+            f"{run.outcome}, recorded {run.recorded_on}"
+            + (f", repairs {run.repairs}" if run.repairs else "")]
+    head.append(f"planned ${_s(run.planned_cost_usd)} over {_h(run.planned_hours)} h; actual "
+                f"${usd(run.actual_cents)} over {_h(run.wall_hours)} h wall, "
+                f"{_h(run.node_hours)} node-hours; budget ${_s(run.budget_usd)}")
+    out = "\n".join(head) + "\n"
+    out += text_table(["phase", "capacity", "usd"],
+                      [[c.phase, c.capacity_type, c.usd] for c in run.costs], "actual costs")
+    if run.planned_lines:  # the plan's other costs and CPU pools (issue #25), in its total
+        out += text_table(["line", "name", "usd"], [[k, n, usd(c) or ""] for k, n, c in
+                                                    run.planned_lines],
+                          "planned costs beyond the GPU pools (in the planned total)")
+    out += text_table(["kind", "metric", "before", "after", "change"],
+                      [[r.kind, r.name, f"{r.before:g}", f"{r.after:g}",
+                        f"{r.after - r.before:+.2f}"] for r in run.results], "results")
+    if secs:
+        out += text_table(["phase", "mean s/step", "steps"],
+                          [[p, f"{s:.2f}", str(n)] for p, (s, n) in secs.items()],
+                          f"timings ({n_metrics} metric values)")
+    return out
