@@ -47,9 +47,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ptplan.core.errors import PlannerError  # noqa: E402
 from ptplan.planner.api import plan  # noqa: E402
-from ptplan.spec.project import load_spec  # noqa: E402
 from ptplan.providers.base import Catalog  # noqa: E402
 from ptplan.providers.embedded import embedded_catalog  # noqa: E402
+from ptplan.spec.project import load_spec  # noqa: E402
 
 SPECS = {"rl": "examples/grpo-7b.yaml", "opd": "examples/opd-8b-from-32b.yaml",
          "sft": "examples/sft-8b.yaml"}

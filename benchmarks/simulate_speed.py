@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ptplan.planner.api import plan as make_plan  # noqa: E402
+from ptplan.providers.registry import load_catalog  # noqa: E402
 from ptplan.risk.model import build_model, scaled  # noqa: E402
 from ptplan.risk.runner import run_trials  # noqa: E402
 from ptplan.spec.project import load_spec  # noqa: E402
-from ptplan.providers.registry import load_catalog  # noqa: E402
 
 
 def main() -> None:

@@ -31,13 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ptplan.policies.model import load_policy  # noqa: E402
+from ptplan.providers.registry import load_catalog  # noqa: E402
 from ptplan.spec.project import load_spec  # noqa: E402
 from ptplan.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
 from ptplan.whatif.runner import Runner, Setup  # noqa: E402
 from ptplan.whatif.scenarios import Scenario, run_scenarios  # noqa: E402
 from ptplan.whatif.sweep import linspace, sweep  # noqa: E402
-from ptplan.policies.model import load_policy  # noqa: E402
-from ptplan.providers.registry import load_catalog  # noqa: E402
 
 SPEC = ROOT / "examples" / "grpo-7b.yaml"
 

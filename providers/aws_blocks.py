@@ -24,7 +24,13 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from ptplan.core.errors import InputError, ProviderError
-from ptplan.providers.aws import _guarded, max_attempts, sdk, validate_instance_types, validate_regions
+from ptplan.providers.aws import (
+    _guarded,
+    max_attempts,
+    sdk,
+    validate_instance_types,
+    validate_regions,
+)
 from ptplan.providers.base import Catalog, Offer, PriceListModel, validation_detail
 from ptplan.providers.cache import utc_now
 from ptplan.providers.cache_blocks import BlockPull

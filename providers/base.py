@@ -26,7 +26,8 @@ from ptplan.core.errors import InputError
 CAPACITY_TYPES: tuple[str, ...] = ("on_demand", "spot", "reserved")
 BOOKED_TYPES: tuple[str, ...] = ("block", "flex_start")
 """Capacity booked for one run (:attr:`Catalog.block_offers`): they enter a plan only when the
-run has a start date (``sla.start_after`` / ``--start-after``); see :mod:`ptplan.providers.blocks`."""
+run has a start date (``sla.start_after`` / ``--start-after``); see
+:mod:`ptplan.providers.blocks`."""
 STALE_AFTER_DAYS = 90
 """A catalog older than this (against today's date) is warned about in every plan."""
 

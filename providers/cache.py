@@ -7,7 +7,8 @@ under ``%LOCALAPPDATA%`` on Windows). A file ending in ``.sqlite``/``.sqlite3``/
 passed directly as ``--catalog PATH``.
 
 Tables: ``offers`` and ``reserved_rates`` (one row per normalised
-:class:`~ptplan.providers.base.Offer` / :class:`~ptplan.providers.base.ReservedRate`, each with its ``as_of``
+:class:`~ptplan.providers.base.Offer` / :class:`~ptplan.providers.base.ReservedRate`, each with its
+``as_of``
 and ``source``), ``exclusions`` (prices that could not become offers, with the reason),
 ``pulls`` (per provider and region: when and from where it was pulled) and ``meta``
 (``schema_version``).
@@ -55,7 +56,7 @@ from ptplan.providers.cache_blocks import (
     replace_blocks,
     row_of,
 )
-from ptplan.providers.cache_rows import BlockRow, OfferRow, PullRow, RateRow, check_row
+from ptplan.providers.cache_rows import OWN_TABLES, BlockRow, OfferRow, PullRow, RateRow, check_row
 
 ENV_VAR = "PTPLAN_CACHE"
 CACHE_FILE = "prices.sqlite"
@@ -154,11 +155,6 @@ def _refresh_fix(provider: str | None = None) -> str:
     return f"`ptplan prices refresh --provider {provider or 'aws|gcp'}`"
 
 
-OWN_TABLES = frozenset({"meta", "pulls", "offers", "reserved_rates", "exclusions",
-                        "block_offers"})
-"""Every table a price cache may hold; any other means the file is another program's."""
-
-
 @contextmanager
 def _connect(path: Path, write: bool) -> Iterator[sqlite3.Connection]:
     shown = repr(str(path))
@@ -233,7 +229,8 @@ def _validate_pull(pull: Pull) -> None:
 
 def store_pull(pull: Pull | BlockPull, path: str | os.PathLike[str] | None = None) -> Path:
     """Write a complete pull atomically (one transaction); returns the cache path. A
-    :class:`~ptplan.providers.cache_blocks.BlockPull` (live booked-capacity prices) replaces only the
+    :class:`~ptplan.providers.cache_blocks.BlockPull` (live booked-capacity prices) replaces only
+    the
     provider's ``block_offers`` rows."""
     target = resolve_cache_path(path)
     if isinstance(pull, BlockPull):

@@ -1,6 +1,7 @@
 """The rows of the local price cache as pydantic models, checked on write and on read.
 
-A cache file is valid SQLite written by :mod:`ptplan.providers.cache`, but it lives on the user's disk:
+A cache file is valid SQLite written by :mod:`ptplan.providers.cache`, but it lives on the user's
+disk:
 another tool, an older ptplan or a hand edit can leave a price stored as text, notes that are
 not JSON or a capacity type ptplan does not know. Every row goes through its model when it is
 written (a bad pull never reaches the cache) and when it is read (a bad row is one line naming
@@ -208,3 +209,8 @@ def check_row(model: type[_Row], table: str, row: Mapping[str, Any]) -> str | No
     except ValidationError as exc:
         return f"table {table}, row {row_key(table, row)}: {row_problem(exc)}"
     return None
+
+
+OWN_TABLES = frozenset({"meta", "pulls", "offers", "reserved_rates", "exclusions",
+                        "block_offers"})
+"""Every table a price cache may hold; any other means the file is another program's."""

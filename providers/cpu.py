@@ -1,5 +1,6 @@
 """CPU instance types (issue #25 item 2): the nodes of a plan's CPU pools (sandboxes, rule-based
-reward). They are kept apart from the GPU offers (:attr:`ptplan.providers.base.Catalog.cpu_offers`), so
+reward). They are kept apart from the GPU offers
+(:attr:`ptplan.providers.base.Catalog.cpu_offers`), so
 GPU pools never see them and every plan without CPU work is unchanged.
 
 Embedded rows (``providers/data/cpu_vms.csv``): on-demand Linux list prices of a few AWS c7i /

@@ -21,7 +21,8 @@ Package data in ``providers/data/`` (see ``SOURCE.md`` there; derived from the S
   (a planning assumption; a custom catalog states real caps).
 * Reserved/committed rates are not in the snapshot: 1y/3y rates are derived from on-demand with the
   planner-default discounts of REFERENCE_FACTS.md (status U, assumption) and kept as
-  :class:`~ptplan.providers.base.ReservedRate` for purchasing analysis. They never become plan offers,
+  :class:`~ptplan.providers.base.ReservedRate` for purchasing analysis. They never become plan
+  offers,
   because nobody holds them (see DESIGN: reserved capacity in a project plan).
 * Storage tiers and egress rates come from REFERENCE_FACTS.md (us-east-1 / us-central1 list prices,
   applied to every region of the provider).

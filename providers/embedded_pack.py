@@ -1,4 +1,5 @@
-"""The embedded catalog in a pre-built compact form: what :mod:`ptplan.providers.embedded` derives from
+"""The embedded catalog in a pre-built compact form: what :mod:`ptplan.providers.embedded` derives
+from
 its CSV files (offers, exclusions, reserved rates, GCP machines' VM shares), packed as
 gzipped JSON (``providers/data/embedded_catalog.json.gz``, about 30 kB, shipped in the wheel).
 

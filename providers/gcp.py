@@ -7,7 +7,8 @@ the metadata server); with an ``--endpoint`` on ``127.0.0.1``/``localhost`` (tes
 mirrors) the client uses ``AnonymousCredentials`` over the REST transport. Nothing secret is
 logged or stored.
 
-Each SKU is read and classified by :mod:`ptplan.providers.gcp_skus` (pydantic models of the SKU shape):
+Each SKU is read and classified by :mod:`ptplan.providers.gcp_skus` (pydantic models of the SKU
+shape):
 vCPU, RAM and GPU SKUs of usage type ``OnDemand`` (→ on-demand offers), ``Preemptible`` (→ spot
 offers), ``Commit1Yr``/``Commit3Yr`` (→ 1y/3y resource-based CUD rates, for ``ptplan reserve``;
 never plan offers without holdings, DESIGN §3). A SKU's price applies to every region in its
@@ -22,11 +23,13 @@ with vCPU/RAM SKUs matched by the machine's series label and GPU SKUs by the GPU
 B200 (1 gpu slice)``; the SkyPilot catalog's a4-highgpu VM row is 0.0), so its price is the
 slice SKU × 8.
 
-Machine shapes: :data:`ptplan.providers.gcp_machines.MACHINES` (shared with the embedded snapshot). The
+Machine shapes: :data:`ptplan.providers.gcp_machines.MACHINES` (shared with the embedded snapshot).
+The
 SKU series labels for A3 Mega (``A3Plus``) and A3 Ultra are taken from published SKU listings
 and are not verified against a live pull: a machine whose SKUs are missing is excluded with its
 reason, never priced partly. CPU machine types of CPU pools (issue #25): the N2 and C3 shapes of
-:data:`ptplan.providers.gcp_machines.CPU_MACHINES`, vCPU × core SKU + GiB × RAM SKU, on-demand and spot
+:data:`ptplan.providers.gcp_machines.CPU_MACHINES`, vCPU × core SKU + GiB × RAM SKU, on-demand and
+spot
 (spot not capped in nodes), as CPU offers (``gpu`` none).
 
 Billing Catalog prices are regional: offers have no zone, and a price in a region does not

@@ -58,7 +58,8 @@ _WORDS = re.compile(r"\battached to DWS (?:Defined Duration|Flex Start) VMs\b|\b
 
 def dws_kind(head: SkuHead) -> tuple[str, str, str] | None:
     """(mode, kind, key) of a DWS SKU: mode ``flex_start`` or ``block``; kind ``gpu``,
-    ``cpu`` or ``ram`` and key as :func:`ptplan.providers.gcp_skus.kind_of`; None for any other SKU."""
+    ``cpu`` or ``ram`` and key as :func:`ptplan.providers.gcp_skus.kind_of`; None for any other
+    SKU."""
     desc = head.description
     mode = "block" if _CALENDAR.search(desc) else "flex_start" if _FLEX.search(desc) else None
     if mode is None or head.category.usage_type.startswith("Commit"):

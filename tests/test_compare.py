@@ -64,8 +64,8 @@ def _compare(tmp_path: Path, *args: str) -> dict:
 def plans() -> dict[str, float]:
     """The run totals as ``ptplan plan`` makes them (the generator's too)."""
     from ptplan.planner.api import plan
-    from ptplan.spec.project import load_spec
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     cat = load_catalog("embedded")
     out = {}

@@ -90,8 +90,8 @@ def _forgetting_above(points: float) -> Any:
 @pytest.fixture(scope="module")
 def plans() -> dict[str, float]:
     from ptplan.planner.api import plan
-    from ptplan.spec.project import load_spec
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     cat = load_catalog("embedded")
     return {p.stem: float(plan(load_spec(str(p)), cat, explain=False, timings=False)

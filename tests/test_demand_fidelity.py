@@ -21,8 +21,8 @@ from ptplan.demand.cells import Conditions, cell, phase_cell
 from ptplan.demand.cluster import run_on_cluster
 from ptplan.demand.model import build_demand, prefill_sequences, response_lengths
 from ptplan.demand.rates import gpu_precisions, phase_rates
-from ptplan.spec.project import Efficiency, ModelBlock, parse_spec
 from ptplan.policies.model import parse_policy
+from ptplan.spec.project import Efficiency, ModelBlock, parse_spec
 from tests.conftest import example_dict
 
 H100 = gpus()["H100"]

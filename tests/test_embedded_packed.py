@@ -19,7 +19,8 @@ def test_the_shipped_pack_is_what_the_csv_files_give():
     """Rebuild with ``python -m ptplan.providers.embedded`` when this fails (the CSVs or the
     normalisation in providers/embedded.py changed)."""
     assert _shipped() == packmod.pack(parse_sources()), \
-        "providers/data/embedded_catalog.json.gz is out of date: python -m ptplan.providers.embedded"
+        "providers/data/embedded_catalog.json.gz is out of date: " \
+        "python -m ptplan.providers.embedded"
 
 
 def test_the_pack_round_trips_exactly():

@@ -16,8 +16,8 @@ from ptplan.core.hardware import gpus
 from ptplan.demand.cluster import run_on_cluster
 from ptplan.demand.model import build_demand
 from ptplan.demand.rates import phase_rates
-from ptplan.spec.project import load_spec
 from ptplan.policies.model import default_policy
+from ptplan.spec.project import load_spec
 
 POOL = {"rollout": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update"}
 

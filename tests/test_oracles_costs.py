@@ -35,10 +35,10 @@ from ptplan.costs.network import path_between
 from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel
 from ptplan.plan.schema import Plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import load_spec
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import EgressRate, StorageTier
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import load_spec
 
 
 def _money(x: str) -> float:

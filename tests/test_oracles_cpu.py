@@ -30,9 +30,9 @@ from ptplan.costs.cpu import (
     steps_episodes,
 )
 from ptplan.demand.model import Demand
-from ptplan.spec.project import parse_spec
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import Offer
+from ptplan.spec.project import parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -16,11 +16,11 @@ import pytest
 from oracles import effective_hourly, horizon_unit_cost
 from test_gcp import fake_gcp  # noqa: F401  (fixture: a local Cloud Billing server)
 
+from ptplan.providers.aws_prices import parse_price_item
+from ptplan.providers.gcp import fetch_gcp
 from ptplan.reserve.check import evaluate
 from ptplan.reserve.milp import solve
 from ptplan.reserve.problem import DemandClass, Problem, ProductRow
-from ptplan.providers.aws_prices import parse_price_item
-from ptplan.providers.gcp import fetch_gcp
 
 DATA = Path(__file__).resolve().parent / "data"
 

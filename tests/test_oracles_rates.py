@@ -29,8 +29,8 @@ from ptplan.core.hardware import resolve_gpu
 from ptplan.demand.cells import Conditions, phase_cell
 from ptplan.demand.model import build_demand
 from ptplan.demand.rates import PhaseRate, allowed_precisions, gpu_precisions, phase_rates
-from ptplan.spec.project import load_spec, parse_spec
 from ptplan.policies.model import Policy, default_policy, parse_policy
+from ptplan.spec.project import load_spec, parse_spec
 
 ALL = ("fp32", "bf16", "fp16", "fp8", "int8")
 TRAIN = ("fp32", "bf16", "fp16", "fp8")

@@ -20,8 +20,8 @@ import ptplan.demand.rates as rates_mod
 from ptplan.core.hardware import resolve_gpu
 from ptplan.demand.model import build_demand
 from ptplan.demand.rates import phase_rates
-from ptplan.spec.project import load_spec
 from ptplan.policies.model import Policy, parse_policy
+from ptplan.spec.project import load_spec
 
 
 def _demand(name: str) -> Any:

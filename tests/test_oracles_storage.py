@@ -20,9 +20,9 @@ from planner_fixtures import small_catalog
 
 from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel, data_classes
 from ptplan.demand.model import build_demand
-from ptplan.spec.project import load_spec
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import StorageTier
+from ptplan.spec.project import load_spec
 
 
 def _tier(name: str, price: float, min_days: float = 0.0, fee: float = 0.0,

@@ -16,8 +16,8 @@ from conftest import EXAMPLES
 
 from ptplan.costs.storage import DataClass, data_classes
 from ptplan.demand.model import build_demand
-from ptplan.spec.project import parse_spec
 from ptplan.policies.model import default_policy
+from ptplan.spec.project import parse_spec
 
 # examples/agentic-swe-rl.yaml: 200 steps × 64 prompts × 8 samples = 102,400 episodes, each
 # 2,048 prompt tokens + 24 turns × 512 generated + 23 observations × 768 = 32,000 tokens

@@ -22,8 +22,8 @@ from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
 from ptplan.plan.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import ProjectSpec, parse_spec
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import ProjectSpec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 

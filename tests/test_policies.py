@@ -182,8 +182,8 @@ def test_policy_narrowing_providers_does_not_blame_the_spec():
     provider name the catalog lacks is still reported as the spec's typo."""
     from ptplan.core.errors import InputError
     from ptplan.planner.api import plan
-    from ptplan.spec.project import load_spec
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     spec = load_spec("examples/grpo-7b.yaml")
     assert {"aws", "gcp"} <= set(spec.placement.providers or [])

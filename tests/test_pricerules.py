@@ -14,6 +14,7 @@ from conftest import assert_one_line
 from planner_fixtures import small_catalog
 
 from ptplan.core.errors import InputError
+from ptplan.providers.base import EgressRate, StorageTier
 from ptplan.whatif.pricerules import (
     ALL_KEYS,
     apply_rule,
@@ -22,7 +23,6 @@ from ptplan.whatif.pricerules import (
     parse_rule,
     parse_selector,
 )
-from ptplan.providers.base import EgressRate, StorageTier
 
 
 def catalog():

@@ -23,12 +23,12 @@ from typer.testing import CliRunner
 from ptplan.cli.app import app
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.core.yamlio import validate
+from ptplan.providers.registry import load_catalog
 from ptplan.reserve.build import build_problem
 from ptplan.reserve.check import cvar, evaluate, objective
 from ptplan.reserve.portfolio import Portfolio
 from ptplan.reserve.problem import HOURS_PER_WEEK, Risk
 from ptplan.reserve.purchase import reserve
-from ptplan.providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = str(DATA / "catalog.yaml")

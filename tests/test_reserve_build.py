@@ -20,10 +20,10 @@ import ptplan.planner.api as api
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.core.yamlio import validate
 from ptplan.plan.schema import Plan
-from ptplan.reserve.build import _Builder, _run_starts, build_problem, buy_weeks
-from ptplan.reserve.portfolio import Portfolio, Project
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import Catalog, Offer, ReservedRate
+from ptplan.reserve.build import _Builder, _run_starts, build_problem, buy_weeks
+from ptplan.reserve.portfolio import Portfolio, Project
 
 WEEK = 168.0
 A = {"provider": "lab", "region": "r1", "instance_type": "big"}

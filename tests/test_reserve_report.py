@@ -19,10 +19,10 @@ from conftest import ROOT
 
 from ptplan.core.errors import PlannerError
 from ptplan.core.yamlio import validate
+from ptplan.providers.registry import load_catalog
 from ptplan.reserve import purchase
 from ptplan.reserve.portfolio import Portfolio
 from ptplan.reserve.problem import Risk
-from ptplan.providers.registry import load_catalog
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = load_catalog(str(DATA / "catalog.yaml"))

@@ -198,8 +198,8 @@ def test_zone_reclaim_keeps_the_mean_and_widens_the_tail() -> None:
 
 def _example_plans() -> list[tuple[str, Plan]]:
     from ptplan.planner.api import plan as make_plan
-    from ptplan.spec.project import load_spec
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     cat = load_catalog("embedded")
     out = []

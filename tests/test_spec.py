@@ -621,10 +621,10 @@ def test_every_file_model_derives_from_the_one_strict_base() -> None:
     import pydantic
 
     import ptplan.plan.schema as plan_schema
-    import ptplan.reserve.portfolio as portfolio
-    import ptplan.spec.project as project
     import ptplan.policies.model as policy
     import ptplan.providers.custom as custom
+    import ptplan.reserve.portfolio as portfolio
+    import ptplan.spec.project as project
     from ptplan.core.yamlio import StrictModel
 
     assert StrictModel.model_config == {"extra": "forbid", "frozen": True,

@@ -13,10 +13,10 @@ from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel, class_cos
 from ptplan.demand.model import build_demand
 from ptplan.plan.verify import verify_plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import load_spec, parse_spec
 from ptplan.policies.model import default_policy, parse_policy
 from ptplan.providers.base import StorageTier
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -124,9 +124,9 @@ def test_piecewise_linear_storage_cost_equals_term_by_term_evaluation():
 
     from ptplan.costs.storage import StorageModel, data_classes
     from ptplan.demand.model import build_demand
-    from ptplan.spec.project import load_spec
     from ptplan.policies.model import default_policy
     from ptplan.providers.registry import load_catalog
+    from ptplan.spec.project import load_spec
 
     catalog = load_catalog("embedded")
     rng = np.random.default_rng(7)

@@ -21,9 +21,9 @@ from conftest import example_dict
 from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
 from ptplan.plan.schema import Plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import parse_spec
 from ptplan.providers.base import Catalog, Offer
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import parse_spec
 
 
 def _plan_json() -> dict[str, Any]:

@@ -31,8 +31,8 @@ from ptplan.plan.rules_cpu import (
 )
 from ptplan.plan.schema import Plan
 from ptplan.planner.api import plan
-from ptplan.spec.project import parse_spec
 from ptplan.providers.embedded import embedded_catalog
+from ptplan.spec.project import parse_spec
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "agentic-swe-rl.yaml"
 SPOT = 0.4  # the embedded snapshot's CPU spot price: 0.4 x on demand

@@ -23,8 +23,8 @@ import pytest
 from ptplan.demand.model import build_demand
 from ptplan.plan.rules_spec import check_spec_record
 from ptplan.plan.schema import Plan
-from ptplan.spec.project import load_spec
 from ptplan.policies.model import Policy
+from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"

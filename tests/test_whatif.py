@@ -21,6 +21,8 @@ from ptplan.cli.app import app
 from ptplan.core.errors import InputError
 from ptplan.plan.schema import usd
 from ptplan.planner.api import plan
+from ptplan.policies.model import default_policy
+from ptplan.providers.base import StorageTier
 from ptplan.whatif.analysis import exact_total_usd, signature, use_of
 from ptplan.whatif.breakeven import break_even
 from ptplan.whatif.diff import diff_plans
@@ -34,8 +36,6 @@ from ptplan.whatif.pricerules import (
 from ptplan.whatif.runner import Runner, Setup
 from ptplan.whatif.scenarios import Scenario, run_scenarios
 from ptplan.whatif.sweep import linspace, sweep, sweep_report
-from ptplan.policies.model import default_policy
-from ptplan.providers.base import StorageTier
 
 cli = CliRunner()
 SPEC_DATA: dict[str, Any] = {
@@ -234,8 +234,8 @@ def test_block_tier_rule_reprices_the_boot_disks() -> None:
     changes table gets a ``boot disks`` row."""
     from dataclasses import replace
 
-    from ptplan.whatif.rows import change_rows
     from ptplan.providers.embedded import embedded_catalog
+    from ptplan.whatif.rows import change_rows
 
     tiers = tuple(replace(t, provider="lab") for t in embedded_catalog().storage_tiers
                   if t.provider == "aws")

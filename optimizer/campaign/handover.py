@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from ptplan.costs.network import egress_rate, egress_rows, path_between
 from ptplan.costs.storage import BYTES_PER_TOKEN, HOURS_PER_MONTH, tiers_for, weights_gb
 from ptplan.demand.model import build_demand
-from ptplan.spec.project import ProjectSpec
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec
 
 
 def output(spec: ProjectSpec) -> tuple[str, float]:

@@ -16,8 +16,8 @@ from ptplan.campaign.model import order, parse_campaign, stage_path
 from ptplan.core.errors import InfeasibleError, PlannerError
 from ptplan.core.yamlio import read_mapping
 from ptplan.plan.schema import Plan
-from ptplan.spec.project import ProjectSpec, load_spec
 from ptplan.providers.base import Catalog
+from ptplan.spec.project import ProjectSpec, load_spec
 
 CAMPAIGN_SCHEMA_VERSION = 1
 Frontier = Callable[[ProjectSpec, int], list[dict[str, Any]]]

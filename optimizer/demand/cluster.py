@@ -16,8 +16,8 @@ from ptplan.core.errors import InputError
 from ptplan.core.hardware import resolve_gpu
 from ptplan.demand.model import Demand, build_demand
 from ptplan.demand.rates import PhaseRate, phase_rates
-from ptplan.spec.project import ProjectSpec
 from ptplan.policies.model import Policy, default_policy
+from ptplan.spec.project import ProjectSpec
 
 POOL_OF = {"rollout": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update"}
 

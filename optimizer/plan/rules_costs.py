@@ -27,7 +27,8 @@ def check_makespan(plan: Plan) -> list[str]:
 
 def check_disks(plan: Plan) -> list[str]:
     """Schema 4: every pool's boot disks cost nodes × GB × $/GB-month ÷ 730 per hour, for its
-    held hours; every pool has a disk size (the plan's policy says which, :mod:`ptplan.policies.check`);
+    held hours; every pool has a disk size (the plan's policy says which,
+    :mod:`ptplan.policies.check`);
     the plan's disk cost is the sum of the pools'."""
     if plan.schema_version < 4:
         return []

@@ -19,6 +19,8 @@ import numpy as np
 
 from ptplan.core.errors import InfeasibleError, InputError, PlannerError, suggest
 from ptplan.plan.schema import Plan, spec_digest
+from ptplan.policies.model import Policy, default_policy
+from ptplan.providers.base import Catalog, ReservedRate
 from ptplan.reserve.portfolio import DemandRow, Portfolio, applied_defaults
 from ptplan.reserve.problem import (
     HOURS_PER_WEEK,
@@ -31,8 +33,6 @@ from ptplan.reserve.problem import (
     week_profile,
 )
 from ptplan.reserve.spend import spend_rows
-from ptplan.policies.model import Policy, default_policy
-from ptplan.providers.base import Catalog, ReservedRate
 
 
 class _Prices:

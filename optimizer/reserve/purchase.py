@@ -53,14 +53,14 @@ from pathlib import Path
 from typing import Any
 
 from ptplan.core.errors import PlannerError
+from ptplan.policies.model import Policy
+from ptplan.providers.base import Catalog
 from ptplan.reserve import milp as reserve_model
 from ptplan.reserve.build import build_problem
 from ptplan.reserve.check import Evaluation, evaluate, on_demand_only, verify
 from ptplan.reserve.portfolio import Portfolio
 from ptplan.reserve.problem import Problem, Risk
 from ptplan.reserve.report import reserve_report
-from ptplan.policies.model import Policy
-from ptplan.providers.base import Catalog
 
 
 @dataclass

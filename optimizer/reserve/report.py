@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from ptplan.plan.schema import usd
+from ptplan.providers.base import Catalog
 from ptplan.reserve.check import Evaluation, cvar
 from ptplan.reserve.milp import ReserveSolution
 from ptplan.reserve.portfolio import Portfolio
 from ptplan.reserve.problem import HOURS_PER_WEEK, Problem
-from ptplan.providers.base import Catalog
 
 SCHEMA_VERSION = 1
 

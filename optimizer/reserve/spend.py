@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 
 from ptplan.core.errors import InputError
+from ptplan.providers.embedded import SPEND_DISCOUNT, aws_family, gcp_vm_share
 from ptplan.reserve.portfolio import Commitment
 from ptplan.reserve.problem import HOURS_PER_WEEK, HOURS_PER_YEAR, Key, SpendRow, week_profile
-from ptplan.providers.embedded import SPEND_DISCOUNT, aws_family, gcp_vm_share
 
 PLAN_TYPE = {"ec2_instance_savings_plan": "EC2Instance", "compute_savings_plan": "Compute"}
 RATIO_TOL = 1e-6

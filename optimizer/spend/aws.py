@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ptplan.core.errors import ProviderError
-from ptplan.spend.bill import GRANULARITY, UNCHANGED, BillPull, BillRow
 from ptplan.providers.aws import _guarded, max_attempts, sdk
 from ptplan.providers.cache import utc_now
+from ptplan.spend.bill import GRANULARITY, UNCHANGED, BillPull, BillRow
 
 REGION = "us-east-1"
 METRIC = "UnblendedCost"

@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ptplan.core.errors import InputError, ProviderError
-from ptplan.spend.bill import BillPull, BillRow
 from ptplan.providers.cache import utc_now
+from ptplan.spend.bill import BillPull, BillRow
 
 SOURCE = "GCP Cloud Billing export (BigQuery, cost + credits)"
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
