@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from ptplan.core.yamlio import validate  # noqa: E402
 from ptplan.providers.registry import load_catalog  # noqa: E402
-from ptplan.reserve import milp as reserve_model  # noqa: E402
-from ptplan.reserve.portfolio import Portfolio  # noqa: E402
-from ptplan.reserve.purchase import Risk, build_problem, reserve  # noqa: E402
+from ptplan.reservations import milp as reserve_model  # noqa: E402
+from ptplan.reservations.portfolio import Portfolio  # noqa: E402
+from ptplan.reservations.purchase import Risk, build_problem, reserve  # noqa: E402
 
 VARIANTS = [  # (example, placement override)
     ("sft-8b.yaml", {}),

@@ -33,11 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 from ptplan.policies.model import load_policy  # noqa: E402
 from ptplan.providers.registry import load_catalog  # noqa: E402
+from ptplan.scenarios.pricerules import parse_partial, parse_rule  # noqa: E402
+from ptplan.scenarios.runner import Runner, Setup  # noqa: E402
+from ptplan.scenarios.scenarios import Scenario, run_scenarios  # noqa: E402
+from ptplan.scenarios.sweep import linspace, sweep  # noqa: E402
 from ptplan.spec.project import load_spec  # noqa: E402
-from ptplan.whatif.pricerules import parse_partial, parse_rule  # noqa: E402
-from ptplan.whatif.runner import Runner, Setup  # noqa: E402
-from ptplan.whatif.scenarios import Scenario, run_scenarios  # noqa: E402
-from ptplan.whatif.sweep import linspace, sweep  # noqa: E402
 
 SPEC = ROOT / "examples" / "grpo-7b.yaml"
 
@@ -66,7 +66,7 @@ def separate_runs(runs: int) -> float:
 SCRIPTED = """
 import os, sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the ptplan command sets it
-from ptplan.whatif.pricerules import apply_rules, parse_rule
+from ptplan.scenarios.pricerules import apply_rules, parse_rule
 from ptplan.planner.api import plan
 from ptplan.spec.project import load_spec
 from ptplan.policies.model import load_policy

@@ -3,7 +3,7 @@
 * The front page is the repository's README.md: it becomes the site's ``index.md``, with its
   links into ``docs/`` (written so that they work on GitHub) made relative to the site.
 * The JSON Schemas of the project spec and of the plan are generated from the pydantic models
-  (:class:`ptplan.spec.project.ProjectSpec`, :class:`ptplan.plan.schema.Plan`) and written into
+  (:class:`ptplan.spec.project.ProjectSpec`, :class:`ptplan.planfile.schema.Plan`) and written into
   the site as ``schemas/spec.schema.json`` and ``schemas/plan.schema.json``: the same bytes as
   ``ptplan schema spec`` and ``ptplan schema plan``.
 * A page line ``<!-- schema-table: spec -->`` (or ``plan``) becomes a table of that schema's
@@ -43,7 +43,7 @@ from mkdocs.structure.files import File, Files
 
 SCHEMAS = {
     "schemas/spec.schema.json": ("ptplan.spec.project", "ProjectSpec"),
-    "schemas/plan.schema.json": ("ptplan.plan.schema", "Plan"),
+    "schemas/plan.schema.json": ("ptplan.planfile.schema", "Plan"),
 }
 ASSETS = {"assets/plan_scaling.png": "benchmarks/results/plan_scaling.png"}
 
@@ -131,7 +131,7 @@ def api_home(name: str) -> str | None:
     import ptplan
 
     obj = getattr(ptplan, name)
-    obj = getattr(obj, "__wrapped__", obj)  # ptplan.plan etc.: the function behind the name
+    obj = getattr(obj, "__wrapped__", obj)  # a decorated function: the function behind it
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not isinstance(module, str) or not isinstance(qualname, str):
         return None

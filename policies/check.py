@@ -14,7 +14,7 @@ from ptplan.policies.model import Policy
 
 
 def check_plan(plan: Any, policy: Policy) -> list[str]:
-    """Violations of ``policy`` by ``plan`` (an :class:`ptplan.plan.schema.Plan`)."""
+    """Violations of ``policy`` by ``plan`` (an :class:`ptplan.planfile.schema.Plan`)."""
     v: list[str] = []
     pools = {p.name: p for p in plan.pools}
     for ph in plan.phases:

@@ -1,6 +1,6 @@
 """Deployment templates (jinja2) and the one function that renders them.
 
-Safety contract. Templates receive plain JSON-able data built by :mod:`ptplan.render.context`
+Safety contract. Templates receive plain JSON-able data built by :mod:`ptplan.rendering.context`
 and may print a value only through a quoting filter:
 
 ==========  ==================================================================================

@@ -6,7 +6,7 @@ schema, :func:`verify_plan`, and with the spec :func:`verify_against_spec`).
 Leaves are found by walking the plan JSON against the schema (``Plan.model_json_schema()``):
 integers, numbers and money (decimal strings) are numeric; a string whose schema has an
 ``enum`` (directly or through a ``$ref``) is an enum. How ``check`` treats each field is
-declared in the schema (``x-check``, :mod:`ptplan.plan.schema`): ``informational`` fields
+declared in the schema (``x-check``, :mod:`ptplan.planfile.schema`): ``informational`` fields
 are not re-derived (text, timings, versions, the solver's statistics) and are only counted.
 Nothing here is hand-listed, so a field added to the schema is tampered the day it is added.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 from ptplan.core.errors import InputError
 from ptplan.core.yamlio import parse_mapping, validate
-from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
-from ptplan.plan.schema import Plan, check_kind
-from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
+from ptplan.planfile.schema import Plan, check_kind
+from ptplan.planfile.verify import verify_against_spec, verify_plan
 
 Path_ = tuple[str | int, ...]
 KINDS = ("scale", "zero", "negate", "non_finite")

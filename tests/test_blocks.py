@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InfeasibleError, InputError
-from ptplan.plan.schema import SCHEMA_VERSION, Plan
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import SCHEMA_VERSION, Plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import Catalog
@@ -325,7 +325,7 @@ def test_the_price_cache_carries_the_block_rates_for_its_instance_types(tmp_path
 def test_check_with_spec_compares_the_bookings_start(tmp_path):
     """``sla.start_after`` is not in the digest (a plan made with --start-after matches its
     spec file); ``check --spec`` holds the bookings to the spec's date when it has one."""
-    from ptplan.plan.verify import verify_against_spec
+    from ptplan.planfile.verify import verify_against_spec
 
     p = _booked_plan()
     spec = booked_spec(3000, **NO_REF)

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InfeasibleError
-from ptplan.plan.schema import Plan
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import Plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.providers.custom import load_custom_catalog
 from ptplan.risk.model import build_model
@@ -228,8 +228,8 @@ def test_cli_whatif_start_after_books_each_scenario_as_plan_does(tmp_path):
 
     from ptplan.cli.app import app
     from ptplan.providers.custom import load_custom_catalog
+    from ptplan.scenarios.pricerules import apply_rules, parse_rule
     from ptplan.spec.project import load_spec
-    from ptplan.whatif.pricerules import apply_rules, parse_rule
 
     spec, lab = _files(tmp_path)
     rule = "capacity_type=on_demand *= 0.5"

@@ -432,7 +432,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
 
 
 def test_plan_enums_serialise_as_before(grpo_plan: dict[str, Any]) -> None:
-    from ptplan.plan.schema import CapacityType, Plan, Status
+    from ptplan.planfile.schema import CapacityType, Plan, Status
 
     plan = Plan.model_validate(grpo_plan)
     alloc = plan.pools[0].allocations[0]

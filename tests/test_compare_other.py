@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
-from ptplan.compare.expect import Candidate, break_even
+from ptplan.comparison.expect import Candidate, break_even
 
 ROOT = Path(__file__).resolve().parent.parent
 CMP = ROOT / "examples" / "compare"

@@ -24,9 +24,9 @@ from ptplan.cli.app import app
 from ptplan.core.errors import InfeasibleError, InputError, ProviderError
 from ptplan.costs.cpu import cpu_needs
 from ptplan.demand.model import build_demand
-from ptplan.plan.rules_cpu import check_cpu_against_catalog, check_cpu_pools
-from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
-from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planfile.rules_cpu import check_cpu_against_catalog, check_cpu_pools
+from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.planfile.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.model import parse_policy
 from ptplan.providers.custom import load_custom_catalog
@@ -451,7 +451,7 @@ def test_bad_preparation_fields_are_one_line(field: str, value: Any) -> None:
 # ---- render: the CPU pools as Karpenter NodePools -----------------------------------------------
 
 def _rendered_cpu() -> dict[str, str]:
-    from ptplan.render.targets import render_plan
+    from ptplan.rendering.targets import render_plan
 
     return render_plan(planned(), "karpenter")[0]
 
@@ -460,7 +460,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
     import jsonschema
     from test_render import crd_schemas
 
-    from ptplan.render.checks.cluster import check_render
+    from ptplan.rendering.checks.cluster import check_render
 
     files = _rendered_cpu()
     docs = [d for d in yaml.safe_load_all(files["karpenter/cpu-nodepools.yaml"]) if d]
@@ -499,7 +499,7 @@ def test_cpu_nodepools_match_the_crds_and_the_plan() -> None:
      "may run in zones any"),
 ])
 def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # type: ignore[no-untyped-def]
-    from ptplan.render.checks.cluster import check_render
+    from ptplan.rendering.checks.cluster import check_render
 
     files = dict(_rendered_cpu())
     files["karpenter/cpu-nodepools.yaml"] = edit(files["karpenter/cpu-nodepools.yaml"])
@@ -508,7 +508,7 @@ def test_render_check_catches_edited_cpu_nodepools(edit, word: str) -> None:  # 
 
 
 def test_plans_without_cpu_pools_render_no_cpu_file() -> None:
-    from ptplan.render.targets import render_plan
+    from ptplan.rendering.targets import render_plan
 
     grpo = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
     if grpo.provider == "aws":
@@ -599,9 +599,9 @@ def test_gke_cpu_node_pools_render_and_check() -> None:
     """A GCP plan (us-central1): the CPU pools as GKE node pools in terraform-gcp/ and gke/,
     parsed back by the check (HCL through python-hcl2); an edited node cap or a lost taint is
     caught. Sandbox: 1,024 vCPU / 2,048 GiB on n2-standard-32 (32 vCPU, 128 GiB) = 32 nodes."""
-    from ptplan.plan.deployment import site_zone
-    from ptplan.render.checks.cluster import check_render
-    from ptplan.render.targets import render_plan
+    from ptplan.planfile.deployment import site_zone
+    from ptplan.rendering.checks.cluster import check_render
+    from ptplan.rendering.targets import render_plan
 
     agent = agentic()
     agent["placement"] = {**agent["placement"], "providers": ["gcp"], "regions": ["us-central1"]}

@@ -42,14 +42,14 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
-from ptplan.plan.load import load_plan
-from ptplan.plan.schema import Plan
+from ptplan.planfile.load import load_plan
+from ptplan.planfile.schema import Plan
 from ptplan.providers.buyability import opt_in, sold
-from ptplan.render.checks.cluster import check_render, tolerates
-from ptplan.render.context import build_context
-from ptplan.render.deploy import restart_budget
-from ptplan.render.targets import TARGETS, facts_for, render_plan
-from ptplan.render.transport import ray_entrypoint
+from ptplan.rendering.checks.cluster import check_render, tolerates
+from ptplan.rendering.context import build_context
+from ptplan.rendering.deploy import restart_budget
+from ptplan.rendering.targets import TARGETS, facts_for, render_plan
+from ptplan.rendering.transport import ray_entrypoint
 from ptplan.spec.project import load_spec
 
 HERE = Path(__file__).resolve().parent
@@ -253,7 +253,7 @@ def test_neuron_and_gke_device_plugins_tolerate_their_taints() -> None:
                      '      effect = "NO_SCHEDULE"\n    }\n\n    gvnic {')
     assert not any(v.startswith("taints:") for v in extra), extra
     assert any(v.startswith("pools:") for v in extra), extra  # workers do not tolerate it
-    from ptplan.render.checks.cluster import DEVICE_PLUGIN_TOLERATIONS
+    from ptplan.rendering.checks.cluster import DEVICE_PLUGIN_TOLERATIONS
 
     gke = DEVICE_PLUGIN_TOLERATIONS["gke"]
     assert tolerates(gke, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
@@ -367,12 +367,12 @@ def test_render_check_reads_openrlhf_launches() -> None:
     """OpenRLHF's launch is ``sh -c '<script>'`` (its RayJob entrypoint travels base64): the
     rule finds the roles word inside the script, in the RayJob, the launch file and the SkyPilot
     primary task, and catches a reference group asking for the update pool."""
-    from ptplan.render.checks.roles import _launches
+    from ptplan.rendering.checks.roles import _launches
 
     plan = plan_of("grpo-aws")
     files = render_plan(plan, "all", spec_of("grpo-aws"), framework="openrlhf==0.11")[0]
     assert check_render(plan, files) == []
-    from ptplan.render.checks.paths import entry_words as _entry_words
+    from ptplan.rendering.checks.paths import entry_words as _entry_words
 
     assert [w for w, _, _ in _launches(files, _entry_words)] == [
         "RayJob entrypoint", "launch/openrlhf.sh", "skypilot/grpo-7b-math.yaml update-on-demand"]

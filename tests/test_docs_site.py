@@ -177,7 +177,7 @@ def test_api_reference_documents_every_public_name(site: Path) -> None:
 
 
 def test_schemas_are_the_models(site: Path) -> None:
-    from ptplan.plan.schema import Plan
+    from ptplan.planfile.schema import Plan
     from ptplan.spec.project import ProjectSpec
 
     for name, model in (("spec", ProjectSpec), ("plan", Plan)):

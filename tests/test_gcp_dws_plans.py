@@ -24,7 +24,7 @@ from test_blocks import (
     with_booked,
 )
 
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.providers.base import Catalog, Offer
 from ptplan.providers.embedded import embedded_catalog

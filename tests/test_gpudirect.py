@@ -27,10 +27,10 @@ import pytest
 import yaml
 from test_deploy import FIXTURES, files_of, plan_of, spec_of
 
-from ptplan.plan.schema import Plan
-from ptplan.render.checks.cluster import check_render
-from ptplan.render.gpudirect import LIB, LIB_HOST, STACKS
-from ptplan.render.targets import TARGETS, render_plan
+from ptplan.planfile.schema import Plan
+from ptplan.rendering.checks.cluster import check_render
+from ptplan.rendering.gpudirect import LIB, LIB_HOST, STACKS
+from ptplan.rendering.targets import TARGETS, render_plan
 
 NICS = {"a3-highgpu-8g": 4, "a3-megagpu-8g": 8}
 
@@ -52,7 +52,7 @@ def a3_files(machine: str, target: str = "all", nodes: int = 2) -> dict[str, str
 
 
 def _hcl(text: str) -> dict[str, Any]:
-    from ptplan.render.checks.readers import _hcl as parse
+    from ptplan.rendering.checks.readers import _hcl as parse
 
     return parse(text)
 
@@ -72,7 +72,7 @@ def _worker(files: dict[str, str], group: str) -> dict[str, Any]:
 def test_multi_node_a3_trainer_gets_gpudirect(machine: str) -> None:
     files = a3_files(machine)
     nics, st = NICS[machine], STACKS[machine]
-    from ptplan.render.checks.readers import _resources
+    from ptplan.rendering.checks.readers import _resources
 
     tf = _hcl(files["terraform-gcp/node_pools.tf"])
     res = {kind: dict(_resources(tf, kind)) for kind in (

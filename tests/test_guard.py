@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
-from ptplan.plan.load import load_plan
-from ptplan.plan.schema import Plan
+from ptplan.planfile.load import load_plan
+from ptplan.planfile.schema import Plan
 from ptplan.spend import act as act_mod
 from ptplan.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
 
@@ -193,10 +193,10 @@ GOLDEN_PLANS = sorted((Path(__file__).parent / "golden" / "cli").glob("plan-*.js
                          ids=lambda p: p.stem)
 def test_act_targets_are_the_names_render_gives(path: Path) -> None:
     """``guard --act`` stops the objects by the names render gave them, found without rendering
-    (:mod:`ptplan.plan.deployment`): the RayJob, every Karpenter NodePool with its GPU resource,
+    (:mod:`ptplan.planfile.deployment`): the RayJob, every Karpenter NodePool with its GPU resource,
     every GKE node pool, in render's order; the run's cost tags as render writes them."""
-    from ptplan.render.context import build_context
-    from ptplan.render.facts import facts_for
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
 
     p = load_plan(path)
     ctx = build_context(p, facts_for(p, None), cluster="c1")

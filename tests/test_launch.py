@@ -16,9 +16,9 @@ from test_launch_frameworks import ROOT, cases, launch
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
-from ptplan.plan.load import load_plan
-from ptplan.render.paths import MOUNT, PREFIX, bucket_key
-from ptplan.render.targets import render_plan
+from ptplan.planfile.load import load_plan
+from ptplan.rendering.paths import MOUNT, PREFIX, bucket_key
+from ptplan.rendering.targets import render_plan
 from ptplan.spec.project import load_spec
 
 GOLDEN = ROOT / "tests" / "golden" / "launch"
@@ -195,12 +195,12 @@ def test_docs_show_the_grpo_command() -> None:
                  text.index("<!-- grpo-command:end -->")]
     code = block.split("```bash", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     la = launch("grpo-7b", "verl==0.9")
-    from ptplan.render.pinning import source_b64
+    from ptplan.rendering.pinning import source_b64
 
-    shown = [source_b64() if w == "$(base64 -w0 optimizer/render/frameworks/raypin.py)" else w
+    shown = [source_b64() if w == "$(base64 -w0 optimizer/rendering/frameworks/raypin.py)" else w
              for w in shlex.split(code)]
     assert shown == la["words"]
-    from ptplan.render.frameworks.verl_0_9 import word
+    from ptplan.rendering.frameworks.verl_0_9 import word
 
     for s in la["settings"]:
         assert f"| `{word(s)}` | {s.field} = " in text, s.key

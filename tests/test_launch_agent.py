@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_launch_frameworks import ENV, ROOT, _attr, _get, compose_verl, launch, parse_openrlhf
 
-from ptplan.render.frameworks import openrlhf_0_11, parse_framework
+from ptplan.rendering.frameworks import openrlhf_0_11, parse_framework
 from ptplan.spec.project import load_spec
 
 SPEC = ROOT / "examples" / "agentic-swe-rl.yaml"
@@ -30,8 +30,8 @@ def _plan() -> Any:
 
 
 def agent_launch(framework: str) -> dict[str, Any]:
-    from ptplan.render.context import build_context
-    from ptplan.render.facts import facts_for
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
 
     p = _plan()
     facts = replace(facts_for(p, load_spec(str(SPEC))), framework=parse_framework(framework))

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from ptplan.plan.load import load_plan
-from ptplan.render.frameworks import FIELDS, SUPPORTED, Setting, openrlhf_0_11
+from ptplan.planfile.load import load_plan
+from ptplan.rendering.frameworks import FIELDS, SUPPORTED, Setting, openrlhf_0_11
 from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,9 +64,9 @@ def package_dir(name: str) -> Path:
 
 @functools.cache
 def launch(example: str, framework: str) -> dict[str, Any]:
-    from ptplan.render.context import build_context
-    from ptplan.render.facts import facts_for
-    from ptplan.render.frameworks import parse_framework
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
+    from ptplan.rendering.frameworks import parse_framework
 
     plan = load_plan(ROOT / "tests" / "golden" / "cli" / f"{EXAMPLES[example]}.json")
     spec = load_spec(str(ROOT / "examples" / f"{example}.yaml"))
@@ -259,7 +259,7 @@ def test_openrlhf_refuses_opd_and_sft() -> None:
 def test_every_setting_is_in_the_mapping_and_the_command() -> None:
     """Walk every example × framework: each planned setting's key is the mapping's key for
     its field, and the rendered command carries exactly that value."""
-    from ptplan.render.frameworks import verl_0_9
+    from ptplan.rendering.frameworks import verl_0_9
 
     seen: set[tuple[str, str]] = set()
     for example, framework in cases():
@@ -318,9 +318,9 @@ def test_verl_megatron_layout_composes() -> None:
     (``--config-name=ppo_megatron_trainer``) with that layout."""
     from dataclasses import replace
 
-    from ptplan.plan.schema import ParallelLayout
-    from ptplan.render.context import build_context
-    from ptplan.render.facts import facts_for
+    from ptplan.planfile.schema import ParallelLayout
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
 
     plan = load_plan(ROOT / "tests" / "golden" / "cli" / "plan-grpo-7b.json")
     phases = [p.model_copy(update={"parallel_layout": ParallelLayout(
@@ -342,9 +342,9 @@ def test_dapo_dynamic_sampling_in_both_frameworks() -> None:
     """DAPO turns on each framework's group filtering; both parsers accept it."""
     from dataclasses import replace
 
-    from ptplan.render.context import build_context
-    from ptplan.render.facts import facts_for
-    from ptplan.render.frameworks import parse_framework
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
+    from ptplan.rendering.frameworks import parse_framework
 
     plan = load_plan(ROOT / "tests" / "golden" / "cli" / "plan-grpo-7b.json")
     plan = plan.model_copy(update={"algorithm": "dapo"})

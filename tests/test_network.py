@@ -16,8 +16,8 @@ from planner_fixtures import brute_force, offer, small_spec
 
 from ptplan.core.errors import InfeasibleError
 from ptplan.costs.network import continent, path_between
-from ptplan.plan.schema import Plan
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import Plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.check import check_plan
 from ptplan.policies.model import Policy, default_policy, parse_policy

@@ -33,7 +33,7 @@ from planner_fixtures import offer, small_catalog, small_spec
 
 from ptplan.costs.network import path_between
 from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.planner.api import plan
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import EgressRate, StorageTier

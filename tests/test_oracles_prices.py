@@ -18,9 +18,9 @@ from test_gcp import fake_gcp  # noqa: F401  (fixture: a local Cloud Billing ser
 
 from ptplan.providers.aws_prices import parse_price_item
 from ptplan.providers.gcp import fetch_gcp
-from ptplan.reserve.check import evaluate
-from ptplan.reserve.milp import solve
-from ptplan.reserve.problem import DemandClass, Problem, ProductRow
+from ptplan.reservations.check import evaluate
+from ptplan.reservations.milp import solve
+from ptplan.reservations.problem import DemandClass, Problem, ProductRow
 
 DATA = Path(__file__).resolve().parent / "data"
 

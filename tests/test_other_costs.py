@@ -19,8 +19,8 @@ import yaml
 from conftest import assert_one_line, example_dict
 
 from ptplan.core.errors import InfeasibleError, InputError
-from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
-from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
+from ptplan.planfile.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
 from ptplan.providers.embedded import embedded_catalog
 from ptplan.spec.project import ProjectSpec, parse_spec

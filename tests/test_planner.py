@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from planner_fixtures import brute_force, offer, scale_prices, small_catalog, small_spec
 
 from ptplan.core.errors import InfeasibleError
-from ptplan.plan.schema import Plan
-from ptplan.plan.verify import verify_against_spec, verify_plan
+from ptplan.planfile.schema import Plan
+from ptplan.planfile.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
 from ptplan.providers.base import Catalog
 from ptplan.providers.embedded import embedded_catalog

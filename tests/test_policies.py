@@ -13,7 +13,7 @@ from ptplan.core.errors import InputError
 from ptplan.core.hardware import gpus
 from ptplan.demand.model import build_demand
 from ptplan.demand.rates import phase_rates
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.check import check_plan
 from ptplan.policies.model import default_policy, load_policy, parse_policy
@@ -258,7 +258,7 @@ def test_check_against_spec_uses_the_plans_policy(tmp_path, spec_kw, policy_text
     violations (it had both: the recomputation used the default policy)."""
     import yaml
 
-    from ptplan.plan.verify import verify_against_spec
+    from ptplan.planfile.verify import verify_against_spec
 
     spec = small_spec(**spec_kw)
     pol = policy(policy_text)

@@ -1,4 +1,4 @@
-"""The price-rule language (``ptplan.whatif.pricerules``): parsing, matching, applying, errors.
+"""The price-rule language (``ptplan.scenarios.pricerules``): parsing, matching, applying, errors.
 
 Fixture prices come from ``tests/planner_fixtures.small_catalog`` (two regions r1/r2, r2 10 %
 dearer; H100 x8 on-demand $20/h, spot $9/h; L4 on-demand $0.80/h, spot $0.35/h; L40S $1.90/h)
@@ -15,7 +15,7 @@ from planner_fixtures import small_catalog
 
 from ptplan.core.errors import InputError
 from ptplan.providers.base import EgressRate, StorageTier
-from ptplan.whatif.pricerules import (
+from ptplan.scenarios.pricerules import (
     ALL_KEYS,
     apply_rule,
     apply_rules,

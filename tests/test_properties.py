@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from planner_fixtures import offer, small_catalog, small_spec
 
 from ptplan.core.errors import InfeasibleError
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.planner.api import plan
 from ptplan.planner.frontier.pareto import pareto_mask, pareto_mask3
 from ptplan.providers.base import Catalog, EgressRate, StorageTier
-from ptplan.reserve.milp import solve as reserve_solve
-from ptplan.reserve.problem import DemandClass, Problem, ProductRow
+from ptplan.reservations.milp import solve as reserve_solve
+from ptplan.reservations.problem import DemandClass, Problem, ProductRow
 
 SETTINGS = settings(max_examples=10, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

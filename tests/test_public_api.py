@@ -161,28 +161,26 @@ def test_import_ptplan_is_cheap() -> None:
 
 SHARED = """
 import pickle, sys, types
-import ptplan.compare.runner, ptplan.plan.schema, ptplan.render.targets
-import ptplan.reserve.portfolio, ptplan.whatif.runner
+import ptplan.comparison.runner, ptplan.planfile.schema, ptplan.rendering.targets
+import ptplan.reservations.portfolio, ptplan.scenarios.runner, ptplan.api
 import ptplan
-for name in ("compare", "plan", "render", "reserve", "whatif"):
+for name in ptplan.__all__:
     entry = getattr(ptplan, name)
-    assert callable(entry) and not isinstance(entry, types.ModuleType), name
-    assert entry.__wrapped__ is getattr(sys.modules["ptplan.api"], name), name
+    assert not isinstance(entry, types.ModuleType), name
+for name in ("compare", "plan", "render", "reserve", "whatif", "estimate", "pareto"):
+    entry = getattr(ptplan, name)
+    assert isinstance(entry, types.FunctionType), name
+    assert entry is getattr(sys.modules["ptplan.api"], name), name
     assert pickle.loads(pickle.dumps(entry)) is entry
-import ptplan.plan.verify as verify
-assert ptplan.plan.verify is verify and ptplan.plan.schema.Plan is ptplan.Plan
-assert ptplan.render.targets is sys.modules["ptplan.render.targets"]
-assert ptplan.plan.__path__ == sys.modules["ptplan.plan"].__path__
 from ptplan import plan
 assert plan is ptplan.plan
 print("ok")
 """
 
 
-def test_names_shared_with_subpackages_are_the_functions() -> None:
-    """``plan``, ``render``, ``whatif``, ``reserve`` and ``compare`` are also subpackages:
-    imported before ``ptplan`` is used, they still leave the names to the functions, and the
-    subpackages stay reachable through them (``ptplan.plan.schema``)."""
+def test_entry_points_are_plain_functions_whatever_was_imported() -> None:
+    """Every exported name is the function or type itself, never a module, even after the
+    internal subpackages were imported first (no subpackage shares an exported name)."""
     out = subprocess.run([sys.executable, "-c", SHARED], cwd=ROOT, capture_output=True,
                          text=True)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -366,8 +364,8 @@ error: type[ptplan.PlannerError] = ptplan.InputError
 ptplan.plan(spec, objective="fastest")
 """
 REVEALED = ["ptplan.spec.project.ProjectSpec", "ptplan.providers.base.Catalog",
-            "ptplan.policies.model.Policy", "ptplan.plan.schema.Plan",
-            "ptplan.plan.schema.Plan", "list[str]", "list[pathlib.Path]",
+            "ptplan.policies.model.Policy", "ptplan.planfile.schema.Plan",
+            "ptplan.planfile.schema.Plan", "list[str]", "list[pathlib.Path]",
             *["dict[str, Any]"] * 6, "str"]
 """What mypy reveals for the lines of :data:`TYPED_USE` (``builtins.`` left out: mypy
 releases differ in whether they print it)."""
@@ -379,7 +377,8 @@ def test_type_checker_sees_the_api(tmp_path: Path) -> None:
     clean (imports elsewhere are followed silently)."""
     staged = stage(tmp_path / "staged")
     (staged / "use.py").write_text(TYPED_USE, encoding="utf-8")
-    own = ["ptplan/__init__.py", "ptplan/api.py", "ptplan/api_ops.py", "ptplan/api_inputs.py"]
+    own = ["ptplan/__init__.py", "ptplan/api/__init__.py", "ptplan/api/ops.py",
+           "ptplan/api/inputs.py"]
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
          "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),

@@ -47,11 +47,11 @@ import pytest
 import yaml
 from test_launch_frameworks import package_dir
 
-from ptplan.plan.load import load_plan
-from ptplan.render import pinning
-from ptplan.render.checks.paths import entry_words as _entry_words
-from ptplan.render.frameworks import raypin
-from ptplan.render.targets import render_plan
+from ptplan.planfile.load import load_plan
+from ptplan.rendering import pinning
+from ptplan.rendering.checks.paths import entry_words as _entry_words
+from ptplan.rendering.frameworks import raypin
+from ptplan.rendering.targets import render_plan
 from ptplan.spec.project import load_spec
 
 HERE = Path(__file__).resolve().parent

@@ -26,11 +26,11 @@ import yaml
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
-from ptplan.plan.load import load_plan
-from ptplan.plan.names import dns_name
-from ptplan.plan.schema import PLAIN_SCHEMA_VERSION, Plan
-from ptplan.plan.verify import verify_plan
-from ptplan.render.targets import (
+from ptplan.planfile.load import load_plan
+from ptplan.planfile.names import dns_name
+from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.planfile.verify import verify_plan
+from ptplan.rendering.targets import (
     TARGETS,
     build_context,
     facts_for,
@@ -219,7 +219,7 @@ def test_rayjob_groups_follow_pools_and_capacity_types() -> None:
 
 def test_launch_arguments_match_pools() -> None:
     plan = plan_of("grpo-gcp")
-    from ptplan.render.checks.paths import entry_words as _entry_words
+    from ptplan.rendering.checks.paths import entry_words as _entry_words
 
     words = _entry_words(_yaml_docs(dict(rendered("grpo-gcp"))["kuberay/rayjob.yaml"])[0]
                          ["spec"]["entrypoint"])
@@ -536,7 +536,7 @@ def test_injection_cannot_add_keys(name: str) -> None:
     evil_plan = _evil_plan(plan_of(name))
     # the spec digest check is the spec's job; feed the same lifecycle facts
     facts = facts_for(plan_of(name), spec_of(name))
-    import ptplan.render.targets as r
+    import ptplan.rendering.targets as r
 
     orig = r.facts_for
     r.facts_for = lambda plan, spec=None: facts  # type: ignore[assignment]

@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.version import __version__
-from ptplan.plan.load import load_plan
-from ptplan.plan.schema import Plan
-from ptplan.render.checks.readers import _hcl, _resources
-from ptplan.render.targets import TARGETS, render_plan
+from ptplan.planfile.load import load_plan
+from ptplan.planfile.schema import Plan
+from ptplan.rendering.checks.readers import _hcl, _resources
+from ptplan.rendering.targets import TARGETS, render_plan
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"

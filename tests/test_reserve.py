@@ -24,11 +24,11 @@ from ptplan.cli.app import app
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.core.yamlio import validate
 from ptplan.providers.registry import load_catalog
-from ptplan.reserve.build import build_problem
-from ptplan.reserve.check import cvar, evaluate, objective
-from ptplan.reserve.portfolio import Portfolio
-from ptplan.reserve.problem import HOURS_PER_WEEK, Risk
-from ptplan.reserve.purchase import reserve
+from ptplan.reservations.build import build_problem
+from ptplan.reservations.check import cvar, evaluate, objective
+from ptplan.reservations.portfolio import Portfolio
+from ptplan.reservations.problem import HOURS_PER_WEEK, Risk
+from ptplan.reservations.purchase import reserve
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = str(DATA / "catalog.yaml")
@@ -266,7 +266,7 @@ def test_project_plans_become_weekly_demand(tmp_path: Path) -> None:
 
 def test_project_start_and_repeat_spread_over_weeks() -> None:
     """A run of h hours starting at week w0 spreads h/168 node-weeks over the weeks it spans."""
-    from ptplan.reserve.problem import week_profile
+    from ptplan.reservations.problem import week_profile
 
     prof = week_profile(5, 2 * HOURS_PER_WEEK + 160.0, 20.0)
     assert prof.tolist() == pytest.approx([0, 0, 8 / 168, 12 / 168, 0])
@@ -397,7 +397,7 @@ def test_spot_ok_without_a_spot_price(tmp_path: Path) -> None:
 def test_example_portfolio_is_valid() -> None:
     """examples/portfolio.yaml loads (its specs exist and are valid); solving it plans three
     specs, which the benchmark and docs exercise."""
-    from ptplan.reserve.portfolio import load_portfolio, portfolio_dir
+    from ptplan.reservations.portfolio import load_portfolio, portfolio_dir
     from ptplan.spec.project import load_spec
 
     path = str(EXAMPLES / "portfolio.yaml")

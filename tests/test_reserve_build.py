@@ -1,4 +1,4 @@
-"""``ptplan.reserve.build``: the purchase problem of a portfolio, worked out by hand.
+"""``ptplan.reservations.build``: the purchase problem of a portfolio, worked out by hand.
 
 Written for the surviving mutants of ``reserve/build.py`` (docs/testing.md, mutation testing):
 each expected value below is computed here from the portfolio and a small catalog written in
@@ -19,11 +19,11 @@ from conftest import ROOT, example_dict
 import ptplan.planner.api as api
 from ptplan.core.errors import InfeasibleError, InputError
 from ptplan.core.yamlio import validate
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import Catalog, Offer, ReservedRate
-from ptplan.reserve.build import _Builder, _run_starts, build_problem, buy_weeks
-from ptplan.reserve.portfolio import Portfolio, Project
+from ptplan.reservations.build import _Builder, _run_starts, build_problem, buy_weeks
+from ptplan.reservations.portfolio import Portfolio, Project
 
 WEEK = 168.0
 A = {"provider": "lab", "region": "r1", "instance_type": "big"}

@@ -1,4 +1,4 @@
-"""The reserve answer's independent re-check (``optimizer/reserve/check.py``) on problems small
+"""The reserve answer's independent re-check (``optimizer/reservations/check.py``) on problems small
 enough to cost by hand, and every violation :func:`verify` reports, fired one at a time.
 
 One instance type at $10/h on demand, 4 weeks (168 h each), two scenarios; one product: a
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptplan.reserve.check import evaluate, on_demand_only, verify
-from ptplan.reserve.problem import DemandClass, Problem, ProductRow
+from ptplan.reservations.check import evaluate, on_demand_only, verify
+from ptplan.reservations.problem import DemandClass, Problem, ProductRow
 
 W, H = 4, 168.0
 KEY = ("aws", "us-east-1", "p5.48xlarge")

@@ -1,4 +1,4 @@
-"""The reserve re-check (``optimizer/reserve/check.py``) with a spend commitment over two
+"""The reserve re-check (``optimizer/reservations/check.py``) with a spend commitment over two
 demand classes and two scenarios, costed by hand, and the spend checks of :func:`verify`.
 
 Two GCP machine types and one flexible CUD, 28 % off the eligible part of the price:
@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptplan.reserve.check import evaluate, objective, verify
-from ptplan.reserve.problem import DemandClass, Problem, Risk, SpendRow
+from ptplan.reservations.check import evaluate, objective, verify
+from ptplan.reservations.problem import DemandClass, Problem, Risk, SpendRow
 
 W, H = 2, 168.0
 KEYS = [("gcp", "us-central1", "a3-highgpu-8g"), ("gcp", "us-central1", "a2-highgpu-1g")]

@@ -22,11 +22,11 @@ from ptplan.cli.app import app
 from ptplan.core.errors import InputError
 from ptplan.core.yamlio import validate
 from ptplan.providers.registry import load_catalog
-from ptplan.reserve.build import build_problem
-from ptplan.reserve.check import evaluate, objective
-from ptplan.reserve.portfolio import Portfolio
-from ptplan.reserve.problem import Risk
-from ptplan.reserve.purchase import reserve
+from ptplan.reservations.build import build_problem
+from ptplan.reservations.check import evaluate, objective
+from ptplan.reservations.portfolio import Portfolio
+from ptplan.reservations.problem import Risk
+from ptplan.reservations.purchase import reserve
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = str(DATA / "catalog.yaml")

@@ -1,4 +1,4 @@
-"""``optimizer/reserve/milp.py`` with spend commitments, on problems written in the test whose
+"""``optimizer/reservations/milp.py`` with spend commitments, on problems written in the test whose
 optimum is worked out by hand: the solution's counts, steps, dispatch, spend per commitment,
 model size and names (docs/testing.md, mutation testing of ``reserve/milp.py``).
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptplan.reserve import milp
-from ptplan.reserve.problem import DemandClass, Problem, ProductRow, Risk, SpendRow
+from ptplan.reservations import milp
+from ptplan.reservations.problem import DemandClass, Problem, ProductRow, Risk, SpendRow
 
 H = 168.0
 KEYS = [("aws", "us-east-1", "p5.48xlarge"), ("aws", "us-east-1", "g6e.xlarge")]

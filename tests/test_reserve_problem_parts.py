@@ -1,4 +1,4 @@
-"""Parts of ``ptplan.reserve.problem`` by hand (docs/testing.md, mutation testing of
+"""Parts of ``ptplan.reservations.problem`` by hand (docs/testing.md, mutation testing of
 ``reserve/problem.py``, 2026-12-05): a spend commitment's saving and order of application, and
 ``--risk`` parsing: ``cvar:ALPHA`` or
 ``cvar:ALPHA:WEIGHT`` with 0 < ALPHA < 1 and 0 < WEIGHT ≤ 1 (weight 0.5 when not given);
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ptplan.core.errors import InputError
-from ptplan.reserve.problem import DemandClass, Risk, SpendRow
+from ptplan.reservations.problem import DemandClass, Risk, SpendRow
 
 MESSAGE = ("--risk: {!r} is not understood; use cvar:ALPHA or cvar:ALPHA:WEIGHT with "
            "0 < ALPHA < 1 and 0 < WEIGHT <= 1, e.g. cvar:0.9")

@@ -20,9 +20,9 @@ from conftest import ROOT
 from ptplan.core.errors import PlannerError
 from ptplan.core.yamlio import validate
 from ptplan.providers.registry import load_catalog
-from ptplan.reserve import purchase
-from ptplan.reserve.portfolio import Portfolio
-from ptplan.reserve.problem import Risk
+from ptplan.reservations import purchase
+from ptplan.reservations.portfolio import Portfolio
+from ptplan.reservations.problem import Risk
 
 DATA = ROOT / "tests" / "data" / "portfolios"
 CATALOG = load_catalog(str(DATA / "catalog.yaml"))
@@ -277,7 +277,7 @@ def test_portfolio_file_errors_name_the_file(tmp_path) -> None:
     portfolio file."""
     from ptplan.core.errors import InputError
     from ptplan.core.yamlio import quoted
-    from ptplan.reserve.portfolio import load_portfolio
+    from ptplan.reservations.portfolio import load_portfolio
 
     missing = tmp_path / "none.yaml"
     with pytest.raises(InputError) as err:
@@ -308,10 +308,10 @@ def test_the_purchase_bound_counts_every_class_of_a_key() -> None:
 
 def test_model_names_map_every_variable_and_row() -> None:
     """``ReserveModel.names``: variable and constraint name → (family, key), as documented in
-    :mod:`ptplan.reserve.milp`. 2 weeks, one scenario, class 0 = p5 (firm, 1 node), class 1
+    :mod:`ptplan.reservations.milp`. 2 weeks, one scenario, class 0 = p5 (firm, 1 node), class 1
     = g6e (spot allowed, 1 node), product p5-1y, a CVaR term."""
-    from ptplan.reserve import milp
-    from ptplan.reserve.build import build_problem
+    from ptplan.reservations import milp
+    from ptplan.reservations.build import build_problem
 
     data = {"horizon_weeks": 2, "demand": [{**P5, "nodes": 1},
                                            {**G6E, "nodes": 1, "spot_ok": True}],
@@ -337,8 +337,8 @@ def test_solve_returns_its_dispatch_and_record() -> None:
     gap of 0 from HiGHS and from CBC (which reports none); with no product to buy the model is
     an LP, whose gap HiGHS reports as infinite: 0 too. The solve's seconds are a duration, not
     a clock reading."""
-    from ptplan.reserve import milp
-    from ptplan.reserve.build import build_problem
+    from ptplan.reservations import milp
+    from ptplan.reservations.build import build_problem
 
     data = {"horizon_weeks": 3, "demand": [{**P5, "nodes": 2}, {**G6E, "nodes": 1,
                                                                    "spot_ok": True}],
@@ -362,8 +362,8 @@ def test_solve_returns_its_dispatch_and_record() -> None:
 def test_a_solver_failure_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """The model is always feasible; a solver that still returns no solution is a
     PlannerError naming its status and the way out."""
-    from ptplan.reserve import milp
-    from ptplan.reserve.build import build_problem
+    from ptplan.reservations import milp
+    from ptplan.reservations.build import build_problem
 
     pb = build_problem(_pf({"demand": [{**P5, "nodes": 1}]}), CATALOG, DATA)
     monkeypatch.setattr(milp, "run", lambda *args: "error")

@@ -1,4 +1,4 @@
-"""``optimizer/reserve/spend.py`` on inputs written in the test: the rows of a Savings Plans
+"""``optimizer/reservations/spend.py`` on inputs written in the test: the rows of a Savings Plans
 rates file that count, its errors word for word, the keys a commitment may cover, the
 warnings and sources of each row, the embedded vCPU/memory share of a flexible CUD, and the
 pairs :func:`check_order` refuses (docs/testing.md, mutation testing of ``reserve/spend.py``).
@@ -18,8 +18,8 @@ import pytest
 
 from ptplan.core.errors import InputError
 from ptplan.core.yamlio import validate
-from ptplan.reserve.portfolio import Commitment
-from ptplan.reserve.spend import spend_rows
+from ptplan.reservations.portfolio import Commitment
+from ptplan.reservations.spend import spend_rows
 
 P5E = ("aws", "us-east-1", "p5.48xlarge")
 G6E = ("aws", "us-east-1", "g6e.xlarge")

@@ -1,4 +1,4 @@
-"""``optimizer/reserve/spend.py``: the order of the rows, one per commitment and purchase
+"""``optimizer/reservations/spend.py``: the order of the rows, one per commitment and purchase
 week, and the pairs :func:`check_order` refuses or lets through (the providers' order bills
 P before Q; the model prices it exactly only if keys(P) ⊆ keys(Q), P and Q replace the same
 on-demand spend and Q's rates are one multiple of P's on the keys they share).
@@ -15,8 +15,8 @@ from test_reserve_milp_spend import _spend
 from test_reserve_spend import CSP, ISP, commitment, entry, rates_file, rows
 
 from ptplan.core.errors import InputError
-from ptplan.reserve.problem import SpendRow
-from ptplan.reserve.spend import check_order
+from ptplan.reservations.problem import SpendRow
+from ptplan.reservations.spend import check_order
 
 
 def test_rows_per_purchase_week_in_the_providers_order(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.risk.model import PoolModel, RunModel, ZoneHit, build_model, scaled
 from ptplan.risk.runner import run_trials
 from ptplan.risk.summary import mean_ci, p_met, parse_quantile, summarise

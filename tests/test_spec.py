@@ -620,10 +620,10 @@ def test_every_file_model_derives_from_the_one_strict_base() -> None:
 
     import pydantic
 
-    import ptplan.plan.schema as plan_schema
+    import ptplan.planfile.schema as plan_schema
     import ptplan.policies.model as policy
     import ptplan.providers.custom as custom
-    import ptplan.reserve.portfolio as portfolio
+    import ptplan.reservations.portfolio as portfolio
     import ptplan.spec.project as project
     from ptplan.core.yamlio import StrictModel
 

@@ -18,7 +18,7 @@ from test_aws import SECRET, aws_env
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
-from ptplan.plan.load import load_plan
+from ptplan.planfile.load import load_plan
 from ptplan.spend.curve import planned_cumulative
 
 runner = CliRunner()

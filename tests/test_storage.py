@@ -11,7 +11,7 @@ from planner_fixtures import small_catalog, small_spec
 
 from ptplan.costs.storage import DataClass, ObjectGroup, StorageModel, class_cost, data_classes
 from ptplan.demand.model import build_demand
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.model import default_policy, parse_policy
 from ptplan.providers.base import StorageTier

@@ -1,4 +1,4 @@
-"""A sweep's rounds aimed at where the two ends' plans' costs cross (ptplan.whatif.sweep):
+"""A sweep's rounds aimed at where the two ends' plans' costs cross (ptplan.scenarios.sweep):
 which points they choose, and that aiming changes only how many points are solved, never a
 reported plan, price or switch."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ptplan.whatif.runner import Outcome, Runner
-from ptplan.whatif.sweep import _next_round, linspace, sweep, sweep_report
+from ptplan.scenarios.runner import Outcome, Runner
+from ptplan.scenarios.sweep import _next_round, linspace, sweep, sweep_report
 from tests.test_whatif import parse_partial, setup
 
 
@@ -113,7 +113,7 @@ def test_the_baseline_is_the_base_rules_alone() -> None:
 
 
 def test_the_last_value_where_the_left_plan_costs_no_more() -> None:
-    from ptplan.whatif.sweep import _last_no_dearer
+    from ptplan.scenarios.sweep import _last_no_dearer
 
     def line(slope: float, at: float):
         return lambda k: slope * (k - at)  # A's excess over B crosses 0 at ``at``

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from tamper import Tamper, apply, check_text, leaves, tampers
 
-from ptplan.plan.schema import CHECK_KINDS, Plan
+from ptplan.planfile.schema import CHECK_KINDS, Plan
 from ptplan.spec.project import ProjectSpec, load_spec
 
 ROOT = Path(__file__).resolve().parent.parent

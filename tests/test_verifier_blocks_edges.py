@@ -1,4 +1,4 @@
-"""The booked-capacity rules of the verifier (``optimizer/plan/rules_blocks.py``, schema 6) at
+"""The booked-capacity rules of the verifier (``optimizer/planfile/rules_blocks.py``, schema 6) at
 their edges (docs/testing.md, mutation testing of ``rules_blocks.py``, issue #27).
 
 Each test starts from the pinned SFT example plan (``tests/golden/cli/plan-sft-8b.json``: one
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from ptplan.plan.rules_blocks import block_units, check_bookings, longest_wait
-from ptplan.plan.schema import Plan
+from ptplan.planfile.rules_blocks import block_units, check_bookings, longest_wait
+from ptplan.planfile.schema import Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 HELD = 6.40260684159597

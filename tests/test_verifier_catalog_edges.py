@@ -1,5 +1,5 @@
 """The GPU and storage ``catalog_match`` rules at their edges (issue #27 item 5: the surviving
-mutants of ``optimizer/plan/rules_catalog.py``, docs/testing.md).
+mutants of ``optimizer/planfile/rules_catalog.py``, docs/testing.md).
 
 Each test plans the GRPO example (``examples/grpo-7b.yaml``) on the embedded snapshot, breaks
 one recorded fact and asserts the exact lines of :func:`check_against_catalog`. The expected
@@ -18,8 +18,8 @@ from typing import Any
 
 from conftest import example_dict
 
-from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
-from ptplan.plan.schema import Plan
+from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
+from ptplan.planfile.schema import Plan
 from ptplan.planner.api import plan
 from ptplan.providers.base import Catalog, Offer
 from ptplan.providers.embedded import embedded_catalog

@@ -1,5 +1,5 @@
 """The cost rules added to the verifier after its 2026-12-03 mutation run, at their edges
-(docs/testing.md, mutation testing of ``optimizer/plan/rules_costs.py``, 2026-12-05): boot
+(docs/testing.md, mutation testing of ``optimizer/planfile/rules_costs.py``, 2026-12-05): boot
 disks (schema 4), other costs (schema 6), the flex-start wait against the deadline (schema 6)
 and the tighter total of schema 4 on.
 
@@ -17,14 +17,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ptplan.plan.rules_costs import (
+from ptplan.planfile.rules_costs import (
     check_deadline_budget,
     check_disks,
     check_other_costs,
     check_totals,
 )
-from ptplan.plan.rules_pools import check_pool_accounting
-from ptplan.plan.schema import Booking, Plan
+from ptplan.planfile.rules_pools import check_pool_accounting
+from ptplan.planfile.schema import Booking, Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 HELD = 6.40260684159597

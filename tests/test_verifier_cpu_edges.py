@@ -1,5 +1,5 @@
 """The ``cpu_pools`` and CPU ``catalog_match`` rules at their edges (issue #27 item 5: the
-surviving mutants of ``optimizer/plan/rules_cpu.py``, docs/testing.md).
+surviving mutants of ``optimizer/planfile/rules_cpu.py``, docs/testing.md).
 
 Each test plans the agentic example (``examples/agentic-swe-rl.yaml``), breaks one thing in
 the plan JSON and asserts the exact lines the rule gives, with the figures worked here from
@@ -24,12 +24,12 @@ from typing import Any
 import yaml
 
 from ptplan.demand.model import build_demand
-from ptplan.plan.rules_cpu import (
+from ptplan.planfile.rules_cpu import (
     check_cpu_against_catalog,
     check_cpu_against_spec,
     check_cpu_pools,
 )
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.planner.api import plan
 from ptplan.providers.embedded import embedded_catalog
 from ptplan.spec.project import parse_spec
@@ -247,7 +247,7 @@ def test_close_never_matches_a_non_finite_value() -> None:
     """Bug found by the mutants of the 0-vCPU guard (docs/testing.md, "Bugs these tests
     found"): ``close(x, inf)`` was true for every x (|x − inf| = inf ≤ 1e-6 · inf), so the
     infinite work node-hours of a 0-vCPU node matched any recorded figure."""
-    from ptplan.plan.rules_base import close
+    from ptplan.planfile.rules_base import close
 
     inf, nan = float("inf"), float("nan")
     assert not close(13.3333, inf) and not close(inf, 13.3333) and not close(-inf, 0.0)

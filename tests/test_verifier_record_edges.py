@@ -1,4 +1,4 @@
-"""The verifier's rules on what a plan records of itself (``optimizer/plan/rules_record.py``):
+"""The verifier's rules on what a plan records of itself (``optimizer/planfile/rules_record.py``):
 allocations, holds, idle costs and gang overheads at their edges (docs/testing.md, mutation
 testing of ``rules_record.py``, issue #27). Phases, plan fields and policy records:
 ``test_verifier_record_edges2.py``.
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ptplan.plan.rules_record import _gang, check_allocations, check_record_pools
-from ptplan.plan.schema import Plan
+from ptplan.planfile.rules_record import _gang, check_allocations, check_record_pools
+from ptplan.planfile.schema import Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-grpo-7b.json"
 RUN = 16.517242694771394

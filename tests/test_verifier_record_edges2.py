@@ -1,4 +1,4 @@
-"""The verifier's rules on what a plan records of itself (``optimizer/plan/rules_record.py``),
+"""The verifier's rules on what a plan records of itself (``optimizer/planfile/rules_record.py``),
 second part: each phase's rate, replicas and stall record, the plan's fill fraction, layout,
 status, calibration flags and network items, and the policy's record (docs/testing.md,
 mutation testing of ``rules_record.py``, issue #27).
@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from test_verifier_record_edges import _phase, _pool, _raw
 
-from ptplan.plan.rules_record import check_record_phases, check_record_plan, check_record_policy
-from ptplan.plan.schema import Plan
+from ptplan.planfile.rules_record import check_record_phases, check_record_plan, check_record_policy
+from ptplan.planfile.schema import Plan
 
 SFT = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
 TOKENS = 1_258_291_200.0

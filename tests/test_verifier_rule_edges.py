@@ -21,21 +21,21 @@ from typing import Any
 
 import pytest
 
-from ptplan.plan.rules_costs import (
+from ptplan.planfile.rules_costs import (
     check_deadline_budget,
     check_makespan,
     check_network,
     check_storage,
     check_totals,
 )
-from ptplan.plan.rules_phases import check_coverage, check_latency_floors, check_memory_fit
-from ptplan.plan.rules_pools import (
+from ptplan.planfile.rules_phases import check_coverage, check_latency_floors, check_memory_fit
+from ptplan.planfile.rules_pools import (
     check_capacity,
     check_hold,
     check_pool_accounting,
     check_spot_overheads,
 )
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "plans" / "grpo-7b-schema3.json"
 """The GRPO example's plan as the planner made it before boot disks were priced (schema 3:

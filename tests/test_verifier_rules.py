@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import ptplan.plan
+import ptplan.planfile
 from ptplan.cli.app import app
-from ptplan.plan import (
+from ptplan.planfile import (
     rules_blocks,
     rules_catalog,
     rules_costs,
@@ -37,7 +37,7 @@ from ptplan.plan import (
     rules_spec,
     verify,
 )
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
@@ -699,8 +699,8 @@ def _families_in_source() -> set[str]:
     string literal (``policy {line}`` for the policy family)."""
     found: set[str] = set()
     # every rules_* module of the package (a new one is enumerated without editing this test)
-    mods = [importlib.import_module(f"ptplan.plan.{m.name}")
-            for m in pkgutil.iter_modules(ptplan.plan.__path__)
+    mods = [importlib.import_module(f"ptplan.planfile.{m.name}")
+            for m in pkgutil.iter_modules(ptplan.planfile.__path__)
             if m.name.startswith("rules_")]
     assert {m.__name__ for m in (rules_pools, rules_phases, rules_costs, rules_record, rules_spec,
                                  rules_catalog, rules_cpu)} <= {m.__name__ for m in mods}

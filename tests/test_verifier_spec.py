@@ -19,8 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
-from ptplan.plan import verify
-from ptplan.plan.schema import Plan
+from ptplan.planfile import verify
+from ptplan.planfile.schema import Plan
 from ptplan.spec.project import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent

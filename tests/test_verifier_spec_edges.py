@@ -1,5 +1,5 @@
 """``spec_match`` (``verify_against_spec``) lines no other test reached (docs/testing.md,
-mutation testing of ``optimizer/plan/verify.py``, 2026-12-05): a recorded replica size, the
+mutation testing of ``optimizer/planfile/verify.py``, 2026-12-05): a recorded replica size, the
 throughput of a phase recorded with no busy time, and which plan schemas record a parallel
 layout.
 

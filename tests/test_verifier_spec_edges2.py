@@ -1,4 +1,4 @@
-"""``spec_match`` rules on what a plan records of its spec (``optimizer/plan/rules_spec.py``:
+"""``spec_match`` rules on what a plan records of its spec (``optimizer/planfile/rules_spec.py``:
 the job, the lifecycle, the weight-sync size, the bookings' start, calibration records) at
 their edges, with the exact line (docs/testing.md, mutation testing of ``rules_spec.py``,
 issue #27). Storage, network and other costs: ``test_verifier_spec_edges3.py``.
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from ptplan.demand.model import build_demand
-from ptplan.plan.rules_spec import check_spec_record
-from ptplan.plan.schema import Plan
+from ptplan.planfile.rules_spec import check_spec_record
+from ptplan.planfile.schema import Plan
 from ptplan.policies.model import Policy
 from ptplan.spec.project import load_spec
 

@@ -1,5 +1,5 @@
 """``spec_match`` rules on a plan's storage, network and other-cost records
-(``optimizer/plan/rules_spec.py``, ``_storage``, ``_network``, ``_other_costs``) at their
+(``optimizer/planfile/rules_spec.py``, ``_storage``, ``_network``, ``_other_costs``) at their
 edges, with the exact line (docs/testing.md, mutation testing of ``rules_spec.py``, issue
 #27). Plans and specs as in ``test_verifier_spec_edges2.py``: the pinned GRPO example
 (storage dataset 0.1572864 GB, hot checkpoints 1,276.8 GB billed 320.8460089819304

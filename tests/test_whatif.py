@@ -1,4 +1,4 @@
-"""What-if analysis (``optimizer/whatif/``, ``ptplan whatif``): scenarios, sweeps against
+"""What-if analysis (``optimizer/scenarios/``, ``ptplan whatif``): scenarios, sweeps against
 independent full re-solves, break-even brackets, diffs, determinism, process pool and Ray.
 
 Fixtures: the 1.5B GRPO spec and two-region lab catalog of ``tests/planner_fixtures.py``
@@ -19,23 +19,23 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
-from ptplan.plan.schema import usd
+from ptplan.planfile.schema import usd
 from ptplan.planner.api import plan
 from ptplan.policies.model import default_policy
 from ptplan.providers.base import StorageTier
-from ptplan.whatif.analysis import exact_total_usd, signature, use_of
-from ptplan.whatif.breakeven import break_even
-from ptplan.whatif.diff import diff_plans
-from ptplan.whatif.pricerules import (
+from ptplan.scenarios.analysis import exact_total_usd, signature, use_of
+from ptplan.scenarios.breakeven import break_even
+from ptplan.scenarios.diff import diff_plans
+from ptplan.scenarios.pricerules import (
     apply_rules,
     make_rule,
     parse_partial,
     parse_rule,
     parse_selector,
 )
-from ptplan.whatif.runner import Runner, Setup
-from ptplan.whatif.scenarios import Scenario, run_scenarios
-from ptplan.whatif.sweep import linspace, sweep, sweep_report
+from ptplan.scenarios.runner import Runner, Setup
+from ptplan.scenarios.scenarios import Scenario, run_scenarios
+from ptplan.scenarios.sweep import linspace, sweep, sweep_report
 
 cli = CliRunner()
 SPEC_DATA: dict[str, Any] = {
@@ -75,7 +75,7 @@ def serial_runner():
 def test_spot_times_ten_moves_pools_off_spot(serial_runner: Runner) -> None:
     rep = run_scenarios(setup(), [Scenario("spot x10", (parse_rule("capacity_type=spot *= 10"),))],
                         serial_runner)
-    from ptplan.plan.schema import Plan
+    from ptplan.planfile.schema import Plan
 
     base = Plan.model_validate(rep["baseline"])
     sc = rep["scenarios"][0]
@@ -235,7 +235,7 @@ def test_block_tier_rule_reprices_the_boot_disks() -> None:
     from dataclasses import replace
 
     from ptplan.providers.embedded import embedded_catalog
-    from ptplan.whatif.rows import change_rows
+    from ptplan.scenarios.rows import change_rows
 
     tiers = tuple(replace(t, provider="lab") for t in embedded_catalog().storage_tiers
                   if t.provider == "aws")

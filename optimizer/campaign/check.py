@@ -10,8 +10,8 @@ from typing import Any
 
 from ptplan.costs.network import path_between
 from ptplan.costs.storage import HOURS_PER_MONTH
-from ptplan.plan.schema import Plan
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import Plan
+from ptplan.planfile.verify import verify_plan
 
 TOL = 1e-6
 
@@ -25,7 +25,7 @@ def stage_spec_problems(stage: dict[str, Any]) -> list[str]:
     being the one the campaign gave the stage (its frontier point's)."""
     from pathlib import Path
 
-    from ptplan.plan.verify import verify_against_spec
+    from ptplan.planfile.verify import verify_against_spec
     from ptplan.spec.project import load_spec
 
     if not Path(stage["spec"]).is_file():

@@ -15,7 +15,7 @@ from ptplan.campaign.milp import Point, choose, longest_path
 from ptplan.campaign.model import order, parse_campaign, stage_path
 from ptplan.core.errors import InfeasibleError, PlannerError
 from ptplan.core.yamlio import read_mapping
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.providers.base import Catalog
 from ptplan.spec.project import ProjectSpec, load_spec
 

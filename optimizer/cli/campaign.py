@@ -105,8 +105,8 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
                         cluster: Any, framework: Any, check: bool) -> None:
     """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec)."""
     from ptplan.campaign.check import check_campaign
-    from ptplan.plan.schema import Plan
-    from ptplan.render.targets import DEFAULT_IMAGE, render_plan, write_files
+    from ptplan.planfile.schema import Plan
+    from ptplan.rendering.targets import DEFAULT_IMAGE, render_plan, write_files
     from ptplan.spec.project import load_spec
 
     r = load_campaign_json(path)
@@ -126,7 +126,7 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
         for written in write_files(files, output / s["name"]):
             info(f"wrote {written}")
         if check:
-            from ptplan.render.checks.cluster import check_render
+            from ptplan.rendering.checks.cluster import check_render
 
             found = check_render(p, files)
             for line in found:

@@ -1,5 +1,5 @@
 """``ptplan compare SPEC... [--risk FILE] [--ledger URL]``: candidate methods for one goal by
-their whole cost (:mod:`ptplan.compare`; docs/compare.md). The table, Markdown and chart are
+their whole cost (:mod:`ptplan.comparison`; docs/compare.md). The table, Markdown and chart are
 :mod:`ptplan.report.tables_compare`'s; the run ledger's priors (:mod:`ptplan.ledger.priors`)
 are handed to the comparison here (the two packages are siblings that never import each
 other)."""
@@ -48,8 +48,8 @@ def compare(
     probability at which the ranking flips."""
 
     def go() -> None:
-        from ptplan.compare.runner import compare as run
-        from ptplan.compare.runner import curve
+        from ptplan.comparison.runner import compare as run
+        from ptplan.comparison.runner import curve
         from ptplan.core.errors import InputError
         from ptplan.planner.api import plan as make_plan
         from ptplan.policies.model import load_policy
@@ -104,7 +104,7 @@ def ledger_lookup(url: str, family: str | None, min_runs: int,
     A candidate's model family is ``--family`` when given; else the one family of the ledger's
     runs whose recorded spec trains a model of the candidate's shape (params_b, layers,
     hidden_size); with none or several, the method-level prior (and a note saying why)."""
-    from ptplan.compare.priors import LedgerPrior
+    from ptplan.comparison.priors import LedgerPrior
     from ptplan.core.errors import InputError
     from ptplan.ledger.db import open_ledger
     from ptplan.ledger.priors import Observed, Priors

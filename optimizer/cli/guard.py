@@ -99,8 +99,8 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
            output: Path | None) -> int:
     from ptplan.core.errors import InputError
     from ptplan.core.yamlio import read_mapping
-    from ptplan.plan.load import load_plan
-    from ptplan.plan.tags import group_tag_value
+    from ptplan.planfile.load import load_plan
+    from ptplan.planfile.tags import group_tag_value
     from ptplan.spend.bill import iso, parse_instant
     from ptplan.spend.curve import spend_report
     from ptplan.spend.guard import decide, parse_target

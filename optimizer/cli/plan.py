@@ -183,9 +183,9 @@ def check(
     def go() -> None:
         from ptplan.cli.campaign import check_campaign_cmd, is_campaign_file
         from ptplan.core.yamlio import quoted
-        from ptplan.plan.load import load_plan
-        from ptplan.plan.rules_catalog import check_against_catalog, packaged_catalog
-        from ptplan.plan.verify import verify_against_spec, verify_plan
+        from ptplan.planfile.load import load_plan
+        from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
+        from ptplan.planfile.verify import verify_against_spec, verify_plan
         from ptplan.spec.project import load_spec
 
         if is_campaign_file(plan_file):
@@ -273,6 +273,6 @@ def schema_spec() -> None:
 @schema_app.command("plan")
 def schema_plan() -> None:
     """JSON Schema of the plan (``ptplan plan --format json``; the current schema_version)."""
-    from ptplan.plan.schema import Plan
+    from ptplan.planfile.schema import Plan
 
     sys.stdout.write(dumps(Plan.model_json_schema()))

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ptplan.cli.common import _run, app, info
-from ptplan.render.kinds import Target
+from ptplan.rendering.kinds import Target
 
 
 @app.command()
@@ -39,10 +39,10 @@ def render(
     """Write deployment configs for a plan (see docs/render.md)."""
 
     def go() -> None:
-        from ptplan.plan.load import load_plan
-        from ptplan.plan.verify import verify_plan
-        from ptplan.render.frameworks import parse_framework
-        from ptplan.render.targets import DEFAULT_IMAGE, render_plan, write_files
+        from ptplan.planfile.load import load_plan
+        from ptplan.planfile.verify import verify_plan
+        from ptplan.rendering.frameworks import parse_framework
+        from ptplan.rendering.targets import DEFAULT_IMAGE, render_plan, write_files
         from ptplan.spec.project import load_spec
 
         parse_framework(framework)  # an unsupported version is one line, before anything else
@@ -68,7 +68,7 @@ def render(
         for path in write_files(files, output):
             info(f"wrote {path}")
         if check:
-            from ptplan.render.checks.cluster import check_render
+            from ptplan.rendering.checks.cluster import check_render
 
             found = check_render(p, files)
             for line in found:

@@ -4,7 +4,7 @@ reports (:mod:`ptplan.report.html`; docs/report.md).
 
 This module joins the page builders of :mod:`ptplan.report` with the terminal's table rows
 (the report's own ``tables_*`` for reserve, compare, review and campaign; the what-if rows of
-the sibling package :mod:`ptplan.whatif`, which only the CLI layer may import together with
+the sibling package :mod:`ptplan.scenarios`, which only the CLI layer may import together with
 the report). ``report`` detects each file's kind
 from its JSON; a file of no known kind, or one that lacks what its kind needs, is one
 ``error:`` line, exit 2.
@@ -75,7 +75,7 @@ def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = N
 
         return review_doc(data, *review_sections(data))
     from ptplan.report import html_analysis as h
-    from ptplan.whatif import rows as w
+    from ptplan.scenarios import rows as w
 
     if kind == "whatif":
         changes = [(s["name"], w.change_rows(s["changes"]), s["changes"]["statements"])
@@ -109,7 +109,7 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
                          "break-even, reserve, compare, runs review or campaign JSON; pass the "
                          "--format json output of one of those commands")
     if kind == "plan":
-        from ptplan.plan.schema import Plan
+        from ptplan.planfile.schema import Plan
 
         validate(Plan, data, f"plan {quoted(path)}")
     return kind, data

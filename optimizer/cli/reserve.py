@@ -1,7 +1,7 @@
 """``ptplan reserve``: quarterly reserved-capacity purchasing for a portfolio of projects.
 
 The command is thin: load the portfolio, catalog and policy, call
-:func:`ptplan.reserve.purchase.reserve`, and print its JSON report as JSON, or as the tables,
+:func:`ptplan.reservations.purchase.reserve`, and print its JSON report as JSON, or as the tables,
 Markdown, HTML page and ``--chart FILE`` of :mod:`ptplan.report.tables_reserve` (weekly demand
 against committed capacity per scenario, from the report's ``coverage`` rows).
 """
@@ -48,9 +48,9 @@ def reserve(
             reserve_sections,
             reserve_table,
         )
-        from ptplan.reserve.portfolio import load_portfolio, portfolio_dir
-        from ptplan.reserve.purchase import Risk
-        from ptplan.reserve.purchase import reserve as run
+        from ptplan.reservations.portfolio import load_portfolio, portfolio_dir
+        from ptplan.reservations.purchase import Risk
+        from ptplan.reservations.purchase import reserve as run
 
         rk = Risk.parse(risk)
         if ladder is not None and ladder != "quarterly":

@@ -58,7 +58,7 @@ def simulate(
     simulated mean."""
 
     def go() -> None:
-        from ptplan.plan.load import load_plan
+        from ptplan.planfile.load import load_plan
         from ptplan.report.charts import chart_suffix
         from ptplan.report.tables_simulate import simulate_chart, simulate_table
         from ptplan.risk.model import build_model

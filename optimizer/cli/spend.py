@@ -55,7 +55,7 @@ def pull_spend(plan: Any, provider: str, by: str, group: str, since: str | None,
     """The pull: from the cache with --cached, else from the provider, then cached (a failed
     pull raises ProviderError and leaves the cache as it was)."""
     from ptplan.core.errors import InputError
-    from ptplan.plan.tags import GROUP_TAGS, run_cost_tags
+    from ptplan.planfile.tags import GROUP_TAGS, run_cost_tags
     from ptplan.spend import bill
 
     tags = run_cost_tags(plan, provider)
@@ -113,8 +113,8 @@ def spend(
     cumulative cost; variance. Exit 3 when the pull fails (the cache keeps the last pull)."""
 
     def go() -> None:
-        from ptplan.plan.load import load_plan
-        from ptplan.plan.tags import group_tag_value
+        from ptplan.planfile.load import load_plan
+        from ptplan.planfile.tags import group_tag_value
         from ptplan.report.charts import chart_suffix
         from ptplan.report.tables_spend import spend_chart, spend_markdown, spend_table
         from ptplan.spend.bill import parse_instant

@@ -1,8 +1,8 @@
 """``ptplan whatif``: price scenarios, sweeps and break-even prices, printed as JSON or as the
 tables, Markdown, HTML and chart of :mod:`ptplan.report.tables_whatif` (from the rows of
-:mod:`ptplan.whatif.rows`). One function per mode (:mod:`ptplan.whatif.scenarios`,
-:mod:`ptplan.whatif.sweep`, :mod:`ptplan.whatif.breakeven`); the rule language in
-:mod:`ptplan.whatif.pricerules`. This module parses options, calls them and hands the results
+:mod:`ptplan.scenarios.rows`). One function per mode (:mod:`ptplan.scenarios.scenarios`,
+:mod:`ptplan.scenarios.sweep`, :mod:`ptplan.scenarios.breakeven`); the rule language in
+:mod:`ptplan.scenarios.pricerules`. This module parses options, calls them and hands the results
 to the report."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ptplan.cli.common import (
 )
 from ptplan.core.errors import InputError
 from ptplan.core.kinds import Solver
-from ptplan.whatif.rows import (
+from ptplan.scenarios.rows import (
     break_even_footer,
     break_even_rows,
     change_rows,
@@ -78,7 +78,7 @@ def _scenarios_mode(setup: Any, runner: Any, base_rules: tuple, texts: list[str]
                     output: Path | None) -> None:
     """Price scenarios: ``--price`` rules (one scenario) and each ``--scenario``."""
     from ptplan.report.tables_whatif import whatif_markdown, whatif_table
-    from ptplan.whatif.scenarios import run_scenarios, scenarios_from
+    from ptplan.scenarios.scenarios import run_scenarios, scenarios_from
 
     report = run_scenarios(setup, scenarios_from(base_rules, texts), runner)
     _emit_as(fmt, output, lambda: dumps(report),
@@ -94,8 +94,8 @@ def _sweep_mode(setup: Any, runner: Any, sweep_rule: str, start: float | None,
                 fmt: ReportFormat, output: Path | None, chart: Path | None) -> None:
     """``--sweep 'SELECTOR OP' --from A --to B --steps N``."""
     from ptplan.report.tables_whatif import sweep_chart, sweep_markdown, sweep_table
-    from ptplan.whatif.pricerules import parse_partial
-    from ptplan.whatif.sweep import linspace, run_sweep
+    from ptplan.scenarios.pricerules import parse_partial
+    from ptplan.scenarios.sweep import linspace, run_sweep
 
     if start is None or stop is None:
         raise InputError("--sweep needs --from A --to B (and --steps N, default 11)")
@@ -116,8 +116,8 @@ def _break_even_mode(setup: Any, runner: Any, selector: str, start: float | None
                      output: Path | None) -> None:
     """``--break-even SELECTOR`` between multipliers ``--from`` (0) and ``--to`` (10)."""
     from ptplan.report.tables_whatif import break_even_markdown, break_even_table
-    from ptplan.whatif.breakeven import break_even
-    from ptplan.whatif.pricerules import parse_selector
+    from ptplan.scenarios.breakeven import break_even
+    from ptplan.scenarios.pricerules import parse_selector
 
     report = break_even(setup, parse_selector(selector), runner,
                         0.0 if start is None else start, 10.0 if stop is None else stop,
@@ -189,9 +189,9 @@ def whatif(
     def go() -> None:
         from ptplan.policies.model import load_policy
         from ptplan.providers.registry import load_catalog
+        from ptplan.scenarios.pricerules import parse_rule
+        from ptplan.scenarios.runner import Runner, Setup
         from ptplan.spec.project import load_spec
-        from ptplan.whatif.pricerules import parse_rule
-        from ptplan.whatif.runner import Runner, Setup
 
         modes = _mode_of(price, scenario, sweep_rule, break_even_sel, start, stop, chart)
         base_rules = tuple(parse_rule(r) for r in price or [])

@@ -2,7 +2,7 @@
 
 Each is a :class:`~enum.StrEnum`: a member *is* its string (``CapacityType.spot == "spot"``,
 ``json.dumps`` writes ``"spot"``), so producers may still pass the plain strings and the plan's
-JSON is unchanged, while the plan schema (:mod:`ptplan.plan.schema`) and its published JSON
+JSON is unchanged, while the plan schema (:mod:`ptplan.planfile.schema`) and its published JSON
 Schema (``ptplan schema plan``) reject any other value. A member hashes as its string, so
 either works as the same dictionary key.
 """

@@ -2,7 +2,7 @@
 solver choice, variables, one status mapping, HiGHS's banner kept off stdout.
 
 PuLP is imported here and by the two formulations that build models with it
-(:mod:`ptplan.planner.search.milp`, :mod:`ptplan.reserve.milp`).
+(:mod:`ptplan.planner.search.milp`, :mod:`ptplan.reservations.milp`).
 """
 
 from __future__ import annotations

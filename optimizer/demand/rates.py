@@ -2,7 +2,7 @@
 spec and the policy allow (the demand model's answer in the unit the planner prices).
 
 Used by the planner (:mod:`ptplan.planner.candidates`) and, independently of the planner, by
-the verifier (:mod:`ptplan.plan.verify`) when it recomputes a plan's demand.
+the verifier (:mod:`ptplan.planfile.verify`) when it recomputes a plan's demand.
 """
 
 from __future__ import annotations

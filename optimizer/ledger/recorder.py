@@ -22,8 +22,8 @@ from ptplan.ledger.records import (
     merge_costs,
     parse_run,
 )
-from ptplan.plan.load import load_plan
-from ptplan.plan.schema import Plan
+from ptplan.planfile.load import load_plan
+from ptplan.planfile.schema import Plan
 
 _COST = re.compile(r"^(?P<phase>[a-z-]+)(/(?P<cap>[a-z_-]+))?=(?P<usd>[^=]+)$")
 _RESULT = re.compile(r"^(?P<name>[^=]+)=(?P<before>[^:]+):(?P<after>.+)$")

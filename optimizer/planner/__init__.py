@@ -5,7 +5,7 @@ Below it, one subpackage per concern, each importing only those under it (an imp
 layers contract in ``pyproject.toml``; docs/architecture.md):
 
 * :mod:`ptplan.planner.booking`: plans that book capacity (capacity blocks, flex-start);
-* :mod:`ptplan.planner.assembly`: the :class:`~ptplan.plan.schema.Plan` of a solution, and
+* :mod:`ptplan.planner.assembly`: the :class:`~ptplan.planfile.schema.Plan` of a solution, and
   why it is what it is;
 * :mod:`ptplan.planner.search`: the engine, the exact search per layout, bounds, shared caps,
   the MILP;

@@ -3,7 +3,7 @@
 ``plan`` runs the engine (:mod:`ptplan.planner.search.engine`: layouts → candidate pools →
 exact bound → MILP), builds the plan from the best layout (:mod:`ptplan.planner.assembly.build`),
 adds the explanation (:mod:`ptplan.planner.assembly.explain`) and has the independent verifier
-(:func:`ptplan.plan.verify.verify_plan`) re-check it from the plan alone: a plan that fails
+(:func:`ptplan.planfile.verify.verify_plan`) re-check it from the plan alone: a plan that fails
 verification is never returned. Infeasible inputs raise
 :class:`~ptplan.core.errors.InfeasibleError` naming the binding constraint and what would make
 the plan feasible.
@@ -23,8 +23,8 @@ from itertools import pairwise
 
 from ptplan.core.errors import InfeasibleError, InputError, PlannerError
 from ptplan.core.lp import check_solver
-from ptplan.plan.schema import Lifecycle, Plan, hours, usd
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import Lifecycle, Plan, hours, usd
+from ptplan.planfile.verify import verify_plan
 from ptplan.planner.assembly.build import build_plan
 from ptplan.planner.assembly.explain import explain_plan
 from ptplan.planner.booking.plans import booked_offers, plan_with_bookings

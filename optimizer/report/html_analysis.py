@@ -3,7 +3,7 @@
 
 The charts are drawn from the report JSON; the tables beside them are the terminal's, handed
 in by the caller as (caption, header, rows): the what-if rows are built in the sibling package
-(``ptplan.whatif.rows``), which this package never imports, the reserve sections by
+(``ptplan.scenarios.rows``), which this package never imports, the reserve sections by
 :func:`ptplan.report.tables_reserve.reserve_sections`.
 """
 

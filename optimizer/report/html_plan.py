@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.report.html import Chart, Doc, Section, Table
 from ptplan.report.tables import pareto_rows, plan_rows
 

@@ -96,7 +96,7 @@ def compare_markdown(r: dict[str, Any]) -> str:
 
 def compare_chart(r: dict[str, Any], curves: list[dict[str, Any]], path: Path) -> None:
     """Expected cost vs forgetting probability, one line per candidate (``curves``: the
-    comparison's :func:`ptplan.compare.runner.curve`); the prior (if any) as a dot on its
+    comparison's :func:`ptplan.comparison.runner.curve`); the prior (if any) as a dot on its
     line."""
     from ptplan.report.charts import pyplot, save
 

@@ -1,6 +1,6 @@
 """What ``ptplan whatif`` prints: price scenarios, sweeps and break-even searches as tables and
 Markdown, and the sweep's chart. The rows and footers are the what-if package's
-(:mod:`ptplan.whatif.rows`, handed in by the CLI: this package never imports its siblings);
+(:mod:`ptplan.scenarios.rows`, handed in by the CLI: this package never imports its siblings);
 every figure shown is one the report's JSON holds."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Every figure comes from the plan JSON (or, for an on-demand fallback price the p
 hold, from the embedded catalog the plan was made on):
 
 * a work phase's busy hours are tokens ÷ (Σ nodes × effective fraction × rate × usable
-  fraction) (:mod:`ptplan.plan.schema`), so without interruptions it would take
+  fraction) (:mod:`ptplan.planfile.schema`), so without interruptions it would take
   ``busy × Σ n·f ÷ Σ n`` hours, never less than its latency floor; stall phases (weight sync,
   checkpoint writes) take their recorded hours. A pool's base busy time B0 is their sum;
 * the base makespan M0 follows the plan's pipeline mode as the verifier computes it (sync and
@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from ptplan.core.errors import InputError
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 
 ASYNC_BUFFERS = ("one-step", "unbounded")
 """How an async run's pools are coupled: ``one-step`` (one step off-policy: a pool may run at
@@ -145,7 +145,7 @@ def _on_demand_price(plan: Plan, provider: str, region: str, instance_type: str,
 
 
 def _catalog_on_demand(plan: Plan) -> dict[tuple[str, str, str], float] | None:
-    from ptplan.plan.rules_catalog import packaged_catalog
+    from ptplan.planfile.rules_catalog import packaged_catalog
 
     cat = packaged_catalog(plan)
     if cat is None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptplan.core.errors import InfeasibleError, InputError, PlannerError
-from ptplan.plan.schema import Plan, usd
-from ptplan.plan.verify import verify_plan
+from ptplan.planfile.schema import Plan, usd
+from ptplan.planfile.verify import verify_plan
 from ptplan.risk.model import build_model
 from ptplan.risk.runner import run_trials
 from ptplan.spec.project import ProjectSpec

@@ -26,10 +26,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ptplan.core.errors import InputError, ProviderError
-from ptplan.plan.deployment import group_cells, project_slug, site_zone
-from ptplan.plan.names import gpu_resource
-from ptplan.plan.schema import Plan
-from ptplan.plan.tags import run_cost_tags
+from ptplan.planfile.deployment import group_cells, project_slug, site_zone
+from ptplan.planfile.names import gpu_resource
+from ptplan.planfile.schema import Plan
+from ptplan.planfile.tags import run_cost_tags
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 OPERATION_WAIT_SECONDS = 600
@@ -53,7 +53,7 @@ class Targets:
 
 def targets_for(plan: Plan, namespace: str, cluster: str, gcp_project: str | None) -> Targets:
     """The objects ``render`` deployed for ``plan`` into ``cluster`` (its names from
-    :mod:`ptplan.plan.deployment`, as :mod:`ptplan.render.context` gives them), and the run's
+    :mod:`ptplan.planfile.deployment`, as :mod:`ptplan.rendering.context` gives them), and the run's
     cost tags on the platform's spelling."""
     slug = project_slug(plan)
     cells = group_cells(plan, slug, site_zone(plan)[0])

@@ -19,7 +19,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from ptplan.plan.schema import Allocation, Plan, PoolPlan
+from ptplan.planfile.schema import Allocation, Plan, PoolPlan
 from ptplan.spend.bill import PERIOD_HOURS, BillPull, iso, parse_instant
 
 GroupKey = Callable[[PoolPlan, Allocation], str]

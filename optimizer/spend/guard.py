@@ -43,7 +43,7 @@ from itertools import pairwise
 from typing import Any
 
 from ptplan.core.errors import InputError
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 
 LEVELS = {"ok": 0, "warn": 10, "stop": 11}
 """Decision → exit code."""

@@ -1,5 +1,5 @@
 """The plan of a solution: the chosen pool options assembled into a
-:class:`~ptplan.plan.schema.Plan` (nothing is re-optimised here), and its explanation.
+:class:`~ptplan.planfile.schema.Plan` (nothing is re-optimised here), and its explanation.
 
 ``build`` (:func:`~ptplan.planner.assembly.build.build_plan`: the winning layout, run time,
 costs, solver record), ``phases`` (pools, allocations, phases, calibration records), ``items``

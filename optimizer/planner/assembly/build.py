@@ -1,4 +1,4 @@
-"""Turn the chosen pool options into a :class:`~ptplan.plan.schema.Plan`, with its explanation.
+"""Turn the chosen pool options into a :class:`~ptplan.planfile.schema.Plan`, with its explanation.
 
 Run time (held hours of every pool): colocated/sync = Σ pool busy hours; async = max pool busy
 hours + fill_fraction × rollout busy hours. A phase's cost is what its pool's nodes cost while
@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from ptplan.costs.storage import lifecycle
-from ptplan.plan.schema import (
+from ptplan.planfile.schema import (
     PLAIN_SCHEMA_VERSION,
     SCHEMA_VERSION,
     CpuPoolItem,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptplan.core.kinds import CapacityType
 from ptplan.costs.cpu import CpuPoolModel
-from ptplan.plan.schema import CpuPoolItem, usd
+from ptplan.planfile.schema import CpuPoolItem, usd
 
 
 def cpu_pool_items(model: CpuPoolModel | None, provider: str, region: str,

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ptplan.plan.schema import CapacityType, Explain, LayoutResult, Plan, Status, hours, usd
+from ptplan.planfile.schema import CapacityType, Explain, LayoutResult, Plan, Status, hours, usd
 from ptplan.planner.candidates import spot_overhead
 from ptplan.planner.search.engine import Context, LayoutRun, best_over_layouts
 

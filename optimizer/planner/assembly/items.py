@@ -8,7 +8,7 @@ dataset staging and checkpoint copies).
 from __future__ import annotations
 
 from ptplan.costs.network import NetworkModel, path_between
-from ptplan.plan.schema import Flow, NetworkItem, NetworkPath, Place, StorageItem, usd
+from ptplan.planfile.schema import Flow, NetworkItem, NetworkPath, Place, StorageItem, usd
 from ptplan.planner.candidates import PoolOption
 from ptplan.planner.search.engine import LayoutRun
 

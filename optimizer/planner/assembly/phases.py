@@ -10,7 +10,7 @@ from typing import Any
 
 from ptplan.core.hardware import HIGH_PRECISIONS
 from ptplan.demand.rates import PhaseRate
-from ptplan.plan.schema import (
+from ptplan.planfile.schema import (
     Allocation,
     CalibrationRecord,
     CapacityType,

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from ptplan.plan.schema import Booking, Plan, Status, hours, usd
+from ptplan.planfile.schema import Booking, Plan, Status, hours, usd
 from ptplan.planner.assembly.explain import explain_plan
 from ptplan.planner.search.context import Context, LayoutRun
 from ptplan.providers.base import BOOKED_TYPES, Catalog
@@ -17,7 +17,7 @@ from ptplan.providers.blocks import billed_hours, calendar_reservation_name, uni
 from ptplan.spec.project import ProjectSpec
 
 BOOKING_SCHEMA = 6
-"""The plan schema that added bookings (``ptplan.plan.schema``)."""
+"""The plan schema that added bookings (``ptplan.planfile.schema``)."""
 
 
 def finish(p: Plan, win: tuple[Context, list[LayoutRun]], catalog: Catalog,

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from ptplan.core import clock
 from ptplan.core.errors import InfeasibleError
-from ptplan.plan.schema import Plan
+from ptplan.planfile.schema import Plan
 from ptplan.planner.assembly.build import build_plan
 from ptplan.planner.assembly.phases import rounding_cost
 from ptplan.planner.booking.contexts import Contexts

@@ -11,8 +11,8 @@ Solve strategy (per layout the spec's ``pipeline`` allows):
    there, and egress enters the objective per option. Its answer must agree with step 2
    (``solver.cross_check``).
 4. :mod:`ptplan.planner.assembly.build` turns the best layout's solution into a
-   :class:`~ptplan.plan.schema.Plan`; :mod:`ptplan.planner.api` adds the explanation and
-   has :func:`ptplan.plan.verify.verify_plan` re-check it from the plan alone.
+   :class:`~ptplan.planfile.schema.Plan`; :mod:`ptplan.planner.api` adds the explanation and
+   has :func:`ptplan.planfile.verify.verify_plan` re-check it from the plan alone.
 
 Infeasible inputs raise :class:`~ptplan.core.errors.InfeasibleError` naming the binding
 constraint and what would make the plan feasible.
