@@ -6,7 +6,7 @@
 # note: eval response tokens 2048: veRL validates with the training response cap (8192); responses stop at EOS
 # note: every 4th checkpoint is priced as archived under grpo-7b-math/archive/: veRL keeps the last 3 only; copy it there (e.g. a checkpoint_callback_class or a bucket copy) or it is lost
 # note: scoring (reference) was planned on its own pool scoring (2 x 8 A100-40GB); veRL runs reference and critic models on the trainer pool: that pool gets no work from veRL (its cost is spent idle) and the update pool carries the scoring
-# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/render/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: rollout: ptplan_pool_rollout, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
+# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/rendering/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: rollout: ptplan_pool_rollout, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
 set -euo pipefail
 : "${MODEL_PATH:?set MODEL_PATH}" "${TRAIN_FILES:?set TRAIN_FILES}" "${VAL_FILES:?set VAL_FILES}"
 python3 -m pip install verl==0.9.1

@@ -8,7 +8,7 @@
 # note: OpenRLHF runs one episode over the first 76800 prompts (= 300 steps); a smaller prompt set gives fewer steps
 # note: eval prompts: OpenRLHF evaluates the whole VAL_FILES set; give it the 500 prompts the plan priced
 # note: rollout logs: OpenRLHF 0.11 has no rollout dump; the rollout_logs storage the plan priced stays empty
-# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/render/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: reference: ptplan_pool_scoring, rollout: ptplan_pool_rollout, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
+# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/rendering/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: reference: ptplan_pool_scoring, rollout: ptplan_pool_rollout, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
 set -euo pipefail
 : "${MODEL_PATH:?set MODEL_PATH}" "${TRAIN_FILES:?set TRAIN_FILES}" "${VAL_FILES:?set VAL_FILES}" "${REWARD_FN:?set REWARD_FN}"
 python3 -m pip install openrlhf==0.11.2

@@ -8,7 +8,7 @@
 # note: eval response tokens 4096: veRL validates with the training response cap (16384); responses stop at EOS
 # note: every 5th checkpoint is priced as archived under opd-8b-from-32b/archive/: veRL keeps the last 3 only; copy it there (e.g. a checkpoint_callback_class or a bucket copy) or it is lost
 # note: OPD: veRL still scores task rewards it then ignores (use_task_rewards=False): the data's data_source needs a scorer veRL knows, or set reward.custom_reward_function.path
-# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/render/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: rollout: ptplan_pool_rollout, teacher: ptplan_pool_scoring, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
+# note: ray pools: the launch runs through ptplan's pinning launcher (base64 of optimizer/rendering/frameworks/raypin.py), so each role's GPU bundles ask for its pool's resource: rollout: ptplan_pool_rollout, teacher: ptplan_pool_scoring, trainer: ptplan_pool_update (docs/render.md, 'Ray custom resources')
 set -euo pipefail
 : "${MODEL_PATH:?set MODEL_PATH}" "${TRAIN_FILES:?set TRAIN_FILES}" "${VAL_FILES:?set VAL_FILES}"
 python3 -m pip install verl==0.9.1
