@@ -4,11 +4,19 @@ Data goes to stdout (or ``-o FILE``); messages to stderr. Exit codes: 0 ok, 1 no
 2 bad input, 3 provider error. Options with a closed set of values are Typer enums (their
 choices show in ``--help``); an unknown value is one ``error:`` line naming the option, the
 value, close matches and the choices, exit 2, like every other input error.
+
+What every command gets without declaring it (:func:`_harden`, applied as Click resolves a
+command): a number option that is not finite (``nan``, ``inf``) is refused in one line; a
+command that writes ``-o FILE`` gets ``--force``, and its writes (``-o``, ``--chart``) are
+atomic and refuse to follow a link or overwrite one of the command's inputs unless forced
+(:mod:`ptplan.core.atomic`). Every message goes out through :func:`ptplan.core.redact.redact`:
+a password in a URL or DSN is never printed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -20,7 +28,9 @@ import typer
 from typer._click import exceptions as click_errors  # Typer >= 0.24 vendors Click
 from typer.core import Abort, TyperGroup
 
-from ptplan.core.errors import InputError, PlannerError, suggest
+from ptplan.core import atomic
+from ptplan.core.errors import PlannerError, suggest
+from ptplan.core.redact import redact
 
 _CHOICE = re.compile(r"'(?P<value>.*)' is not one of (?P<choices>'.*')\.?$")
 
@@ -41,11 +51,11 @@ class _OneLineErrors(TyperGroup):
             sys.exit(2)
         except click_errors.UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "ptplan"
-            message = " ".join(exc.format_message().split()).rstrip(".")
+            message = redact(" ".join(exc.format_message().split()).rstrip("."))
             typer.echo(f"error: {command}: {message}; see `{command} --help`", err=True)
             sys.exit(2)
         except click_errors.ClickException as exc:
-            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+            typer.echo(f"error: {redact(' '.join(exc.format_message().split()))}", err=True)
             sys.exit(exc.exit_code)
         except Abort:
             typer.echo("error: aborted", err=True)
@@ -59,8 +69,88 @@ class _OneLineErrors(TyperGroup):
             if exc.param is None or type(exc).__name__ == "MissingParameter":
                 raise
             option = max(exc.param.opts, key=len)
-            typer.echo(f"error: {bad_value_message(option, exc.message)}", err=True)
+            typer.echo(f"error: {redact(bad_value_message(option, exc.message))}", err=True)
             raise typer.Exit(2) from None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None:
+            _harden(cmd)
+        return name, cmd, rest
+
+
+FORCE_HELP = ("Write -o (and --chart) even through a symbolic link or over one of this "
+              "command's input files (refused otherwise).")
+
+
+def _harden(cmd: Any) -> Any:
+    """Give a resolved command what every command shares (module doc); idempotent. A group
+    hardens its subcommands as it resolves them."""
+    if getattr(cmd, "_ptplan_hardened", False):
+        return cmd
+    cmd._ptplan_hardened = True
+    if hasattr(cmd, "resolve_command"):  # a group of commands (prices, runs, schema)
+        resolve = cmd.resolve_command
+
+        def resolve_sub(ctx: Any, args: list[str]) -> Any:
+            name, sub, rest = resolve(ctx, args)
+            if sub is not None:
+                _harden(sub)
+            return name, sub, rest
+
+        cmd.resolve_command = resolve_sub
+        return cmd
+    writes = any("-o" in getattr(p, "opts", ()) for p in cmd.params)
+    added = writes and not any("--force" in getattr(p, "opts", ()) for p in cmd.params)
+    if added:
+        cmd.params.append(_force_option())
+    invoke = cmd.invoke
+
+    def guarded(ctx: Any) -> Any:
+        _refuse_non_finite(cmd, ctx.params)
+        force = bool(ctx.params.pop("force", False) if added else ctx.params.get("force"))
+        with atomic.command_scope(force, _input_paths(cmd, ctx.params)):
+            return invoke(ctx)
+
+    cmd.invoke = guarded
+    return cmd
+
+
+def _force_option() -> Any:
+    """A ``--force`` flag as Typer builds it (taken from a one-option command, so that the
+    help renders like every other option's, whatever Typer's internals)."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(force: bool = typer.Option(False, "--force", help=FORCE_HELP)) -> None:
+        """Never run."""
+
+    return next(p for p in typer.main.get_command(probe).params if p.name == "force")
+
+
+def _refuse_non_finite(cmd: Any, params: dict[str, Any]) -> None:
+    for p in cmd.params:
+        value = params.get(p.name)
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                option = max(getattr(p, "opts", None) or [p.name], key=len)
+                typer.echo(f"error: {option}: {v} is not a finite number; give a number",
+                           err=True)
+                raise typer.Exit(2)
+
+
+def _input_paths(cmd: Any, params: dict[str, Any]) -> list[Path]:
+    """The files a command reads: its path arguments and options other than where it writes."""
+    out: list[Path] = []
+    for p in cmd.params:
+        if p.name in ("output", "chart", "out", "out_dir") or "-o" in getattr(p, "opts", ()):
+            continue
+        value = params.get(p.name)
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(v, Path):
+                out.append(v)
+    return out
 
 
 def bad_value_message(option: str, message: str) -> str:
@@ -122,7 +212,7 @@ def info(message: str) -> None:
     """A status line on stderr (``wrote FILE``, ``planning ...``); ``-q`` silences it. Errors,
     violations and data are never silenced."""
     if not state.quiet:
-        typer.echo(message, err=True)
+        typer.echo(redact(message), err=True)
 
 
 class ProgressBar:
@@ -197,8 +287,9 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except PlannerError as exc:
-        # one line whatever the message quotes (a value with a newline stays escaped)
-        message = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        # one line whatever the message quotes (a value with a newline stays escaped), and no
+        # password of a URL or DSN it quotes
+        message = redact(str(exc)).replace("\r", "\\r").replace("\n", "\\n")
         typer.echo(f"error: {message}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except (OverflowError, ArithmeticError) as exc:
@@ -211,12 +302,7 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"-o: cannot write {str(output)!r} ({exc.strerror}); "
-                         "choose a writable path") from None
+    atomic.write_atomic(output, text if text.endswith("\n") else text + "\n")
     info(f"wrote {output}")
 
 

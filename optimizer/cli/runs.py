@@ -72,7 +72,7 @@ def record(
     algorithm: str = typer.Option(None, "--algorithm", help="Default: the plan's."),
     bill: list[Path] = typer.Option([], "--bill", help="CSV/JSON bill export whose rows carry "
                                     "render's ptplan-* cost tags (repeatable)."),
-    cost: list[str] = typer.Option([], "--cost", help="PHASE[/CAPACITY]=USD cost line "
+    cost: list[str] = typer.Option([], "--cost", help="PHASE=USD or PHASE/CAPACITY=USD cost line "
                                    "(repeatable), e.g. update/spot=1234.50."),
     target: list[str] = typer.Option([], "--target", help="NAME=BEFORE:AFTER of a target "
                                      "metric (repeatable)."),

@@ -13,19 +13,42 @@ Every file ptplan writes goes through here:
   unless ``force`` is given (then the link itself is replaced, never its target).
 
 Refusals raise :class:`~ptplan.core.errors.InputError` (exit 2) naming the path and the fix.
+
+The command line sets, for the command being run, whether ``--force`` was given and which paths
+are its inputs (:func:`command_scope`); every write made under it (``-o``, ``--chart``, a
+render) obeys them without each writer passing them along.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from ptplan.core.errors import InputError
 
-__all__ = ["confine", "write_atomic", "write_tree"]
+__all__ = ["command_scope", "confine", "write_atomic", "write_tree"]
+
+_SCOPE: contextvars.ContextVar[tuple[bool, tuple[Path, ...]]] = contextvars.ContextVar(
+    "ptplan_write_scope", default=(False, ()))
+
+
+@contextlib.contextmanager
+def command_scope(force: bool, inputs: Iterable[Path]) -> Iterator[None]:
+    """While a command runs: its ``--force`` and its input files, for every write it makes."""
+    token = _SCOPE.set((force, tuple(Path(p) for p in inputs)))
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def _with_scope(force: bool, inputs: Iterable[Path]) -> tuple[bool, list[Path]]:
+    scope_force, scope_inputs = _SCOPE.get()
+    return force or scope_force, [*(Path(p) for p in inputs), *scope_inputs]
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -85,6 +108,7 @@ def write_atomic(path: Path, data: str | bytes, *, option: str = "-o",
     an unwritable path; the old file, if any, is then unchanged.
     """
     path = Path(path)
+    force, inputs = _with_scope(force, inputs)
     _check_target(path, option, inputs, force)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +156,7 @@ def write_tree(root: Path, files: Mapping[str, str | bytes], *, option: str = "-
     (:func:`confine`); a link or an input among the targets is refused unless ``force``.
     """
     root = Path(root)
-    inputs = [Path(p) for p in inputs]
+    force, inputs = _with_scope(force, inputs)
     targets = [(confine(root, name), data) for name, data in files.items()]
     for path, _ in targets:
         _check_target(path, option, inputs, force)

@@ -24,7 +24,7 @@ MASK = "***"
 # user-info with a password; the password may hold any character but '@' ends it at the last
 # '@' before the host (a password with an unescaped '@' is itself redacted whole)
 _URL_PASSWORD = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@]*:)(?P<secret>\S*)@(?=[^\s@]*(?:\s|$))")
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*:/{1,2}[^\s:/?#@]*:)(?P<secret>\S*)@(?=[^\s@]*(?:\s|$))")
 _SECRET_WORDS = (r"password|passwd|pwd|pass|secret|token|access[_-]?token|refresh[_-]?token|"
                  r"api[_-]?key|apikey|client[_-]?secret|aws_secret_access_key|"
                  r"aws_session_token|sig|signature|x-amz-signature|x-amz-credential|"

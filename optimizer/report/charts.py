@@ -5,10 +5,12 @@ paths, no date metadata; PNG carries no software tag."""
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ptplan.core.atomic import write_atomic
 from ptplan.core.errors import InputError
 
 
@@ -37,14 +39,13 @@ def pyplot(salt: str) -> Iterator[Any]:
 
 
 def save(plt: Any, fig: Any, path: Path) -> None:
-    """Write ``fig`` to ``path`` (format from the suffix) and close it."""
+    """Write ``fig`` to ``path`` (format from the suffix) atomically and close it."""
     suffix = chart_suffix(path)
+    buf = io.BytesIO()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         meta = {"Date": None} if suffix == ".svg" else {"Software": None}
-        fig.savefig(path, format=suffix[1:], dpi=100, metadata=meta)
-    except OSError as exc:
-        raise InputError(f"--chart: cannot write {str(path)!r} ({exc.strerror}); choose a "
-                         "writable path") from None
+        fig.savefig(buf, format=suffix[1:], dpi=100, metadata=meta)
     finally:
         plt.close(fig)
+    # atomic, never through a link or over an input unless --force (ptplan.core.atomic)
+    write_atomic(path, buf.getvalue(), option="--chart")
