@@ -12,11 +12,25 @@ module.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer.main
 
 from ptplan.cli.app import app
+from ptplan.cli.common import _harden
 
 __all__ = ["command"]
 
-#: The ``ptplan`` group as Click sees it (``typer.main.get_command(app)``).
-command = typer.main.get_command(app)
+
+def _hardened(cmd: Any) -> Any:
+    """Every command as the console script runs it: with the options every command shares
+    (``--force`` where it writes ``-o``), which the script adds as Click resolves a command."""
+    _harden(cmd)
+    for sub in getattr(cmd, "commands", {}).values():
+        _hardened(sub)
+    return cmd
+
+
+#: The ``ptplan`` group as Click sees it (``typer.main.get_command(app)``), every command
+#: with the options the console script gives it.
+command = _hardened(typer.main.get_command(app))
