@@ -81,7 +81,7 @@ def test_negative_steps_refused() -> None:
         decide(PLAN, [(10.0, 100.0)], 10.0, -3)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(series_st, st.randoms(use_true_random=False), finite_hours, st.none() | st.integers(0, 900))
 def test_order_of_points_does_not_matter(points: list[tuple[float, float]], rnd: object,
                                          hours: float, done: int | None) -> None:
@@ -91,7 +91,7 @@ def test_order_of_points_does_not_matter(points: list[tuple[float, float]], rnd:
     assert decide(PLAN, shuffled, hours, done) == decide(PLAN, pts, hours, done)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(series_st, finite_hours, st.none() | st.integers(0, 900),
        st.floats(0.01, 1000.0, allow_nan=False))
 def test_decision_table_invariants(points: list[tuple[float, float]], hours: float,

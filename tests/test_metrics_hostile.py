@@ -38,7 +38,8 @@ def test_nan_values_are_skipped_not_stored(tmp_path: Path) -> None:
     assert [(m.name, m.value) for m in ms] == [("timing_s/update_actor", 2.0)]
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=400))
 def test_jsonl_fuzz_never_traces_back(tmp_path: Path, blob: bytes) -> None:
     path = tmp_path / "fuzz.jsonl"
@@ -49,7 +50,8 @@ def test_jsonl_fuzz_never_traces_back(tmp_path: Path, blob: bytes) -> None:
         assert "\n" not in str(exc)
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300))
 def test_tensorboard_fuzz_never_traces_back(tmp_path: Path, blob: bytes) -> None:
     path = tmp_path / "events.out.tfevents.1"
@@ -91,3 +93,30 @@ def test_mlflow_server_password_never_printed(monkeypatch: pytest.MonkeyPatch) -
         mx.read_mlflow(uri, "0" * 32)
     assert "S3cretPw" not in str(info.value) and "alice" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("blob", [b"usd,ptplan-project\n\xff\xfe,x\n", b"usd\x00,a\n1,2\n",
+                                  b'usd,ptplan-project\n"unterminated,x\n'])
+def test_hostile_bill_csv_is_one_line(tmp_path: Path, blob: bytes) -> None:
+    from ptplan.ledger.records import bill_costs
+
+    path = tmp_path / "bill.csv"
+    path.write_bytes(blob)
+    try:
+        bill_costs(path, {"ptplan-project": "x", "ptplan-method": "rl"})
+    except InputError as exc:
+        assert "\n" not in str(exc) and "bill" in str(exc)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300), st.sampled_from([".csv", ".json"]))
+def test_bill_fuzz_never_traces_back(tmp_path: Path, blob: bytes, suffix: str) -> None:
+    from ptplan.ledger.records import bill_costs
+
+    path = tmp_path / f"bill{suffix}"
+    path.write_bytes(blob)
+    try:
+        bill_costs(path, {"ptplan-project": "x", "ptplan-method": "rl"})
+    except InputError as exc:
+        assert "\n" not in str(exc)

@@ -154,6 +154,9 @@ def _bill_rows(path: Path) -> list[dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--bill: cannot read {name} ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--bill {name}: not UTF-8 text (byte {exc.start}); export the bill "
+                         "as UTF-8 CSV or JSON") from None
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -169,7 +172,10 @@ def _bill_rows(path: Path) -> list[dict[str, Any]]:
                 for r in data]
     if path.suffix.lower() != ".csv":
         raise InputError(f"--bill {name}: use a .csv or .json bill export")
-    return list(csv.DictReader(text.splitlines()))
+    try:
+        return list(csv.DictReader(text.splitlines()))
+    except csv.Error as exc:
+        raise InputError(f"--bill {name}: not a CSV file ({exc})") from None
 
 
 def bill_costs(path: Path, tags: dict[str, str]) -> list[Cost]:
