@@ -1,8 +1,10 @@
 """The deep fuzz run and the hostile-file timings (issue #21; docs/reliability.md).
 
-1. ``pytest tests/test_fuzz.py --hypothesis-profile=deep``: 2,500 examples per fuzz target
-   (specs, policies, custom catalogs, plan files, price-cache rows), 12,500 in all,
-   derandomized; prints each target's passing / failing counts and the wall time.
+1. ``pytest tests/test_fuzz.py tests/test_fuzz_operations.py --hypothesis-profile=deep``:
+   2,500 examples per fuzz target (specs, policies, custom catalogs, plan files, price-cache
+   rows; ledger URLs and files, metrics JSONL and TensorBoard, bills, spend files and spend
+   cache rows), 32,500 in all, derandomized; prints each target's passing / failing counts
+   and the wall time.
 2. Hostile files through the real CLI (``ptplan plan FILE``, a fresh process each): a YAML
    alias bomb, a document nested two million levels deep and an 8 MB file; prints the exit
    code, the wall time and the peak memory of the process (the interpreter's start-up is
@@ -29,7 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def deep_fuzz() -> None:
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_fuzz.py", "--hypothesis-profile=deep",
+        [sys.executable, "-m", "pytest", "tests/test_fuzz.py", "tests/test_fuzz_operations.py",
+         "--hypothesis-profile=deep",
          "--hypothesis-show-statistics", "-q", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start

@@ -21,10 +21,10 @@ __all__ = ["MASK", "redact"]
 
 MASK = "***"
 
-# user-info with a password; the password may hold any character but '@' ends it at the last
-# '@' before the host (a password with an unescaped '@' is itself redacted whole)
-_URL_PASSWORD = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*:/{1,2}[^\s:/?#@]*:)(?P<secret>\S*)@(?=[^\s@]*(?:\s|$))")
+# a URL (``scheme://...`` or, once a path was normalised, ``scheme:/...``) up to whitespace:
+# its user-info is everything before the token's last '@', the password what follows the
+# user-info's first ':' (a user or password holding '@', '?' or '/' is still covered whole)
+_URL = re.compile(r"(?P<scheme>(?:\b[A-Za-z][A-Za-z0-9+.\-]*)?:/{1,2})(?P<rest>\S*)")
 _SECRET_WORDS = (r"password|passwd|pwd|pass|secret|token|access[_-]?token|refresh[_-]?token|"
                  r"api[_-]?key|apikey|client[_-]?secret|aws_secret_access_key|"
                  r"aws_session_token|sig|signature|x-amz-signature|x-amz-credential|"
@@ -37,7 +37,15 @@ _KEYVALUE = re.compile(
 
 def redact(text: object) -> str:
     """``text`` as a string with every credential replaced by ``***``."""
-    s = str(text)
-    s = _URL_PASSWORD.sub(lambda m: m.group("head") + MASK + "@", s)
+    s = _URL.sub(_mask_url, str(text))
     s = _QUERY.sub(lambda m: m.group("head") + MASK, s)
     return _KEYVALUE.sub(lambda m: m.group("head") + MASK, s)
+
+
+def _mask_url(m: re.Match[str]) -> str:
+    rest = m.group("rest")
+    at = rest.rfind("@")
+    user, colon, _password = rest[:at].partition(":") if at >= 0 else ("", "", "")
+    if not colon:
+        return m.group(0)
+    return f"{m.group('scheme')}{user}:{MASK}{rest[at:]}"
