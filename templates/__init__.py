@@ -10,7 +10,7 @@ filter      emits
             is valid YAML 1.2 flow syntax, so it is safe in YAML and JSON files.
 ``hcl``     an HCL literal: like ``q``, with ``${`` and ``%{`` escaped as ``$${`` / ``%%{`` so
             that no user string opens a Terraform template sequence; maps as ``{ "k" = v }``.
-``sh``      one POSIX-shell word (:func:`shlex.quote`).
+``sh``      one POSIX-shell word (:func:`shell_word`, the one quoting function).
 ``text``    a single line for comments: control characters (newlines) replaced by spaces.
 ==========  ==================================================================================
 
@@ -68,9 +68,25 @@ def hcl(value: Any) -> Emitted:
     raise TemplateError(f"cannot emit {type(value).__name__} as HCL")
 
 
+def shell_word(value: Any) -> str:
+    """``value`` as one POSIX-shell word: THE quoting function of every rendered command.
+
+    Every value ptplan writes into a shell command (``sh -c`` strings, launch scripts, SkyPilot
+    ``setup``/``run``, CronJob ``args``, RayJob entrypoints) passes through here: the ``sh``
+    filter in templates, :func:`shell_join` in Python code. A word of only ``[A-Za-z0-9_@%+=:,
+    ./-]`` stays as it is; any other is single-quoted (``'`` written as ``'"'"'``), so ``;``,
+    ``$()``, backticks, quotes, ``#``, newlines and U+2028 stay inside the word."""
+    return shlex.quote(str(value))
+
+
+def shell_join(words: Any) -> str:
+    """``words`` as one shell command line, each through :func:`shell_word`."""
+    return " ".join(shell_word(w) for w in words)
+
+
 def sh(value: Any) -> Emitted:
-    """One shell word."""
-    return Emitted(shlex.quote(str(value)))
+    """One shell word (:func:`shell_word`)."""
+    return Emitted(shell_word(value))
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")

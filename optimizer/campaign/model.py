@@ -11,7 +11,9 @@ from pydantic import Field, model_validator
 from ptplan.core.errors import InputError
 from ptplan.core.yamlio import StrictModel, quoted, validate
 
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+STAGE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+"""A stage name: also the directory ``render`` writes the stage into, so never a path."""
+Name = Annotated[str, Field(pattern=STAGE_NAME)]
 
 
 class Stage(StrictModel):

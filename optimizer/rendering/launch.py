@@ -10,13 +10,13 @@ defaults.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from ptplan.planfile.names import dns_name
 from ptplan.planfile.schema import REGENERATE, Plan
 from ptplan.rendering.facts import Facts
 from ptplan.rendering.frameworks import openrlhf_0_11, pool, verl_0_9
+from ptplan.templates import shell_word
 
 MODULES = {"verl": verl_0_9, "openrlhf": openrlhf_0_11}
 NO_SPEC = ("ptplan: rendered without --spec: the run settings the plan was priced with (batch, "
@@ -56,11 +56,11 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     if plan.method == "generate":
         notes.append(NO_GENERATE)
         out.update(module=None, torchrun=False, settings=[], config_name=None, ray_roles={},
-                   words=["sh", "-c", f"echo {shlex.quote(NO_GENERATE)} >&2; exit 2"])
+                   words=["sh", "-c", f"echo {shell_word(NO_GENERATE)} >&2; exit 2"])
     elif facts.run is None:
         notes.append(NO_SPEC)
         out.update(module=None, torchrun=False, settings=[], config_name=None, ray_roles={},
-                   words=["sh", "-c", f"echo {shlex.quote(NO_SPEC)} >&2; exit 2"])
+                   words=["sh", "-c", f"echo {shell_word(NO_SPEC)} >&2; exit 2"])
     else:
         out.update(MODULES[fw.name].command(plan, facts, slug, notes))
     if out.get("ray_roles"):

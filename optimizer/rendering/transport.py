@@ -23,9 +23,10 @@ result through real bash, list2cmdline and sh.
 from __future__ import annotations
 
 import base64
-import shlex
 import string
 from collections.abc import Sequence
+
+from ptplan.templates import shell_join
 
 _PLAIN = set(string.ascii_letters + string.digits + "@%+=:,./-_")
 _UNSAFE = set(" \t\n\r\"\x0b\x0c") | {chr(c) for c in range(32)} | {"\x7f"}
@@ -41,7 +42,7 @@ def sh_word(word: str) -> str:
 def ray_entrypoint(words: Sequence[str]) -> str:
     """The RayJob ``entrypoint`` that runs ``words`` as one process (see the module doc)."""
     if words and not any(set(w) & _UNSAFE for w in words):
-        return " ".join(shlex.quote(sh_word(w)) for w in words)
-    script = "exec " + shlex.join(words) + "\n"
+        return shell_join(sh_word(w) for w in words)
+    script = "exec " + shell_join(words) + "\n"
     blob = base64.b64encode(script.encode("utf-8")).decode("ascii")
-    return " ".join(shlex.quote(t) for t in ("echo", f"{blob}|base64", "-d|sh"))
+    return shell_join(("echo", f"{blob}|base64", "-d|sh"))

@@ -27,6 +27,7 @@ from ptplan.rendering.frameworks import (
 )
 from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
+from ptplan.templates import shell_join
 
 FRAMEWORK = OPENRLHF_0_11
 ESTIMATOR = {"ppo": "gae", "grpo": "group_norm", "dapo": "group_norm"}
@@ -163,7 +164,7 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
         notes.append("PPO: OpenRLHF's critic is its own group, sized like the actor here")
     module = "openrlhf.cli.train_ppo_ray"  # through the pool-pinning launcher (pinning.py)
     pools = roles(plan, "openrlhf")
-    boot = shlex.join(launcher_words(module, pools))
+    boot = shell_join(launcher_words(module, pools))
     script = f"exec {boot} " + " ".join(
         f'{k} "${v}"' for k, v in env_flags) + ' "$@"'
     flags = [w for s in rows if s.key not in dict(env_flags) for w in flag(s)] + fixed
