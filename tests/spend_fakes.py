@@ -31,17 +31,25 @@ class Item:
 
 
 def run_items(project: str, method: str, phases: dict[str, tuple[str, float]], hours: int,
-              other: float = 999.0) -> list[Item]:
-    """Per hour: one item per phase tag value (purchase type, $/h), one of another project."""
+              other: float = 999.0, plans: tuple[str, ...] = ()) -> list[Item]:
+    """Per hour: one item per phase tag value (purchase type, $/h) and plan label of ``plans``
+    (none: no ``ptplan-plan`` tag), one of another project, and one of another plan of the same
+    project (``ptplan-plan`` ``<project>-000000``)."""
     out = []
     for h in range(hours):
-        for phase, (ptype, usd) in phases.items():
-            out.append(Item(h, (("ptplan-project", project), ("ptplan-method", method),
-                                ("ptplan-phase", phase)), ptype, usd,
-                            "Spot Preemptible Nvidia L4 GPU" if ptype == "Spot Instances"
-                            else "Nvidia H100 80GB GPU running in Americas"))
+        for plan in plans or (None,):
+            mine = (("ptplan-plan", plan),) if plan else ()
+            for phase, (ptype, usd) in phases.items():
+                out.append(Item(h, (*mine, ("ptplan-project", project),
+                                    ("ptplan-method", method), ("ptplan-phase", phase)),
+                                ptype, usd, "Spot Preemptible Nvidia L4 GPU"
+                                if ptype == "Spot Instances"
+                                else "Nvidia H100 80GB GPU running in Americas"))
         out.append(Item(h, (("ptplan-project", "someone-else"), ("ptplan-method", method),
                             ("ptplan-phase", "update")), "On Demand Instances", other))
+        out.append(Item(h, (("ptplan-plan", f"{project}-000000"), ("ptplan-project", project),
+                            ("ptplan-method", method), ("ptplan-phase", "update")),
+                        "On Demand Instances", other))
     return out
 
 

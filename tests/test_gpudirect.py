@@ -27,6 +27,7 @@ import pytest
 import yaml
 from test_deploy import FIXTURES, files_of, plan_of, spec_of
 
+from ptplan.planfile.identity import plan_prefix
 from ptplan.planfile.schema import Plan
 from ptplan.rendering.checks.cluster import check_render
 from ptplan.rendering.gpudirect import LIB, LIB_HOST, STACKS
@@ -44,6 +45,11 @@ def a3_plan(machine: str, nodes: int = 2) -> Plan:
     upd["nodes"] = nodes
     upd["allocations"][0].update(nodes=nodes, instance_type=machine)
     return Plan.model_validate(d)
+
+
+def nic_network(machine: str, i: int) -> str:
+    """The name of GPU NIC ``i``'s Network: after the plan's prefix (cluster-scoped objects)."""
+    return f"{plan_prefix(a3_plan(machine))}-gpunic-{i}"
 
 
 @functools.cache
@@ -175,7 +181,8 @@ def _mutate(machine: str, rel: str, old: str, new: str) -> list[str]:
     ("a3-highgpu-8g", "kuberay/rayjob.yaml", '"networking.gke.io/default-interface": "eth0"',
      '"networking.gke.io/default-interface": "eth1"', "is not the pod's default interface"),
     ("a3-megagpu-8g", "kuberay/rayjob.yaml", '{\\"interfaceName\\": \\"eth8\\", \\"network\\":'
-     ' \\"gpunic-8\\"}', '{\\"interfaceName\\": \\"eth8\\", \\"network\\": \\"vpc8\\"}',
+     f' \\"{nic_network("a3-megagpu-8g", 8)}\\"}}',
+     '{\\"interfaceName\\": \\"eth8\\", \\"network\\": \\"vpc8\\"}',
      "names Network 'vpc8'"),
     ("a3-highgpu-8g", "kuberay/rayjob.yaml", '"name": "tcpx-daemon"', '"name": "rxdm"',
      "no tcpx-daemon sidecar"),

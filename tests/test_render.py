@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.planfile.load import load_plan
-from ptplan.planfile.names import dns_name
+from ptplan.planfile.names import dns_name, short_hash
 from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, Plan
 from ptplan.planfile.verify import verify_plan
 from ptplan.rendering.targets import (
@@ -298,8 +298,8 @@ def test_terraform_parses_and_sizes_match() -> None:
             assert not any(r.startswith("terraform-aws/asg") for r in files)
             tags = _hcl(files["terraform-aws/cost_tags.tf"])["resource"]
             keys = {v["tag_key"] for r in tags for b in r.values() for v in b.values()}
-            assert keys == {"ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
-                            "ptplan-capacity-type"}
+            assert keys == {"ptplan-plan", "ptplan-project", "ptplan-pool", "ptplan-phase",
+                            "ptplan-method", "ptplan-capacity-type"}
             main = files["terraform-aws/main.tf"]
             assert '"~> 6.0"' in main and ">= 5.0" not in main
         else:
@@ -562,7 +562,8 @@ def test_injection_cannot_add_keys(name: str) -> None:
             assert K8S_LABEL.match(v) and len(v) <= 63
         for v in g["labels"]["gcp"].values():
             assert GCP_LABEL.match(v)
-    assert k8s_label("-a b-") == "a-b"
+    # a value that had to change carries a hash of the original: never another value's label
+    assert k8s_label("-a b-") == f"a-b-{short_hash('-a b-')}" and k8s_label("a-b") == "a-b"
 
 
 def test_templates_refuse_unquoted_values() -> None:

@@ -18,6 +18,7 @@ from test_aws import SECRET, aws_env
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
+from ptplan.planfile.identity import plan_prefix
 from ptplan.planfile.load import load_plan
 from ptplan.spend.curve import planned_cumulative
 
@@ -36,8 +37,17 @@ PHASES = {"rollout-eval-weight_sync": ("Spot Instances", 5.0),
 HOURS = 3
 
 
+AWS_LABEL = plan_prefix(load_plan(AWS_PLAN))
+GCP_LABEL = plan_prefix(load_plan(GCP_PLAN))
+"""The plans' ``ptplan-plan`` values: the bill of each plan's own deployment."""
+
+
 def items() -> list[Item]:
-    return run_items("grpo-7b-math", "rl", PHASES, HOURS)
+    """Both fixture plans' runs (one bill, two deployments), another project's and another
+    plan's of the same project."""
+    return run_items("grpo-7b-math", "rl", PHASES, HOURS, plans=(AWS_LABEL,)) + [
+        i for i in run_items("grpo-7b-math", "rl", PHASES, HOURS, plans=(GCP_LABEL,))
+        if ("ptplan-plan", GCP_LABEL) in i.tags]
 
 
 @pytest.fixture
@@ -89,6 +99,7 @@ def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: P
     assert req["TimePeriod"] == {"Start": "2026-12-01T00:00:00Z", "End": "2026-12-01T06:00:00Z"}
     assert req["Filter"] == {"And": [
         {"Tags": {"Key": "ptplan-method", "Values": ["rl"], "MatchOptions": ["EQUALS"]}},
+        {"Tags": {"Key": "ptplan-plan", "Values": [AWS_LABEL], "MatchOptions": ["EQUALS"]}},
         {"Tags": {"Key": "ptplan-project", "Values": ["grpo-7b-math"],
                   "MatchOptions": ["EQUALS"]}}]}
     assert req["GroupBy"] == [{"Type": "TAG", "Key": "ptplan-phase"},
@@ -97,8 +108,9 @@ def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: P
     assert [q.get("NextPageToken") for q in ce.requests] == [None, "2", "4"]
     assert all("AKIAFAKEFORTESTS0000" in c["headers"]["authorization"]
                for c in ce.local.calls)
-    # the other project's 999 $/h is filtered out: 130 $/h of this run; the hours after it
-    # stopped are periods without cost, so the curve goes flat
+    # the other project's and the other plan's 999 $/h, and the GCP plan's run, are filtered
+    # out: 130 $/h of this run; the hours after it stopped are periods without cost, so the
+    # curve goes flat
     assert [p["actual_usd"] for p in r["periods"]] == [130.0] * HOURS + [0.0] * 3
     assert [p["hours"] for p in r["periods"]] == [1, 2, 3, 4, 5, 6]
     assert r["run_start"] == "2026-12-01T00:00:00Z"
@@ -231,8 +243,8 @@ def test_gcp_bigquery_query_and_result_pages(bq: FakeBigQuery, tmp_path: Path) -
     q = bq.queries[0]
     params = {p["name"]: p["parameterValue"]["value"] for p in q["queryParameters"]}
     assert params["group_key"] == "ptplan-phase"
-    assert {params["k0"]: params["v0"], params["k1"]: params["v1"]} == {
-        "ptplan-method": "rl", "ptplan-project": "grpo-7b-math"}
+    assert {params[f"k{i}"]: params[f"v{i}"] for i in range(3)} == {
+        "ptplan-method": "rl", "ptplan-plan": GCP_LABEL, "ptplan-project": "grpo-7b-math"}
     assert f"FROM `{TABLE}`" in q["query"] and q["useLegacySql"] is False
     assert "TIMESTAMP_TRUNC(usage_start_time, HOUR)" in q["query"]
     # 9 rows (3 hours x 3 phases) in pages of 2: jobs.query, then getQueryResults by token
@@ -302,3 +314,49 @@ def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> No
     r = guard("2026-12-01T06")
     assert (r["hours"], r["billed_to_hours"], r["burn_usd_per_hour"]) == (6, 3, 130.0)
     assert r["forecast_usd"] == round(390 + 130 * (7.360869721429597 - 6), 2) == 566.91
+
+
+def test_names_that_sanitise_alike_never_share_a_bill(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    """``grpo#7b#math`` is not ``grpo-7b-math``: a tag value that had to change carries a hash of
+    the original, on every platform, so the bill pulled for one plan never holds the other's."""
+    from ptplan.planfile.names import aws_tag, gcp_label, k8s_label, short_hash
+    from ptplan.planfile.tags import run_cost_tags
+
+    for f in (aws_tag, gcp_label, k8s_label):
+        assert f("grpo-7b-math") == "grpo-7b-math"
+        assert f("grpo#7b#math") == f"grpo-7b-math-{short_hash('grpo#7b#math')}"
+    names = ["grpo-7b-math", "grpo#7b#math", "grpo 7b math", "GRPO-7b-math", "grpo-7b-math.",
+             "x" * 80, "x" * 80 + "y", "###", "@@@"]
+    for f in (aws_tag, gcp_label, k8s_label):
+        assert len({f(n) for n in names}) == len(names), f.__name__
+    aws_env(monkeypatch, tmp_path)
+    real = load_plan(AWS_PLAN)
+    hashed = real.model_copy(update={"spec_name": "grpo#7b#math"})
+    (tmp_path / "hashed.json").write_text(hashed.model_dump_json())
+    tags = {p.spec_name: run_cost_tags(p, "aws") for p in (real, hashed)}
+    assert tags["grpo-7b-math"]["ptplan-project"] != tags["grpo#7b#math"]["ptplan-project"]
+    assert tags["grpo-7b-math"]["ptplan-plan"] != tags["grpo#7b#math"]["ptplan-plan"]
+    bill = []
+    for name, usd in (("grpo-7b-math", (1.0, 1.0, 10.0)), ("grpo#7b#math", (2.0, 2.0, 20.0))):
+        t = tags[name]
+        phases = dict(zip(PHASES, [(ptype, x) for (ptype, _), x in zip(PHASES.values(), usd,
+                                                                       strict=True)],
+                          strict=True))
+        bill += [i for i in run_items(t["ptplan-project"], "rl", phases, HOURS,
+                                      plans=(t["ptplan-plan"],))
+                 if ("ptplan-plan", t["ptplan-plan"]) in i.tags]
+    fake = FakeCostExplorer(bill)
+    try:
+        got = {}
+        for name, path in (("grpo-7b-math", AWS_PLAN), ("grpo#7b#math",
+                                                         str(tmp_path / "hashed.json"))):
+            res = runner.invoke(app, ["spend", path, "--provider", "aws", "--since",
+                                      "2026-12-01T00", "--until", "2026-12-01T03", "--by",
+                                      "hour", "--endpoint", fake.url, "--cache",
+                                      str(tmp_path / f"{len(got)}.sqlite"), "--format", "json"])
+            assert res.exit_code == 0, res.output
+            got[name] = json.loads(res.stdout)["actual_usd"]
+    finally:
+        fake.close()
+    assert got == {"grpo-7b-math": 12.0 * HOURS, "grpo#7b#math": 24.0 * HOURS}

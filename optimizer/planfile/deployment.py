@@ -5,7 +5,9 @@ cell with its names. Render builds every file around these (:mod:`ptplan.renderi
 
 Group names: ``<pool>-<capacity>``, the zone or instance type appended only where one capacity
 type of the pool spans several, as a DNS label of at most 30 characters; the full name
-(Karpenter NodePool, node label ``ptplan.io/group``) prefixes the project's slug.
+(Karpenter NodePool and EC2NodeClass, GKE node pool, node label ``ptplan.io/group``) puts the
+plan's prefix before it, ``<slug>-<digest>-<group>`` in at most 40 characters, the slug cut to
+fit (:mod:`ptplan.planfile.identity`).
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ptplan.planfile.names import dns_name
+from ptplan.planfile.identity import GROUP_NAME_CHARS, plan_digest, project_slug
+from ptplan.planfile.names import dns_name, prefixed
 from ptplan.planfile.schema import Plan
 from ptplan.planfile.tags import CAPACITY_LABEL
+
+__all__ = ["CAPACITY_ORDER", "GroupCell", "group_cells", "project_slug", "site_zone"]
 
 CAPACITY_ORDER = {"reserved": 0, "block": 0, "on_demand": 1, "flex_start": 1, "spot": 2}
 """Kueue flavor preference: capacity already paid for first, then on-demand, then spot."""
@@ -49,11 +54,6 @@ def site_zone(plan: Plan) -> tuple[str, list[str]]:
                 "types; pools are region-level (cross-zone traffic is not priced)"]
 
 
-def project_slug(plan: Plan) -> str:
-    """The project's name in every deployed object's name (the RayJob's itself)."""
-    return dns_name(plan.spec_name, 30)
-
-
 @dataclass(frozen=True)
 class GroupCell:
     """One group of a plan: its pool's nodes of one capacity type, zone and instance type."""
@@ -76,9 +76,12 @@ def _group_name(pool: str, label: str, zone: str, it: str, split_zone: bool,
     return dns_name("-".join(parts), 30)
 
 
-def group_cells(plan: Plan, slug: str, site: str) -> list[GroupCell]:
+def group_cells(plan: Plan, slug: str, site: str, digest: str | None = None
+                ) -> list[GroupCell]:
     """The plan's groups in deployment order (pool by pool, capacity paid for first); the
-    allocations without a zone sit in ``site`` (:func:`site_zone`)."""
+    allocations without a zone sit in ``site`` (:func:`site_zone`); ``digest``: the plan's
+    (:func:`ptplan.planfile.identity.plan_digest`, computed when not given)."""
+    digest = digest or plan_digest(plan)
     out = []
     for pool in plan.pools:
         cells: dict[tuple[str, str, str], list[Any]] = {}
@@ -91,5 +94,5 @@ def group_cells(plan: Plan, slug: str, site: str) -> list[GroupCell]:
             name = _group_name(pool.name, label, zone, it,
                                len({c[1] for c in same_ct}) > 1, len({c[2] for c in same_ct}) > 1)
             out.append(GroupCell(pool, ct, zone, it, cells[(ct, zone, it)], label, name,
-                                 dns_name(f"{slug}-{name}", 63)))
+                                 prefixed(slug, digest, name, GROUP_NAME_CHARS)))
     return out

@@ -25,19 +25,44 @@ def _trim(s: str, n: int, ok_end: str) -> str:
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
+_LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+HASH_CHARS = 6
+"""Hex digits of the sha256 that keeps a sanitised or cut value distinct (:func:`short_hash`)."""
+
+
+def short_hash(value: str) -> str:
+    """The first :data:`HASH_CHARS` hex digits of the sha256 of ``value`` (UTF-8)."""
+    return hashlib.sha256(value.encode()).hexdigest()[:HASH_CHARS]
+
+
+def _distinct(value: str, clean: str, n: int, ok_end: str) -> str:
+    """``clean`` when it spells ``value`` unchanged; else ``clean`` cut to leave room for
+    ``-<short_hash(value)>``, so that two values that sanitise alike (``grpo#7b#math`` and
+    ``grpo-7b-math``, ``Rollout`` and ``rollout`` as a GCP label, two long names cut at the
+    same place) never share a tag."""
+    if clean == value:
+        return clean
+    head = _trim(clean, n - HASH_CHARS - 1, ok_end)
+    return f"{head}-{short_hash(value)}" if head else short_hash(value)
+
+
 def k8s_label(value: str) -> str:
-    """A Kubernetes label value: ≤ 63 of [A-Za-z0-9._-], alphanumeric at both ends."""
-    return _trim(re.sub(r"[^A-Za-z0-9._-]+", "-", value), 63, _ALNUM)
+    """A Kubernetes label value: ≤ 63 of [A-Za-z0-9._-], alphanumeric at both ends; a value
+    that had to change carries a hash of the original (:func:`_distinct`)."""
+    return _distinct(value, _trim(re.sub(r"[^A-Za-z0-9._-]+", "-", value), 63, _ALNUM), 63,
+                     _ALNUM)
 
 
 def gcp_label(value: str) -> str:
-    """A GCP label value: ≤ 63 of [a-z0-9_-] (lowercase)."""
-    return re.sub(r"[^a-z0-9_-]+", "-", value.lower())[:63]
+    """A GCP label value: ≤ 63 of [a-z0-9_-] (lowercase); a value that had to change carries
+    a hash of the original (:func:`_distinct`)."""
+    return _distinct(value, re.sub(r"[^a-z0-9_-]+", "-", value.lower())[:63], 63, _LOWER)
 
 
 def aws_tag(value: str) -> str:
-    """An AWS tag value: ≤ 256 of letters, digits, spaces and ``_ . : / = + - @``."""
-    return re.sub(r"[^A-Za-z0-9 _.:/=+\-@]+", "-", value)[:256]
+    """An AWS tag value: ≤ 256 of letters, digits, spaces and ``_ . : / = + - @``; a value that
+    had to change carries a hash of the original (:func:`_distinct`)."""
+    return _distinct(value, re.sub(r"[^A-Za-z0-9 _.:/=+\-@]+", "-", value)[:256], 256, _ALNUM)
 
 
 def dns_name(value: str, n: int = 40) -> str:
@@ -48,6 +73,21 @@ def dns_name(value: str, n: int = 40) -> str:
         s = _trim(s, n - 7, "abcdefghijklmnopqrstuvwxyz0123456789")
         s = f"{s}-{digest}" if s else f"p-{digest}"
     return s or "p"
+
+
+def prefixed(slug: str, digest: str, rest: str = "", n: int = 63) -> str:
+    """``<slug>-<digest>[-<rest>]``: a DNS-1123 label of at most ``n`` characters that starts
+    with a letter (GKE node pools, GCP networks, RFC 1035 names), for a DNS-label ``slug``,
+    ``digest`` and ``rest``. The slug is cut to fit (``p`` put before a slug that does not start
+    with a letter); the digest and ``rest`` never are, so ``n`` must exceed their length + 3."""
+    tail = f"-{digest}" + (f"-{rest}" if rest else "")
+    room = n - len(tail)
+    if room < 1:
+        raise ValueError(f"{rest!r}: too long for a name of {n} characters after the prefix")
+    head = _trim(slug, room, _LOWER)
+    if not head[:1].isalpha():
+        head = _trim("p" + head, room, _LOWER) or "p"
+    return head + tail
 
 
 def tf_name(value: str) -> str:

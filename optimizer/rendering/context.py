@@ -22,13 +22,15 @@ import shlex
 from typing import Any
 
 from ptplan.core.errors import InputError
-from ptplan.planfile.deployment import CAPACITY_ORDER, group_cells, project_slug, site_zone
+from ptplan.planfile.deployment import CAPACITY_ORDER, group_cells, site_zone
+from ptplan.planfile.identity import PLAN_LABEL, plan_digest, project_slug
 from ptplan.planfile.names import (
     SKY_ACCELERATOR,
     dns_name,
     gke_accelerator,
     gpu_resource,
     k8s_label,
+    prefixed,
     tf_name,
 )
 from ptplan.planfile.schema import Plan
@@ -82,11 +84,12 @@ def _booking(plan: Plan, pool: str, ct: str, it: str) -> dict[str, Any] | None:
             if ct == "block" and plan.provider == "gcp" else None}
 
 
-def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
+def _groups(plan: Plan, slug: str, site: str, digest: str, prefix: str,
+            nets_root: str) -> list[dict[str, Any]]:
     """One group per (pool, capacity type, zone, instance type) of the plan: one node pool, one
     Ray worker group, one SkyPilot task. Region-level allocations sit in ``site``."""
     groups = []
-    for cell in group_cells(plan, slug, site):
+    for cell in group_cells(plan, slug, site, digest):
         pool, ct, zone, it = cell.pool, cell.capacity_type, cell.zone, cell.instance_type
         allocs, label, name, full = cell.allocations, cell.label, cell.name, cell.full_name
         phase = "-".join(pool.phases)
@@ -96,7 +99,7 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
         res = gpu_resource(pool.gpu)
         gd = gpudirect.stack(plan, pool, it)
         groups.append({
-            "name": name, "full_name": full, "tf": tf_name(name),
+            "name": name, "full_name": full, "tf": tf_name(full),
             "pool": pool.name, "phases": list(pool.phases), "gpu": pool.gpu,
             "provider": pool.provider, "region": pool.region, "gpu_resource": res,
             "sky_accelerator": SKY_ACCELERATOR.get(pool.gpu, pool.gpu),
@@ -112,14 +115,15 @@ def _groups(plan: Plan, slug: str, site: str) -> list[dict[str, Any]]:
             "accelerator": gke_accelerator(pool.gpu, it),
             "usd_per_hour": round(sum(a.nodes * a.usd_per_hour for a in allocs), 6),
             "runs_update": "update" in pool.phases,
-            "labels": label_sets(plan, pool.name, phase, label),
+            "labels": label_sets(plan, pool.name, phase, label, prefix),
             "node_labels": node_labels, "node_selector": dict(node_labels), "efa": efa,
             "ray_resource": ray_resource(pool.name),
             "boot_disk_gb": boot_disk_gb(plan, pool),
             "taints": [{"key": res, "effect": "NoSchedule"}],
             "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
             "pod_resources": {res: pool.gpus_per_node, **({EFA_RESOURCE: efa} if efa else {})},
-            "gpudirect": gpudirect.pod(gd, gpudirect.networks(slug, gd.nics)) if gd else None,
+            "gpudirect": gpudirect.pod(gd, gpudirect.networks(nets_root, gd.nics)) if gd
+            else None,
             "sky_network_tier": "best" if gd and it in gpudirect.SKY_TCPX_TYPES else None,
         })
     for g in groups:
@@ -144,8 +148,10 @@ def _quantity(values: list[str]) -> str:
 def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                   cluster: str = "ptplan") -> dict[str, Any]:
     slug = project_slug(plan)
+    digest = plan_digest(plan)
+    prefix = prefixed(slug, digest)
     site, deploy_notes = site_zone(plan)
-    groups = _groups(plan, slug, site)
+    groups = _groups(plan, slug, site, digest, prefix, prefix)
     launch = launch_args(plan, facts)
     upool = _pool(plan, launch["update_pool"])
     launch["words"] = verl_words(launch, slug, upool.gpus_per_node)
@@ -166,14 +172,15 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         label = CAPACITY_LABEL.get(ct, ct)
         quotas = {res: sum(g["nodes"] * g["pod_resources"].get(res, 0) for g in groups
                            if g["capacity_type"] == ct) for res in resources}
-        flavors.append({"name": dns_name(f"{slug}-{label}", 63), "capacity_label": label,
+        flavors.append({"name": prefixed(slug, digest, label), "capacity_label": label,
                         "node_labels": {"ptplan.io/capacity-type": label}, "quotas": quotas,
-                        "labels": label_sets(plan, "all", "all", label)})
+                        "labels": label_sets(plan, "all", "all", label, prefix)})
     backoff, interruptions = restart_budget(plan)
     project_labels = label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
-                                 (flavors[0]["capacity_label"] if flavors else "none"))
+                                 (flavors[0]["capacity_label"] if flavors else "none"), prefix)
     return {
         "project": {"name": plan.spec_name, "slug": slug, "tf": tf_name(slug),
+                    "prefix": prefix, "plan_label": PLAN_LABEL, "plan_digest": digest,
                     "method": plan.method, "algorithm": plan.algorithm or "",
                     "provider": plan.provider, "region": plan.region,
                     "pipeline_mode": plan.pipeline_mode, "layout": plan.layout,
@@ -181,14 +188,14 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
                     "makespan_hours": round(plan.makespan_hours, 2), "steps": plan.steps,
                     "cluster": cluster, "image": image},
         "labels": project_labels,
-        "storage_labels": label_sets(plan, "storage", "checkpoint", "none"),
+        "storage_labels": label_sets(plan, "storage", "checkpoint", "none", prefix),
         "groups": groups, "flavors": flavors,
-        "cpu_groups": cpu_groups(plan, slug, label_sets, site),
+        "cpu_groups": cpu_groups(plan, slug, label_sets, site, digest, prefix),
         "resources": resources,
         "bucket": {"name": dns_name(f"ptplan-{slug}-{plan.spec_digest[7:15]}", 63),
                    "store": "s3" if plan.provider == "aws" else "gcs",
                    "rules": rules, "notes": notes, "error": lifecycle_error},
-        "queue": {"cluster": dns_name(f"{slug}-cq", 63), "local": dns_name(f"{slug}-lq", 63)},
+        "queue": {"cluster": prefixed(slug, digest, "cq"), "local": prefixed(slug, digest, "lq")},
         "launch": launch,
         "head_pod": {"cpu": HEAD_CPU, "memory": HEAD_MEMORY},
         "submitter": dict(SUBMITTER),
@@ -198,7 +205,7 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "job": {"backoff_limit": backoff, "expected_interruptions": round(interruptions, 3),
                 "ttl": RAYJOB_TTL_SECONDS, "consolidate_after": CONSOLIDATE_AFTER,
                 **{f"{k}_deadline": v for k, v in deadlines(plan).items()}},
-        "gpudirect_networks": gpudirect.networks(slug, max(
+        "gpudirect_networks": gpudirect.networks(prefix, max(
             (g["gpudirect"]["nics"] for g in groups if g["gpudirect"]), default=0)),
         "deploy_notes": [*deploy_notes, boot_disk_note(plan), *gpudirect.notes(plan, groups)],
         "abort_days": ABORT_MULTIPART_DAYS,

@@ -138,16 +138,17 @@ def stack(plan: Any, pool: Any, instance_type: str) -> Stack | None:
     return STACKS.get(instance_type)
 
 
-def networks(slug: str, nics: int) -> list[dict[str, Any]]:
+def networks(prefix: str, nics: int) -> list[dict[str, Any]]:
     """The extra GPU NIC networks: one VPC + subnet (192.168.<i>.0/24) + firewall rule each,
-    and the Kubernetes ``Network`` / ``GKENetworkParamSet`` named after it."""
+    and the Kubernetes ``Network`` / ``GKENetworkParamSet`` (cluster-scoped) named after it,
+    every name after the plan's ``prefix`` (:func:`ptplan.planfile.identity.plan_prefix`)."""
     out = []
     for i in range(1, nics + 1):
-        name = dns_name(f"{slug}-gpunic-{i}", 63)
+        name = dns_name(f"{prefix}-gpunic-{i}", 63)
         out.append({"index": i, "name": name, "tf": tf_name(f"gpunic_{i}"),
-                    "subnet": dns_name(f"{slug}-gpunic-sub-{i}", 63),
-                    "firewall": dns_name(f"{slug}-gpunic-internal-{i}", 63),
-                    "cidr": f"192.168.{i}.0/24", "k8s": f"gpunic-{i}"})
+                    "subnet": dns_name(f"{prefix}-gpunic-sub-{i}", 63),
+                    "firewall": dns_name(f"{prefix}-gpunic-internal-{i}", 63),
+                    "cidr": f"192.168.{i}.0/24", "k8s": name})
     return out
 
 

@@ -34,8 +34,10 @@ against the plan. Each rule models the upstream behaviour it names; a violation 
   ``disk_tier: medium``, which SkyPilot maps to gp3 on AWS and pd-balanced on GCP:
   ``sky/clouds/aws.py`` ``_get_disk_type``, ``sky/clouds/gcp.py`` ``tier2name``).
 * **tags** — every node pool (EC2NodeClass ``tags``, GKE ``resource_labels``, SkyPilot
-  ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values, and on
-  AWS every key is activated as a cost allocation tag (``aws_ce_cost_allocation_tag``).
+  ``labels``) and the bucket carry the ``ptplan-*`` cost keys with the pool's values and the
+  plan's own ``ptplan-plan`` value (:mod:`ptplan.planfile.identity`; what ``guard --act``
+  checks before it touches a pool), and on AWS every key is activated as a cost allocation tag
+  (``aws_ce_cost_allocation_tag``).
 * **cpu_pools** — every CPU pool of the plan has one node pool of its type, capacity, limits,
   zone and taint (:mod:`ptplan.rendering.checks.cpu_pools`).
 * **roles** — each framework role asks Ray for its planned pool's resource, offered by that
@@ -58,7 +60,7 @@ from ptplan.rendering.checks.paths import check_paths, entry_words
 from ptplan.rendering.checks.readers import _docs, _hcl, _rayjob, _resources
 from ptplan.rendering.deploy import boot_disk_gb
 
-COST_KEYS = ("ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
+COST_KEYS = ("ptplan-plan", "ptplan-project", "ptplan-pool", "ptplan-phase", "ptplan-method",
              "ptplan-capacity-type")
 DEVICE_PLUGIN_TOLERATIONS = {
     "nvidia.com/gpu": [{"key": "CriticalAddonsOnly", "operator": "Exists"},
@@ -330,14 +332,24 @@ def _check_disks(plan: Plan, files: dict[str, str], out: list[str]) -> None:
 
 
 def _check_tags(plan: Plan, files: dict[str, str], out: list[str]) -> None:
+    from ptplan.planfile.identity import PLAN_LABEL, plan_prefix
+    from ptplan.planfile.tags import SANITIZE
+
+    prefix = plan_prefix(plan)
+    spelled = {k8s_label(p.name): {f(p.name) for f in SANITIZE.values()} for p in plan.pools}
     for p in _node_pools(files):
         missing = [k for k in COST_KEYS if k not in p["tags"]]
+        served = p["labels"].get("ptplan.io/pool")
         if missing:
             out.append(f"tags: {p['where']} bills without {', '.join(missing)}")
-        elif p["labels"].get("ptplan.io/pool") and \
-                p["tags"]["ptplan-pool"].lower() != p["labels"]["ptplan.io/pool"].lower():
+            continue
+        if p["tags"][PLAN_LABEL] != prefix:
+            out.append(f"tags: {p['where']} is labelled {PLAN_LABEL} "
+                       f"{p['tags'][PLAN_LABEL]!r}, not the plan's {prefix!r}: guard --act "
+                       "would refuse it")
+        if served and p["tags"]["ptplan-pool"] not in spelled.get(served, {served}):
             out.append(f"tags: {p['where']} is tagged pool {p['tags']['ptplan-pool']!r} but "
-                       f"serves {p['labels']['ptplan.io/pool']!r}")
+                       f"serves {served!r}")
     for rel, text in files.items():
         if rel.startswith("skypilot/"):
             for t in _docs(text)[1:]:

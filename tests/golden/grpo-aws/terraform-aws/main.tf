@@ -16,7 +16,7 @@ terraform {
 provider "aws" {
   region = "us-east-1"
   default_tags {
-    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
+    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-4d496e", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
   }
 }
 

@@ -31,5 +31,5 @@ variable "bucket_name" {
 provider "google" {
   project        = var.project_id
   region         = "us-west4"
-  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
+  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-0706a3", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
 }

@@ -21,11 +21,17 @@ resource "aws_ce_cost_allocation_tag" "tag_3" {
 
 resource "aws_ce_cost_allocation_tag" "tag_4" {
   count   = var.activate_cost_tags ? 1 : 0
-  tag_key = "ptplan-pool"
+  tag_key = "ptplan-plan"
   status  = "Active"
 }
 
 resource "aws_ce_cost_allocation_tag" "tag_5" {
+  count   = var.activate_cost_tags ? 1 : 0
+  tag_key = "ptplan-pool"
+  status  = "Active"
+}
+
+resource "aws_ce_cost_allocation_tag" "tag_6" {
   count   = var.activate_cost_tags ? 1 : 0
   tag_key = "ptplan-project"
   status  = "Active"

@@ -2,8 +2,8 @@
 # Pools scale from zero up to the plan's nodes while the job's pods wait and back to zero when the job ends.
 
 # pool rollout (rollout, eval, weight_sync): 2 x a2-ultragpu-4g on-demand in us-central1-a
-resource "google_container_node_pool" "r_rollout_on_demand" {
-  name     = "rollout-on-demand"
+resource "google_container_node_pool" "r_opd_8b_from_32b_edd056_rollout_on_demand" {
+  name     = "opd-8b-from-32b-edd056-rollout-on-demand"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -17,8 +17,8 @@ resource "google_container_node_pool" "r_rollout_on_demand" {
   node_config {
     machine_type    = "a2-ultragpu-4g"
     spot            = false
-    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-rollout-on-demand", "ptplan.io/pool" = "rollout" }
-    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-edd056-rollout-on-demand", "ptplan.io/pool" = "rollout" }
+    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -37,8 +37,8 @@ resource "google_container_node_pool" "r_rollout_on_demand" {
 }
 
 # pool rollout (rollout, eval, weight_sync): 1 x a2-ultragpu-4g spot in us-central1-a
-resource "google_container_node_pool" "r_rollout_spot" {
-  name     = "rollout-spot"
+resource "google_container_node_pool" "r_opd_8b_from_32b_edd056_rollout_spot" {
+  name     = "opd-8b-from-32b-edd056-rollout-spot"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -52,8 +52,8 @@ resource "google_container_node_pool" "r_rollout_spot" {
   node_config {
     machine_type    = "a2-ultragpu-4g"
     spot            = true
-    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-rollout-spot", "ptplan.io/pool" = "rollout" }
-    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-edd056-rollout-spot", "ptplan.io/pool" = "rollout" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "rollout", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -72,8 +72,8 @@ resource "google_container_node_pool" "r_rollout_spot" {
 }
 
 # pool scoring (scoring): 12 x g2-standard-4 on-demand in us-central1-a
-resource "google_container_node_pool" "r_scoring_on_demand" {
-  name     = "scoring-on-demand"
+resource "google_container_node_pool" "r_opd_8b_from_32b_edd056_scoring_on_demand" {
+  name     = "opd-8b-from-32b-edd056-scoring-on-demand"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -87,8 +87,8 @@ resource "google_container_node_pool" "r_scoring_on_demand" {
   node_config {
     machine_type    = "g2-standard-4"
     spot            = false
-    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-scoring-on-demand", "ptplan.io/pool" = "scoring" }
-    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-edd056-scoring-on-demand", "ptplan.io/pool" = "scoring" }
+    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -107,8 +107,8 @@ resource "google_container_node_pool" "r_scoring_on_demand" {
 }
 
 # pool scoring (scoring): 8 x g2-standard-4 spot in us-central1-a
-resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
-  name     = "scoring-spot-g2-standard-4"
+resource "google_container_node_pool" "r_opd_8b_edd056_scoring_spot_g2_standard_4" {
+  name     = "opd-8b-edd056-scoring-spot-g2-standard-4"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -122,8 +122,8 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
   node_config {
     machine_type    = "g2-standard-4"
     spot            = true
-    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-4", "ptplan.io/pool" = "scoring" }
-    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-edd056-scoring-spot-g2-standard-4", "ptplan.io/pool" = "scoring" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -142,8 +142,8 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_4" {
 }
 
 # pool scoring (scoring): 4 x g2-standard-8 spot in us-central1-a
-resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
-  name     = "scoring-spot-g2-standard-8"
+resource "google_container_node_pool" "r_opd_8b_edd056_scoring_spot_g2_standard_8" {
+  name     = "opd-8b-edd056-scoring-spot-g2-standard-8"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -157,8 +157,8 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
   node_config {
     machine_type    = "g2-standard-8"
     spot            = true
-    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-from-32b-scoring-spot-g2-standard-8", "ptplan.io/pool" = "scoring" }
-    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "opd-8b-edd056-scoring-spot-g2-standard-8", "ptplan.io/pool" = "scoring" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "opd", "ptplan-phase" = "scoring", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "scoring", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -177,8 +177,8 @@ resource "google_container_node_pool" "r_scoring_spot_g2_standard_8" {
 }
 
 # pool update (update, checkpoint): 1 x a3-edgegpu-8g-nolssd on-demand in us-central1-a
-resource "google_container_node_pool" "r_update_on_demand" {
-  name     = "update-on-demand"
+resource "google_container_node_pool" "r_opd_8b_from_32b_edd056_update_on_demand" {
+  name     = "opd-8b-from-32b-edd056-update-on-demand"
   cluster  = var.cluster
   location = "us-central1"
   node_locations = ["us-central1-a"]
@@ -192,8 +192,8 @@ resource "google_container_node_pool" "r_update_on_demand" {
   node_config {
     machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = false
-    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-update-on-demand", "ptplan.io/pool" = "update" }
-    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "update-checkpoint", "ptplan-pool" = "update", "ptplan-project" = "opd-8b-from-32b" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "opd-8b-from-32b-edd056-update-on-demand", "ptplan.io/pool" = "update" }
+    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "opd", "ptplan-phase" = "update-checkpoint", "ptplan-plan" = "opd-8b-from-32b-edd056", "ptplan-pool" = "update", "ptplan-project" = "opd-8b-from-32b" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
