@@ -235,7 +235,8 @@ def render(plan: Plan | str | os.PathLike[str], target: str, out_dir: str | os.P
         framework: Launch commands for this framework and release line: ``verl==0.9``
             (``None``: the default) or ``openrlhf==0.11``.
         image: Container image for Ray pods and SkyPilot tasks; ``None``: veRL's published
-            image.
+            image. For ``guard``, the guard's image (ptplan installed in it, pinned by digest),
+            required.
         cluster: Kubernetes cluster name (Karpenter discovery tag and node role; GKE cluster).
         check: Also check, across the rendered objects, that the cluster would run and bill
             them as planned (``--check``); the files are written either way.
@@ -251,7 +252,7 @@ def render(plan: Plan | str | os.PathLike[str], target: str, out_dir: str | os.P
     """
     from ptplan.planfile.verify import verify_plan
     from ptplan.rendering.frameworks import parse_framework
-    from ptplan.rendering.targets import DEFAULT_IMAGE, render_plan, write_files
+    from ptplan.rendering.targets import render_plan, write_files
 
     parse_framework(framework)  # an unsupported version fails before anything else
     p = as_plan(plan)
@@ -260,7 +261,7 @@ def render(plan: Plan | str | os.PathLike[str], target: str, out_dir: str | os.P
         raise InputError(f"plan fails verification ({len(problems)} violation(s): "
                          + "; ".join(problems[:3]) + "); not rendered: re-plan or fix the plan")
     s = as_spec(spec) if spec is not None else None
-    files, notes = render_plan(p, target, s, image or DEFAULT_IMAGE, cluster, framework)
+    files, notes = render_plan(p, target, s, image, cluster, framework)
     for note in notes:
         _log.info("note: %s", note)
     written = write_files(files, Path(os.fspath(out_dir)))

@@ -106,7 +106,7 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
     """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec)."""
     from ptplan.campaign.check import check_campaign
     from ptplan.planfile.schema import Plan
-    from ptplan.rendering.targets import DEFAULT_IMAGE, render_plan, write_files
+    from ptplan.rendering.targets import render_plan, write_files
     from ptplan.spec.project import load_spec
 
     r = load_campaign_json(path)
@@ -120,7 +120,7 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
     for s in r["stages"]:
         p = Plan.model_validate(s["plan"])
         spec = load_spec(s["spec"]) if Path(s["spec"]).is_file() else None
-        files, notes = render_plan(p, target, spec, image or DEFAULT_IMAGE, cluster, framework)
+        files, notes = render_plan(p, target, spec, image, cluster, framework)
         for note in notes:
             typer.echo(f"note: {s['name']}: {note}", err=True)
         for written in write_files(files, output / s["name"]):

@@ -25,7 +25,9 @@ def render(
                               "checkpoint contents); without it a launch refuses to start. Plans "
                               "of schema 1 also take their lifecycle from it."),
     image: str = typer.Option(None, "--image", help="Container image for Ray pods and "
-                              "SkyPilot tasks (default: veRL's published image)."),
+                              "SkyPilot tasks (default: veRL's published image); with "
+                              "--target guard, the guard's image (ptplan installed in it, "
+                              "pinned by digest: REPO@sha256:...), required."),
     cluster: str = typer.Option("ptplan", "--cluster", help="Kubernetes cluster name "
                                 "(Karpenter discovery tag and node role; GKE cluster)."),
     check: bool = typer.Option(False, "--check", help="Also check, across the rendered "
@@ -42,7 +44,7 @@ def render(
         from ptplan.planfile.load import load_plan
         from ptplan.planfile.verify import verify_plan
         from ptplan.rendering.frameworks import parse_framework
-        from ptplan.rendering.targets import DEFAULT_IMAGE, render_plan, write_files
+        from ptplan.rendering.targets import render_plan, write_files
         from ptplan.spec.project import load_spec
 
         parse_framework(framework)  # an unsupported version is one line, before anything else
@@ -61,7 +63,7 @@ def render(
                        "violation(s)); not rendered: re-plan or fix the plan", err=True)
             raise typer.Exit(1)
         s = load_spec(str(spec)) if spec is not None else None
-        files, notes = render_plan(p, target.value, s, image or DEFAULT_IMAGE, cluster,
+        files, notes = render_plan(p, target.value, s, image, cluster,
                                    framework)
         for note in notes:
             typer.echo(f"note: {note}", err=True)

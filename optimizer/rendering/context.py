@@ -37,7 +37,7 @@ from ptplan.planfile.schema import Plan
 from ptplan.planfile.tags import CAPACITY_LABEL, label_sets
 from ptplan.providers.blocks import calendar_reservation_name
 from ptplan.rendering import gpudirect
-from ptplan.rendering.budgets import extra_context
+from ptplan.rendering.budgets import extra_context, guard_context
 from ptplan.rendering.cpu_pools import cpu_groups
 from ptplan.rendering.deploy import (
     CONSOLIDATE_AFTER,
@@ -146,7 +146,9 @@ def _quantity(values: list[str]) -> str:
 
 
 def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
-                  cluster: str = "ptplan") -> dict[str, Any]:
+                  cluster: str = "ptplan", guard_image: str | None = None) -> dict[str, Any]:
+    """The template context; ``guard_image``: the image the budget guard's CronJob runs (the
+    ``--image`` given to render, None when none was: the guard target then refuses)."""
     slug = project_slug(plan)
     digest = plan_digest(plan)
     prefix = prefixed(slug, digest)
@@ -178,7 +180,7 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
     backoff, interruptions = restart_budget(plan)
     project_labels = label_sets(plan, "all", "all", "mixed" if len(flavors) > 1 else
                                  (flavors[0]["capacity_label"] if flavors else "none"), prefix)
-    return {
+    ctx = {
         "project": {"name": plan.spec_name, "slug": slug, "tf": tf_name(slug),
                     "prefix": prefix, "plan_label": PLAN_LABEL, "plan_digest": digest,
                     "method": plan.method, "algorithm": plan.algorithm or "",
@@ -211,3 +213,5 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
         "abort_days": ABORT_MULTIPART_DAYS,
         **extra_context(plan),
     }
+    ctx["guard"] = guard_context(ctx, guard_image, prefixed(slug, digest, "guard", 52))
+    return ctx

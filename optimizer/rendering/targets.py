@@ -215,6 +215,10 @@ def _t_guard(ctx: dict[str, Any]) -> dict[str, str]:
     if ctx["project"]["provider"] not in ("aws", "gcp"):
         raise NotApplicable("guard: the plan runs on neither aws nor gcp; the guard reads "
                             "their bills only")
+    if not ctx["guard"]["image"]:
+        raise NotApplicable(f"guard: give --image, the image the guard's CronJob runs: one with "
+                            f"{ctx['guard']['extras']} installed, pinned by digest "
+                            "(REPO@sha256:<digest>); the guard installs nothing when it runs")
     return guard_files(ctx)
 
 
@@ -234,13 +238,15 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], dict[str, str]]] = {
 }
 
 
-def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_IMAGE,
+def render_plan(plan: Plan, target: str, spec: Any = None, image: str | None = None,
                 cluster: str = "ptplan", framework: str | None = None,
                 ) -> tuple[dict[str, str], list[str]]:
     """Files (relative path → text) of ``target`` (or ``all``) and notes for stderr.
 
     A single target that does not apply raises :class:`InputError`; ``all`` skips it with a
     note. The plan must pass :func:`ptplan.planfile.verify.verify_plan` first (the caller checks).
+    ``image``: the Ray pods' and SkyPilot tasks' image (default :data:`DEFAULT_IMAGE`), and the
+    guard CronJob's (``guard`` needs one given: an image with ptplan installed).
     """
     if target != "all" and target not in RENDERERS:
         from ptplan.core.errors import suggest
@@ -251,7 +257,7 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
         raise InputError("plan: it has no pools; nothing to deploy")
     fw = parse_framework(framework)  # --framework (docs/render.md); default veRL 0.9
     facts = replace(facts_for(plan, spec), framework=fw)
-    ctx = build_context(plan, facts, image, cluster)
+    ctx = build_context(plan, facts, image or DEFAULT_IMAGE, cluster, guard_image=image)
     files: dict[str, str] = {}
     notes: list[str] = list(facts.notes)
     names = list(TARGETS) if target == "all" else [target]
@@ -269,6 +275,10 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str = DEFAULT_
         notes += [f"lifecycle: {n}" for n in ctx["bucket"]["notes"]]
     if any(p.startswith("launch/") for p in files):
         notes += [f"launch: {n}" for n in ctx["launch"]["notes"]]
+    if "guard/guard.yaml" in files:
+        from ptplan.rendering.budgets import guard_notes
+
+        notes += guard_notes(ctx)
     notes += [f"deploy: {n}" for n in ctx["deploy_notes"]]
     if plan.cpu_pools and not any(p.endswith(("cpu-nodepools.yaml", "cpu_node_pools.tf"))
                                   for p in files):
