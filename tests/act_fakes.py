@@ -1,8 +1,10 @@
 """Fakes of what ``guard --act`` calls, on :class:`local_server.LocalServer`: the Kubernetes
-API (merge-patch of custom objects: a RayJob, Karpenter NodePools; bearer token checked),
-Auto Scaling (AWS query protocol, XML, API version 2011-01-01:
-DescribeAutoScalingGroups with tag filters and NextToken, UpdateAutoScalingGroup) and GKE
-(container v1 REST: ``nodePools/*:setAutoscaling``, ``:setSize``, ``operations/*``)."""
+API (GET and merge-patch of custom objects: a RayJob, Karpenter NodePools; bearer token
+checked), Auto Scaling (AWS query protocol, XML, API version 2011-01-01:
+DescribeAutoScalingGroups with tag filters, each group's Tags and NextToken,
+UpdateAutoScalingGroup) and GKE (container v1 REST: GET ``nodePools/*`` with its
+``config.resourceLabels`` and ``autoscaling``, ``:setAutoscaling``, ``:setSize``,
+``operations/*``)."""
 
 from __future__ import annotations
 
@@ -64,10 +66,15 @@ def _merge(obj: dict[str, Any], patch: dict[str, Any]) -> None:
 
 
 class FakeAutoScaling:
-    """Groups: name → (tags, min, max, desired); pages of one group."""
+    """Groups: name → (tags, min, max, desired); pages of one group. ``filter_tags=False``
+    answers every group whatever the filters (a listing wider than asked for); ``fail_update``:
+    the groups whose update answers AccessDenied."""
 
-    def __init__(self, groups: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, groups: dict[str, dict[str, Any]], filter_tags: bool = True,
+                 fail_update: tuple[str, ...] = ()) -> None:
         self.groups = groups
+        self.filter_tags = filter_tags
+        self.fail_update = fail_update
         self.actions: list[dict[str, str]] = []
         self.local = LocalServer(self.answer)
         self.url = self.local.url
@@ -86,15 +93,19 @@ class FakeAutoScaling:
                 filters[form[f"Filters.member.{i}.Name"].removeprefix("tag:")] = \
                     form[f"Filters.member.{i}.Values.member.1"]
                 i += 1
-            names = sorted(n for n, g in self.groups.items()
-                           if all(g["tags"].get(k) == v for k, v in filters.items()))
+            names = sorted(n for n, g in self.groups.items() if not self.filter_tags
+                           or all(g["tags"].get(k) == v for k, v in filters.items()))
             start = int(form.get("NextToken") or 0)
             page = names[start:start + 1]
             members = "".join(
                 f"<member><AutoScalingGroupName>{n}</AutoScalingGroupName>"
                 f"<MinSize>{self.groups[n]['min']}</MinSize><MaxSize>{self.groups[n]['max']}"
                 f"</MaxSize><DesiredCapacity>{self.groups[n]['desired']}</DesiredCapacity>"
-                "</member>" for n in page)
+                "<Tags>" + "".join(
+                    f"<member><ResourceId>{n}</ResourceId><ResourceType>auto-scaling-group"
+                    f"</ResourceType><Key>{k}</Key><Value>{v}</Value><PropagateAtLaunch>true"
+                    "</PropagateAtLaunch></member>" for k, v in self.groups[n]["tags"].items())
+                + "</Tags></member>" for n in page)
             token = f"<NextToken>{start + 1}</NextToken>" if start + 1 < len(names) else ""
             return 200, xml, (f'<DescribeAutoScalingGroupsResponse xmlns="{ASG_NS}">'
                               f"<DescribeAutoScalingGroupsResult><AutoScalingGroups>{members}"
@@ -102,6 +113,11 @@ class FakeAutoScaling:
                               "<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata>"
                               "</DescribeAutoScalingGroupsResponse>")
         if form.get("Action") == "UpdateAutoScalingGroup":
+            if form["AutoScalingGroupName"] in self.fail_update:
+                return 403, xml, ("<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied"
+                                  "</Code><Message>User: arn:aws:sts::1:assumed-role/guard is not"
+                                  " authorized to perform: autoscaling:UpdateAutoScalingGroup"
+                                  "</Message></Error><RequestId>r</RequestId></ErrorResponse>")
             g = self.groups[form["AutoScalingGroupName"]]
             g.update(min=int(form["MinSize"]), max=int(form["MaxSize"]),
                      desired=int(form["DesiredCapacity"]))
@@ -113,8 +129,8 @@ class FakeAutoScaling:
 
 
 class FakeGKE:
-    """Node pools by full name → {"autoscaling": bool, "size": int}; operations come back
-    RUNNING once, then DONE on the first operations.get."""
+    """Node pools by full name → {"autoscaling": bool, "size": int, "labels": {resource
+    labels}}; operations come back RUNNING once, then DONE on the first operations.get."""
 
     def __init__(self, pools: dict[str, dict[str, Any]]) -> None:
         self.pools = pools
@@ -136,6 +152,11 @@ class FakeGKE:
         if pool is None:
             return 404, {}, {"error": {"code": 404, "message": f"{name} not found",
                                        "status": "NOT_FOUND"}}
+        if method == "GET" and not verb:
+            auto = {"enabled": True, "totalMinNodeCount": 0, "totalMaxNodeCount": 4,
+                    "locationPolicy": "ANY"} if pool["autoscaling"] else {}
+            return 200, {}, {"name": name.rsplit("/", 1)[1], "autoscaling": auto,
+                             "config": {"resourceLabels": pool.get("labels", {})}}
         if verb == "setAutoscaling":
             pool["autoscaling"] = bool(data.get("autoscaling", {}).get("enabled", False))
         elif verb == "setSize":

@@ -20,6 +20,7 @@ from ptplan.core.errors import InputError
 from ptplan.planfile.load import load_plan
 from ptplan.planfile.schema import Plan
 from ptplan.spend import act as act_mod
+from ptplan.spend import act_clouds
 from ptplan.spend.guard import billed_edge, cumulative_at, decide, parse_target, trend
 
 runner = CliRunner()
@@ -194,31 +195,47 @@ GOLDEN_PLANS = sorted((Path(__file__).parent / "golden" / "cli").glob("plan-*.js
 def test_act_targets_are_the_names_render_gives(path: Path) -> None:
     """``guard --act`` stops the objects by the names render gave them, found without rendering
     (:mod:`ptplan.planfile.deployment`): the RayJob, every Karpenter NodePool with its GPU resource,
-    every GKE node pool, in render's order; the run's cost tags as render writes them."""
+    every GKE node pool, in render's order; the run's tags as render writes them, the plan's
+    prefix as every object's ``ptplan-plan`` label."""
     from ptplan.rendering.context import build_context
     from ptplan.rendering.facts import facts_for
 
     p = load_plan(path)
     ctx = build_context(p, facts_for(p, None), cluster="c1")
     t = act_mod.targets_for(p, "training", "c1", None)
-    assert t.rayjob == ctx["project"]["slug"]
+    assert t.rayjob == t.prefix == ctx["project"]["prefix"]
     assert t.karpenter_nodepools == tuple((g["full_name"], g["gpu_resource"])
                                           for g in ctx["groups"])
-    assert t.gke_node_pools == tuple(g["name"] for g in ctx["groups"])
+    assert t.gke_node_pools == tuple(g["full_name"] for g in ctx["groups"])
     platform = p.provider if p.provider in ("aws", "gcp") else "k8s"
     labels = ctx["labels"][platform]
-    assert t.tags == {k: labels[k] for k in ("ptplan-project", "ptplan-method")}
+    assert t.tags == {k: labels[k] for k in ("ptplan-plan", "ptplan-project", "ptplan-method")}
+    assert all(g["labels"][platform]["ptplan-plan"] == t.prefix for g in ctx["groups"])
+    # every name within its platform's limits, the digest whole in each
+    digest = t.prefix.rsplit("-", 1)[1]
+    assert len(t.rayjob) <= 47  # KubeRay's RayJob name limit
+    for name in (*t.gke_node_pools, *(n for n, _ in t.karpenter_nodepools)):
+        assert len(name) <= 40 and f"-{digest}-" in name and name[0].isalpha(), name
 
 
-def kube_objects(t: Any) -> dict[str, dict[str, Any]]:
+def kube_objects(t: Any, label: str | None = None) -> dict[str, dict[str, Any]]:
+    """The RayJob and NodePools at ``t``'s names, labelled ``ptplan-plan: label`` (default:
+    the plan's own prefix)."""
+    meta = {"labels": {"ptplan-plan": t.prefix if label is None else label}}
     objs = {f"/apis/ray.io/v1/namespaces/{t.namespace}/rayjobs/{t.rayjob}": {
-        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": t.rayjob},
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": t.rayjob, **meta},
         "spec": {"suspend": False}}}
     for name, res in t.karpenter_nodepools:
         objs[f"/apis/karpenter.sh/v1/nodepools/{name}"] = {
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
-            "spec": {"limits": {res: "16", "nodes": "2"}}}
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, **meta}, "spec": {"limits": {res: "16", "nodes": "2"}}}
     return objs
+
+
+def other_plan(name: str = "grpo-aws") -> Plan:
+    """The same spec re-planned with another budget: another plan, another prefix."""
+    return plan(name).model_copy(update={"budget_usd": "2000.00", "budget_warn_usd": "1600.00",
+                                         "budget_stop_usd": "2000.00"})
 
 
 @pytest.fixture
@@ -239,6 +256,7 @@ def aws_act(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_act_aws_suspends_rayjob_zeroes_nodepools_and_asgs(
         aws_act: tuple[FakeKube, FakeAutoScaling, str], tmp_path: Path) -> None:
     kube, asg, kubeconfig = aws_act
+    t = _targets("grpo-aws")
     args = ["guard", plan_file(tmp_path), "--spend-from", str(spend_file(tmp_path, 8)),
             "--act", "--namespace", "training", "--kubeconfig", kubeconfig,
             "--act-endpoint", asg.url, "--format", "json"]
@@ -246,12 +264,14 @@ def test_act_aws_suspends_rayjob_zeroes_nodepools_and_asgs(
     assert dry.exit_code == 11, dry.output
     assert kube.patches == [] and asg.actions == []
     calls = json.loads(dry.stdout)["actions"]["calls"]
-    assert calls[0] == ('kubernetes: PATCH rayjobs.ray.io/v1 training/grpo-7b-math '
-                        '{"spec": {"suspend": true}}')
+    assert calls[:2] == [
+        f"kubernetes: GET rayjobs.ray.io/v1 training/{t.rayjob} (must carry ptplan-plan="
+        f"{t.prefix})",
+        f'kubernetes: PATCH rayjobs.ray.io/v1 training/{t.rayjob} {{"spec": {{"suspend": true}}}}']
     res = runner.invoke(app, args)
     assert res.exit_code == 11, res.output
     path, ctype, body = kube.patches[0]
-    assert path == "/apis/ray.io/v1/namespaces/training/rayjobs/grpo-7b-math"
+    assert path == f"/apis/ray.io/v1/namespaces/training/rayjobs/{t.rayjob}"
     assert ctype == "application/merge-patch+json" and body == {"spec": {"suspend": True}}
     pools = kube.patches[1:]
     assert len(pools) == 3 and all(b["spec"]["limits"]["nodes"] == "0" for _, _, b in pools)
@@ -259,37 +279,163 @@ def test_act_aws_suspends_rayjob_zeroes_nodepools_and_asgs(
     assert {n: (g["min"], g["max"], g["desired"]) for n, g in asg.groups.items()} == {
         "eks-gpu-a": (0, 0, 0), "eks-gpu-b": (0, 0, 0), "other-team": (1, 3, 3)}
     described = [a for a in asg.actions if a["Action"] == "DescribeAutoScalingGroups"]
-    assert described[0]["Filters.member.1.Name"] == "tag:ptplan-method"
+    assert [described[0][f"Filters.member.{i}.Name"] for i in (1, 2, 3)] == [
+        "tag:ptplan-method", "tag:ptplan-plan", "tag:ptplan-project"]
     assert len(described) == 2  # one group per page: NextToken followed
-    done = json.loads(res.stdout)["actions"]["done"]
-    assert "suspended RayJob training/grpo-7b-math" in done
+    acts = json.loads(res.stdout)["actions"]
+    assert acts["complete"] and acts["failed"] == [] and acts["plan_label"] == t.prefix
+    done = {d["change"]: d["undo"] for d in acts["done"]}
+    assert done[f"suspended RayJob training/{t.rayjob}"] == (
+        f"kubectl --kubeconfig {kubeconfig} patch rayjobs.ray.io {t.rayjob} -n training --type "
+        "merge -p '{\"spec\":{\"suspend\":false}}'")
+    pool = t.karpenter_nodepools[0][0]
+    assert done[f'NodePool {pool}: limits 0 (were {{"nodes":"2","nvidia.com/gpu":"16"}})'] == (
+        f"kubectl --kubeconfig {kubeconfig} patch nodepools.karpenter.sh {pool} --type merge "
+        "-p '{\"spec\":{\"limits\":{\"nodes\":\"2\",\"nvidia.com/gpu\":\"16\"}}}'")
+    assert done["Auto Scaling group eks-gpu-b: 0 instances (was min 1, max 2, desired 1)"] == (
+        "aws autoscaling update-auto-scaling-group --region us-east-1 "
+        "--auto-scaling-group-name eks-gpu-b --min-size 1 --max-size 2 --desired-capacity 1")
     assert SECRET not in res.output and TOKEN not in res.output
+
+
+def test_act_leaves_another_plans_objects_alone(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    """Two plans of one spec in one cluster and account: the guard of one stops its own objects
+    and no object of the other, even where the other's sit at its names (a pre-prefix
+    deployment, a collision) or a listing answers the other's Auto Scaling groups too."""
+    aws_env(monkeypatch, tmp_path)
+    mine, theirs = _targets("grpo-aws"), act_mod.targets_for(other_plan(), "training",
+                                                                 "ptplan", "my-proj")
+    assert mine.prefix != theirs.prefix and mine.rayjob != theirs.rayjob
+    assert {n for n, _ in mine.karpenter_nodepools}.isdisjoint(
+        n for n, _ in theirs.karpenter_nodepools)
+    kube = FakeKube({**kube_objects(mine), **kube_objects(theirs)})
+    asg = FakeAutoScaling({
+        "mine": {"tags": mine.tags, "min": 1, "max": 2, "desired": 2},
+        "theirs": {"tags": theirs.tags, "min": 1, "max": 2, "desired": 2},
+        "untagged": {"tags": {}, "min": 1, "max": 1, "desired": 1}}, filter_tags=False)
+    args = ["guard", plan_file(tmp_path), "--spend-from", str(spend_file(tmp_path, 8)), "--act",
+            "--namespace", "training", "--kubeconfig", kube.kubeconfig(tmp_path / "kc"),
+            "--act-endpoint", asg.url, "--format", "json"]
+    try:
+        res = runner.invoke(app, args)
+        touched = {p for p, _, _ in kube.patches}
+        theirs_paths = set(kube_objects(theirs))
+        assert touched == set(kube_objects(mine)) and touched.isdisjoint(theirs_paths)
+        assert all(kube.objects[p] == kube_objects(theirs)[p] for p in theirs_paths)
+        assert [(g["min"], g["max"], g["desired"]) for g in asg.groups.values()] == [
+            (0, 0, 0), (1, 2, 2), (1, 1, 1)]
+        # the listing answered all three; the two not carrying this plan's tag are refused
+        assert res.exit_code == 12, res.output
+        acts = json.loads(res.stdout)["actions"]
+        assert [f["what"] for f in acts["failed"]] == ["scale Auto Scaling group theirs to 0",
+                                                       "scale Auto Scaling group untagged to 0"]
+        assert f"ptplan-plan='{theirs.prefix}', not ptplan-plan='{mine.prefix}'" in \
+            acts["failed"][0]["error"]
+        # the other plan's objects at this plan's names (a deployment from before the prefix)
+        kube.close()
+        kube = FakeKube(kube_objects(mine, label=theirs.prefix))
+        asg.groups = {"theirs": {"tags": theirs.tags, "min": 1, "max": 2, "desired": 2}}
+        asg.filter_tags = True
+        res = runner.invoke(app, [*args[:-6], "--kubeconfig", kube.kubeconfig(tmp_path / "k2"),
+                                  *args[-4:]])
+        assert res.exit_code == 12, res.output
+        assert kube.patches == [] and asg.groups["theirs"]["desired"] == 2
+        acts = json.loads(res.stdout)["actions"]
+        assert acts["done"] == [] and len(acts["failed"]) == 4  # the RayJob, three NodePools
+        assert all("not this plan's, left untouched" in f["error"] for f in acts["failed"])
+        assert acts["unchanged"] == [f"no Auto Scaling group carries ptplan-plan={mine.prefix} "
+                                     "and the run's tags (Karpenter nodes go with the NodePool "
+                                     "limits)"]
+    finally:
+        kube.close()
+        asg.close()
+
+
+def test_partial_act_reports_what_was_done_and_how_to_undo_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The RayJob suspended and the NodePools zeroed, then an Auto Scaling update is denied:
+    the report lists the changes with their undo commands, the failure with its error, the
+    group after it is still stopped, and the exit is 12, never \"nothing was changed\"."""
+    aws_env(monkeypatch, tmp_path)
+    t = _targets("grpo-aws")
+    kube = FakeKube(kube_objects(t))
+    asg = FakeAutoScaling({"eks-gpu-a": {"tags": t.tags, "min": 0, "max": 4, "desired": 2},
+                           "eks-gpu-b": {"tags": t.tags, "min": 1, "max": 2, "desired": 1}},
+                          fail_update=("eks-gpu-a",))
+    args = ["guard", plan_file(tmp_path), "--spend-from", str(spend_file(tmp_path, 8)), "--act",
+            "--namespace", "training", "--kubeconfig", kube.kubeconfig(tmp_path / "kc"),
+            "--act-endpoint", asg.url]
+    try:
+        res = runner.invoke(app, args)
+        js = runner.invoke(app, [*args, "--format", "json"])
+    finally:
+        kube.close()
+        asg.close()
+    assert res.exit_code == 12, res.output
+    lines = res.stdout.splitlines()
+    done = [ln for ln in lines if ln.startswith("done: ")]
+    assert done[0] == f"done: suspended RayJob training/{t.rayjob}"
+    assert len(done) == 5  # the RayJob, three NodePools, eks-gpu-b
+    undo = [ln for ln in lines if ln.startswith("  undo: ")]
+    assert len(undo) == 5 and undo[0].startswith("  undo: kubectl ") and \
+        "'{\"spec\":{\"suspend\":false}}'" in undo[0]
+    (failed,) = [ln for ln in lines if ln.startswith("failed: ")]
+    assert failed.startswith("failed: scale Auto Scaling group eks-gpu-a to 0: AWS rejected the "
+                             "credentials for Auto Scaling group update of eks-gpu-a "
+                             "(AccessDenied: ")
+    assert "that call changed nothing" in failed and "nothing was changed" not in res.output
+    assert lines[-1] == "act: incomplete: 5 change(s) done (undo above), 1 failed or refused"
+    assert "error: guard --act: 1 of the stop's actions failed or were refused, 5 done" in \
+        res.output
+    assert SECRET not in res.output and TOKEN not in res.output
+    r = json.loads(js.stdout)
+    assert js.exit_code == 12 and r["exit_code"] == 12 and r["decision"] == "stop"
+    assert r["actions"]["complete"] is False and len(r["actions"]["failed"]) == 1
+    # the second run finds everything already stopped but the denied group
+    assert len(r["actions"]["unchanged"]) == 5 and r["actions"]["done"] == []
+
+
+def test_failed_act_errors_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = act_mod.ActReport()
+    report.fail("scale X", "GET https://guard:hunter2@k8s.example/apis failed; token=abc123")
+    assert report.failed == [{"what": "scale X", "error": "GET https://guard:***@k8s.example/"
+                                                          "apis failed; token=***"}]
 
 
 def test_act_only_on_stop_and_kube_errors(aws_act: tuple[FakeKube, FakeAutoScaling, str],
                                           tmp_path: Path) -> None:
     kube, asg, kubeconfig = aws_act
+    t = _targets("grpo-aws")
     ok = runner.invoke(app, ["guard", plan_file(tmp_path), "--spend-from",
                              str(spend_file(tmp_path, 1)), "--act", "--kubeconfig", kubeconfig,
                              "--act-endpoint", asg.url, "--metrics",
                              str(metrics_file(tmp_path, 290, 0.9))])
     assert ok.exit_code == 0 and kube.patches == [], ok.output
-    # the RayJob is not in the namespace given: 404, one line, exit 3
+    # the RayJob is not in the namespace given: 404, reported; the cluster-scoped NodePools
+    # and the Auto Scaling groups are still stopped; exit 12
     res = runner.invoke(app, ["guard", plan_file(tmp_path), "--spend-from",
                               str(spend_file(tmp_path, 8)), "--act", "--kubeconfig",
                               kubeconfig, "--act-endpoint", asg.url, "--namespace", "other"])
-    assert res.exit_code == 3 and "suspending RayJob other/grpo-7b-math failed (404" \
-        in res.output, res.output
-    assert asg.actions == []
+    assert res.exit_code == 12, res.output
+    assert f"failed: suspend RayJob other/{t.rayjob}: reading RayJob other/{t.rayjob} failed " \
+        "(404 Not Found)" in res.output, res.output
+    assert len(kube.patches) == 3 and asg.groups["eks-gpu-a"]["desired"] == 0
 
 
 def test_act_gke_node_pools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(act_mod, "POLL_SECONDS", 0.0)
+    monkeypatch.setattr(act_clouds, "POLL_SECONDS", 0.0)
     t = _targets("grpo-gcp")
+    theirs = act_mod.targets_for(other_plan("grpo-gcp"), "training", "ptplan", "my-proj")
     kube = FakeKube(kube_objects(t))
     base = "projects/my-proj/locations/us-west4/clusters/ptplan/nodePools"
     assert t.region == "us-west4"
-    gke = FakeGKE({f"{base}/{n}": {"autoscaling": True, "size": 2} for n in t.gke_node_pools})
+    gke = FakeGKE({
+        **{f"{base}/{n}": {"autoscaling": True, "size": 2, "labels": {"ptplan-plan": t.prefix}}
+           for n in t.gke_node_pools},
+        **{f"{base}/{n}": {"autoscaling": True, "size": 2,
+                           "labels": {"ptplan-plan": theirs.prefix}}
+           for n in theirs.gke_node_pools}})
     try:
         res = runner.invoke(app, ["guard", plan_file(tmp_path, "grpo-gcp"), "--spend-from",
                                   str(spend_file(tmp_path, 8)), "--act", "--namespace",
@@ -299,11 +445,19 @@ def test_act_gke_node_pools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
         kube.close()
         gke.close()
     assert res.exit_code == 11, res.output
-    assert all(p == {"autoscaling": False, "size": 0} for p in gke.pools.values())
-    verbs = [(m, u.rsplit(":", 1)[-1] if ":" in u else "op") for m, u, _ in gke.requests]
-    assert verbs[:3] == [("POST", "setAutoscaling"), ("GET", "op"), ("POST", "setSize")]
+    assert all(gke.pools[f"{base}/{n}"] == {"autoscaling": False, "size": 0,
+                                            "labels": {"ptplan-plan": t.prefix}}
+               for n in t.gke_node_pools)
+    assert all(gke.pools[f"{base}/{n}"]["size"] == 2 for n in theirs.gke_node_pools)
+    verbs = [(m, u.rsplit(":", 1)[-1] if ":" in u else "op" if "/operations/" in u else "pool")
+             for m, u, _ in gke.requests]
+    assert verbs[:4] == [("GET", "pool"), ("POST", "setAutoscaling"), ("GET", "op"),
+                         ("POST", "setSize")]
     assert len(t.gke_node_pools) >= 3 and f"done: GKE node pool {t.gke_node_pools[0]}: " \
         "autoscaling off, 0 nodes" in res.stdout
+    assert f"  undo: gcloud container node-pools update {t.gke_node_pools[0]} --cluster ptplan " \
+        "--region us-west4 --project my-proj --enable-autoscaling --total-min-nodes 0 " \
+        "--total-max-nodes 4 --location-policy ANY" in res.stdout
 
 
 def test_act_without_kubernetes_configuration(monkeypatch: pytest.MonkeyPatch,
@@ -313,4 +467,5 @@ def test_act_without_kubernetes_configuration(monkeypatch: pytest.MonkeyPatch,
     res = runner.invoke(app, ["guard", plan_file(tmp_path), "--spend-from",
                               str(spend_file(tmp_path, 8)), "--act"])
     assert res.exit_code == 3 and "no Kubernetes configuration" in res.output, res.output
+    assert "nothing was changed" in res.output
     assert res.output.count("error:") == 1

@@ -1,6 +1,7 @@
 """``ptplan guard PLAN.json``: the budget circuit breaker (:mod:`ptplan.spend.guard`):
 spend to date, burn, progress and target → ok / warn / stop (exit 0 / 10 / 11), and with
-``--act`` the stop itself (:mod:`ptplan.spend.act`)."""
+``--act`` the stop itself (:mod:`ptplan.spend.act`; exit 12 when some of it failed or was
+refused: the report says what was done, how to undo it, and what failed)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def guard(
     cache: Path = typer.Option(None, "--cache", help="Spend cache file."),
     cached: bool = typer.Option(False, "--cached", help="Use the cached pull."),
     act: bool = typer.Option(False, "--act", help="On stop: suspend the RayJob and scale the "
-                             "plan's nodes to zero."),
+                             "plan's nodes to zero, each object only if it carries the plan's "
+                             "ptplan-plan label; exit 12 when some of it failed."),
     dry_run: bool = typer.Option(False, "--dry-run", help="With --act: print the calls, make "
                                  "none."),
     namespace: str = typer.Option("default", "--namespace", help="The RayJob's namespace."),
@@ -84,7 +86,7 @@ def guard(
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
 ) -> None:
     """Forecast the cost at completion and decide ok / warn / stop by the plan's budget
-    thresholds; exit 0 / 10 / 11. --act carries out a stop."""
+    thresholds; exit 0 / 10 / 11. --act carries out a stop (exit 12 if part of it failed)."""
     kwargs = dict(locals())
     code = _run(lambda: _guard(**kwargs))
     if code:
@@ -131,17 +133,24 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
                 raise InputError(f"--target: no metric {goal.name!r} in {metrics!r}; its eval "
                                  f"metrics are {', '.join(names[:8]) or 'none'}")
     result = decide(plan, series, hours, steps_done, goal, points, window)
+    incomplete = None
     if act and result["decision"] == "stop":
-        from ptplan.spend.act import calls, carry_out, targets_for
+        from ptplan.spend.act import INCOMPLETE_EXIT, calls, carry_out, targets_for
 
         targets = targets_for(plan, namespace, cluster, gcp_project)
 
         if dry_run:
-            result["actions"] = {"dry_run": True, "calls": calls(targets)}
+            result["actions"] = {"dry_run": True, "plan_label": targets.prefix,
+                                 "calls": calls(targets)}
         else:
-            result["actions"] = {"dry_run": False, "calls": calls(targets),
-                                 "done": carry_out(targets, kubeconfig, act_endpoint,
-                                                   act_endpoint)}
+            done = carry_out(targets, kubeconfig, act_endpoint, act_endpoint)
+            result["actions"] = {"dry_run": False, "plan_label": targets.prefix,
+                                 "calls": calls(targets), **done.as_dict()}
+            if not done.complete:
+                result["exit_code"] = INCOMPLETE_EXIT
+                incomplete = (f"guard --act: {len(done.failed)} of the stop's actions failed or "
+                              f"were refused, {len(done.done)} done (each with its undo); see "
+                              f"the report; exit {INCOMPLETE_EXIT}")
     elif act:
         result["actions"] = {"dry_run": dry_run, "calls": [], "done": [],
                              "note": f"decision {result['decision']}: nothing to stop"}
@@ -151,5 +160,7 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
         from ptplan.report.tables_spend import guard_text
 
         _emit(guard_text(result, plan.spec_name), output)
+    if incomplete:
+        typer.echo(f"error: {incomplete}", err=True)
     info(f"guard: {result['decision']} (exit {result['exit_code']})")
     return int(result["exit_code"])

@@ -70,10 +70,17 @@ def spend_chart(r: dict[str, Any], path: Path) -> None:
 
 
 def guard_text(result: dict[str, Any], spec_name: str) -> str:
-    """The guard's decision, its reasons and the calls ``--act`` made (or would make)."""
+    """The guard's decision, its reasons, the calls ``--act`` made (or would make), each change
+    with the command that undoes it, what was left as it was and what failed."""
     lines = [f"{result['decision']}: {spec_name}", *result["reasons"]]
     acts = result.get("actions", {})
-    lines += [("would call: " if acts.get("dry_run") else "called: ") + c
+    lines += [("would call: " if acts.get("dry_run") else "planned call: ") + c
               for c in acts.get("calls", [])]
-    lines += [f"done: {d}" for d in acts.get("done", [])]
+    for d in acts.get("done", []):
+        lines += [f"done: {d['change']}", f"  undo: {d['undo']}"]
+    lines += [f"unchanged: {u}" for u in acts.get("unchanged", [])]
+    lines += [f"failed: {f['what']}: {f['error']}" for f in acts.get("failed", [])]
+    if acts.get("complete") is False:
+        lines.append(f"act: incomplete: {len(acts.get('done', []))} change(s) done (undo "
+                     f"above), {len(acts.get('failed', []))} failed or refused")
     return "\n".join(lines)
