@@ -78,7 +78,32 @@ def load_campaign_json(path: Path) -> dict[str, Any]:
         raise InputError(f"campaign {quoted(path)}: not a campaign plan (missing "
                          f"{', '.join(missing) or 'stages'}); regenerate it with `ptplan plan "
                          "CAMPAIGN.yaml --format json`")
+    _stage_names(path, r["stages"])
     return r
+
+
+def _stage_names(path: Path, stages: list[Any]) -> None:
+    """Each stage's name is the directory ``render`` writes it into: refuse, before anything
+    is read or written, a name that is not one (``/abs``, ``../x``, ``a/b``) or a repeat."""
+    import re
+
+    from ptplan.campaign.model import STAGE_NAME
+    from ptplan.core.errors import InputError
+    from ptplan.core.yamlio import quoted
+
+    seen: set[str] = set()
+    for i, s in enumerate(stages):
+        name = s.get("name") if isinstance(s, dict) else None
+        if not isinstance(name, str) or not re.fullmatch(STAGE_NAME, name):
+            raise InputError(f"campaign {quoted(path)}: stages[{i}].name {name!r} is not a stage "
+                             "name (letters, digits, '.', '-' and '_', up to 63, a letter or "
+                             "digit first; it names the stage's directory under -o); "
+                             "regenerate it with `ptplan plan CAMPAIGN.yaml --format json`")
+        if name in seen:
+            raise InputError(f"campaign {quoted(path)}: stages[{i}].name {name!r} names two "
+                             "stages; regenerate it with `ptplan plan CAMPAIGN.yaml --format "
+                             "json`")
+        seen.add(name)
 
 
 def check_campaign_cmd(path: Path) -> None:
@@ -102,8 +127,9 @@ def check_campaign_cmd(path: Path) -> None:
 
 
 def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None,
-                        cluster: Any, framework: Any, check: bool) -> None:
-    """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec)."""
+                        cluster: Any, framework: Any, check: bool, force: bool = False) -> None:
+    """Each stage's plan rendered into OUTPUT/<stage>/ (its launch with the stage's spec); the
+    files of all stages are written together, all of them or none."""
     from ptplan.campaign.check import check_campaign
     from ptplan.planfile.schema import Plan
     from ptplan.rendering.targets import render_plan, write_files
@@ -117,20 +143,27 @@ def render_campaign_cmd(path: Path, target: str, output: Path, image: str | None
         typer.echo(f"error: campaign {path} fails its check ({len(problems)} violation(s)); "
                    "not rendered", err=True)
         raise typer.Exit(1)
+    rendered: list[tuple[str, Any, dict[str, str]]] = []
+    inputs = [path]
     for s in r["stages"]:
         p = Plan.model_validate(s["plan"])
         spec = load_spec(s["spec"]) if Path(s["spec"]).is_file() else None
+        if spec is not None:
+            inputs.append(Path(s["spec"]))
         files, notes = render_plan(p, target, spec, image, cluster, framework)
         for note in notes:
             typer.echo(f"note: {s['name']}: {note}", err=True)
-        for written in write_files(files, output / s["name"]):
-            info(f"wrote {written}")
-        if check:
-            from ptplan.rendering.checks.cluster import check_render
+        rendered.append((s["name"], p, files))
+    every = {f"{name}/{rel}": text for name, _, files in rendered for rel, text in files.items()}
+    for written in write_files(every, output, force=force, inputs=inputs):
+        info(f"wrote {written}")
+    if check:
+        from ptplan.rendering.checks.cluster import check_render
 
+        for name, p, files in rendered:
             found = check_render(p, files)
             for line in found:
-                typer.echo(f"violation: {s['name']}: {line}", err=True)
+                typer.echo(f"violation: {name}: {line}", err=True)
             if found:
                 typer.echo("error: the rendered files fail the deployment check", err=True)
                 raise typer.Exit(1)

@@ -1,6 +1,8 @@
 """``ptplan render``: deployment configs (SkyPilot, KubeRay, Karpenter, Kueue, Terraform, bucket
 lifecycle) from a plan JSON. The plan is validated and re-verified first; a plan that fails
-verification is not rendered (exit 1). Files go under ``-o DIR``; their list goes to stderr."""
+verification is not rendered (exit 1). Files go under ``-o DIR``, all of them or none, never
+outside it, never through a link or over an input without ``--force``
+(:func:`ptplan.rendering.targets.write_files`); their list goes to stderr."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ def render(
     target: Target = typer.Option(..., "--target", "-t", help="What to write; all: every "
                                   "target that applies to the plan."),
     output: Path = typer.Option(..., "-o", "--output", help="Directory to write into "
-                                "(created; existing files of the same names are replaced)."),
+                                "(created; existing files of the same names are replaced, "
+                                "all of them or, on a failure, none)."),
     spec: Path = typer.Option(None, "--spec", help="The spec the plan was made from: the launch "
                               "commands take its run settings (prompts, samples, lengths, eval, "
                               "checkpoint contents); without it a launch refuses to start. Plans "
@@ -37,6 +40,9 @@ def render(
     framework: str = typer.Option(None, "--framework", help="Launch commands for this "
                                   "framework and release line: verl==0.9 (default) or "
                                   "openrlhf==0.11; the launch installs the pinned release."),
+    force: bool = typer.Option(False, "--force", help="Write even through a symbolic link (-o "
+                               "itself, or a file under it) or over an input file (the plan, "
+                               "the spec); refused otherwise. Names never leave -o."),
 ) -> None:
     """Write deployment configs for a plan (see docs/render.md)."""
 
@@ -52,7 +58,7 @@ def render(
 
         if is_campaign_file(plan_file):
             render_campaign_cmd(plan_file, target.value, output, image, cluster, framework,
-                                check)
+                                check, force)
             return
         p = load_plan(plan_file)
         problems = verify_plan(p)
@@ -67,7 +73,8 @@ def render(
                                    framework)
         for note in notes:
             typer.echo(f"note: {note}", err=True)
-        for path in write_files(files, output):
+        inputs = [plan_file, *([spec] if spec is not None else [])]
+        for path in write_files(files, output, force=force, inputs=inputs):
             info(f"wrote {path}")
         if check:
             from ptplan.rendering.checks.cluster import check_render

@@ -18,7 +18,6 @@ GCP labels, AWS tags); see :mod:`ptplan.planfile.tags` and :mod:`ptplan.planfile
 from __future__ import annotations
 
 import json
-import shlex
 from typing import Any
 
 from ptplan.core.errors import InputError
@@ -53,6 +52,7 @@ from ptplan.rendering.facts import Facts
 from ptplan.rendering.launch import _pool, launch_args, verl_words
 from ptplan.rendering.lifecycle import ABORT_MULTIPART_DAYS, lifecycle_rules
 from ptplan.rendering.transport import ray_entrypoint
+from ptplan.templates import shell_join, shell_word
 
 DEFAULT_IMAGE = "verlai/verl:vllm012.latest"
 """veRL's published base image (CUDA, torch, vLLM 0.12, Ray; veRL itself is not in it): the
@@ -132,7 +132,7 @@ def _groups(plan: Plan, slug: str, site: str, digest: str, prefix: str,
         # addWellKnownAcceleratorResources): the names here are [a-z0-9_] only
         custom = json.dumps({g["ray_resource"]: g["gpus_per_node"]})
         g["ray_start_params"] = {"num-gpus": str(g["gpus_per_node"]),
-                                 "resources": f"'{custom}'"}
+                                 "resources": shell_word(custom)}
     return groups
 
 
@@ -157,7 +157,7 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
     launch = launch_args(plan, facts)
     upool = _pool(plan, launch["update_pool"])
     launch["words"] = verl_words(launch, slug, upool.gpus_per_node)
-    launch["command"] = shlex.join(launch["words"])
+    launch["command"] = shell_join(launch["words"])
     launch["entrypoint"] = ray_entrypoint(launch["words"])
     launch["nproc"] = upool.gpus_per_node
     rules: list[dict[str, Any]] = []

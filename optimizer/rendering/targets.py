@@ -11,8 +11,8 @@ launch arguments by :mod:`ptplan.rendering.launch`, bucket rules by
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,9 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
     rank 0 with its pool's custom resource, waits (bounded) until all nodes joined, runs the
     driver and stops Ray when it ends; its other ranks join and leave when the head is gone.
     Other tasks join the head by its job-group hostname and block until stopped."""
-    res = "--resources=" + shlex.quote(json.dumps({g["ray_resource"]: g["gpus_per_node"]}))
+    from ptplan.templates import shell_join, shell_word
+
+    res = "--resources=" + shell_word(json.dumps({g["ray_resource"]: g["gpus_per_node"]}))
     join = (f"ray start --address={_HEAD_HOST}:6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE "
             f"{res}")
     if launch["torchrun"]:
@@ -95,7 +97,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
                 "torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE"
                 " --node_rank=$SKYPILOT_NODE_RANK"
                 " --master_addr=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1) --master_port=29500 -m "
-                + shlex.join(launch["words"][5:]) + "\n")
+                + shell_join(launch["words"][5:]) + "\n")
     if g["name"] == head["name"]:
         from ptplan.rendering.deploy import CAPACITY_WAIT_SECONDS
 
@@ -104,7 +106,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
                 f"  ray start --head --port=6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE {res}\n"
                 "  trap 'ray stop --force' EXIT\n"
                 "  " + _WAIT.format(wait=CAPACITY_WAIT_SECONDS)
-                + "  " + shlex.join(launch["words"]) + "\n"
+                + "  " + shell_join(launch["words"]) + "\n"
                 "else\n"
                 f"  {join}\n"
                 f"  while ray health-check --address={_HEAD_HOST}:6379 >/dev/null 2>&1; do"
@@ -238,6 +240,28 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], dict[str, str]]] = {
 }
 
 
+CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+"""A cluster name EKS accepts (letters, digits, ``-``, ``_``; up to 100, a letter or digit
+first); GKE's (lowercase letters, digits, ``-``, up to 40) are a subset."""
+IMAGE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,1023}")
+"""The characters of a container image reference (``[HOST[:PORT]/]PATH[:TAG][@DIGEST]``)."""
+
+
+def check_options(cluster: str, image: str | None) -> None:
+    """Refuse, in one line naming the option and the value, a ``--cluster`` that is not a
+    cluster name or an ``--image`` that is not an image reference: both end up in YAML, HCL
+    and the guard's command line, where they are quoted, but no real name holds a space, a
+    quote, ``;``, ``$``, a backtick, ``#`` or a line break."""
+    if not isinstance(cluster, str) or not CLUSTER_NAME.fullmatch(cluster):
+        raise InputError(f"--cluster: {cluster!r} is not a cluster name (letters, digits, '-' "
+                         "and '_', up to 100, a letter or digit first); give the EKS or GKE "
+                         "cluster's name")
+    if image is not None and (not isinstance(image, str) or not IMAGE_REF.fullmatch(image)):
+        raise InputError(f"--image: {image!r} is not a container image reference "
+                         "([HOST[:PORT]/]PATH[:TAG][@sha256:DIGEST]: letters, digits and "
+                         "'._/:@+-'); give the image's reference")
+
+
 def render_plan(plan: Plan, target: str, spec: Any = None, image: str | None = None,
                 cluster: str = "ptplan", framework: str | None = None,
                 ) -> tuple[dict[str, str], list[str]]:
@@ -255,6 +279,7 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str | None = N
                          f"use one of {', '.join((*TARGETS, 'all'))}")
     if not plan.pools:
         raise InputError("plan: it has no pools; nothing to deploy")
+    check_options(cluster, image)
     fw = parse_framework(framework)  # --framework (docs/render.md); default veRL 0.9
     facts = replace(facts_for(plan, spec), framework=fw)
     ctx = build_context(plan, facts, image or DEFAULT_IMAGE, cluster, guard_image=image)
@@ -290,16 +315,25 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str | None = N
     return dict(sorted(files.items())), notes
 
 
-def write_files(files: dict[str, str], out_dir: Path) -> list[Path]:
-    """Write files under ``out_dir`` (created); returns the paths in sorted order."""
-    written = []
-    try:
-        for rel, text in sorted(files.items()):
-            path = out_dir / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
-            written.append(path)
-    except OSError as exc:
-        raise InputError(f"-o: cannot write under {str(out_dir)!r} ({exc.strerror}); "
-                         "choose a writable directory") from None
-    return written
+def write_files(files: Mapping[str, str], out_dir: Path, *, force: bool = False,
+                inputs: Iterable[Path] = ()) -> list[Path]:
+    """Write ``files`` (relative name → text) under ``out_dir``, all of them or none; returns
+    the paths written, in sorted order.
+
+    Through :func:`ptplan.core.atomic.write_tree`: every name stays under ``out_dir`` (an
+    absolute name, a ``..`` or a link on the way out is refused), each file is written to a
+    temporary and renamed into place, and a failure part-way leaves the previous files as they
+    were. ``out_dir`` itself a symbolic link, a file that is a link, or one of ``inputs`` (the
+    plan, the spec) as a target is refused unless ``force``.
+    """
+    from ptplan.core.atomic import write_tree
+
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink() and not force:
+        raise InputError(f"-o: {str(out_dir)!r} is a symbolic link; ptplan does not write "
+                         "through links: give the real directory, or --force")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"-o: {str(out_dir)!r} is a file; give a directory to write into")
+    names = sorted(files)
+    write_tree(out_dir, {rel: files[rel] for rel in names}, force=force, inputs=inputs)
+    return [out_dir / rel for rel in names]
