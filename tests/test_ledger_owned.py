@@ -136,3 +136,31 @@ def test_reads_on_an_empty_database_create_no_schema(ledger_url: str) -> None:
     reader = db.Ledger(ledger_url, write=False)
     assert not reader.empty
     reader.close()
+
+
+def test_bill_of_a_look_alike_project_is_not_taken(tmp_path: Path) -> None:
+    """`grpo#7b#math` and `grpo-7b-math` are different plans: the tags render wrote differ
+    (a sanitised name carries a hash of the original), and a run recorded from its plan takes
+    only the rows spelled exactly as its own deployment's tags (and plan prefix)."""
+    import json
+
+    from ptplan.ledger.records import bill_costs, cost_tags, tag_spellings
+    from ptplan.planfile.tags import SANITIZE
+
+    rows = []
+    for project, usd in (("grpo#7b#math", 100), ("grpo-7b-math", 7)):
+        for spell in SANITIZE.values():
+            rows.append({"usd": usd, "ptplan-project": spell(project), "ptplan-method": "rl",
+                         "ptplan-phase": "update", "ptplan-capacity-type": "spot"})
+    bill = tmp_path / "bill.json"
+    bill.write_text(json.dumps(rows))
+    for project, usd in (("grpo#7b#math", 100), ("grpo-7b-math", 7)):
+        spellings = tag_spellings(project, "rl", None)
+        (cost,) = bill_costs(bill, cost_tags(project, "rl"), spellings)
+        assert float(cost.usd) == usd * len(SANITIZE), project  # its own rows only
+    # the prefix: a row of another plan of the same project is not this run's
+    other = [{**rows[-1], "ptplan-plan": "grpo-7b-math-aaaaaa"}]
+    bill.write_text(json.dumps(other))
+    with pytest.raises(InputError, match="no row's tags match"):
+        bill_costs(bill, cost_tags("grpo-7b-math", "rl"),
+                   tag_spellings("grpo-7b-math", "rl", "grpo-7b-math-bbbbbb"))

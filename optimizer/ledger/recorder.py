@@ -21,6 +21,7 @@ from ptplan.ledger.records import (
     cost_tags,
     merge_costs,
     parse_run,
+    tag_spellings,
 )
 from ptplan.planfile.load import load_plan
 from ptplan.planfile.schema import Plan
@@ -88,7 +89,13 @@ def build_run(run_id: str, *, plan: Path | None, spec: Path | None, project: str
     if p is not None and method != p.method:
         raise InputError(f"--method {method} differs from the plan's method {p.method}")
     tags = cost_tags(project, method)
-    lines = [c for b in bills for c in bill_costs(b, tags)] + [parse_cost(c) for c in costs]
+    spellings = None  # a run recorded without its plan: tags compared folded, as written
+    if p is not None:  # the plan's deployment: tags exactly as render spelled them
+        from ptplan.planfile.identity import plan_prefix
+
+        spellings = tag_spellings(project, method, plan_prefix(p))
+    lines = [c for b in bills for c in bill_costs(b, tags, spellings)] + \
+        [parse_cost(c) for c in costs]
     if date is not None:
         try:
             dt.date.fromisoformat(date)

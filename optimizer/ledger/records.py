@@ -178,9 +178,30 @@ def _bill_rows(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"--bill {name}: not a CSV file ({exc})") from None
 
 
-def bill_costs(path: Path, tags: dict[str, str]) -> list[Cost]:
+def tag_spellings(project: str, method: str, prefix: str | None = None
+                  ) -> dict[str, frozenset[str]]:
+    """Every spelling a bill may carry for the run's tags: the values render writes on each
+    platform (:data:`ptplan.planfile.tags.SANITIZE`; a name that had to change carries a hash
+    of the original, so two projects never share a value), and ``ptplan-plan`` when the plan
+    is known."""
+    from ptplan.planfile.tags import SANITIZE
+
+    out = {"ptplan-project": frozenset(f(project) for f in SANITIZE.values()),
+           "ptplan-method": frozenset(f(method) for f in SANITIZE.values())}
+    if prefix is not None:
+        out["ptplan-plan"] = frozenset(f(prefix) for f in SANITIZE.values())
+    return out
+
+
+def bill_costs(path: Path, tags: dict[str, str],
+               spellings: dict[str, frozenset[str]] | None = None) -> list[Cost]:
     """Costs per phase and capacity type from a bill's rows whose ``ptplan-project`` and
-    ``ptplan-method`` tags are the run's; raises when no row matches."""
+    ``ptplan-method`` tags are the run's; raises when no row matches.
+
+    With ``spellings`` (:func:`tag_spellings`) a row matches only when its tags are spelled
+    exactly as render wrote them for this run (and, where the row carries ``ptplan-plan``,
+    for this plan): ``grpo#7b#math`` never takes the bill of ``grpo-7b-math``. Without, the
+    values are compared folded (case and punctuation), as bills recorded by hand are."""
     name = repr(str(path))
     rows = _bill_rows(path)
     if not rows:
@@ -193,7 +214,12 @@ def bill_costs(path: Path, tags: dict[str, str]) -> list[Cost]:
             raise InputError(f"--bill {name}: row {i} has no usd (or cost_usd) column")
         project = norm_tag(str(row.get("ptplan-project", "")))
         seen.add(project or "(untagged)")
-        if project != tags["ptplan-project"] or \
+        if spellings is not None:
+            # the project tag must be there; method and plan are checked where the row has them
+            if not all(str(row[k]) in v if k in row else k != "ptplan-project"
+                       for k, v in spellings.items()):
+                continue
+        elif project != tags["ptplan-project"] or \
                 norm_tag(str(row.get("ptplan-method", tags["ptplan-method"]))) \
                 != tags["ptplan-method"]:
             continue
