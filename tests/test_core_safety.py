@@ -136,3 +136,15 @@ def test_write_tree_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert leftovers == []
     written = atomic.write_tree(root, {"a.yaml": "a3", "c.yaml": "c3"})
     assert [p.read_text() for p in written] == ["a3", "c3"]
+
+
+def test_write_tree_root_link_refused_unless_forced(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "deploy"
+    link.symlink_to(real)
+    with pytest.raises(InputError, match="symbolic link"):
+        atomic.write_tree(link, {"a.yaml": "a"})
+    assert list(real.iterdir()) == []
+    atomic.write_tree(link, {"a.yaml": "a"}, force=True)
+    assert (real / "a.yaml").read_text() == "a"

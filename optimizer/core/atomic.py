@@ -157,6 +157,9 @@ def write_tree(root: Path, files: Mapping[str, str | bytes], *, option: str = "-
     """
     root = Path(root)
     force, inputs = _with_scope(force, inputs)
+    if root.is_symlink() and not force:
+        raise InputError(f"{option}: {str(root)!r} is a symbolic link; ptplan does not write "
+                         "through links: give the real directory, or --force to follow it")
     targets = [(confine(root, name), data) for name, data in files.items()]
     for path, _ in targets:
         _check_target(path, option, inputs, force)
