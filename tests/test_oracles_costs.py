@@ -73,18 +73,18 @@ def test_small_plan_compute_by_hand(small: Plan) -> None:
     busy = {pool.name: pool.busy_hours for pool in p.pools}
     m = max(busy.values()) + busy["rollout"] / 200
     assert p.pipeline_mode == "async"
-    assert p.makespan_hours == pytest.approx(m, rel=1e-12)
+    assert p.makespan_hours == pytest.approx(m, rel=1e-11)  # each figure to 12 digits
     assert p.compute_cost_usd == cents(49.0 * m)
     assert p.idle_cost_usd == cents(sum(hourly[k] * (m - b) for k, b in busy.items()))
     for pool in p.pools:
         assert pool.usd_per_hour == hourly[pool.name]
         assert pool.cost_usd == cents(hourly[pool.name] * m)
         assert pool.busy_hours == pytest.approx(
-            sum(ph.busy_hours for ph in p.phases if ph.pool == pool.name), rel=1e-12)
+            sum(ph.busy_hours for ph in p.phases if ph.pool == pool.name), rel=1e-11)
     for ph in p.phases:
         pool = next(x for x in p.pools if x.name == ph.pool)
         assert ph.cost_usd == cents(ph.busy_hours * hourly[ph.pool])
-        assert ph.gpu_hours == pytest.approx(ph.busy_hours * pool.nodes * 8, rel=1e-12)
+        assert ph.gpu_hours == pytest.approx(ph.busy_hours * pool.nodes * 8, rel=1e-11)
     assert _money(p.total_cost_usd) == pytest.approx(
         _money(p.compute_cost_usd) + _money(p.storage_cost_usd) + _money(p.network_cost_usd)
         + _money(p.disk_cost_usd), abs=0.011)

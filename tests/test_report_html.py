@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from golden_compare import same_page
 from hypothesis import given
 from hypothesis import strategies as st
 from report_fixtures import CASES, CLI_GOLDEN, HOSTILE, ROOT, edge_inputs, hostile_inputs, load
@@ -66,7 +67,7 @@ def test_golden_html(name: str, tmp_path: Path) -> None:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(text, encoding="utf-8", newline="\n")
     expected = golden.read_text(encoding="utf-8")
-    if text != expected:
+    if not same_page(text, expected):
         diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
                                             f"golden/{name}", f"now/{name}", n=1))
         pytest.fail(f"{name}.html differs from its golden file (PTPLAN_UPDATE_GOLDEN=1 "
@@ -238,7 +239,7 @@ def test_html_format_of_whatif_and_reserve_is_their_golden(name: str, args: list
     golden JSON (the same command's ``--format json``, tests/test_golden_cli.py)."""
     monkeypatch.setenv("PTPLAN_TODAY", "2026-12-03")
     page = render([*args, "--format", "html"], tmp_path)
-    assert strip_library(page) == (GOLDEN / f"{name}.html").read_text(encoding="utf-8")
+    assert same_page(strip_library(page), (GOLDEN / f"{name}.html").read_text(encoding="utf-8"))
 
 
 def test_optional_parts_absent(tmp_path: Path) -> None:
@@ -286,7 +287,8 @@ def test_html_format_of_compare_and_review_is_their_golden(tmp_path: Path,
     page = render(["compare", "examples/compare/sft-8b-distilled-data.yaml",
                    "examples/compare/opd-8b-from-32b.yaml", "--risk",
                    "tests/data/reports/compare-risk.yaml", "--format", "html"], tmp_path)
-    assert strip_library(page) == (GOLDEN / "compare-sft-opd.html").read_text(encoding="utf-8")
+    assert same_page(strip_library(page),
+                     (GOLDEN / "compare-sft-opd.html").read_text(encoding="utf-8"))
     from ledger_seed import SEED
 
     from ptplan.ledger import db
@@ -299,7 +301,7 @@ def test_html_format_of_compare_and_review_is_their_golden(tmp_path: Path,
             record(conn, r)
     led.close()
     page = render(["runs", "review", "--ledger", url, "--format", "html"], tmp_path, "rv.html")
-    assert strip_library(page) == (GOLDEN / "review.html").read_text(encoding="utf-8")
+    assert same_page(strip_library(page), (GOLDEN / "review.html").read_text(encoding="utf-8"))
 
 
 def test_compare_page_draws_the_json_figures() -> None:
@@ -353,8 +355,8 @@ def test_campaign_page(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.chdir(ROOT)
     page = render(["plan", "examples/campaign-cheap-teacher.yaml", "--format", "html"],
                   tmp_path)
-    assert strip_library(page) == \
-        (GOLDEN / "campaign-cheap-teacher.html").read_text(encoding="utf-8")
+    assert same_page(strip_library(page),
+                     (GOLDEN / "campaign-cheap-teacher.html").read_text(encoding="utf-8"))
     data = load(DATA_REPORTS / "campaign-cheap-teacher.json")
     specs = json.loads(re.search(r'id="ptplan-charts">(.*?)</script>', page, re.S).group(1))
     bars = specs["chart-1"]["layer"][0]["data"]["values"]

@@ -2,11 +2,11 @@
 their edges (docs/testing.md, mutation testing of ``rules_blocks.py``, issue #27).
 
 Each test starts from the pinned SFT example plan (``tests/golden/cli/plan-sft-8b.json``: one
-pool ``all`` of 1 × ``a3-edgegpu-8g-nolssd`` at $43.06614/h, held 6.40260684159597 h), turned
+pool ``all`` of 1 × ``a3-edgegpu-8g-nolssd`` at $43.06614/h, held 6.4026068416 h), turned
 into a valid booked plan by hand: its allocation a capacity ``block`` booked in 24-h units, so
-⌈6.4026 / 24⌉ = 1 unit, 24 h billed, 24 − 6.40260684159597 = 17.59739315840403 h lost to
+⌈6.4026 / 24⌉ = 1 unit, 24 h billed, 24 − 6.4026068416 = 17.5973931584 h lost to
 rounding, 1 × 43.06614 × 24 = $1,033.58736 → "1033.59" paid upfront; or ``flex_start`` billed
-for the held hours only, 1 × 43.06614 × 6.40260684159597 = $275.74. One figure is then broken
+for the held hours only, 1 × 43.06614 × 6.4026068416 = $275.74. One figure is then broken
 and ``check_bookings`` must name exactly that, in its own words.
 """
 
@@ -23,7 +23,7 @@ from ptplan.planfile.rules_blocks import block_units, check_bookings, longest_wa
 from ptplan.planfile.schema import Plan
 
 PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
-HELD = 6.40260684159597
+HELD = 6.4026068416
 PRICE = 43.06614
 ITYPE = "a3-edgegpu-8g-nolssd"
 WHAT = f"bookings: 1 x {ITYPE} block for pool all"

@@ -18,6 +18,7 @@ from typing import Any
 
 from conftest import example_dict
 
+from ptplan.core.numbers import round_float
 from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
 from ptplan.planfile.schema import Plan
 from ptplan.planner.api import plan
@@ -75,7 +76,8 @@ def test_an_unknown_type_does_not_stop_the_next_allocation() -> None:
     assert _check(change) == [
         "catalog_match: g2-standard-99 spot in us-west4-a is not in catalog embedded",
         f"catalog_match: g2-standard-8 spot in us-west4-a: 1 x L4 at "
-        f"${2 * second.usd_per_hour}/h, {second.interruptions_per_hour} interruptions/h; the "
+        f"${2 * second.usd_per_hour}/h, {round_float(second.interruptions_per_hour)} "
+        f"interruptions/h; the "
         f"catalog says 1 x L4 at ${second.usd_per_hour}/h, {second.interruptions_per_hour}"]
 
 
@@ -90,11 +92,11 @@ def test_each_recorded_offer_fact_alone_is_a_line() -> None:
     head = "catalog_match: a3-highgpu-2g spot in us-west4-a: "
     says = (f"the catalog says 2 x H100 at ${roll.usd_per_hour}/h, "
             f"{roll.interruptions_per_hour}")
+    rate = round_float(roll.interruptions_per_hour)  # as the plan records it (12 digits)
     assert _check(lambda d: _pool(d, "rollout")[0].update(gpus_per_node=4)) == [
-        f"{head}4 x H100 at ${roll.usd_per_hour}/h, {roll.interruptions_per_hour} "
-        f"interruptions/h; {says}"]
+        f"{head}4 x H100 at ${roll.usd_per_hour}/h, {rate} interruptions/h; {says}"]
     assert _check(lambda d: _pool(d, "rollout")[0].update(usd_per_hour=6.0)) == [
-        f"{head}2 x H100 at $6.0/h, {roll.interruptions_per_hour} interruptions/h; {says}"]
+        f"{head}2 x H100 at $6.0/h, {rate} interruptions/h; {says}"]
     assert _check(lambda d: _pool(d, "update")[0].update(interruptions_per_hour=0.0)) == [
         f"catalog_match: a3-edgegpu-8g-nolssd on_demand in us-west4: 8 x H100 at "
         f"${upd.usd_per_hour}/h, 0.0 interruptions/h; the catalog says 8 x H100 at "

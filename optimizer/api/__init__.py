@@ -2,7 +2,8 @@
 ``ptplan.render``, ...), one function per ``ptplan`` command.
 
 Each function does what its command does and returns the data the command prints with
-``--format json`` (a :class:`~ptplan.planfile.schema.Plan` for ``plan``), without printing. Inputs
+``--format json`` (a :class:`~ptplan.planfile.schema.Plan` for ``plan``; floats rounded to 12
+significant digits as printed, :mod:`ptplan.core.numbers`), without printing. Inputs
 are objects (a spec, catalog, policy or plan) or the paths they are loaded from; options are
 keyword arguments with the command's defaults. Errors are the classes of
 :mod:`ptplan.core.errors`: :class:`~ptplan.core.errors.InputError` (bad input: the command's
@@ -38,6 +39,7 @@ from ptplan.api.inputs import (
 )
 from ptplan.api.ops import compare, reserve, simulate, whatif
 from ptplan.core.errors import InputError, PlannerError
+from ptplan.core.numbers import round_floats
 from ptplan.planfile.schema import Plan
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
@@ -74,7 +76,7 @@ def estimate(spec: ProjectSpec | str | os.PathLike[str], gpus: Sequence[str] | N
 
     s = as_spec(spec)
     names = [gpus] if isinstance(gpus, str) else list(gpus or [])
-    return run(s, names or as_catalog(catalog).gpus(), precision)
+    return round_floats(run(s, names or as_catalog(catalog).gpus(), precision))
 
 
 def plan(spec: ProjectSpec | str | os.PathLike[str],
@@ -176,7 +178,7 @@ def pareto(spec: ProjectSpec | str | os.PathLike[str],
 
     s = with_start_after(as_spec(spec), start_after)
     cat = as_catalog(catalog)
-    return run(s, cat, points, solver, as_policy(policy))
+    return round_floats(run(s, cat, points, solver, as_policy(policy)))
 
 
 def verify(plan: Plan | str | os.PathLike[str],

@@ -1,7 +1,8 @@
 """The public API's analysis commands (:mod:`ptplan.api`): ``whatif``, ``reserve``,
 ``simulate`` and ``compare``. Each does what its ``ptplan`` command does and returns the report
-that command prints with ``--format json``; charts, tables and progress bars stay with the
-command line."""
+that command prints with ``--format json`` (its floats rounded to 12 significant digits, as
+printed: :mod:`ptplan.core.numbers`); charts, tables and progress bars stay with the command
+line."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Literal
 
 from ptplan.api.inputs import as_catalog, as_plan, as_policy, as_spec, with_start_after
 from ptplan.core.errors import InputError
+from ptplan.core.numbers import round_floats
 from ptplan.planfile.schema import Plan
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
@@ -110,18 +112,18 @@ def whatif(spec: ProjectSpec | str | os.PathLike[str], rules: str | Sequence[str
             if start is None or stop is None:
                 raise InputError("sweep needs start and stop (and steps, default 11)")
             sel, op = parse_partial(sweep)
-            return run_sweep(setup, sel, op, linspace(start, stop, steps), runner, base_rules,
-                             every_point)
+            return round_floats(run_sweep(setup, sel, op, linspace(start, stop, steps),
+                                          runner, base_rules, every_point))
         if break_even is not None:
             from ptplan.scenarios.breakeven import break_even as search
             from ptplan.scenarios.pricerules import parse_selector
 
-            return search(setup, parse_selector(break_even), runner,
-                          0.0 if start is None else start, 10.0 if stop is None else stop,
-                          tolerance, base_rules)
+            return round_floats(search(setup, parse_selector(break_even), runner,
+                                       0.0 if start is None else start,
+                                       10.0 if stop is None else stop, tolerance, base_rules))
         from ptplan.scenarios.scenarios import run_scenarios, scenarios_from
 
-        return run_scenarios(setup, scenarios_from(base_rules, texts), runner)
+        return round_floats(run_scenarios(setup, scenarios_from(base_rules, texts), runner))
 
 
 def reserve(portfolio: str | os.PathLike[str] | Mapping[str, Any],
@@ -173,7 +175,7 @@ def reserve(portfolio: str | os.PathLike[str] | Mapping[str, Any],
             Path(os.fspath(base_dir)).resolve()
     result = run(pf, as_catalog(catalog), folder, as_policy(policy), solver, rk, timings,
                  ladder=ladder)
-    return result.report
+    return round_floats(result.report)
 
 
 def simulate(plan: Plan | str | os.PathLike[str], trials: int = 10_000, seed: int = 0, *,
@@ -220,7 +222,7 @@ def simulate(plan: Plan | str | os.PathLike[str], trials: int = 10_000, seed: in
     p = as_plan(plan)
     model = build_model(p, correlated, shortage_hours, checkpoints, async_buffer)
     res = run_trials(model, trials, seed, workers, ray_address)
-    return summarise(model, res, trials, seed)
+    return round_floats(summarise(model, res, trials, seed))
 
 
 def compare(spec_paths: Sequence[str | os.PathLike[str]], *,
@@ -256,7 +258,7 @@ def compare(spec_paths: Sequence[str | os.PathLike[str]], *,
         raise InputError("compare: spec_paths is one path; give a list of two or more specs")
     pol = as_policy(policy)
     cat = as_catalog(catalog)
-    return run([os.fspath(p) for p in spec_paths],
-               lambda s: make_plan(s, cat, "cost", solver, explain=False, timings=False,
-                                   policy=pol),
-               None if risk is None else os.fspath(risk))
+    return round_floats(run([os.fspath(p) for p in spec_paths],
+                            lambda s: make_plan(s, cat, "cost", solver, explain=False,
+                                                timings=False, policy=pol),
+                            None if risk is None else os.fspath(risk)))

@@ -317,7 +317,11 @@ def _emit_as(fmt: Format | ReportFormat, output: Path | None, json_text: Callabl
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """A command's JSON output, every float rounded to 12 significant digits
+    (:mod:`ptplan.core.numbers`: the same bytes on any CPU)."""
+    from ptplan.core.numbers import round_floats
+
+    return json.dumps(round_floats(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def parse_date(option: str, text: str) -> Any:

@@ -44,7 +44,12 @@ def detect_kind(data: dict[str, Any]) -> str | None:
 
 def build_doc(kind: str, data: dict[str, Any], chosen: dict[str, Any] | None = None) -> Any:
     """The :class:`~ptplan.report.html.Doc` of one report of ``kind`` (a campaign: a list,
-    its own page then each stage's plan page)."""
+    its own page then each stage's plan page). The data's floats are rounded to 12 significant
+    digits first (:mod:`ptplan.core.numbers`), as the JSON outputs are: a page made from a file
+    written before, or from a report in memory, has the same figures on any CPU."""
+    from ptplan.core.numbers import round_floats
+
+    data, chosen = round_floats(data), round_floats(chosen)
     if kind == "plan":
         from ptplan.report.html_plan import plan_doc
 

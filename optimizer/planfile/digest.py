@@ -1,12 +1,19 @@
 """The spec digest a plan records (``spec_digest``): sha256 of the normalised spec, with the
 fields added after a plan schema left out when unset, so that plans made before them still
-match their specs."""
+match their specs, and its floats rounded to 12 significant digits (:mod:`ptplan.core.numbers`):
+a spec the planner derives (a campaign stage's deadline, a frontier point's) has the same digest
+on any CPU, and the spec read back from the plan's figures matches it. A spec written by hand
+has no float with more digits, so its digest is the one it always had; plans recorded before
+with the digest of such a derived spec at full precision still match (:func:`digest_matches`).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from typing import Any
+
+from ptplan.core.numbers import round_floats
 
 LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
 """``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
@@ -16,7 +23,9 @@ LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
 unset, so that a spec without them keeps its digest."""
 
 
-def spec_digest(spec_dump: dict[str, Any]) -> str:
+def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
+    """``sha256:`` and the hex digest of the normalised ``spec_dump`` (``rounded=False``: its
+    floats at full precision, as plans recorded before rounding)."""
     if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
         spec_dump = {k: v for k, v in spec_dump.items()
                      if not (k in LATER_TOP_FIELDS and v is None)}
@@ -34,5 +43,12 @@ def spec_digest(spec_dump: dict[str, Any]) -> str:
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
                                            if not (k in LATER_SPEC_FIELDS and v is None)}}
-    canonical = json.dumps(spec_dump, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(round_floats(spec_dump) if rounded else spec_dump, sort_keys=True,
+                           separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def digest_matches(spec_dump: dict[str, Any], recorded: str) -> bool:
+    """The plan's recorded digest is the spec's: rounded as plans record it, or at full
+    precision as plans recorded before rounding."""
+    return recorded in (spec_digest(spec_dump), spec_digest(spec_dump, rounded=False))

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from ptplan.core.numbers import SIGNIFICANT_DIGITS
+
 CHECK_KINDS = ("derived", "spec", "catalog", "informational")
 """How ``ptplan check`` treats a field (``x-check`` in the JSON Schema; absent: inherited from
 the enclosing object, ``derived`` at the top): ``derived`` fields are re-derived from the rest
@@ -18,6 +20,20 @@ fields (prices, minimum durations, fees) from the catalog the plan names, when `
 ``informational`` fields (text, timings, versions, solver statistics, the planner's notes) are
 not checked. The tamper suite (``tests/test_tamper.py``) holds the schema to this: a
 tampered ``derived`` field fails ``check``, a ``spec`` field fails ``check --spec``."""
+
+
+PRECISION_STATEMENT = (
+    f"Every float (hours, rates, prices, fractions, GB, tokens) is written rounded to "
+    f"{SIGNIFICANT_DIGITS} significant digits; integers are exact and money is a decimal "
+    "string with cents. CPUs may differ in the last bit of a float (about 1e-16 relative): "
+    "rounded, the same inputs give the same bytes on any CPU, except for a value that falls "
+    "within that noise of a rounding boundary (its last digit may then differ by one). "
+    "`ptplan check` compares re-derived figures within tolerances far wider than this "
+    "precision (relative 1e-6, money a cent per line). Plans written before with up to 17 "
+    "digits read and check as before: the rounding changes no field, type or meaning, so "
+    "the schema version is unchanged.")
+"""The plan JSON Schema's statement of its numbers' precision (its ``description`` and
+``x-significant-digits``; ``ptplan schema plan``; :mod:`ptplan.core.numbers`)."""
 
 
 def check_kind(node: dict[str, Any]) -> str | None:
@@ -37,7 +53,8 @@ def usd(x: float) -> str:
 
 
 def hours(x: float) -> float:
-    """Hours at full float precision (repr is deterministic; tables round for display)."""
+    """Hours as a float (written to 12 significant digits, :meth:`Plan.to_json`; tables round
+    for display)."""
     return float(x)
 
 

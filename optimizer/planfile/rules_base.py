@@ -1,5 +1,7 @@
-"""Tolerances of the plan verifier's rules: plan figures are rounded (hours to 6 places, money
-to cents), so recomputed figures match them within these bounds."""
+"""Tolerances of the plan verifier's rules: plan figures are rounded (floats to 12 significant
+digits, :mod:`ptplan.core.numbers`; money to cents), so recomputed figures match them within
+these bounds: a relative :data:`REL` (a million times the rounding) or a small absolute one,
+money within a cent per line."""
 
 from __future__ import annotations
 

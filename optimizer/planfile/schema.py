@@ -3,7 +3,8 @@
 Every figure is traceable: a pool's cost is Σ nodes × usd_per_hour × held_hours over its
 allocations; a phase's busy hours are its tokens / (Σ nodes × effective fraction ×
 tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Money is a decimal
-string in USD (cents), rounded once at output; hours keep full float precision.
+string in USD (cents), rounded once at output; every float is written with 12 significant
+digits, the same bytes on any CPU (:data:`~ptplan.planfile.fields.PRECISION_STATEMENT`).
 
 Schema history (see docs/plan-json.md):
 
@@ -44,11 +45,13 @@ from pydantic import (
 )
 
 from ptplan.core.kinds import CapacityType, Flow, NetworkPath, Status
+from ptplan.core.numbers import SIGNIFICANT_DIGITS, round_floats
 from ptplan.core.yamlio import StrictModel
 from ptplan.planfile.digest import LATER_SPEC_FIELDS, spec_digest
 from ptplan.planfile.fields import (
     CHECK_KINDS,
     INFO,
+    PRECISION_STATEMENT,
     SPEC,
     Count,
     Fraction,
@@ -256,6 +259,8 @@ class PoolPlan(StrictModel):
 
 class Plan(StrictModel):
     model_config = ConfigDict(json_schema_extra={
+        "description": PRECISION_STATEMENT,
+        "x-significant-digits": SIGNIFICANT_DIGITS,
         "if": {"properties": {"schema_version": {"minimum": 2}}},
         "then": {"required": ["lifecycle"]},
     })
@@ -371,7 +376,14 @@ class Plan(StrictModel):
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        """The plan JSON, every float to 12 significant digits (the same bytes on any CPU)."""
+        return json.dumps(round_floats(self.model_dump(mode="json")), indent=2,
+                          ensure_ascii=False) + "\n"
+
+    def rounded(self) -> Plan:
+        """The plan as :meth:`to_json` writes it and ``load_plan`` reads it back (floats to 12
+        significant digits): the planner verifies and returns it, the plan as printed."""
+        return type(self).model_validate(round_floats(self.model_dump(mode="json")))
 
 
 LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools")

@@ -125,15 +125,19 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
     from ptplan.core.hardware import gpus
     from ptplan.demand.model import build_demand
     from ptplan.demand.rates import allowed_precisions, phase_rates
-    from ptplan.planfile.schema import ParallelLayout, spec_digest
+    from ptplan.planfile.digest import digest_matches
+    from ptplan.planfile.schema import ParallelLayout
     from ptplan.policies.model import Policy
 
     v: list[str] = []
     if spec.name != plan.spec_name:
         v.append(f"spec_match: plan is for {plan.spec_name!r}, the spec is {spec.name!r}")
-    if spec_digest(spec.model_dump(mode="json")) != plan.spec_digest:
+    if not digest_matches(spec.model_dump(mode="json"), plan.spec_digest):
         v.append("spec_match: the spec changed since the plan was made (digest differs)")
-    if spec.sla.deadline_hours != plan.deadline_hours:
+    deadline = spec.sla.deadline_hours  # the plan holds it to 12 significant digits
+    if (deadline is None) != (plan.deadline_hours is None) or (
+            deadline is not None and plan.deadline_hours is not None
+            and not _close(deadline, plan.deadline_hours, rel=1e-9, abs_=0.0)):
         v.append(f"spec_match: deadline {plan.deadline_hours} != spec {spec.sla.deadline_hours}")
     demand = build_demand(spec)
     try:

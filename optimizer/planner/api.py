@@ -54,7 +54,9 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
         if explain:
             p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     p = p.model_copy(update={"defaults_applied": defaults_applied(
-        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))})
+        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))}).rounded()
+    # rounded as printed (12 significant digits, ptplan.core.numbers): the plan verified and
+    # returned is the one the JSON holds, on any CPU
     problems = verify_plan(p)
     if problems:
         raise PlannerError("internal error: the plan failed verification ("

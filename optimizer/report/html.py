@@ -26,6 +26,8 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from ptplan.core.numbers import round_floats
+
 LIBRARY_FILES = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
 """Inlined in this order (vega-lite needs vega; vega-embed needs both)."""
 
@@ -57,8 +59,10 @@ def esc(text: Any) -> str:
 def script_json(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: ``<``, ``>`` and ``&`` (so
     ``</script>`` and ``<!--``) and the JavaScript line separators are ``\\u`` escapes, which
-    ``JSON.parse`` reads back unchanged."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    ``JSON.parse`` reads back unchanged. Floats are rounded to 12 significant digits
+    (:mod:`ptplan.core.numbers`), the figures a chart derives included."""
+    text = json.dumps(round_floats(data), ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False)
     for ch, rep in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                     ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(ch, rep)

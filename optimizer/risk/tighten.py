@@ -157,7 +157,7 @@ def _restore(p: Plan, spec: ProjectSpec) -> Plan:
                            "budget_usd": usd(b) if b is not None else None,
                            "budget_warn_usd": usd(b * pol.get("warn_at", 0.8)) if b else None,
                            "budget_stop_usd": usd(b * pol.get("stop_at", 1.0)) if b else None}
-    out = p.model_copy(update=upd)
+    out = p.model_copy(update=upd).rounded()  # as printed (a spec's deadline may be longer)
     problems = verify_plan(out)
     if problems:
         raise PlannerError("internal error: the risk plan failed verification ("
