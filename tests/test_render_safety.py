@@ -426,13 +426,16 @@ CASES = [("grpo-aws", t) for t in (*RENDERERS, "all") if t not in ("terraform-gc
         [("opd-aws-mixed", "all"), ("sft-gcp", "all")]
 
 
-@pytest.mark.parametrize("option", ["cluster", "image"])
-@pytest.mark.parametrize(("name", "target"), CASES)
+# the guard target's --image is the guard's own pinned image (covered by the YAML checks of
+# the other cases), so it is not fed hostile values here
+OPTION_CASES = [(name, target, option) for name, target in CASES
+                for option in ("cluster", "image") if not (option == "image" and target == "guard")]
+
+
+@pytest.mark.parametrize(("name", "target", "option"), OPTION_CASES)
 def test_every_value_reaches_every_command_as_one_word(
         monkeypatch: pytest.MonkeyPatch, name: str, target: str, option: str) -> None:
     plan, spec = load_plan(_plan(name)), load_spec(str(_spec(name)))
-    if option == "image" and target == "guard":
-        pytest.skip("the guard's image is its own (pinned) image: covered by the YAML checks")
 
     def render(value: str) -> dict[str, str]:
         kw = {"cluster": MARK["cluster"], "image": PINNED if target == "guard" else None}
