@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MASK", "redact"]
+__all__ = ["MASK", "redact", "redact_value"]
 
 MASK = "***"
 
@@ -49,3 +49,14 @@ def _mask_url(m: re.Match[str]) -> str:
     if not colon:
         return m.group(0)
     return f"{m.group('scheme')}{user}:{MASK}{rest[at:]}"
+
+
+def redact_value(value: str) -> str:
+    """One value the user gave as a URL or DSN (``--ledger``, a tracking URI), redacted as a
+    whole: its user-info runs from ``//`` to the value's last ``@`` even where it holds
+    whitespace or control characters, which end a URL inside running text."""
+    head, sep, rest = value.partition("//")
+    userinfo, at, tail = rest.rpartition("@")
+    if sep and at and ":" in userinfo:
+        value = f"{head}{sep}{userinfo.split(':', 1)[0]}:{MASK}@{tail}"
+    return redact(value)

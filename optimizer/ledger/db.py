@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ptplan.core.errors import InputError
 from ptplan.core.owned_db import check_tables, sqlite_tables
-from ptplan.core.redact import redact
+from ptplan.core.redact import redact, redact_value
 
 ENV = "PTPLAN_LEDGER"
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -99,15 +99,16 @@ def default_path() -> Path:
 def resolve_url(ledger: str | None) -> str:
     """``--ledger`` value, else ``PTPLAN_LEDGER``, else the SQLite file in the data dir."""
     given = ledger or os.environ.get(ENV, "").strip() or None
+    shown = redact(repr(redact_value(given))) if given is not None else ""
     if given is not None and (not given.isprintable() or "\x00" in given):
-        raise InputError(f"--ledger: {redact(repr(given))} holds control characters; give a file "
+        raise InputError(f"--ledger: {shown} holds control characters; give a file "
                          "path, sqlite:///PATH or postgresql://USER@HOST/DB")
     if given is None:
         path = default_path()
     elif "://" in given:
         url = sa.engine.make_url(given) if _parses(given) else None
         if url is None or url.get_backend_name() not in ("sqlite", "postgresql"):
-            raise InputError(f"--ledger: {redact(repr(given))} is not a SQLite or PostgreSQL URL "
+            raise InputError(f"--ledger: {shown} is not a SQLite or PostgreSQL URL "
                              "(or its port is not a number); use a file path, sqlite:///PATH "
                              "or postgresql://USER@HOST:PORT/DB")
         if url.get_backend_name() == "postgresql" and url.drivername == "postgresql":

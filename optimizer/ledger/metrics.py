@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from ptplan.core.errors import InputError
 from ptplan.core.owned_db import sqlite_tables
-from ptplan.core.redact import redact
+from ptplan.core.redact import redact, redact_value
 from ptplan.ledger.records import Metric
 
 NAMES: dict[str, tuple[str | None, str]] = {
@@ -203,7 +203,7 @@ def read_mlflow(tracking_uri: str, run_id: str) -> list[Metric]:
     except ModuleNotFoundError:
         raise InputError("--mlflow: reading MLflow needs the mlflow client; "
                          "pip install 'ptplan[metrics]'") from None
-    where = f"--mlflow {redact(tracking_uri)!r} run {run_id!r}"
+    where = f"--mlflow {redact(repr(redact_value(tracking_uri)))} run {run_id!r}"
     _check_mlflow_store(tracking_uri, where)
     try:
         client = MlflowClient(tracking_uri=tracking_uri)
