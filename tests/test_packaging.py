@@ -130,7 +130,10 @@ def test_installs_next_to_foreign_packages(wheel: Path, tmp_path: Path) -> None:
     (site / "zz_ptplan_test_deps.pth").write_text("".join(f"{d}\n" for d in sorted(deps)))
     foreign = _foreign_wheel_tree(tmp_path / "foreign")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # --ignore-installed: the .pth makes this environment's own ptplan visible, which pip
+    # would otherwise take as already installed
     pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
+           "--ignore-installed",
            "--no-build-isolation", "--no-index", "-q"]
     for target in (str(foreign), str(wheel)):
         proc = subprocess.run([*pip, target], capture_output=True, text=True, env=env)
