@@ -1,0 +1,96 @@
+"""The demand model's fitted efficiency factors and its 80 % intervals, from the validation suite.
+
+Physics (``cells``, ``decode``, ``training``, ``inference``) gives each phase's time from FLOPs,
+bytes and memory. What physics leaves open is fitted on the published runs of ``validation/``
+as a few physically meaningful factors, never per case:
+
+* ``generation``, ``scoring``, ``update_rl``, ``update_sft``: achieved ÷ modelled throughput of
+  that phase family (a phase's time is divided by its factor);
+* ``step_overhead_seconds``: per RL/OPD step, the framework's own time outside the modelled
+  phases (dispatch, data loading, reward execution in the driver, logging).
+
+The fit and its leave-one-out errors are computed by ``benchmarks/validation.py --fit``, which
+writes ``optimizer/core/data/demand_fit.json``; ``tests/test_validation.py`` re-computes it and
+fails if the stored file is stale. Intervals are the empirical quantiles of the leave-one-out
+ratios (reported ÷ predicted with the case left out of the fit), per family (``rl`` for
+generation-led jobs: rl, opd, generate; ``sft``) where the family has enough cases, pooled
+otherwise. Sources and method: docs/demand-model.md §7.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+LEVEL = 0.8
+"""Coverage of every interval ptplan prints: the 10th to the 90th percentile."""
+
+PHASE_FAMILY = {"rollout": "generation", "eval": "generation", "scoring": "scoring"}
+"""Which fitted factor a phase's time takes (``update`` takes ``update_rl`` or ``update_sft``)."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Multipliers on a predicted figure: the truth lies in [low × x, high × x] with ``level``
+    probability, judged by the leave-one-out errors of ``cases`` published runs."""
+
+    level: float
+    low: float
+    high: float
+    family: str
+    cases: int
+    basis: str
+
+    def of(self, x: float) -> tuple[float, float]:
+        return x * self.low, x * self.high
+
+
+@dataclass(frozen=True)
+class Fit:
+    factors: dict[str, float]
+    step_overhead_seconds: float
+    intervals: dict[str, Interval]
+    cases: int
+    in_sample: dict[str, float]
+    leave_one_out: dict[str, float]
+
+    def factor(self, phase: str, method: str) -> float:
+        fam = PHASE_FAMILY.get(phase)
+        if fam is None:
+            fam = "update_sft" if method == "sft" else "update_rl"
+        return self.factors.get(fam, 1.0)
+
+    def overhead(self, method: str) -> float:
+        return self.step_overhead_seconds if method in ("rl", "opd") else 0.0
+
+    def interval(self, method: str) -> Interval:
+        fam = family_of(method)
+        return self.intervals.get(fam) or self.intervals["all"]
+
+
+def family_of(method: str) -> str:
+    return "sft" if method == "sft" else "rl"
+
+
+def _interval(raw: dict[str, Any], family: str) -> Interval:
+    return Interval(LEVEL, float(raw["low"]), float(raw["high"]), family, int(raw["cases"]),
+                    str(raw["basis"]))
+
+
+@lru_cache(maxsize=1)
+def load_fit() -> Fit:
+    """The stored fit (package data ``core/data/demand_fit.json``)."""
+    text = resources.files("ptplan.core").joinpath("data/demand_fit.json").read_text("utf-8")
+    raw = json.loads(text)
+    return Fit({k: float(v) for k, v in raw["factors"].items()},
+               float(raw["step_overhead_seconds"]),
+               {k: _interval(v, k) for k, v in raw["intervals"].items()},
+               int(raw["cases"]), dict(raw["in_sample"]), dict(raw["leave_one_out"]))
+
+
+def model_interval(method: str) -> Interval:
+    """The 80 % interval of a job of this method (rl, opd, generate, sft)."""
+    return load_fit().interval(method)
