@@ -197,8 +197,8 @@ def test_no_eval_block_no_eval_runs() -> None:
 
 def test_run_on_cluster_names_bad_inputs() -> None:
     """``run_on_cluster`` (``ptplan estimate --cluster``): an unknown mode, sync or async
-    without per-pool GPUs for rollout and update, and an unknown GPU are one-line input
-    errors."""
+    pools that lack rollout or update GPUs, and an unknown GPU are one-line input errors
+    (without pools at all, the split with the shortest step is taken)."""
     from ptplan.core.errors import InputError
     from ptplan.demand.cluster import run_on_cluster
 
@@ -207,7 +207,7 @@ def test_run_on_cluster_names_bad_inputs() -> None:
         run_on_cluster(spec, "H100", 16, 8, "pipelined")
     assert str(exc.value) == "mode 'pipelined': use colocated, sync or async"
     for mode in ("sync", "async"):
-        for pools in (None, {"rollout": 8}, {"update": 8}):
+        for pools in ({"rollout": 8}, {"update": 8}):
             with pytest.raises(InputError) as exc:
                 run_on_cluster(spec, "H100", 16, 8, mode, pools)
             assert str(exc.value) == ("pools: sync and async runs need GPUs per pool for "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ptplan.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, PRECISIONS
+from ptplan.demand import fit
 from ptplan.demand import inference as inf
 from ptplan.demand import training as tr
 from ptplan.demand.decode import (
@@ -187,6 +188,9 @@ class Timing:
     """Prompt prefill of generation phases: chunked prefill (on in vLLM V1 and veRL) runs it
     inside the decode iterations, whose compute is idle while they are bound by memory, so a
     step takes the longer of its decode and its prefill, not their sum."""
+    fixed_seconds: float = 0.0
+    """Wall seconds whatever the pool: the framework's per-step time outside the modelled
+    phases (:func:`ptplan.demand.fit.step_overhead`), carried by the update."""
 
     def busy_seconds(self, gpus: np.ndarray | float, replica_gpus: int | None = None
                      ) -> np.ndarray:
@@ -199,7 +203,7 @@ class Timing:
         for c in self.curves:
             decode = decode + c.seconds(g)
         t = t + np.maximum(decode, self.prefill_gpu_seconds / g)
-        return np.maximum(t, self.floor_seconds) * self.scale
+        return np.maximum(t, self.floor_seconds) * self.scale + self.fixed_seconds
 
     def reference_gpus(self) -> float:
         """GPUs at which the phase is reported by ``estimate``: every decode replica full; a
@@ -298,8 +302,10 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
         floor += _part_floor(demand, part, c)
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
-    timing = Timing(linear, tuple(curves), floor, replica, 1.0, tuple(train),
-                    cond.gpus_per_node, overlapped)
+    fitted = fit.phase_factor(phase, spec.method, spec.efficiency.model_fields_set)
+    fixed = demand.steps * fit.step_overhead(spec.method) if phase == "update" else 0.0
+    timing = Timing(linear, tuple(curves), floor, replica, 1.0 / fitted, tuple(train),
+                    cond.gpus_per_node, overlapped, fixed)
     ref = timing.reference_gpus()
     return PhaseCell(phase, gpu.name, precision, True, timing.gpu_hours_at(ref), replica,
                      memory, False, cells=tuple(cells), timing=timing, layout=layout,
@@ -336,7 +342,11 @@ def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str, replica_gpu
     tokens = demand.primary_tokens(phase)
 
     def modelled_tps(cell_: PhaseCell) -> float:
-        return tokens / (cell_.gpu_hours * 3600.0) if cell_.gpu_hours > 0 else 0.0
+        # a measurement covers the whole phase, the framework's per-step time included
+        assert cell_.timing is not None
+        bare = replace(cell_.timing, fixed_seconds=0.0)
+        hours = bare.gpu_hours_at(bare.reference_gpus())
+        return tokens / (hours * 3600.0) if hours > 0 else 0.0
 
     factors: list[tuple[float, CalibrationUse]] = []
     for e in entries:
@@ -351,7 +361,7 @@ def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str, replica_gpu
         return pc
     exact = [u for _, u in factors if u.precision == precision]
     use = exact[0] if exact else min(factors, key=lambda x: x[0])[1]
-    timing = replace(pc.timing, scale=1.0 / use.factor)
+    timing = replace(pc.timing, scale=pc.timing.scale / use.factor, fixed_seconds=0.0)
     return PhaseCell(pc.phase, pc.gpu, pc.precision, True,
                      timing.gpu_hours_at(timing.reference_gpus()), pc.replica_gpus,
                      pc.memory_gb_per_gpu, True, cells=pc.cells, timing=timing,

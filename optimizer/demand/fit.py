@@ -94,3 +94,58 @@ def load_fit() -> Fit:
 def model_interval(method: str) -> Interval:
     """The 80 % interval of a job of this method (rl, opd, generate, sft)."""
     return load_fit().interval(method)
+
+
+GOVERNED_BY = {
+    "generation": ("decode_mbu", "decode_compute_efficiency"),
+    "scoring": ("rl_train_mfu", "prefill_efficiency"),
+    "update_rl": ("rl_train_mfu",),
+    "update_sft": ("train_mfu",),
+}
+"""A family's fitted factor is the suite's correction of these efficiency defaults: a spec that
+sets one of them states its own efficiency, and the factor is not applied on top."""
+
+_OVERRIDE: list[Fit] = []
+
+
+class using:
+    """Run the demand model under another fit (``benchmarks/validation.py`` fits from the
+    unfitted model: ``with using(IDENTITY): …``)."""
+
+    def __init__(self, fit: Fit) -> None:
+        self.fit = fit
+
+    def __enter__(self) -> Fit:
+        _OVERRIDE.append(self.fit)
+        return self.fit
+
+    def __exit__(self, *exc: object) -> None:
+        _OVERRIDE.pop()
+
+
+def active_fit() -> Fit:
+    return _OVERRIDE[-1] if _OVERRIDE else load_fit()
+
+
+def identity_fit() -> Fit:
+    """No correction: every factor 1, no overhead (the model as physics alone gives it)."""
+    base = load_fit()
+    return Fit({k: 1.0 for k in GOVERNED_BY}, 0.0, base.intervals, 0, {}, {})
+
+
+def family(phase: str, method: str) -> str:
+    return PHASE_FAMILY.get(phase) or ("update_sft" if method == "sft" else "update_rl")
+
+
+def phase_factor(phase: str, method: str, efficiency_set: set[str] | frozenset[str]) -> float:
+    """The fitted factor a phase's time is divided by (1 where the spec sets the efficiency
+    that the factor corrects)."""
+    fam = family(phase, method)
+    if any(k in efficiency_set for k in GOVERNED_BY.get(fam, ())):
+        return 1.0
+    return active_fit().factors.get(fam, 1.0)
+
+
+def step_overhead(method: str) -> float:
+    """Seconds per RL/OPD step of framework time outside the modelled phases."""
+    return active_fit().overhead(method)
