@@ -13,6 +13,7 @@ assumption made to fill gaps, and the band of predicted ÷ reported that
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,20 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ptplan.demand import fitting  # noqa: E402
 from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
+from ptplan.demand.fit import (  # noqa: E402
+    LEVEL,
+    applies,
+    family,
+    family_of,
+    identity_fit,
+    using,
+)
 from ptplan.spec.project import parse_spec  # noqa: E402
 
 CASES = ROOT / "validation"
+FIT_FILE = ROOT / "optimizer" / "core" / "data" / "demand_fit.json"
 
 
 @dataclass(frozen=True)
@@ -70,17 +81,78 @@ def predicted(case: Case, r: ClusterRun) -> float:
     raise ValueError(f"{case.id}: unknown reported metric {key}")
 
 
-def rows() -> list[dict[str, Any]]:
-    out = []
-    for case in load_cases():
+def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
+    """The case under the unfitted model, split into factor families (ptplan.demand.fitting)."""
+    with using(identity_fit()):
         r = run(case)
+    spec = parse_spec(case.raw["spec"], f"validation {case.path.name}")
+    eff_set = spec.efficiency.model_fields_set
+    fams: list[tuple[str, str, float]] = []
+    fixed = {"gen": r.weight_sync_seconds, "rest": 0.0}
+    for phase, secs in r.phases.items():
+        side = "gen" if phase in ("rollout", "eval") else "rest"
+        if applies(phase, spec.method, eff_set, spec.efficiency.param_offload):
+            fams.append((family(phase, spec.method, spec.efficiency.param_offload), side, secs))
+        else:
+            fixed[side] += secs
+    if r.mode != "async":
+        fixed = {"gen": fixed["gen"] + fixed["rest"], "rest": 0.0}
+    key, value = case.reported
+    d = fitting.Decomposed(case.id, tuple(fams), fixed["gen"], fixed["rest"], r.mode,
+                           spec.method in ("rl", "opd"), key, value, r.steps, r.gpus,
+                           r.checkpoint_seconds,
+                           fitting.CONFIDENCE_WEIGHT[case.raw["confidence"]],
+                           family_of(spec.method))
+    return d, r
+
+
+def fit_suite() -> tuple[fitting.Result, list[tuple[Case, fitting.Decomposed, ClusterRun]]]:
+    parts = [(c, *decompose(c)) for c in load_cases()]
+    return fitting.run([d for _, d, _ in parts], LEVEL), parts
+
+
+def stored_fit(res: fitting.Result) -> dict[str, Any]:
+    """The file ``optimizer/core/data/demand_fit.json`` holds (written by ``--fit``)."""
+    n = len(res.ratio)
+    gm = math.exp(sum(math.log(x) for x in res.ratio.values()) / n)
+    gm_loo = math.exp(sum(math.log(x) for x in res.loo_ratio.values()) / n)
+    intervals = {}
+    for fam, (lo, hi, k) in res.intervals.items():
+        what = "every job" if fam == "all" else f"{fam} jobs"
+        intervals[fam] = {
+            "low": round(lo, 4), "high": round(hi, 4), "cases": k,
+            "basis": (f"80 % interval from the leave-one-out errors of {k} published runs "
+                      f"({what}; benchmarks/validation.py, docs/demand-model.md §7)")}
+    return {
+        "factors": res.factors, "step_overhead_seconds": res.overhead,
+        "intervals": intervals, "cases": n,
+        "in_sample": {"geomean_ratio": round(gm, 4),
+                      "within_1_5x": sum(1 for x in res.ratio.values() if 2 / 3 <= x <= 1.5)},
+        "leave_one_out": {"geomean_ratio": round(gm_loo, 4),
+                          "within_1_5x": sum(1 for x in res.loo_ratio.values()
+                                             if 2 / 3 <= x <= 1.5),
+                          "covered": sum(res.loo_covered.values())},
+    }
+
+
+def rows() -> list[dict[str, Any]]:
+    res, parts = fit_suite()
+    out = []
+    for case, d, r in parts:
         key, value = case.reported
-        pred = predicted(case, r)
         lo, hi = case.band
+        ratio = res.ratio[case.id]
+        pred = ratio * value
+        fam = d.job_family if d.job_family in res.intervals else "all"
+        ilo, ihi, _ = res.intervals[fam]
+        pred_loo = res.loo_ratio[case.id] * value
         out.append({
             "id": case.id, "metric": key, "reported": value, "predicted": round(pred, 2),
-            "ratio": round(pred / value, 3), "band": [lo, hi],
-            "in_band": lo <= pred / value <= hi,
+            "ratio": round(ratio, 3), "loo_ratio": round(res.loo_ratio[case.id], 3),
+            "interval": [round(pred_loo * ilo, 2), round(pred_loo * ihi, 2)],
+            "loo_covered": res.loo_covered[case.id],
+            "band": [lo, hi], "in_band": lo <= ratio <= hi, "confidence": case.raw["confidence"],
+            "unfitted_ratio": round(fitting.predict(d, {}, 0.0) / value, 3),
             "phases_seconds_per_step": {k: round(v, 1) for k, v in r.phases.items()},
             "precision": r.precision,
             "update_layout": r.layout.get("update"),
@@ -88,23 +160,42 @@ def rows() -> list[dict[str, Any]]:
     return out
 
 
+def _gm(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def _spread(xs: list[float]) -> str:
+    within = sum(1 for x in xs if 2 / 3 <= x <= 1.5)
+    return (f"geometric mean {_gm(xs):.2f}, range {min(xs):.2f}-{max(xs):.2f}, "
+            f"{within}/{len(xs)} within 1.5x")
+
+
 def main(argv: list[str]) -> int:
+    if "--fit" in argv:
+        res, _ = fit_suite()
+        FIT_FILE.write_text(json.dumps(stored_fit(res), indent=2, sort_keys=True) + "\n",
+                            encoding="utf-8")
+        print(f"wrote {FIT_FILE.relative_to(ROOT)}: factors {res.factors}, "
+              f"overhead {res.overhead} s/step")
+        return 0
     data = rows()
     if "--json" in argv:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return 0
-    print(f"{'case':44} {'metric':17} {'reported':>10} {'predicted':>10} {'ratio':>6}  band")
+    print(f"{'case':46} {'metric':16} {'reported':>9} {'predicted':>9} {'ratio':>6} "
+          f"{'loo':>6} {'unfit':>6}  band")
     for d in data:
         flag = "" if d["in_band"] else "  OUT"
-        print(f"{d['id']:44} {d['metric']:17} {d['reported']:>10.1f} {d['predicted']:>10.1f} "
-              f"{d['ratio']:>6.2f}  {d['band'][0]}-{d['band'][1]}{flag}")
-        phases = ", ".join(f"{k} {v:.0f}s" for k, v in d["phases_seconds_per_step"].items())
-        print(f"{'':44} per step: {phases}; update layout {d['update_layout']}")
-    ratios = [d["ratio"] for d in data]
-    import math
-    gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-    print(f"\n{len(data)} cases; geometric mean ratio {gm:.2f}; "
-          f"{sum(d['in_band'] for d in data)} in band")
+        print(f"{d['id']:46} {d['metric']:16} {d['reported']:>9.1f} {d['predicted']:>9.1f} "
+              f"{d['ratio']:>6.2f} {d['loo_ratio']:>6.2f} {d['unfitted_ratio']:>6.2f}  "
+              f"{d['band'][0]}-{d['band'][1]}{flag}")
+    fit = json.loads(FIT_FILE.read_text(encoding="utf-8"))
+    print(f"\n{len(data)} cases; {sum(d['in_band'] for d in data)} in their band")
+    print(f"unfitted:      {_spread([d['unfitted_ratio'] for d in data])}")
+    print(f"in-sample:     {_spread([d['ratio'] for d in data])}")
+    print(f"leave-one-out: {_spread([d['loo_ratio'] for d in data])}; 80 % intervals cover "
+          f"{sum(d['loo_covered'] for d in data)}/{len(data)}")
+    print(f"factors {fit['factors']}, overhead {fit['step_overhead_seconds']} s/step")
     return 0
 
 

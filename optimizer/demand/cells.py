@@ -302,7 +302,8 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
         floor += _part_floor(demand, part, c)
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
-    fitted = fit.phase_factor(phase, spec.method, spec.efficiency.model_fields_set)
+    fitted = fit.phase_factor(phase, spec.method, spec.efficiency.model_fields_set,
+                              spec.efficiency.param_offload)
     fixed = demand.steps * fit.step_overhead(spec.method) if phase == "update" else 0.0
     timing = Timing(linear, tuple(curves), floor, replica, 1.0 / fitted, tuple(train),
                     cond.gpus_per_node, overlapped, fixed)
@@ -319,11 +320,25 @@ def _part_floor(demand: Demand, part: Part, c: Cell) -> float:
     if part.kind == "train":
         inner = spec.update_epochs * (spec.data.mini_batches_per_step or 1) \
             if spec.method != "sft" else 1
-        return demand.steps * inner * c.single_seconds
+        return demand.steps * inner * c.single_seconds / _sequence_parallel(part, c, spec)
     if part.kind == "prefill":  # a run's prefill is spread over its batch: no floor
         return 0.0
     runs = demand.eval_runs if part.phase == "eval" else demand.steps
     return runs * part.longest / (c.tokens_per_second_per_gpu * c.replica_gpus)
+
+
+def _sequence_parallel(part: Part, c: Cell, spec: ProjectSpec) -> int:
+    """Ranks a longest sequence is split over in the update's floor. RL frameworks shard long
+    sequences over sequence-parallel ranks of a node (veRL ``ulysses_sequence_parallel_size``,
+    Megatron context parallel; veRL's 28K DAPO recipes run SP 4): the largest power of two
+    ≤ 8 (one node), ≤ sequence ÷ 4,096 tokens, dividing the query heads, and at least the
+    layout's own cp (its single-sequence time already counts that)."""
+    layout_cp = c.layout.cp if c.layout is not None else 1
+    sp = 1
+    while (sp * 2 <= 8 and part.longest / (sp * 2) >= 4096
+           and part.model.query_heads % (sp * 2) == 0):
+        sp *= 2
+    return max(1, sp // layout_cp) if sp > layout_cp else 1
 
 
 def phase_cell(demand: Demand, phase: str, gpu: GPU, precision: str, replica_gpus: int = 0,

@@ -57,12 +57,6 @@ class Fit:
     in_sample: dict[str, float]
     leave_one_out: dict[str, float]
 
-    def factor(self, phase: str, method: str) -> float:
-        fam = PHASE_FAMILY.get(phase)
-        if fam is None:
-            fam = "update_sft" if method == "sft" else "update_rl"
-        return self.factors.get(fam, 1.0)
-
     def overhead(self, method: str) -> float:
         return self.step_overhead_seconds if method in ("rl", "opd") else 0.0
 
@@ -101,6 +95,7 @@ GOVERNED_BY = {
     "scoring": ("rl_train_mfu", "prefill_efficiency"),
     "update_rl": ("rl_train_mfu",),
     "update_sft": ("train_mfu",),
+    "update_offload": ("cpu_adam_b_params_per_s", "pcie_gb_per_s"),
 }
 """A family's fitted factor is the suite's correction of these efficiency defaults: a spec that
 sets one of them states its own efficiency, and the factor is not applied on top."""
@@ -133,14 +128,26 @@ def identity_fit() -> Fit:
     return Fit({k: 1.0 for k in GOVERNED_BY}, 0.0, base.intervals, 0, {}, {})
 
 
-def family(phase: str, method: str) -> str:
+def family(phase: str, method: str, param_offload: bool = False) -> str:
+    """The factor family of a phase: ``update_offload`` for ZeRO-3 parameter offload (every
+    pass streams the weights from host memory: DeepSpeed ZeRO-Infinity), whatever the method."""
+    if phase == "update" and param_offload:
+        return "update_offload"
     return PHASE_FAMILY.get(phase) or ("update_sft" if method == "sft" else "update_rl")
 
 
-def phase_factor(phase: str, method: str, efficiency_set: set[str] | frozenset[str]) -> float:
+def applies(phase: str, method: str, efficiency_set: set[str] | frozenset[str],
+            param_offload: bool = False) -> bool:
+    """Whether the fitted factor corrects this phase (no: the spec states the efficiency)."""
+    fam = family(phase, method, param_offload)
+    return not any(k in efficiency_set for k in GOVERNED_BY.get(fam, ()))
+
+
+def phase_factor(phase: str, method: str, efficiency_set: set[str] | frozenset[str],
+                 param_offload: bool = False) -> float:
     """The fitted factor a phase's time is divided by (1 where the spec sets the efficiency
     that the factor corrects)."""
-    fam = family(phase, method)
+    fam = family(phase, method, param_offload)
     if any(k in efficiency_set for k in GOVERNED_BY.get(fam, ())):
         return 1.0
     return active_fit().factors.get(fam, 1.0)

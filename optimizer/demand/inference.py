@@ -69,10 +69,23 @@ class Engine:
         t_mem = (self.weights_bytes + b * c * self.kv_bytes_per_token) / bw
         peak_q = gpu.peak_tflops[self.precision] * 1e12
         peak_16 = gpu.peak_tflops.get("bf16", gpu.peak_tflops.get("fp16", peak_q / 1e12)) * 1e12
-        dense = b * 2.0 * m.active_b * 1e9 / (self.gpus * peak_q * eff.decode_compute_efficiency)
+        dense = b * 2.0 * m.active_b * 1e9 * moe_straggler_factor(m, eff) \
+            / (self.gpus * peak_q * eff.decode_compute_efficiency)
         attn = b * 4.0 * m.layers * m.query_heads * m.head_dim * c \
             / (self.gpus * peak_16 * eff.decode_compute_efficiency) if eff.attention_flops else 0.0
-        return np.maximum(t_mem, dense + attn) + self.fixed_seconds
+        return np.maximum(t_mem, dense + attn) + self.fixed_seconds + self.tp_traffic_seconds(b)
+
+    def tp_traffic_seconds(self, batch: np.ndarray) -> np.ndarray:
+        """Tensor-parallel all-reduce bytes: two per layer of b·h·2 B, ring 2(g−1)/g of it per
+        GPU, over the scale-up link, or the network when the replica spans nodes (NCCL ring
+        all-reduce; Megatron-LM, Shoeybi et al. 2019 §3). Latency is in ``fixed_seconds``."""
+        if self.gpus <= 1:
+            return np.zeros_like(batch)
+        gpu, m = self.gpu, self.model
+        link = (self.eff.internode_gb_per_s_per_gpu or gpu.scaleout_gb_per_s) if self.spans_nodes \
+            else (gpu.scaleup_gb_per_s or self.eff.pcie_gb_per_s)
+        per_gpu = 2.0 * m.layers * batch * m.hidden_size * 2.0 * 2.0 * (self.gpus - 1) / self.gpus
+        return per_gpu / (link * 1e9)
 
     @property
     def fixed_seconds(self) -> float:
@@ -275,8 +288,28 @@ def prefill_seconds_per_token(model: ModelBlock, gpu: GPU, precision: str, gpus:
     flops = 2.0 * model.active_b * 1e9
     attn = 4.0 * model.layers * model.query_heads * model.head_dim * seq \
         if eff.attention_flops else 0.0
-    return (flops + attn) * precision_time_factor(gpu, precision, eff) \
+    return (flops * moe_straggler_factor(model, eff) + attn) \
+        * precision_time_factor(gpu, precision, eff) \
         / (gpus * reference_peak(gpu) * (efficiency or eff.prefill_efficiency))
+
+
+def routed_share(model: ModelBlock) -> float:
+    """Share of an MoE model's active parameters outside attention (the routed and shared
+    experts, plus embeddings: an upper bound on the routed share). Attention per layer:
+    q and o projections h·H·Q each, k and v h·K·Q each."""
+    if not model.is_moe:
+        return 0.0
+    attn = model.layers * model.hidden_size * model.head_dim \
+        * (2.0 * model.query_heads + 2.0 * model.kv_heads)
+    return max(0.0, min(1.0, 1.0 - attn / (model.active_b * 1e9)))
+
+
+def moe_straggler_factor(model: ModelBlock, eff: Efficiency) -> float:
+    """Expert-parallel straggler: each MoE layer waits for the rank with the most routed tokens,
+    so the expert share of compute takes ``moe_load_imbalance`` (max ÷ mean tokens per rank)
+    times its balanced time (docs/demand-model.md §3.13). 1 for dense models."""
+    share = routed_share(model)
+    return 1.0 + share * (eff.moe_load_imbalance - 1.0) if share else 1.0
 
 
 def reference_precision(gpu: GPU) -> str:
@@ -291,13 +324,30 @@ def reference_peak(gpu: GPU) -> float:
     return gpu.peak_tflops[reference_precision(gpu)] * 1e12
 
 
+REFERENCE_OPS_PER_BYTE = 989.4e12 / 3.35e12
+"""H100 SXM: dense bf16 FLOP/s per byte/s of HBM (gpu_specs.csv). The efficiencies of compute-bound
+work (``train_mfu``, ``rl_train_mfu``, ``prefill_efficiency``) are quoted on H100-class GPUs."""
+
+
+def roofline_ratio(gpu: GPU) -> float:
+    """The GPU's ops:byte ratio against the H100 reference: < 1 on bandwidth-rich, compute-poor
+    parts (H20 0.13, A100 0.52, H200 0.70), > 1 on bandwidth-poor ones (L4 1.36)."""
+    return reference_peak(gpu) / (gpu.mem_bw_tbps * 1e12) / REFERENCE_OPS_PER_BYTE
+
+
 def precision_time_factor(gpu: GPU, precision: str, eff: Efficiency) -> float:
-    """Compute time at ``precision`` relative to the 16-bit reference (Amdahl): only the GEMM
-    share ``gemm_time_share`` runs at the precision's peak; norms, softmax, element-wise ops,
-    quantisation and communication do not (fp8 measured ~1.4× not 2×: Megatron-LM #396)."""
+    """Compute-bound time at ``precision`` on ``gpu``, relative to FLOPs / (16-bit peak × the
+    quoted efficiency), by the roofline of each share (docs/demand-model.md §3.6, §3.12):
+
+    * the GEMM share ``gemm_time_share`` runs at the precision's peak (Amdahl: norms, softmax,
+      element-wise ops, quantisation and communication do not; fp8 measured ~1.4× not 2×:
+      Megatron-LM #396);
+    * the rest is memory-bound (element-wise kernels, norms, optimizer and attention softmax
+      read and write activations): its time scales with HBM bandwidth, not with peak FLOP/s,
+      so it is ``roofline_ratio`` times its H100 share of the FLOPs-based time."""
     ratio = reference_peak(gpu) / (gpu.peak_tflops[precision] * 1e12)
     s = eff.gemm_time_share
-    return s * ratio + (1.0 - s)
+    return s * ratio + (1.0 - s) * roofline_ratio(gpu)
 
 
 def ceil_div(a: float, b: float) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ptplan.core.hardware import GPU
-from ptplan.demand.inference import precision_time_factor, reference_peak
+from ptplan.demand.inference import moe_straggler_factor, precision_time_factor, reference_peak
 from ptplan.spec.project import Efficiency, ModelBlock
 
 GB = 1e9
@@ -114,7 +114,7 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
     nodes and its traffic crosses the inter-node network."""
     m = job.model
     compute = job.flops_per_token * precision_time_factor(gpu, precision, eff) \
-        / (reference_peak(gpu) * job.mfu)
+        * moe_straggler_factor(m, eff) / (reference_peak(gpu) * job.mfu)
     micro_tokens = eff.micro_batch_size * job.longest
     # pipeline bubble (p − 1)/m, m = micro-batches per optimizer step per pipeline
     micro = max(1.0, job.tokens_per_optimizer_step / (lay.dp * micro_tokens))

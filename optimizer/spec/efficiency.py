@@ -45,6 +45,9 @@ class Efficiency(_Strict):
     gemm_time_share: Fraction = 0.55
     """Share of compute-bound time spent in GEMMs at 16 bit; only this share speeds up at fp8 or
     int8 (Amdahl)."""
+    moe_load_imbalance: Annotated[float, Field(ge=1, le=8, strict=False)] = 1.5
+    """MoE: tokens on the busiest expert-parallel rank ÷ the mean (the layer waits for it);
+    measured 1.3–2× on real routing (arXiv:2503.05066 straggler effect; arXiv:2605.20982)."""
     internode_gb_per_s_per_gpu: Amount | None = None
     """Scale-out network per GPU; default from the GPU's reference system (DGX H100/H200/B200:
     8 x 400 Gb/s = 50 GB/s per GPU; DGX A100: 8 x 200 Gb/s = 25 GB/s; others 12.5 GB/s)."""
