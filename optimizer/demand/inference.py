@@ -307,7 +307,7 @@ def routed_share(model: ModelBlock) -> float:
 def moe_straggler_factor(model: ModelBlock, eff: Efficiency) -> float:
     """Expert-parallel straggler: each MoE layer waits for the rank with the most routed tokens,
     so the expert share of compute takes ``moe_load_imbalance`` (max ÷ mean tokens per rank)
-    times its balanced time (docs/demand-model.md §3.13). 1 for dense models."""
+    times its balanced time (docs/demand-model.md §3.12). 1 for dense models."""
     share = routed_share(model)
     return 1.0 + share * (eff.moe_load_imbalance - 1.0) if share else 1.0
 

@@ -75,6 +75,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")
         out.append(f"efficiency.{key} = {shown}")
+    out += _fitted_defaults(spec)
     if spec.method not in ("sft", "generate") and "pipeline" not in spec.model_fields_set:
         out.append("pipeline = auto (colocated, sync and async are compared)")
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
@@ -105,3 +106,31 @@ def _agent_defaults(spec: ProjectSpec) -> list[str]:
     if "replay_state_mb" not in given:
         out.append("agent.replay_state_mb = 0 (episodes replay from their trajectory)")
     return out
+
+
+def _fitted_defaults(spec: ProjectSpec) -> list[str]:
+    """The suite-fitted efficiency factors this job's phases take (docs/demand-model.md §7)."""
+    from ptplan.demand.fit import applies, family, load_fit
+
+    fit = load_fit()
+    eff = spec.efficiency
+    phases = ["update"] if spec.method == "sft" else ["rollout", "scoring", "update"]
+    if spec.method == "generate":
+        phases = ["rollout"]
+    if spec.eval is not None and "eval" not in phases:
+        phases.append("eval")
+    shown: list[str] = []
+    for phase in phases:
+        if not applies(phase, spec.method, eff.model_fields_set, eff.param_offload):
+            continue
+        fam = family(phase, spec.method, eff.param_offload)
+        item = f"{fam} x{fit.factors.get(fam, 1.0):g}"
+        if item not in shown:
+            shown.append(item)
+    if not shown:
+        return []
+    text = ", ".join(shown)
+    if spec.method in ("rl", "opd"):
+        text += f", framework overhead {fit.step_overhead_seconds:g} s per step"
+    return [f"efficiency fitted on {fit.cases} published runs (achieved ÷ modelled "
+            f"throughput): {text} (docs/demand-model.md §7)"]
