@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,30 +53,70 @@ _log = logging.getLogger("ptplan")
 
 
 def estimate(spec: ProjectSpec | str | os.PathLike[str], gpus: Sequence[str] | None = None,
-             precision: str | None = None, catalog: Catalog | str | os.PathLike[str] | None = None
-             ) -> dict[str, Any]:
-    """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type, as ``ptplan estimate``.
+             precision: str | None = None, catalog: Catalog | str | os.PathLike[str] | None = None,
+             *, cluster: str | None = None, gpus_per_node: int | None = None,
+             pipeline: Literal["colocated", "sync", "async"] | None = None,
+             pools: str | Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type, each at its most
+    efficient pool, as ``ptplan estimate``; with ``cluster``, also the job on that cluster, as
+    ``ptplan estimate --cluster``.
 
     Args:
         spec: The project spec, or the path of its YAML.
         gpus: GPU type names (``["H100", "L40S"]``); ``None`` or empty: every GPU type of
-            ``catalog``, as ``ptplan estimate`` without ``--gpu``.
+            ``catalog``, as ``ptplan estimate`` without ``--gpu``. Not with ``cluster``.
         precision: ``fp32``, ``bf16``, ``fp16``, ``fp8`` or ``int8``; ``None``: bf16 (fp16 or
-            fp32 where the GPU lacks bf16).
-        catalog: Where the default GPU types come from (only used when ``gpus`` is not given):
-            a catalog, a reference for ``ptplan.load_catalog``, or ``None``: embedded.
+            fp32 where the GPU lacks bf16). Not with ``cluster``.
+        catalog: Where the default GPU types come from (only used when ``gpus`` and
+            ``cluster`` are not given): a catalog, a reference for ``ptplan.load_catalog``, or
+            ``None``: embedded.
+        cluster: ``"NxGPU"`` (``"64xH100"``, ``"8xA100-80GB"``): the job on that cluster
+            (``--cluster``). The report is the estimate on that GPU type plus ``cluster_run``:
+            per step each phase's seconds, the step, wall hours, GPU-hours (wall x GPUs) and
+            utilisation, with their 80 % interval.
+        gpus_per_node: With ``cluster``: GPUs per node; ``None``: 8.
+        pipeline: With ``cluster``: ``colocated``, ``sync`` or ``async``; ``None``: the
+            spec's ``pipeline`` (colocated for ``auto`` and for SFT).
+        pools: With ``cluster`` and a sync or async pipeline: GPUs per pool,
+            ``"rollout=24,update=40"`` or ``{"rollout": 24, "update": 40}`` (``scoring``
+            optional: it defaults to the update pool); ``None``: the split with the shortest
+            step.
 
     Returns:
-        The report ``ptplan estimate --format json`` prints.
+        The report ``ptplan estimate --format json`` prints (with ``cluster``, that of
+        ``--cluster``, its ``cluster_run`` block included).
 
     Raises:
-        InputError: An unknown GPU type or precision, or a bad spec file.
+        InputError: An unknown GPU type or precision, a bad spec file, or a bad or
+            conflicting cluster option (``cluster`` with ``gpus`` or ``precision``, a cluster
+            option without ``cluster``, pools with a colocated pipeline, ...).
     """
     from ptplan.demand.estimate import estimate as run
 
     s = as_spec(spec)
     names = [gpus] if isinstance(gpus, str) else list(gpus or [])
-    return round_floats(run(s, names or as_catalog(catalog).gpus(), precision))
+    if cluster is None:
+        for name, value in (("gpus_per_node", gpus_per_node), ("pipeline", pipeline),
+                            ("pools", pools)):
+            if value is not None:
+                raise InputError(f"{name} {value}: only with cluster, e.g. cluster='64xH100'")
+        return round_floats(run(s, names or as_catalog(catalog).gpus(), precision))
+    if names or precision is not None:
+        given = "gpus" if names else "precision"
+        raise InputError(f"cluster {cluster} with {given}: the cluster names the GPU, and each "
+                         f"phase runs at its fastest precision there; drop {given}, or cluster "
+                         "for the per-GPU estimate")
+    from ptplan.core.cluster_option import PYTHON, cluster_request, named
+    from ptplan.demand.cluster import run_on_cluster
+
+    req = cluster_request(cluster, gpus_per_node, pipeline, pools, s.method, s.pipeline, PYTHON)
+    report = run(s, [req.gpu], None)
+    try:
+        report["cluster_run"] = run_on_cluster(s, req.gpu, req.gpus, req.gpus_per_node,
+                                               req.pipeline, req.pools).to_json()
+    except InputError as exc:
+        raise named(exc, cluster, PYTHON) from None
+    return round_floats(report)
 
 
 def plan(spec: ProjectSpec | str | os.PathLike[str],

@@ -23,6 +23,13 @@ from ptplan.cli.common import (
     schema_app,
     with_start_after,
 )
+from ptplan.cli.estimate_cluster import (
+    check_cluster_options,
+    complete_cluster,
+    complete_pools,
+    estimate_on_cluster,
+)
+from ptplan.core.cluster_option import PipelineMode
 from ptplan.core.kinds import Solver
 
 
@@ -36,8 +43,26 @@ def estimate(
     catalog: str = typer.Option("embedded", "--catalog", help="embedded|cache|PATH."),
     fmt: Format = typer.Option(Format.table, "--format"),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    cluster: str = typer.Option(None, "--cluster", metavar="NxGPU",
+                                autocompletion=complete_cluster,
+                                help="The job on a cluster you have, e.g. 64xH100: per step "
+                                "each phase's seconds, the step, wall time, GPU-hours and "
+                                "utilisation, with their 80 % intervals (not with --gpu or "
+                                "--precision)."),
+    gpus_per_node: int = typer.Option(None, "--gpus-per-node", metavar="G",
+                                      help="With --cluster: GPUs per node; default 8."),
+    pipeline: PipelineMode = typer.Option(None, "--pipeline",
+                                          help="With --cluster; default: the spec's pipeline "
+                                          "(colocated for auto and for SFT)."),
+    pools: str = typer.Option(None, "--pools", metavar="POOL=N,...",
+                              autocompletion=complete_pools,
+                              help="With --cluster and --pipeline sync|async: GPUs per pool "
+                              "(scoring defaults to the update pool); default: the split with "
+                              "the shortest step."),
 ) -> None:
-    """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type."""
+    """Per phase: FLOPs, tokens, memory fit and GPU-hours per GPU type, each at its most
+    efficient pool; with --cluster NxGPU: the job on that cluster (step, wall time, GPU-hours,
+    utilisation)."""
 
     def go() -> None:
         from ptplan.demand.estimate import estimate as run
@@ -45,7 +70,11 @@ def estimate(
         from ptplan.report.tables import estimate_markdown, estimate_table
         from ptplan.spec.project import load_spec
 
+        check_cluster_options(cluster, gpu, precision, gpus_per_node, pipeline, pools)
         s = load_spec(str(spec))
+        if cluster is not None:
+            estimate_on_cluster(s, cluster, gpus_per_node, pipeline, pools, fmt, output)
+            return
         names = list(gpu) if gpu else load_catalog(catalog).gpus()
         report = run(s, names, precision)
         _emit_as(fmt, output, lambda: dumps(report), lambda: estimate_markdown(report),
