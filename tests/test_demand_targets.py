@@ -19,6 +19,8 @@ import pytest
 from ptplan.demand.cluster import ClusterRun, run_on_cluster
 from ptplan.spec.project import parse_spec
 
+pytestmark = pytest.mark.fitted  # the targets are the calibrated model's (docs/demand-model.md §7)
+
 QWEN_7B = {"params_b": 7.62, "layers": 28, "hidden_size": 3584, "heads": 28, "kv_heads": 4,
            "head_dim": 128}
 """Qwen2.5-7B shape (7.6B dense, GQA 28/4 of dim 128)."""

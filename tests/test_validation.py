@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.fitted
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import validation as v  # noqa: E402
-
 from ptplan.demand import fitting  # noqa: E402
 
 CASES = v.load_cases()
