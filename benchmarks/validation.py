@@ -101,9 +101,16 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     d = fitting.Decomposed(case.id, tuple(fams), fixed["gen"], fixed["rest"], r.mode,
                            spec.method in ("rl", "opd"), key, value, r.steps, r.gpus,
                            r.checkpoint_seconds,
-                           fitting.CONFIDENCE_WEIGHT[case.raw["confidence"]],
+                           fitting.CONFIDENCE_WEIGHT[case.raw["confidence"]]
+                           / group_size(case),
                            family_of(spec.method))
     return d, r
+
+
+def group_size(case: Case) -> int:
+    """Cases of one recipe or table (``group:``) share one vote in the fit."""
+    g = case.raw.get("group")
+    return sum(1 for c in load_cases() if c.raw.get("group") == g) if g else 1
 
 
 def fit_suite() -> tuple[fitting.Result, list[tuple[Case, fitting.Decomposed, ClusterRun]]]:

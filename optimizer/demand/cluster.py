@@ -190,7 +190,7 @@ def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: 
             overhead = best.timing.fixed_seconds / demand.steps
     ws = 0.0
     if mode != "colocated" and spec.method not in ("sft", "generate"):
-        ws = demand.weight_sync_gb_per_step / spec.efficiency.weight_sync_gb_per_s
+        ws = demand.weight_sync_seconds
     ckpt = demand.checkpoint_stall_hours * 3600.0
     if mode == "async":
         rest = sum(v for k, v in phases.items() if k not in ("rollout", "eval"))

@@ -157,6 +157,22 @@ class Demand:
         return sum(p.tokens for p in parts)
 
     @property
+    def weight_sync_streams(self) -> int:
+        """Parallel streams of the weight sync: the nodes that together hold one copy of the
+        trained state (N_tot × adam_bytes_per_param over nodes of 8 × 80 GB × 0.9) each send
+        their own shard to the engines over their own NICs (NeMo RL and veRL's Megatron
+        refit gather per model-parallel rank; a one-node trainer is one stream). OpenRLHF's
+        broadcast from rank 0 is one stream: set ``weight_sync_gb_per_s`` for it."""
+        state = self.spec.model.params_b * 1e9 * self.spec.efficiency.adam_bytes_per_param
+        return max(1, math.ceil(state / (8 * 80e9 * 0.9) - 1e-9))
+
+    @property
+    def weight_sync_seconds(self) -> float:
+        """Seconds per step to send the trained weights to separate rollout engines."""
+        return self.weight_sync_gb_per_step / (self.spec.efficiency.weight_sync_gb_per_s
+                                               * self.weight_sync_streams)
+
+    @property
     def checkpoint_stall_hours(self) -> float:
         bw = self.spec.efficiency.checkpoint_write_gb_per_s
         return self.checkpoints * self.checkpoint_gb / bw / 3600.0

@@ -181,7 +181,6 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     it runs allows it."""
     policy = policy or default_policy()
     spec = demand.spec
-    eff = spec.efficiency
     stall = demand.checkpoint_stall_hours
     phases = demand.phases
     has_scoring = "scoring" in phases
@@ -198,7 +197,7 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     if spec.method in ("sft", "generate"):  # one pool; generate: rollout only, stateless
         return [Layout("colocated", "colocated", (pool("all", work, stall, ckpt),), tail=True,
                        policy=policy)]
-    ws_hours = demand.steps * demand.weight_sync_gb_per_step / eff.weight_sync_gb_per_s / 3600.0
+    ws_hours = demand.steps * demand.weight_sync_seconds / 3600.0
     ws = (("weight_sync", ws_hours),)
     out: list[Layout] = []
     want = spec.pipeline
