@@ -88,7 +88,7 @@ def test_ten_day_run_books_a_two_week_block_when_cheaper():
     assert b.cost_usd == "6048.00"  # 1 × 12 × 504
     two_weeks = float(plain.total_cost_usd) - (2 * 20.0 * d - 8064.0)
     assert float(p.total_cost_usd) == pytest.approx(two_weeks - 2.13, abs=0.02)
-    assert p.schema_version == 6 <= SCHEMA_VERSION  # 7 only with CPU pools
+    assert p.schema_version == SCHEMA_VERSION  # 8: every plan carries its interval
     assert any(line.startswith("booking: pool update 1 x h100x8 block $6048.00")
                for line in plan(spec, catalog).explain.summary)
 
@@ -242,10 +242,10 @@ def test_verifier_rechecks_billed_hours_and_missing_bookings():
 def test_json_round_trip_and_plain_plans_stay_schema_5():
     p = _booked_plan()
     again = Plan.model_validate(json.loads(p.to_json()))
-    assert verify_plan(again) == [] and again.schema_version == 6
+    assert verify_plan(again) == [] and again.schema_version == SCHEMA_VERSION
     plain = plan(small_spec(), small_catalog())
     text = plain.to_json()
-    assert '"schema_version": 5' in text and "bookings" not in text and "billed_hours" not in text
+    assert '"schema_version": 8' in text and "bookings" not in text and "billed_hours" not in text
 
 
 # -- the catalog and the start date ----------------------------------------------------------

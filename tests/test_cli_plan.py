@@ -203,7 +203,7 @@ def test_plan_json_is_byte_identical_across_runs(
 def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     p = grpo_plan
     assert set(p) >= TOP_KEYS, TOP_KEYS - set(p)
-    assert p["schema_version"] == 5
+    assert p["schema_version"] == 8  # every plan carries its 80 % interval (schema 8)
     assert p["calibration"] == []  # the example measures nothing: the model is uncalibrated
     assert p["spec_name"] == "grpo-7b-math"
     assert p["status"] == "optimal"
@@ -398,7 +398,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6, 7]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6, 7, 8]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(grpo_plan)) == []
@@ -448,16 +448,19 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     old = copy.deepcopy(grpo_plan)
     old["schema_version"] = 1
     del old["lifecycle"]  # schema-1 plans written before plans recorded it
+    del old["uncertainty"]  # and before the 80 % interval (schema 8)
     result = _ok(_invoke("check", _write_json(tmp_path / "v1.json", old)))
     assert result.stdout.startswith("ok:")
     v2 = copy.deepcopy(grpo_plan)
     v2["schema_version"] = 2  # written before phases recorded their parallel layout
+    del v2["uncertainty"]
     for ph in v2["phases"]:
         ph.pop("parallel_layout", None)
     assert _ok(_invoke("check", _write_json(tmp_path / "v2-ok.json", v2))).stdout \
         .startswith("ok:")
     v3 = copy.deepcopy(grpo_plan)
     v3["schema_version"] = 3  # written before boot disks were priced: no disk figures
+    del v3["uncertainty"]
     v3["total_cost_usd"] = f"{float(v3['total_cost_usd']) - float(v3.pop('disk_cost_usd')):.2f}"
     for pool in v3["pools"]:
         for key in ("boot_disk_gb", "disk_tier", "disk_usd_per_gb_month", "disk_usd_per_hour",
@@ -466,9 +469,9 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     assert _ok(_invoke("check", _write_json(tmp_path / "v3-ok.json", v3))).stdout \
         .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 8
-    _assert_error(_invoke("check", _write_json(tmp_path / "v8.json", newer)), 2, "v8.json",
-                  "schema 8", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 9
+    _assert_error(_invoke("check", _write_json(tmp_path / "v9.json", newer)), 2, "v9.json",
+                  "schema 9", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",
@@ -801,7 +804,7 @@ def test_pareto_json(sft_pareto: dict[str, Any]) -> None:
 
 def test_pareto_reports_defaults_and_warnings_like_a_plan(sft_pareto: dict[str, Any]) -> None:
     r = sft_pareto
-    assert r["schema_version"] == 2
+    assert r["schema_version"] == 3  # 3: each point's 80 % interval
     p = _json(_invoke("plan", SFT, "--format", "json", "--no-timings"))
     assert r["defaults_applied"] == p["defaults_applied"] != []
     assert isinstance(r["warnings"], list) and len(set(r["warnings"])) == len(r["warnings"])
@@ -815,9 +818,8 @@ def test_pareto_reports_defaults_and_warnings_like_a_plan(sft_pareto: dict[str, 
 def test_pareto_table(sft_pareto: dict[str, Any]) -> None:
     result = _ok(_invoke("pareto", SFT, "--points", "4"))
     assert "ptplan pareto: sft-8b-chat" in result.stdout
-    rows = [
-        line for line in result.stdout.splitlines() if re.match(r"│\s*\d[\d,]*\.\d\d\s*│", line)
-    ]
+    cell = r"│\s*\d[\d,]*\.\d\d( \(80 %: [^│]*\))?\s*│"  # makespan (80 %: its interval)
+    rows = [line for line in result.stdout.splitlines() if re.match(cell, line)]
     assert len(rows) == len(sft_pareto["points"])
     for row, pt in zip(rows, sft_pareto["points"], strict=True):
         assert pt["total_cost_usd"] in row

@@ -135,7 +135,7 @@ def test_compare_with_ledger_priors(ledger_url: str, tmp_path: Path,
     assert any("opd-8b-from-32b: 2 opd run(s) with general results on llama-8b (fewer than 3)"
                in n for n in r["notes"])
     assert r["ranked_by"] == "expected_cost_usd" and r["statement"] is None
-    assert r["priors"].startswith("ledger ") and r["compare_schema_version"] == 2
+    assert r["priors"].startswith("ledger ") and r["compare_schema_version"] == 3
 
 
 def test_family_from_the_ledgers_runs_of_the_same_shape(tmp_path: Path) -> None:

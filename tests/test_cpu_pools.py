@@ -25,7 +25,7 @@ from ptplan.core.errors import InfeasibleError, InputError, ProviderError
 from ptplan.costs.cpu import cpu_needs
 from ptplan.demand.model import build_demand
 from ptplan.planfile.rules_cpu import check_cpu_against_catalog, check_cpu_pools
-from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.planfile.schema import SCHEMA_VERSION, Plan
 from ptplan.planfile.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
 from ptplan.policies.model import parse_policy
@@ -76,7 +76,7 @@ def planned(edits: str = "{}", policy: str | None = None) -> Plan:
 
 def test_sandbox_and_reward_pools_by_hand() -> None:
     p = planned()
-    assert p.schema_version == 7 and p.cpu_pools is not None
+    assert p.schema_version == SCHEMA_VERSION and p.cpu_pools is not None
     pools = {c.name: c for c in p.cpu_pools}
     sb, rw = pools["sandbox"], pools["reward"]
     # sandbox: 512 episodes in flight x (2 vCPU, 4 GiB) = 1024 vCPU, 2048 GiB, held for the run;
@@ -109,7 +109,7 @@ def test_cpu_pools_do_not_move_the_gpu_plan() -> None:
     assert [x.allocations for x in without.pools] == [x.allocations for x in with_cpu.pools]
     assert Decimal(with_cpu.total_cost_usd) - Decimal(without.total_cost_usd) == \
         Decimal(with_cpu.cpu_cost_usd or "0")
-    assert without.schema_version == 6  # other costs only
+    assert without.schema_version == SCHEMA_VERSION  # 8: every plan (6 before the interval)
     assert '"cpu_pools"' not in without.to_json()
 
 
@@ -156,7 +156,7 @@ def test_no_cpu_offer_in_the_region_is_infeasible() -> None:
 
 def test_specs_without_cpu_work_stay_schema_5() -> None:
     p = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
-    assert p.schema_version == PLAIN_SCHEMA_VERSION and p.cpu_pools is None
+    assert p.schema_version == SCHEMA_VERSION and p.cpu_pools is None  # 5 before schema 8
     assert '"cpu_pools"' not in p.to_json() and '"cpu_cost_usd"' not in p.to_json()
 
 

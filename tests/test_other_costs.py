@@ -19,7 +19,7 @@ import yaml
 from conftest import assert_one_line, example_dict
 
 from ptplan.core.errors import InfeasibleError, InputError
-from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, SCHEMA_VERSION, Plan
+from ptplan.planfile.schema import SCHEMA_VERSION, Plan
 from ptplan.planfile.verify import verify_against_spec, verify_plan
 from ptplan.planner.api import plan
 from ptplan.providers.embedded import embedded_catalog
@@ -46,8 +46,9 @@ def test_fixed_costs_add_to_the_total_exactly() -> None:
     base = planned("null")
     fixed = planned(json.dumps({"data_collection_usd": 1234.56, "annotation_usd": 3000,
                                 "ab_test_usd": 500}))
-    assert base.schema_version == PLAIN_SCHEMA_VERSION and base.other_costs is None
-    assert fixed.schema_version == 6 <= SCHEMA_VERSION  # 7 only with CPU pools
+    # schema 8: every plan carries its 80 % interval (before it: 5 here, 6 with other costs)
+    assert base.schema_version == SCHEMA_VERSION and base.other_costs is None
+    assert fixed.schema_version == SCHEMA_VERSION
     assert Decimal(fixed.total_cost_usd) == Decimal(base.total_cost_usd) + Decimal("4734.56")
     assert fixed.other_cost_usd == "4734.56"
     assert fixed.compute_cost_usd == base.compute_cost_usd

@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from ptplan.cli.app import app
 from ptplan.planfile.load import load_plan
 from ptplan.planfile.names import dns_name, short_hash
-from ptplan.planfile.schema import PLAIN_SCHEMA_VERSION, Plan
+from ptplan.planfile.schema import SCHEMA_VERSION, Plan
 from ptplan.planfile.verify import verify_plan
 from ptplan.rendering.targets import (
     TARGETS,
@@ -631,14 +631,15 @@ def test_plans_record_their_lifecycle_so_render_needs_no_spec() -> None:
     files, _ = render_plan(p, "lifecycle")
     with_spec, _ = render_plan(p, "lifecycle", spec=spec)
     assert files == with_spec
-    assert p.schema_version == PLAIN_SCHEMA_VERSION  # no other costs, no bookings: schema 5
+    assert p.schema_version == SCHEMA_VERSION  # schema 8: every plan carries its interval
     # a schema-2 plan (lifecycle recorded, no parallel layouts) renders the same
-    assert render_plan(p.model_copy(update={"schema_version": 2}), "lifecycle")[0] == files
+    assert render_plan(p.model_copy(update={"schema_version": 2, "uncertainty": None}),
+                       "lifecycle")[0] == files
     # the recorded lifecycle wins over the spec: render uses what the storage was priced with
     edited = spec.model_copy(update={"checkpoints": spec.checkpoints.model_copy(
         update={"retention_days": 999})})
     assert facts_for(p, edited).retention_days == p.lifecycle.retention_days
-    legacy = p.model_copy(update={"lifecycle": None, "schema_version": 1})
+    legacy = p.model_copy(update={"lifecycle": None, "schema_version": 1, "uncertainty": None})
     from ptplan.core.errors import InputError
 
     with pytest.raises(InputError, match="--spec"):

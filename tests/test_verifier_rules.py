@@ -35,6 +35,7 @@ from ptplan.planfile import (
     rules_pools,
     rules_record,
     rules_spec,
+    rules_uncertainty,
     verify,
 )
 from ptplan.planfile.schema import Plan
@@ -67,6 +68,15 @@ def _item(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any]:
 
 
 # ---- the breaks: each edits one figure of a valid plan -----------------------------------------
+
+def b_uncertainty(p: Plan_) -> None:
+    """The 80 % interval's high end edited (schema 8); a plan written before it claims
+    schema 8 without one."""
+    if "uncertainty" in p:
+        p["uncertainty"]["total_cost_usd"][1] = "1.00"
+    else:
+        p["schema_version"] = 8
+
 
 def b_pool_price(p: Plan_) -> None:
     """A pool's $/h is not the sum over its allocations."""
@@ -490,6 +500,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "gen_budget": (GEN, b_budget, "budget", rules_costs.check_deadline_budget),
     "gen_totals": (GEN, b_totals_total, "totals", rules_costs.check_totals),
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
+    "uncertainty": (GRPO, b_uncertainty, "uncertainty", rules_uncertainty.check_uncertainty),
     "zones": (GRPO, b_zone, "zones", rules_pools.check_zones),
     "hold": (GRPO, b_hold, "hold", rules_pools.check_hold),
     "coverage": (GRPO, b_coverage, "coverage", rules_phases.check_coverage),

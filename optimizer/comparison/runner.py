@@ -23,7 +23,8 @@ from ptplan.core.yamlio import quoted
 from ptplan.planfile.schema import Plan
 from ptplan.spec.project import ProjectSpec, load_spec
 
-COMPARE_SCHEMA_VERSION = 2
+COMPARE_SCHEMA_VERSION = 3
+"""2: other costs; 3: each candidate's ``interval`` (its plans' 80 % intervals, summed)."""
 NO_PRIORS = ("no priors: no risk file (--risk FILE) and no ledger (--ledger URL); forgetting "
              "probabilities are not shown as facts, only the break-even probability of each "
              "candidate (rework = one more run)")
@@ -205,6 +206,7 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
             "prior": prior,
             "expected_cost_usd": cand.expected() if prior is not None else None,
             "p90_cost_usd": cand.p90,
+            "interval": _interval(run, gen_plan),
         })
     if progress is not None:
         progress(len(specs), len(specs), "compare: done")
@@ -236,6 +238,19 @@ def compare(spec_paths: list[str], planner: Planner, risk_path: str | None = Non
             "priors": "; ".join(sources) or None,
             "statement": statement,
             "ranked_by": key, "ranking": ranking, "candidates": rows, "notes": notes}
+
+
+def _interval(run: Plan, gen: Plan | None) -> dict[str, Any] | None:
+    """The candidate's 80 % interval: its run's and its data generation's plan intervals
+    added end to end (``planned_cost_usd`` and ``hours`` are their sums)."""
+    plans = [p for p in (run, gen) if p is not None]
+    if any(p.uncertainty is None for p in plans):
+        return None
+    us = [p.uncertainty for p in plans if p.uncertainty is not None]
+    return {"level": us[0].level,
+            "planned_cost_usd": [round(sum(float(u.total_cost_usd[i]) for u in us), 2)
+                                 for i in (0, 1)],
+            "hours": [sum(u.makespan_hours[i] for u in us) for i in (0, 1)]}
 
 
 def _same_goal(specs: list[tuple[Path, ProjectSpec]], notes: list[str]) -> None:

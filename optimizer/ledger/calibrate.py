@@ -4,7 +4,9 @@ For each run with a plan and per-step phase timings (``import-metrics``), and ea
 its plan with timings: measured tokens/s per GPU = (the phase's planned tokens ÷ the plan's
 steps) ÷ (mean recorded seconds of the phase per step × GPUs of the phase's pool). Runs are
 grouped by (phase, GPU, precision); an entry's ``tokens_per_second_per_gpu`` is the median over
-its runs, ``spread`` is (max − min) ÷ median, ``runs`` names them. The file is the spec's
+its runs, ``spread`` is (max − min) ÷ median, ``runs`` names them and ``run_rates`` holds
+each run's rate in the same order (with three or more, the plan's 80 % interval takes their
+q10–q90 for the phase instead of the validation suite's). The file is the spec's
 ``calibration:`` list, which ``ptplan plan --calibration FILE`` reads; plans record the runs
 behind each cell they used.
 """
@@ -51,13 +53,15 @@ def entries(runs: list[RunRecord], metrics: dict[str, list[Metric]]) -> list[dic
             cells.setdefault((m["phase"], m["gpu"], m["precision"]), []).append(m)
     out = []
     for (phase, gpu, precision), ms in sorted(cells.items()):
+        ms = sorted(ms, key=lambda m: m["run"])
         values = [m["tokens_per_second_per_gpu"] for m in ms]
         med = statistics.median(values)
         out.append({"phase": phase, "gpu": gpu, "precision": precision,
                     "tokens_per_second_per_gpu": round(med, 3),
-                    "runs": sorted(m["run"] for m in ms),
+                    "runs": [m["run"] for m in ms],
                     "spread": round((max(values) - min(values)) / med, 4),
-                    "steps": sum(m["steps"] for m in ms)})
+                    "steps": sum(m["steps"] for m in ms),
+                    "run_rates": [float(f"{v:.6g}") for v in values]})
     if not out:
         raise InputError("runs calibrate: no run has both a plan and per-step phase timings; "
                          "record runs with --plan and import their metrics first "
@@ -67,6 +71,7 @@ def entries(runs: list[RunRecord], metrics: dict[str, list[Metric]]) -> list[dic
 
 def calibration_yaml(cells: list[dict[str, Any]]) -> str:
     head = ("# ptplan runs calibrate: measured tokens/s per GPU per (phase, GPU, precision),\n"
-            "# median over the runs named (spread = (max - min) / median). Use with\n"
+            "# median over the runs named (spread = (max - min) / median; run_rates: each\n"
+            "# run's rate, which narrows the plan's 80 % interval). Use with\n"
             "# `ptplan plan SPEC --calibration FILE` or paste under the spec's calibration:.\n")
     return head + yaml.safe_dump({"calibration": cells}, sort_keys=False)

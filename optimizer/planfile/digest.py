@@ -43,6 +43,12 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
                                            if not (k in LATER_SPEC_FIELDS and v is None)}}
+    cal = spec_dump.get("calibration")
+    if isinstance(cal, list) and any(isinstance(c, dict) and "run_rates" in c for c in cal):
+        # schema 8: an entry's run_rates, left out when unset (specs keep their digests)
+        spec_dump = {**spec_dump, "calibration": [
+            {k: v for k, v in c.items() if not (k == "run_rates" and v is None)}
+            if isinstance(c, dict) else c for c in cal]}
     canonical = json.dumps(round_floats(spec_dump) if rounded else spec_dump, sort_keys=True,
                            separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()

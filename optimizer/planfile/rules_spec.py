@@ -152,8 +152,14 @@ def _network(plan: Plan, demand: Any, policy: Any, rollout: bool) -> list[str]:
 def _calibration(plan: Plan, spec: Any) -> list[str]:
     measured = {(c.phase, c.gpu, c.precision): c.tokens_per_second_per_gpu
                 for c in spec.calibration}
+    rates = {(c.phase, c.gpu, c.precision): c.run_rates or [] for c in spec.calibration}
     v: list[str] = []
     for rec in plan.calibration:
+        key = (rec.phase, rec.gpu, rec.measured_precision)
+        if key in rates and (len(rec.run_rates) != len(rates[key]) or not all(
+                close(a, b) for a, b in zip(rec.run_rates, rates[key], strict=False))):
+            v.append(f"spec_match: calibration {rec.phase}/{rec.gpu} run rates "
+                     f"{rec.run_rates} are not the spec's ({rates[key]})")
         want = measured.get((rec.phase, rec.gpu, rec.measured_precision))
         if want is None or not close(want, rec.measured_tokens_per_second_per_gpu):
             v.append(f"spec_match: calibration {rec.phase}/{rec.gpu}/{rec.measured_precision} "

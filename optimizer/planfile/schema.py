@@ -24,6 +24,10 @@ Schema history (see docs/plan-json.md):
   book: instance type, count, units, earliest start, upfront fee, hours lost to rounding) and
   the spec's ``sla.start_after``. A plan without bookings is written as schema 5, unchanged
   (neither key appears), so older readers still read it.
+* 7 = ``cpu_cost_usd`` and ``cpu_pools[]`` (CPU pools), written only with CPU pools.
+* 8 = ``uncertainty`` (the 80 % interval of the total and the makespan,
+  :mod:`ptplan.planfile.uncertainty`) and ``calibration[].run_rates``: every plan the planner
+  writes is schema 8; plans of schema 1 to 7 read and check as before (without an interval).
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -74,21 +78,15 @@ from ptplan.planfile.schema_items import (
     Place,
     SolverInfo,
     StorageItem,
+    Uncertainty,
 )
 
-SCHEMA_VERSION = 7
-"""The newest schema plans are written with; plans of schema 1 to it are read. 3: phases record
-their parallel layout (training) and engine (generation); ``calibration`` lists the measured
-cells that bound the demand model; ``tokens_per_node_hour`` is the rate at the planned pool
-size (generation drains, so it is not one number per node shape). 4: boot disks are priced
-(per pool and in the total). 5: ``method`` may be ``generate`` (a sampling-only job). 6:
-``other_cost_usd`` and ``other_costs[]`` (the spec's ``other_costs:``) in the total, and
-bookings (capacity blocks, flex-start) with billed hours; a plan with neither is still written
-as schema 5, byte for byte as before (:data:`PLAIN_SCHEMA_VERSION`). 7: ``cpu_cost_usd`` and
-``cpu_pools[]`` (sandbox, reward and data-preparation CPU pools) in the total, written only
-when the plan has CPU pools."""
+SCHEMA_VERSION = 8
+"""The schema every plan is written with (its history above); plans of schema 1 to it are
+read. Up to 7 a plan took the lowest schema holding its parts (5 without other costs,
+bookings or CPU pools); 8 adds ``uncertainty``, which every plan has."""
 PLAIN_SCHEMA_VERSION = 5
-"""The schema of a plan that uses nothing added after it (no other costs, no bookings)."""
+"""Before schema 8: the schema of a plan with no other costs, bookings or CPU pools."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
 
 __all__ = ["CHECK_KINDS", "LATER_SPEC_FIELDS", "PLAIN_SCHEMA_VERSION", "REGENERATE",
@@ -96,7 +94,7 @@ __all__ = ["CHECK_KINDS", "LATER_SPEC_FIELDS", "PLAIN_SCHEMA_VERSION", "REGENERA
            "CpuPoolItem",
            "Explain", "Flow", "LayoutResult", "Lifecycle", "NetworkItem", "NetworkPath",
            "OtherCostItem", "ParallelLayout", "PhasePlan", "Place", "Plan", "PoolPlan",
-           "SolverInfo", "SpotModel", "Status", "StorageItem", "check_kind", "hours",
+           "SolverInfo", "SpotModel", "Status", "StorageItem", "Uncertainty", "check_kind", "hours",
            "spec_digest", "usd"]
 
 
@@ -199,6 +197,16 @@ class CalibrationRecord(StrictModel):
     runs: list[str] = Field(default=[], json_schema_extra=INFO)
     """Ledger runs the measurement was derived from (``ptplan runs calibrate``); empty for a
     measurement entered by hand. Optional, so plans of schemas 3 and 4 read unchanged."""
+    run_rates: list[Annotated[float, Field(gt=0)]] = Field(default=[], json_schema_extra=SPEC)
+    """Schema 8: each run's tokens/s per GPU, in the order of ``runs`` (the spread that
+    narrows the plan's interval); absent when the entry has none."""
+
+    @model_serializer(mode="wrap")
+    def _omit_no_rates(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        if not out.get("run_rates"):
+            out.pop("run_rates", None)
+        return out
 
 
 class PhasePlan(StrictModel):
@@ -330,6 +338,8 @@ class Plan(StrictModel):
     explain: Explain
     bookings: list[Booking] = []
     """Schema 6: capacity to book for the run (absent when there is none)."""
+    uncertainty: Uncertainty | None = None
+    """Schema 8: the 80 % interval of the total and the makespan (absent in older plans)."""
 
     @field_validator("schema_version")
     @classmethod
@@ -386,5 +396,5 @@ class Plan(StrictModel):
         return type(self).model_validate(round_floats(self.model_dump(mode="json")))
 
 
-LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools")
+LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools", "uncertainty")
 

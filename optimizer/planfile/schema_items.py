@@ -1,16 +1,24 @@
 """The plan's line items beside its pools and phases: storage, CPU pools, other costs, the
-lifecycle, network flows, solver statistics and the explanation
+lifecycle, network flows, solver statistics, the explanation and the 80 % interval
 (:class:`ptplan.planfile.schema.Plan`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
 from ptplan.core.kinds import CapacityType, Flow, NetworkPath, Status
 from ptplan.core.yamlio import StrictModel
-from ptplan.planfile.fields import INFO, SPEC, Money, NonNegative, Positive, check_as
+from ptplan.planfile.fields import (
+    INFO,
+    SPEC,
+    Fraction,
+    Money,
+    NonNegative,
+    Positive,
+    check_as,
+)
 
 
 class StorageItem(StrictModel):
@@ -135,3 +143,35 @@ class Explain(StrictModel):
     binding: list[str]
     marginal: list[str]
     alternatives: list[LayoutResult]
+
+
+Pair = Annotated[list[NonNegative], Field(min_length=2, max_length=2)]
+MoneyPair = Annotated[list[Money], Field(min_length=2, max_length=2)]
+
+
+class Uncertainty(StrictModel):
+    """Schema 8: the plan's 80 % interval (:mod:`ptplan.planfile.uncertainty`). The demand
+    model's interval (``model_factor``: multipliers on the job's time from the leave-one-out
+    errors of the validation suite, :func:`ptplan.demand.fit.model_interval`), narrowed where
+    the team's own ledger runs measured a phase (``calibrated_share`` of the GPU-hours), is
+    ``factor``; the makespan × factor, and total = fixed + ``time_cost_usd`` × factor."""
+
+    level: Annotated[float, Field(gt=0, lt=1)]
+    total_cost_usd: MoneyPair
+    makespan_hours: Pair
+    factor: Pair
+    """[low, high]: the multipliers applied to the time and to the time-scaled cost."""
+    model_factor: Pair
+    """[low, high] of the stored fit for the plan's method (before calibration)."""
+    family: str
+    cases: Annotated[int, Field(ge=0)]
+    time_cost_usd: Money
+    """The cost that scales with the job's time: compute (instances), boot disks, CPU pools and
+    per-hour other costs; storage, network and fixed or per-sample other costs do not."""
+    calibrated_share: Fraction
+    """Share of the phases' GPU-hours whose spread is the team's measured one (≥ 3 runs)."""
+    calibration_runs: Annotated[int, Field(ge=0)]
+    fit: str = Field(json_schema_extra=check_as(
+        "informational", description="digest of the stored fit the interval was taken from: "
+        "check compares model_factor, family and cases with the stored fit when it is the same"))
+    basis: str = Field(json_schema_extra=INFO)

@@ -34,6 +34,9 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
   their pool's, held hours, idle cost, gang overhead, recorded rates, stall phases, fill,
   status, calibrated flags, flows, and spot_ok, split_regions and budget thresholds against the
   policy record).
+* ``uncertainty`` (schema 8): the 80 % interval recomputed from the plan's makespan, its
+  time-billed and fixed costs, its calibrated phases' GPU-hours and run rates, and the stored
+  fit (:mod:`ptplan.planfile.rules_uncertainty`).
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`ptplan.planfile.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
@@ -80,6 +83,7 @@ from ptplan.planfile.rules_record import (
     check_record_policy,
     check_record_pools,
 )
+from ptplan.planfile.rules_uncertainty import check_uncertainty
 from ptplan.planfile.schema import Plan
 
 
@@ -94,7 +98,7 @@ RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_storage, check_network, check_other_costs, check_cpu_pools, check_totals,
     check_deadline_budget, check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
-    check_bookings,
+    check_bookings, check_uncertainty,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""
 

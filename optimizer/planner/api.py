@@ -27,6 +27,7 @@ from ptplan.planfile.schema import Lifecycle, Plan, hours, usd
 from ptplan.planfile.verify import verify_plan
 from ptplan.planner.assembly.build import build_plan
 from ptplan.planner.assembly.explain import explain_plan
+from ptplan.planner.assembly.interval import with_interval
 from ptplan.planner.booking.plans import booked_offers, plan_with_bookings
 from ptplan.planner.search.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from ptplan.policies.model import Policy
@@ -53,8 +54,8 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
         p = build_plan(ctx, runs, solved, objective, solver, start, timings)
         if explain:
             p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
-    p = p.model_copy(update={"defaults_applied": defaults_applied(
-        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))}).rounded()
+    p = with_interval(p.model_copy(update={"defaults_applied": defaults_applied(
+        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))}), spec).rounded()
     # rounded as printed (12 significant digits, ptplan.core.numbers): the plan verified and
     # returned is the one the JSON holds, on any CPU
     problems = verify_plan(p)
@@ -73,8 +74,9 @@ def _with_wait(p: Plan) -> float:
     return p.makespan_hours + max((b.wait_hours for b in p.bookings), default=0.0)
 
 
-PARETO_SCHEMA_VERSION = 2
-"""Pareto report schema: 1 = first release; 2 = ``warnings`` and ``defaults_applied`` added."""
+PARETO_SCHEMA_VERSION = 3
+"""Pareto report schema: 1 = first release; 2 = ``warnings`` and ``defaults_applied`` added;
+3 = each point's ``uncertainty`` (its plan's 80 % interval: level, total, makespan)."""
 LIFECYCLE_KEYS = ("keep_hot", "archive_every", "retention_days")
 """Checkpoint lifecycle values a spec may set; where it does not, the policy's apply."""
 
@@ -158,6 +160,10 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
                       f"({'+'.join(sorted({a.capacity_type for a in pool.allocations}))})"
                       for pool in p.pools],
             "verified": True,
+            **({"uncertainty": {"level": p.uncertainty.level,
+                                "total_cost_usd": p.uncertainty.total_cost_usd,
+                                "makespan_hours": p.uncertainty.makespan_hours}}
+               if p.uncertainty is not None else {}),
             **({"bookings": [f"{b.pool}: {b.nodes} x {b.instance_type} {b.capacity_type} "
                              f"${b.cost_usd}" + (f" ({b.units} x {b.unit_hours:g} h)"
                                                  if b.capacity_type == "block" else

@@ -11,6 +11,7 @@ from typing import Any
 
 from ptplan.planfile.schema import Plan
 from ptplan.report.html import Chart, Doc, Section, Table
+from ptplan.report.intervals import with_hours, with_usd
 from ptplan.report.tables import pareto_rows, plan_rows
 
 HOURS_PER_DAY = 24.0
@@ -248,7 +249,9 @@ def _headline(p: dict[str, Any]) -> list[tuple[str, str, str]]:
                   f"${p['budget_stop_usd']}; total is "
                   f"{100 * float(p['total_cost_usd']) / float(p['budget_usd']):.1f} %)")
     cat = p["catalog"]
-    return [("total", usd(p["total_cost_usd"]), "total_cost_usd"),
+    u = p.get("uncertainty")  # schema 8: the 80 % interval of the total and the makespan
+    span = with_hours(span, u)
+    return [("total", with_usd(usd(p["total_cost_usd"]), u), "total_cost_usd"),
             ("compute (of which idle)", f"${p['compute_cost_usd']} (${p['idle_cost_usd']})",
              "compute_cost_usd"),
             ("disks / storage / network", f"${p['disk_cost_usd']} / ${p['storage_cost_usd']} / "
@@ -284,7 +287,8 @@ def _assumptions(p: dict[str, Any]) -> list[str]:
 def _explain(p: dict[str, Any]) -> Section:
     ex = p["explain"]
     lines = ([f"why: {s}" for s in ex["summary"]] + [f"binding: {s}" for s in ex["binding"]]
-             + [f"marginal: {s}" for s in ex["marginal"]])
+             + [f"marginal: {s}" for s in ex["marginal"]]
+             + ([f"uncertainty: {p['uncertainty']['basis']}"] if p.get("uncertainty") else []))
     alt = Table("best plan per pipeline layout",
                 ["layout", "status", "total $", "makespan h", "where"],
                 [[a["layout"], a["status"], a["total_cost_usd"] or "infeasible",

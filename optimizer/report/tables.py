@@ -13,6 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ptplan.report.intervals import hours_range, plan_lines, usd_range
+
 
 def _console_text(*renderables: Any) -> str:
     buf = io.StringIO()
@@ -219,6 +221,7 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
         f"{plan.solver.options_pruned} pruned as dominated, {plan.solver.milp_options} in the "
         f"MILP; cross-check {plan.solver.cross_check}",
     ]
+    lines[2:2] = plan_lines(plan, explain)
     lines += [f"warning: {w}" for w in plan.warnings]
     if explain:
         lines += ["why:"] + [f"  {s}" for s in plan.explain.summary]
@@ -251,14 +254,19 @@ def pareto_rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for p in report["points"]:
         saved = p.get("usd_per_hour_saved")
-        rows.append([f"{p['makespan_hours']:,.2f}", p["total_cost_usd"], saved or "-",
+        u = p.get("uncertainty")  # pareto schema 3: the point's 80 % interval
+        rows.append([f"{p['makespan_hours']:,.2f}" + (f" ({hours_range(u)})" if u else ""),
+                     p["total_cost_usd"] + (f" ({usd_range(u)})" if u else ""), saved or "-",
                      p["layout"], f"{p['provider']} {p['region']}"
                      + (f" ({p['zone']})" if p.get("zone") else ""), "; ".join(p["pools"])])
     return header, rows
 
 
 def _pareto_footer(report: dict[str, Any]) -> list[str]:
-    return [report["note"], *(f"warning: {w}" for w in report["warnings"]),
+    ranged = ["(80 %: ...) is the point's plan's 80 % interval (the demand model's, from its "
+              "leave-one-out errors on published runs: plan --format json, uncertainty.basis)"]
+    return [report["note"], *(ranged if any("uncertainty" in p for p in report["points"])
+                              else []), *(f"warning: {w}" for w in report["warnings"]),
             "defaults applied: " + "; ".join(report["defaults_applied"])]
 
 

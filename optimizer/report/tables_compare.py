@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ptplan.report.intervals import hours_range, pair_usd
 from ptplan.report.tables import _table, md_table
 
 
@@ -52,12 +53,23 @@ def compare_rows(r: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         rows.append([c["name"], c["method"], _usd(c["run_cost_usd"]),
                      _usd(gen["cost_usd"]) if gen else "-",
                      *([_usd(c["other_cost_usd"])] if other else []),
-                     _usd(c["planned_cost_usd"]),
-                     f"{c['hours']:.2f}", f"{100 * c['eval_share']:.1f}%",
+                     _usd(c["planned_cost_usd"]) + _range(c, "planned_cost_usd"),
+                     f"{c['hours']:.2f}" + _range(c, "hours"), f"{100 * c['eval_share']:.1f}%",
                      _p(prior), _usd(prior["rework"]["cost_usd"]) if prior and prior["rework"]
                      else "-",
                      _usd(c["expected_cost_usd"]), _usd(c["p90_cost_usd"]), c["break_even"]])
     return head, rows
+
+
+def _range(c: dict[str, Any], key: str) -> str:
+    """`` (80 %: $a–$b)`` / `` (80 %: a–b h)`` from the candidate's ``interval`` (compare
+    schema 3), empty without one."""
+    iv = c.get("interval")
+    if not iv:
+        return ""
+    if key == "hours":
+        return " (" + hours_range({"level": iv["level"], "makespan_hours": iv["hours"]}) + ")"
+    return f" ({pair_usd(iv[key], iv['level'])})"
 
 
 def compare_footer(r: dict[str, Any]) -> list[str]:
@@ -79,6 +91,10 @@ def compare_footer(r: dict[str, Any]) -> list[str]:
                "cheapest in expectation, the others at "
                + ("their priors" if r["priors"] else "p = 0")
                + "; break-even rework: the prior's, else one more run")
+    if any(c.get("interval") for c in r["candidates"]):
+        out.append("(80 %: ...): the planned cost's and the hours' 80 % interval, the demand "
+                   "model's from its leave-one-out errors on published runs (each plan's "
+                   "uncertainty; a data-generation job's added to its run's)")
     by = "expected cost" if r["ranked_by"] == "expected_cost_usd" else "planned cost"
     out.append(f"ranking by {by}: " + " < ".join(r["ranking"]))
     out += [f"note: {n}" for n in r["notes"]]

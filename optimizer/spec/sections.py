@@ -234,6 +234,16 @@ class Calibration(_Strict):
     """(max − min) ÷ median of the runs' measurements (informational)."""
     steps: Annotated[int, Field(ge=1)] | None = None
     """Steps timed across those runs (informational)."""
+    run_rates: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = None
+    """Each run's tokens/s per GPU, in the order of ``runs`` (``runs calibrate``): with three
+    or more, their spread narrows the plan's 80 % interval (docs/plan-json.md)."""
+
+    @model_validator(mode="after")
+    def _rates_per_run(self) -> Calibration:
+        if self.run_rates is not None and len(self.run_rates) != len(self.runs):
+            raise ValueError(f"run_rates has {len(self.run_rates)} rates for {len(self.runs)} "
+                             "runs; give one rate per run, in the order of runs")
+        return self
 
     @field_validator("gpu")
     @classmethod
