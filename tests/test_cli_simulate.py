@@ -173,7 +173,14 @@ def _risky(tmp_path: Path, deadline: float, budget: float | None = None) -> tupl
     return str(spec), str(cat)
 
 
-def test_plan_risk_pays_for_certainty(tmp_path: Path) -> None:
+@pytest.fixture
+def spot_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan --risk`` with spot interruptions alone (the model's interval left out), for the
+    tests of the spot tail's tightening."""
+    monkeypatch.setattr("ptplan.risk.tighten.with_model_uncertainty", lambda model, plan: model)
+
+
+def test_plan_risk_pays_for_certainty(tmp_path: Path, spot_only: None) -> None:
     spec, cat = _risky(tmp_path, 1.5)
     base = invoke("-q", "plan", spec, "--catalog", cat, "--format", "json", "--no-timings")
     assert base.exit_code == 0, base.output
@@ -195,14 +202,14 @@ def test_plan_risk_pays_for_certainty(tmp_path: Path) -> None:
     assert "the price of certainty" in table.stdout and "candidate planned against" in table.stdout
 
 
-def test_plan_risk_names_the_binding_constraint(tmp_path: Path) -> None:
+def test_plan_risk_names_the_binding_constraint(tmp_path: Path, spot_only: None) -> None:
     spec, cat = _risky(tmp_path, 1.0)
     line = one_error(invoke("plan", spec, "--catalog", cat, "--risk", "p99.9", "--trials",
                             "2000"), 1)
     assert "deadline binds" in line
 
 
-def test_plan_risk_budget_binds(tmp_path: Path) -> None:
+def test_plan_risk_budget_binds(tmp_path: Path, spot_only: None) -> None:
     """The expected-value plan is already the cheapest: when its P90 cost is over the budget,
     a tighter budget cannot help."""
     spec, cat = _risky(tmp_path, 6.0, 70.0)
@@ -218,6 +225,28 @@ def test_plan_risk_already_met_costs_nothing() -> None:
                "2000", "--format", "json", "--no-timings")
     assert r.exit_code == 0, r.output
     assert "price of certainty is $0.00" in json.loads(r.stdout)["explain"]["summary"][-1]
+
+
+def test_plan_risk_covers_the_models_uncertainty_and_says_which_dominates() -> None:
+    """The quantile holds the model's interval as well as spot interruptions (the examples'
+    spot nodes are rarely interrupted, so the model dominates), and says what each adds."""
+    from ptplan.demand.fit import model_interval
+
+    args = ("plan", str(ROOT / "examples/grpo-7b.yaml"), "--risk", "p90", "--trials", "4000",
+            "--format", "json", "--no-timings")
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.stdout)
+    line = p["explain"]["summary"][-1]
+    assert "at P90 the model's uncertainty adds $" in line and "spot interruptions $" in line
+    assert "the model dominates" in line
+    unc = p.get("uncertainty") or {}
+    low, high = unc.get("factor") or (model_interval("rl").low, model_interval("rl").high)
+    assert f"job time ×{low:.3g}–×{high:.3g} at 80 %" in line
+    # the P90 makespan holds the model's P90: about high × the plan's interruption-free run
+    p90 = float(line.split("has P90 makespan ")[1].split(" h")[0])
+    assert p90 >= 0.95 * high * float(p["makespan_hours"]) * 0.97
+    assert invoke(*args).stdout == r.stdout  # seeded
 
 
 @pytest.mark.parametrize("risk", ["p0", "p100", "90", "x90", "p"])

@@ -102,6 +102,20 @@ class RunModel:
     nodes out."""
     wait_hours: float = 0.0
     """The plan's flex-start wait: added to every simulated run (the deadline holds both)."""
+    time_mu: float = 0.0
+    time_sigma: float = 0.0
+    """The demand model's uncertainty: each trial's job time is × a lognormal multiplier
+    exp(N(μ, σ²)) (:mod:`ptplan.risk.uncertainty`); σ = 0: the plan's figures as they are."""
+    time_interval: tuple[float, float, float, str] | None = None
+    """(level, low, high, basis) the multiplier was matched to."""
+    time_usd_per_hour: float | None = None
+    """What one more hour of the job itself costs under the multiplier (the plan's time-billed
+    cost ÷ its makespan: compute, boot disks, CPU pools, per-hour other costs); ``None``:
+    ``usd_per_hour``."""
+
+    @property
+    def time_rate(self) -> float:
+        return self.usd_per_hour if self.time_usd_per_hour is None else self.time_usd_per_hour
 
     @property
     def plan_overhead_hours(self) -> float:

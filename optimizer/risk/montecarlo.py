@@ -52,6 +52,8 @@ class ChunkResult:
     pool_slip_hours: np.ndarray
     """(trials, pools): each pool's own slip: the busy hours its interruptions added (a gang:
     its rollbacks, restarts and Young's writes), before the pipeline absorbs any of it."""
+    time_multiplier: np.ndarray
+    """Each trial's job-time multiplier (the model's uncertainty; 1 without it)."""
 
 
 def _generator(seed: int, chunk: int, key: tuple[int, ...]) -> np.random.Generator:
@@ -91,32 +93,46 @@ def _busy_mask(u: np.ndarray, offset: float, share: float) -> np.ndarray:
     return np.mod(u - offset, 1.0) < share
 
 
+def _times(s: _Stream, m: np.ndarray | None) -> np.ndarray:
+    """The stream's event times in base progress units: a trial whose job takes m × the plan's
+    time is, in units of its own progress, exposed at m × the rate."""
+    return s.times if m is None else s.times / m[:, None]
+
+
+def _per(x: float, m: np.ndarray | None) -> float | np.ndarray:
+    """A fixed duration (lost work, restart, shortage) in a trial's base progress units."""
+    return x if m is None else x / m[:, None]
+
+
 def _pool_events(model: RunModel, pool: PoolModel, own: _Stream | None,
-                 zones: dict[int, _Stream], offset: float
+                 zones: dict[int, _Stream], offset: float, m: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[_Stream]]:
     """(times, slips, fallback $, kind) of every event that may hit the pool, sorted by time per
-    trial; kind 0 for the pool's own events, 1 for zone reclaims."""
+    trial; kind 0 for the pool's own events, 1 for zone reclaims. With job-time multipliers
+    ``m``, times and slips are in each trial's base progress units (real hours ÷ m)."""
     m0 = model.base_makespan_hours
     share = min(1.0, pool.base_busy_hours / m0) if m0 > 0 else 1.0
     gap = (m0 - pool.base_busy_hours) / model.steps
-    lost, r = model.lost_work_hours, model.restart_hours
+    lost, r = _per(model.lost_work_hours, m), _per(model.restart_hours, m)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     used: list[_Stream] = []
     if own is not None:
         busy = _busy_mask(own.uniform, offset, share)
         k = min(pool.replica_nodes, pool.nodes) / pool.nodes
-        slip = np.where(busy, k * (lost + r), k * max(0.0, r - gap))
-        parts.append((own.times, slip, np.zeros_like(slip), np.zeros_like(slip)))
+        slip = np.where(busy, k * (lost + r), k * np.maximum(0.0, r - gap))
+        parts.append((_times(own, m), slip, np.zeros_like(slip), np.zeros_like(slip)))
         used.append(own)
     for hit in pool.zone_hits:
         s = zones[hit.zone]
         down = r if hit.fallback_premium_usd_per_hour is not None \
-            else max(r, model.shortage_hours)
-        m = min(pool.nodes, pool.replica_nodes * math.ceil(hit.nodes / pool.replica_nodes))
+            else _per(max(model.restart_hours, model.shortage_hours), m)
+        nodes = min(pool.nodes, pool.replica_nodes * math.ceil(hit.nodes / pool.replica_nodes))
         busy = _busy_mask(s.uniform, offset, share)
-        slip = np.where(busy, m * (lost + down), m * max(0.0, down - gap)) / pool.nodes
-        prem = (hit.fallback_premium_usd_per_hour or 0.0) * max(0.0, model.shortage_hours - r)
-        parts.append((s.times, slip, np.full_like(slip, prem), np.ones_like(slip)))
+        slip = np.where(busy, nodes * (lost + down),
+                        nodes * np.maximum(0.0, down - gap)) / pool.nodes
+        prem = (hit.fallback_premium_usd_per_hour or 0.0) * max(
+            0.0, model.shortage_hours - model.restart_hours)
+        parts.append((_times(s, m), slip, np.full_like(slip, prem), np.ones_like(slip)))
         used.append(s)
     times = np.concatenate([p[0] for p in parts], axis=1)
     order = np.argsort(times, axis=1, kind="stable")
@@ -126,34 +142,40 @@ def _pool_events(model: RunModel, pool: PoolModel, own: _Stream | None,
 
 
 def _stateless(model: RunModel, pool: PoolModel, own: _Stream | None,
-               zones: dict[int, _Stream], offset: float
+               zones: dict[int, _Stream], offset: float, m: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """Per trial: slip, events, fallback $; per event: progress and slip (for the pipeline);
     and whether every stream reached past the end (else grow and redo)."""
-    times, slip, prem, _, used = _pool_events(model, pool, own, zones, offset)
+    times, slip, prem, _, used = _pool_events(model, pool, own, zones, offset, m)
     m0 = model.base_makespan_hours
     cum = np.cumsum(slip, axis=1)
     progress = times - (cum - slip)
     active = np.logical_and.accumulate(progress < m0, axis=1)
     total = np.where(active, slip, 0.0).sum(axis=1)
-    covered = all(bool(np.all(s.times[:, -1] - total >= m0)) for s in used)
+    covered = all(bool(np.all(_times(s, m)[:, -1] - total >= m0)) for s in used)
     return (total, active.sum(axis=1), np.where(active, prem, 0.0).sum(axis=1),
             np.where(active, progress, np.nan), np.where(active, slip, 0.0), covered)
 
 
-def _gang(model: RunModel, pool: PoolModel, own: _Stream | None, zones: dict[int, _Stream]
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+def _gang(model: RunModel, pool: PoolModel, own: _Stream | None, zones: dict[int, _Stream],
+          m: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Per trial: the gang's extra hours (rollbacks, restarts, Young's checkpoint writes),
-    failures and fallback $; and whether every stream reached past the end."""
-    times, _, prem, kind, used = _pool_events(model, pool, own, zones, 0.0)
+    failures and fallback $; and whether every stream reached past the end. With job-time
+    multipliers ``m``, in each trial's base progress units (Young's interval and write are
+    wall-clock: ÷ m; lifecycle checkpoints fall every so many steps: unchanged)."""
+    times, _, prem, kind, used = _pool_events(model, pool, own, zones, 0.0, m)
     tau, write = model.checkpoint_interval(pool)
+    finite = math.isfinite(tau)
+    if m is not None and model.checkpoint_mode == "young":
+        tau, write = tau / m, write / m
     m0 = model.base_makespan_hours
-    writes = math.floor(m0 / tau) if math.isfinite(tau) else 0
+    writes = (math.floor(m0 / tau) if m is None else np.floor(m0 / tau)) if finite else 0
     goal = m0 + writes * write
     seg = tau + write
-    down_zone = model.restart_hours if not pool.zone_hits or \
-        pool.zone_hits[0].fallback_premium_usd_per_hour is not None \
-        else max(model.restart_hours, model.shortage_hours)
+    down_zone = _per1(model.restart_hours if not pool.zone_hits or
+                      pool.zone_hits[0].fallback_premium_usd_per_hour is not None
+                      else max(model.restart_hours, model.shortage_hours), m)
+    restart = _per1(model.restart_hours, m)
     trials = times.shape[0]
     delay = np.zeros(trials)
     resume = np.zeros(trials)
@@ -162,14 +184,19 @@ def _gang(model: RunModel, pool: PoolModel, own: _Stream | None, zones: dict[int
     for j in range(times.shape[1]):
         p = times[:, j] - delay
         hit = (p < goal) & (p >= resume)
-        start = np.floor(p / seg) * seg if math.isfinite(seg) else np.zeros(trials)
-        down = np.where(kind[:, j] > 0, down_zone, model.restart_hours)
+        start = np.floor(p / seg) * seg if finite else np.zeros(trials)
+        down = np.where(kind[:, j] > 0, down_zone, restart)
         delay = np.where(hit, delay + (p - start) + down, delay)
         resume = np.where(hit, start, resume)
         fails += hit
         fallback += np.where(hit, prem[:, j], 0.0)
-    covered = all(bool(np.all(s.times[:, -1] - delay >= goal)) for s in used)
+    covered = all(bool(np.all(_times(s, m)[:, -1] - delay >= goal)) for s in used)
     return delay + writes * write, fails, fallback, covered
+
+
+def _per1(x: float, m: np.ndarray | None) -> float | np.ndarray:
+    """A fixed duration in each trial's base progress units, one value per trial."""
+    return x if m is None else x / m
 
 
 def pipeline_finish(t: np.ndarray) -> np.ndarray:
@@ -229,21 +256,33 @@ def _totals_delay(model: RunModel, slips: list[tuple[np.ndarray, np.ndarray] | N
 
 def simulate_chunk(model: RunModel, seed: int, chunk: int, trials: int) -> ChunkResult:
     """``trials`` runs of ``model`` with the chunk's own seed ``(seed, chunk)``."""
-    horizon = model.base_makespan_hours + model.plan_overhead_hours
+    m = multipliers(model, seed, chunk, trials)
+    horizon = (model.base_makespan_hours + model.plan_overhead_hours) * (
+        1.0 if m is None else max(1.0, float(m.max())))
     zones = {z: _Stream(seed, chunk, (1, z), rate, trials, horizon)
              for z, rate in enumerate(model.zone_rates) if rate > 0}
     own = {i: _Stream(seed, chunk, (0, i), p.independent_rate, trials, horizon)
            for i, p in enumerate(model.pools) if p.independent_rate > 0}
     while True:
-        result, covered = _run(model, own, zones, trials)
+        result, covered = _run(model, own, zones, trials, m)
         if covered:
             return result
         for s in [*own.values(), *zones.values()]:
             s.grow()
 
 
-def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], trials: int
-         ) -> tuple[ChunkResult, bool]:
+def multipliers(model: RunModel, seed: int, chunk: int, trials: int) -> np.ndarray | None:
+    """Each trial's job-time multiplier exp(N(μ, σ²)) from the chunk's own stream (key 2, apart
+    from the interruption streams: the same seed gives the same interruptions with and
+    without the model's uncertainty); ``None`` when the model has none."""
+    if model.time_sigma == 0.0 and model.time_mu == 0.0:
+        return None
+    z = _generator(seed, chunk, (2,)).standard_normal(trials)
+    return np.exp(model.time_mu + model.time_sigma * z)
+
+
+def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], trials: int,
+         m: np.ndarray | None = None) -> tuple[ChunkResult, bool]:
     m0 = model.base_makespan_hours
     delay = np.zeros(trials)
     events = np.zeros(trials, dtype=int)
@@ -258,7 +297,7 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
         if mine is None and not active_zones:
             slips.append(None)
         elif pool.stateful:
-            extra, fails, prem, ok = _gang(model, pool, mine, active_zones)
+            extra, fails, prem, ok = _gang(model, pool, mine, active_zones, m)
             delay += extra
             own_slip[:, i] = extra
             events += fails
@@ -267,7 +306,7 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
             slips.append(None)
         else:
             total, n, prem, progress, slip, ok = _stateless(model, pool, mine, active_zones,
-                                                            offset)
+                                                            offset, m)
             covered &= ok
             own_slip[:, i] = total
             events += n
@@ -284,8 +323,15 @@ def _run(model: RunModel, own: dict[int, _Stream], zones: dict[int, _Stream], tr
             delay += _totals_delay(model, slips, trials)
         else:
             delay += _pipeline_delay(model, slips, trials)
+    if m is None:
+        cost = model.base_cost_usd + model.usd_per_hour * delay + fallback
+    else:  # base progress units → hours; the job itself takes m × M0, billed by the hour
+        spot, job = m * delay, (m - 1.0) * m0
+        own_slip = own_slip * m[:, None]
+        cost = model.base_cost_usd + model.usd_per_hour * spot + model.time_rate * job + fallback
+        delay = spot + job
     makespan = m0 + delay + model.wait_hours
-    cost = model.base_cost_usd + model.usd_per_hour * delay + fallback
     for slack, past in model.overruns:  # booked capacity: free until it ends, then on demand
         cost = cost + past * np.maximum(0.0, delay - slack)
-    return ChunkResult(makespan, cost, events, fallback, own_slip), covered
+    return ChunkResult(makespan, cost, events, fallback, own_slip,
+                       np.ones(trials) if m is None else m), covered

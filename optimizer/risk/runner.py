@@ -62,7 +62,7 @@ def run_trials(model: RunModel, trials: int, seed: int, workers: int | None = No
             tick(sum(len(r.makespan_hours) for r in out), trials)
     return ChunkResult(*(np.concatenate([getattr(r, f) for r in out]) for f in
                          ("makespan_hours", "cost_usd", "interruptions", "fallback_usd",
-                          "pool_slip_hours")))
+                          "pool_slip_hours", "time_multiplier")))
 
 
 def _ray(jobs: list[tuple[RunModel, int, int, int]], address: str, workers: int | None,

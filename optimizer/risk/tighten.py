@@ -5,10 +5,17 @@ The planner meets the deadline and budget in expectation. This search hands it a
 deadline D' ≤ D (and budget B' ≤ B) and re-checks every candidate by simulation with the same
 seed (common random numbers): starting from the expected-value plan, each failing candidate's
 tail margin (its quantile − D) is taken off its own makespan, D' ← makespan − (q − D)
-(likewise B' ← total − (q_cost − B)), until a candidate passes; then the gap between the last
+(likewise B' ← total − (q_cost − B)), until a candidate passes (with the model's uncertainty,
+whose multiplier scales the whole run, the margin is taken off as a ratio instead:
+D' ← makespan × D / q, B' ← total × B / q_cost); then the gap between the last
 failing and the passing D' is bisected (a looser D' never costs more), so the plan returned is
 the cheapest passing candidate found. If the planner cannot meet a tightened deadline or budget
 at all, that constraint binds and no plan meets the quantile: exit 1 naming it.
+
+The simulation covers the demand model's own uncertainty as well as spot interruptions (unless
+``RiskOptions.model_uncertainty`` is off): each trial's job time is × a lognormal multiplier
+matched to the plan's 80 % interval (:mod:`ptplan.risk.uncertainty`). The report says what
+each source adds at the quantile and which dominates.
 """
 
 from __future__ import annotations
@@ -20,8 +27,10 @@ from typing import Any
 from ptplan.core.errors import InfeasibleError, InputError, PlannerError
 from ptplan.planfile.schema import Plan, usd
 from ptplan.planfile.verify import verify_plan
-from ptplan.risk.model import build_model
+from ptplan.risk.model import RunModel, build_model
+from ptplan.risk.montecarlo import ChunkResult
 from ptplan.risk.runner import run_trials
+from ptplan.risk.uncertainty import attribution, attribution_sentence, with_model_uncertainty
 from ptplan.spec.project import ProjectSpec
 
 MAX_ROUNDS = 12
@@ -35,6 +44,8 @@ class Candidate:
     plan: Plan
     q_makespan: float
     q_cost: float
+    model: RunModel | None = field(default=None, repr=False)
+    result: ChunkResult | None = field(default=None, repr=False)
 
     def meets(self, deadline: float | None, budget: float | None) -> bool:
         return (deadline is None or self.q_makespan <= deadline + 1e-9) and \
@@ -57,14 +68,32 @@ class RiskOptions:
     correlated: float = 0.0
     shortage_hours: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    model_uncertainty: bool = True
+    """Draw each trial's job time from the model's interval as well as its interruptions."""
 
 
-def _quantiles(p: Plan, opt: RiskOptions) -> tuple[float, float]:
+def _simulate(p: Plan, opt: RiskOptions) -> tuple[RunModel, ChunkResult, float, float]:
     import numpy as np
 
-    res = run_trials(build_model(p, opt.correlated, opt.shortage_hours), opt.trials, opt.seed)
-    return (float(np.quantile(res.makespan_hours, opt.quantile)),
+    model = build_model(p, opt.correlated, opt.shortage_hours)
+    if opt.model_uncertainty:
+        model = with_model_uncertainty(model, p)
+    res = run_trials(model, opt.trials, opt.seed)
+    return (model, res, float(np.quantile(res.makespan_hours, opt.quantile)),
             float(np.quantile(res.cost_usd, opt.quantile)))
+
+
+def sources(cand: Candidate, opt: RiskOptions) -> dict[str, Any] | None:
+    """What the model's uncertainty and spot interruptions each add at the quantile (the
+    interruptions alone: the same seed with the multiplier at 1)."""
+    from dataclasses import replace
+
+    if not opt.model_uncertainty or cand.model is None or cand.result is None:
+        return None
+    spot = run_trials(replace(cand.model, time_mu=0.0, time_sigma=0.0), opt.trials, opt.seed)
+    res = cand.result
+    return attribution(cand.model, opt.quantile, (res.makespan_hours, res.cost_usd),
+                       (spot.makespan_hours, spot.cost_usd), res.time_multiplier)
 
 
 def risk_plan(spec: ProjectSpec, solve: Callable[[ProjectSpec], Plan], opt: RiskOptions,
@@ -82,9 +111,9 @@ def risk_plan(spec: ProjectSpec, solve: Callable[[ProjectSpec], Plan], opt: Risk
             "sla": spec.sla.model_copy(update={"deadline_hours": d}),
             "budget": spec.budget.model_copy(update={"max_usd": b})})
         p = solve(s)
-        qm, qc = _quantiles(p, opt)
+        model, res, qm, qc = _simulate(p, opt)
         tick(len(tried) + 1, MAX_ROUNDS + BISECTIONS)
-        return Candidate(d, b, p, qm, qc)
+        return Candidate(d, b, p, qm, qc, model, res)
 
     tried: list[Candidate] = []
     base = attempt(deadline, budget)
@@ -97,10 +126,13 @@ def risk_plan(spec: ProjectSpec, solve: Callable[[ProjectSpec], Plan], opt: Risk
             # the plan's own time holds its flex-start wait (the deadline holds run + wait)
             own = fail.plan.makespan_hours + max((b.wait_hours for b in fail.plan.bookings),
                                                  default=0.0)
-            d = own - (fail.q_makespan - deadline) * 1.0001
+            d = own * deadline / fail.q_makespan / 1.0001 if opt.model_uncertainty \
+                else own - (fail.q_makespan - deadline) * 1.0001
         b = fail.budget
         if budget is not None and fail.q_cost > budget:
-            b = float(fail.plan.total_cost_usd) - (fail.q_cost - budget) - 0.01
+            total = float(fail.plan.total_cost_usd)
+            b = total * budget / fail.q_cost - 0.01 if opt.model_uncertainty \
+                else total - (fail.q_cost - budget) - 0.01
         if (d is not None and d <= 0) or (b is not None and b <= 0):
             _binds(opt, deadline, budget, fail, None)
         try:
@@ -140,7 +172,11 @@ def risk_plan(spec: ProjectSpec, solve: Callable[[ProjectSpec], Plan], opt: Risk
         "correlated": opt.correlated, "deadline_hours": deadline, "budget_usd": budget,
         "expected_value_plan": base.row(), "chosen": best.row(),
         "price_of_certainty_usd": round(price, 2), "candidates": [c.row() for c in tried],
+        "model_uncertainty": opt.model_uncertainty,
     }
+    src = sources(best, opt)
+    if src is not None:
+        report["sources"] = src
     statement = _statement(report)
     chosen = chosen.model_copy(update={"explain": chosen.explain.model_copy(update={
         "summary": [*chosen.explain.summary, statement]})})
@@ -180,6 +216,10 @@ def _statement(r: dict[str, Any]) -> str:
                      f"${ch['q_cost_usd']:,.2f}: "
                      f"it meets {_targets(r, q)} for ${r['price_of_certainty_usd']:,.2f} more "
                      "(the price of certainty)")
+    if r.get("sources") is not None:
+        parts.append(attribution_sentence(r["sources"], r["quantile"]))
+    elif not r.get("model_uncertainty", True):
+        parts.append("spot interruptions only (the model's uncertainty left out)")
     return "; ".join(parts) + f" ({r['trials']:,} trials, seed {r['seed']})"
 
 
@@ -203,6 +243,10 @@ def _binds(opt: RiskOptions, deadline: float | None, budget: float | None, last:
         which.append(f"the budget binds: {q} cost ${last.q_cost:,.2f} > ${budget:,.2f}")
     why = f"; tightening further is infeasible ({exc})" if exc is not None else \
         "; tightening the planner's deadline/budget no longer helps"
+    if opt.model_uncertainty and last.model is not None and last.model.time_interval:
+        level, low, high, _ = last.model.time_interval
+        why += (f" (the quantile covers the model's uncertainty: job time ×{low:.3g}–×{high:.3g}"
+                f" at {level * 100:g} %, as well as spot interruptions)")
     raise InfeasibleError(f"--risk {opt.label}: no plan meets {q}: " + " and ".join(which)
                           + f" for the last candidate (${last.plan.total_cost_usd}, planned "
                           f"against deadline {last.deadline} h, budget {last.budget})" + why)
