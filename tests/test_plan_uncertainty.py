@@ -25,6 +25,7 @@ from ptplan.planfile.rules_uncertainty import check_uncertainty
 from ptplan.planfile.schema import SCHEMA_VERSION, Plan
 from ptplan.planfile.verify import verify_plan
 
+pytestmark = pytest.mark.fitted  # the model as shipped (module-scoped plans: one fit throughout)
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
 runner = CliRunner()
