@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ptplan.core.errors import InputError
@@ -175,38 +175,12 @@ def test_higher_cap_never_shortens_a_step(data: Any, cluster: dict[str, Any],
                  f"on {cluster}, base {base}")
 
 
-TRUNCATED_COUNTEREXAMPLE = (
-    "mean 256, cap 1024, 32 prompts x 16 samples, 8 x H100 colocated: truncated_share "
-    "0.02 -> 0.03 lowers rollout 4.922 -> 4.906 s (0.01 -> 0.2: 4.938 -> 4.493 s); at short "
-    "means the step falls as mass moves to the cap (monotone at mean 2048/8192 and 4096/16384)")
-
-
-@pytest.mark.xfail(strict=True, reason=TRUNCATED_COUNTEREXAMPLE)
-@PROPS
-@given(mean=st.integers(256, 4096), pps=st.sampled_from([32, 64, 128, 256]),
-       spp=st.sampled_from([4, 8, 16]), steps=st.integers(20, 400), cluster=rl_cluster(),
-       shares=st.tuples(st.sampled_from([0.0, 0.02, 0.05, 0.1]),
-                        st.sampled_from([0.01, 0.03, 0.05, 0.1, 0.2])))
-@example(mean=256, pps=32, spp=16, steps=20,
-         cluster={"gpu_name": "H100", "gpus": 8, "gpus_per_node": 8, "mode": "colocated",
-                  "pools": None},
-         shares=(0.02, 0.01))
-def test_more_truncated_share_never_shortens_a_step(mean: int, pps: int, spp: int, steps: int,
-                                                    cluster: dict[str, Any],
-                                                    shares: tuple[float, float]) -> None:
-    """Same mean and cap (4x the mean), more responses cut at the cap
-    (``response_length.truncated_share``, docs/spec.md §5.2: the rest keeps the maximum-entropy
-    shape with the mean that leaves the overall mean unchanged) is a heavier tail: a
-    synchronous step is never shorter."""
-    base = {"prompts_per_step": pps, "samples_per_prompt": spp, "response_tokens": mean,
-            "max_response_tokens": 4 * mean, "steps": steps}
-    lo, hi = shares[0], shares[0] + shares[1]
-    assume(hi * base["max_response_tokens"] < base["response_tokens"])  # spec.md §5.2 rule
-    short = _base_run("grpo-7b.yaml", dict(base, response_length={"truncated_share": lo}),
-                      cluster)
-    long_ = _bigger_run("grpo-7b.yaml", dict(base, response_length={"truncated_share": hi}),
-                        cluster)
-    _not_shorter(short, long_, f"truncated_share {lo} -> {hi} on {cluster}, base {base}")
+# Not a property: more ``truncated_share`` at the same mean and cap. Mass moves to the cap, but
+# to keep the mean the body's mean falls, so the distribution is not a heavier tail in the
+# stochastic order (nor a mean-preserving spread): at short means the smaller body shortens the
+# in-flight contexts (mean age) and lets the batch grow, and the step may fall a little (mean 256,
+# cap 1024, 32 x 16 on 8 H100: 0.02 -> 0.03 takes rollout 4.922 -> 4.906 s). The heavier tail
+# that must never shorten a step is tested below as a mean-preserving spread.
 
 
 @PROPS
