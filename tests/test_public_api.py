@@ -226,6 +226,33 @@ def test_estimate_is_the_cli_estimate(spec: ptplan.ProjectSpec, tmp_path: Path) 
     assert as_json(every) == cli_json(tmp_path, "estimate", GRPO)
 
 
+def test_estimate_on_a_cluster_is_the_cli_estimate(spec: ptplan.ProjectSpec,
+                                                   tmp_path: Path) -> None:
+    """``ptplan.estimate(..., cluster=...)`` is ``ptplan estimate --cluster`` (issue #39)."""
+    report = ptplan.estimate(spec, cluster="64xH100")
+    assert "cluster_run" in report
+    assert as_json(report) == cli_json(tmp_path, "estimate", GRPO, "--cluster", "64xH100")
+    for pools in ("rollout=16,update=48", {"rollout": 16, "update": 48}):
+        split = ptplan.estimate(GRPO, cluster="64xH100", gpus_per_node=8, pipeline="sync",
+                                pools=pools)
+        assert as_json(split) == cli_json(tmp_path, "estimate", GRPO, "--cluster", "64xH100",
+                                          "--gpus-per-node", "8", "--pipeline", "sync",
+                                          "--pools", "rollout=16,update=48")
+    sft = ptplan.estimate(EX / "sft-8b.yaml", cluster="16xH100", pipeline="colocated")
+    assert as_json(sft) == cli_json(tmp_path, "estimate", EX / "sft-8b.yaml", "--cluster",
+                                    "16xH100")
+    with pytest.raises(ptplan.InputError, match=r"^cluster 64H100: use NxGPU"):
+        ptplan.estimate(spec, cluster="64H100")
+    with pytest.raises(ptplan.InputError, match=r"^cluster 64xH100 with gpus"):
+        ptplan.estimate(spec, gpus=["H100"], cluster="64xH100")
+    with pytest.raises(ptplan.InputError, match=r"^pipeline sync: only with cluster"):
+        ptplan.estimate(spec, pipeline="sync")
+    with pytest.raises(ptplan.InputError, match=r"^pipeline: unknown value 'asyn'"):
+        ptplan.estimate(spec, cluster="64xH100", pipeline="asyn")  # type: ignore[arg-type]
+    with pytest.raises(ptplan.InputError, match=r"^pools: a colocated run"):
+        ptplan.estimate(spec, cluster="64xH100", pools="rollout=8,update=8")
+
+
 def test_render_writes_what_the_cli_writes(grpo_plan: ptplan.Plan, spec: ptplan.ProjectSpec,
                                            plan_file: Path, tmp_path: Path) -> None:
     written = ptplan.render(grpo_plan, "all", tmp_path / "api", spec=spec, check=True)
