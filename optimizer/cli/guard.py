@@ -61,6 +61,10 @@ def guard(
     target: str = typer.Option(None, "--target", help="\"NAME>=VALUE\" (or <=): the metric "
                                "the run is for."),
     window: float = typer.Option(24.0, "--window", help="Burn rate over the last HOURS."),
+    against: str = typer.Option("expected", "--against", help="expected (the plan's budget, "
+                                "else its total cost) or upper (the upper end of the plan's "
+                                "80 % interval, never above the budget): what warn_at and "
+                                "stop_at are shares of."),
     since: str = typer.Option(None, "--since", help="As `ptplan spend`."),
     until: str = typer.Option(None, "--until", help="As `ptplan spend`."),
     by: By = typer.Option(By.hour, "--by", help="Billing periods of the pull: hour or day."),
@@ -94,22 +98,25 @@ def guard(
 
 
 def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | None,
-           window: float, since: str | None, until: str | None, by: By, bq_table: str | None,
-           run_start: str | None, endpoint: str | None, cache: Path | None, cached: bool,
-           act: bool, dry_run: bool, namespace: str, cluster: str, kubeconfig: str | None,
-           gcp_project: str | None, act_endpoint: str | None, fmt: TableOrJson,
-           output: Path | None) -> int:
+           window: float, against: str, since: str | None, until: str | None, by: By,
+           bq_table: str | None, run_start: str | None, endpoint: str | None,
+           cache: Path | None, cached: bool, act: bool, dry_run: bool, namespace: str,
+           cluster: str, kubeconfig: str | None, gcp_project: str | None,
+           act_endpoint: str | None, fmt: TableOrJson, output: Path | None) -> int:
     from ptplan.core.errors import InputError
     from ptplan.core.yamlio import read_mapping
     from ptplan.planfile.load import load_plan
     from ptplan.planfile.tags import group_tag_value
     from ptplan.spend.bill import iso, parse_instant
     from ptplan.spend.curve import spend_report
-    from ptplan.spend.guard import decide, parse_target
+    from ptplan.spend.guard import AGAINST, decide, parse_target
 
     if dry_run and not act:
         raise InputError("--dry-run: only with --act (it prints the calls --act would make)")
     goal = parse_target(target) if target else None
+    if against not in AGAINST:
+        raise InputError(f"--against: unknown value {against!r}; use one of "
+                         f"{', '.join(AGAINST)}")
     plan = load_plan(plan_file)
     if spend_from in ("aws", "gcp"):
         from ptplan.cli.spend import pull_spend
@@ -132,7 +139,7 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
                 names = sorted({m.name for m in ms if m.kind == "eval"})
                 raise InputError(f"--target: no metric {goal.name!r} in {metrics!r}; its eval "
                                  f"metrics are {', '.join(names[:8]) or 'none'}")
-    result = decide(plan, series, hours, steps_done, goal, points, window)
+    result = decide(plan, series, hours, steps_done, goal, points, window, against)
     incomplete = None
     if act and result["decision"] == "stop":
         from ptplan.spend.act import INCOMPLETE_EXIT, calls, carry_out, targets_for
@@ -162,5 +169,6 @@ def _guard(plan_file: Path, spend_from: str, metrics: str | None, target: str | 
         _emit(guard_text(result, plan.spec_name), output)
     if incomplete:
         typer.echo(f"error: {incomplete}", err=True)
-    info(f"guard: {result['decision']} (exit {result['exit_code']})")
+    info(f"guard: {result['decision']} (exit {result['exit_code']}); thresholds "
+         f"{result['thresholds_from']}")
     return int(result["exit_code"])

@@ -15,6 +15,9 @@ Figures (docs/spend.md):
 * forecast at completion ``F = A + r · hours left`` (earned-value EAC with the recent burn);
 * thresholds: the plan's ``budget_warn_usd`` / ``budget_stop_usd`` (budget × the policy's
   ``warn_at`` / ``stop_at``); a plan without a budget uses its own total cost × those shares;
+  ``against="upper"``: those shares of the upper end of the plan's 80 % interval (its
+  ``uncertainty.total_cost_usd[1]``; a plan without one: fixed costs + the time-billed cost ×
+  the model's high multiplier), never above the budget's own thresholds;
 * target ``NAME>=VALUE`` (or ``<=``): reached when the latest value meets it; its trajectory is
   the least-squares line through the last ``TREND_POINTS`` values, extrapolated to step ``S``.
 
@@ -152,22 +155,66 @@ def checked_series(series: list[tuple[float, float]], where: str = "spend series
     return out
 
 
-def thresholds(plan: Plan) -> tuple[float, float, str]:
-    fix = "the plan file is damaged: make it again with ptplan plan"
-    if plan.budget_warn_usd is not None and plan.budget_stop_usd is not None:
-        return (_number(plan.budget_warn_usd, "plan budget_warn_usd", fix),
-                _number(plan.budget_stop_usd, "plan budget_stop_usd", fix), "the plan's budget")
+AGAINST = ("expected", "upper")
+"""What the thresholds are set against: the plan's expected figures (its budget, else its
+total cost) or the upper end of its 80 % interval."""
+_FIX = "the plan file is damaged: make it again with ptplan plan"
+
+
+def upper_cost(plan: Plan) -> tuple[float, float, str]:
+    """(level, the plan's upper cost, where it came from): its ``uncertainty`` when it carries
+    one, else fixed costs + the time-billed cost (compute, boot disks, CPU pools) × the high
+    multiplier of the model's interval for its method."""
+    from ptplan.demand.fit import model_interval
+
+    unc = getattr(plan, "uncertainty", None)
+    if unc is not None:
+        hi = _number(unc.total_cost_usd[1], "plan uncertainty.total_cost_usd", _FIX)
+        return float(unc.level), hi, f"the upper end of the plan's {unc.level * 100:g} % interval"
+    iv = model_interval(plan.method)
+    total = _number(plan.total_cost_usd, "plan total_cost_usd", _FIX)
+    timed = sum(_number(x or 0, f"plan {name}", _FIX) for name, x in (
+        ("compute_cost_usd", plan.compute_cost_usd), ("disk_cost_usd", plan.disk_cost_usd),
+        ("cpu_cost_usd", plan.cpu_cost_usd)))
+    timed = min(timed, total)
+    return (iv.level, total - timed + timed * iv.high,
+            f"the upper end of the model's {iv.level * 100:g} % interval (×{iv.high:g} on the "
+            "time-billed cost; the plan carries none)")
+
+
+def thresholds(plan: Plan, against: str = "expected") -> tuple[float, float, str]:
+    """(warn $, stop $, the basis in words)."""
+    if against not in AGAINST:
+        raise InputError(f"--against: unknown value {against!r}; use one of "
+                         f"{', '.join(AGAINST)}")
     shares = plan.policy.get("budget", {}) if isinstance(plan.policy, dict) else {}
-    total = _number(plan.total_cost_usd, "plan total_cost_usd", fix)
-    warn_at = _number(shares.get("warn_at", 0.8), "plan policy budget.warn_at", fix)
-    stop_at = _number(shares.get("stop_at", 1.0), "plan policy budget.stop_at", fix)
+    warn_at = _number(shares.get("warn_at", 0.8), "plan policy budget.warn_at", _FIX)
+    stop_at = _number(shares.get("stop_at", 1.0), "plan policy budget.stop_at", _FIX)
+    budget: tuple[float, float, str] | None = None
+    if plan.budget_warn_usd is not None and plan.budget_stop_usd is not None:
+        budget = (_number(plan.budget_warn_usd, "plan budget_warn_usd", _FIX),
+                  _number(plan.budget_stop_usd, "plan budget_stop_usd", _FIX),
+                  "the plan's budget")
+    if against == "upper":
+        _, hi, where = upper_cost(plan)
+        warn, stop = hi * warn_at, hi * stop_at
+        basis = f"against {where}, ${hi:,.2f}"
+        if budget is None:
+            return warn, stop, basis + " (no budget in the plan)"
+        if budget[1] <= stop:
+            return (min(warn, budget[0]), budget[1],
+                    f"{basis}, capped by the plan's budget (its stop ${budget[1]:,.2f})")
+        return min(warn, budget[0]), stop, basis + " (below the plan's budget)"
+    if budget is not None:
+        return budget
+    total = _number(plan.total_cost_usd, "plan total_cost_usd", _FIX)
     return (total * warn_at, total * stop_at, "the plan's total cost (no budget in the plan)")
 
 
 def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
            steps_done: int | None, target: Target | None = None,
            target_points: list[tuple[int, float]] | None = None,
-           window: float = DEFAULT_WINDOW_HOURS) -> dict[str, Any]:
+           window: float = DEFAULT_WINDOW_HOURS, against: str = "expected") -> dict[str, Any]:
     """The guard's numbers, reasons and decision (see the module doc for every formula)."""
     window = _number(window, "--window", "give a positive number of hours, e.g. --window 24",
                      strict=True)
@@ -195,7 +242,7 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         left = max(0.0, plan.makespan_hours - hours)
         basis = f"no progress data: the plan's {plan.makespan_hours:.2f} h less {hours:g} h"
     forecast = spent + burn * left
-    warn_usd, stop_usd, source = thresholds(plan)
+    warn_usd, stop_usd, source = thresholds(plan, against)
     reasons: list[tuple[str, str]] = []
     latest = projected = None
     reached = False
@@ -246,7 +293,7 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
                         "read the spend, so it trips (check the bill and the plan)"))
     if not any(level != "ok" for level, _ in reasons):
         reasons.append(("ok", f"on track: {money}; warn ${warn_usd:,.2f}, stop "
-                        f"${stop_usd:,.2f}"))
+                        f"${stop_usd:,.2f} ({source})"))
     decision = max((level for level, _ in reasons), key=LEVELS.__getitem__)
     return {
         "decision": decision, "exit_code": LEVELS[decision],
@@ -256,7 +303,7 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         "billed_to_hours": round(edge, 4),
         "steps_done": steps_done, "steps": total_steps, "hours_left": _out(left, 4),
         "forecast_usd": _out(forecast, 2), "warn_usd": _out(warn_usd, 2),
-        "stop_usd": _out(stop_usd, 2), "thresholds_from": source,
+        "stop_usd": _out(stop_usd, 2), "thresholds_from": source, "against": against,
         "plan_total_usd": plan.total_cost_usd,
         "target": None if target is None else {
             "name": target.name, "op": target.op, "value": target.value, "latest": latest,
