@@ -24,9 +24,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ptplan.demand import fitting  # noqa: E402
-from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
-from ptplan.demand.fit import (  # noqa: E402
+from ptplan.core.fit import (  # noqa: E402
     LEVEL,
     applies,
     family,
@@ -34,6 +32,8 @@ from ptplan.demand.fit import (  # noqa: E402
     identity_fit,
     using,
 )
+from ptplan.demand import fitting  # noqa: E402
+from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
 from ptplan.spec.project import parse_spec  # noqa: E402
 
 CASES = ROOT / "validation"

@@ -31,19 +31,39 @@ _RAW: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(autouse=True)
+def _fitted_module(module: Any) -> bool:
+    marks = getattr(module, "pytestmark", [])
+    marks = marks if isinstance(marks, list) else [marks]
+    return any(getattr(m, "name", "") == "fitted" for m in marks)
+
+
+@pytest.fixture(autouse=True, scope="module")
 def _physics_only(request: pytest.FixtureRequest):
     """Tests of the demand model's physics, the planner and the outputs run the model without
-    the suite-fitted factors (``ptplan.demand.fit.identity_fit``): their expected figures come
-    from formulas. Tests of the calibrated model (the validation suite, the targets, the CLI as
-    shipped) carry ``@pytest.mark.fitted`` and run with the stored fit. Forked planner workers
-    inherit the choice."""
-    if request.node.get_closest_marker("fitted") is not None:
+    the suite-fitted factors (``ptplan.core.fit.identity_fit``): their expected figures come
+    from formulas. A module marked ``pytestmark = pytest.mark.fitted`` (the validation suite,
+    the targets, the plan's interval) runs with the stored fit, and so do its module-scoped
+    fixtures: this fixture is module-scoped and autouse, so it is in force before them. Forked
+    planner workers inherit the choice."""
+    from ptplan.core.fit import identity_fit, using
+
+    if _fitted_module(request.module):
         yield
         return
-    from ptplan.demand.fit import identity_fit, using
-
     with using(identity_fit()):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _fitted_test(request: pytest.FixtureRequest):
+    """A single test marked ``@pytest.mark.fitted`` in a physics module runs with the stored
+    fit (its function-scoped fixtures too)."""
+    from ptplan.core.fit import load_fit, using
+
+    if request.node.get_closest_marker("fitted") is None or _fitted_module(request.module):
+        yield
+        return
+    with using(load_fit()):
         yield
 
 

@@ -230,7 +230,7 @@ def test_plan_risk_already_met_costs_nothing() -> None:
 def test_plan_risk_covers_the_models_uncertainty_and_says_which_dominates() -> None:
     """The quantile holds the model's interval as well as spot interruptions (the examples'
     spot nodes are rarely interrupted, so the model dominates), and says what each adds."""
-    from ptplan.demand.fit import model_interval
+    from ptplan.core.fit import model_interval
 
     args = ("plan", str(ROOT / "examples/grpo-7b.yaml"), "--risk", "p90", "--trials", "4000",
             "--format", "json", "--no-timings")

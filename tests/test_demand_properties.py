@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ptplan.core.errors import InputError
+from ptplan.core.fit import model_interval
 from ptplan.demand.cluster import ClusterRun, run_on_cluster
-from ptplan.demand.fit import model_interval
 from ptplan.spec.project import parse_spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from ptplan.cli.app import app
 from ptplan.core.cluster_option import cluster_request, default_pipeline, parse_cluster
 from ptplan.core.errors import InputError
+from ptplan.core.fit import model_interval
 from ptplan.demand.cluster import run_on_cluster
-from ptplan.demand.fit import model_interval
 from ptplan.report.tables import REFERENCE_NOT_CLUSTER
 from ptplan.spec.project import load_spec
 

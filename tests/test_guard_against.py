@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 from ptplan.core.errors import InputError
-from ptplan.demand.fit import model_interval
+from ptplan.core.fit import model_interval
 from ptplan.planfile.schema import Plan
 from ptplan.spend.guard import LEVELS, decide, thresholds, upper_cost
 

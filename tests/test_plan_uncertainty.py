@@ -2,7 +2,7 @@
 ``uncertainty`` rule of ``check`` (a tampered plan fails, the real one passes), the outputs that
 show it (plan table and --explain, pareto, compare, HTML), and its narrowing by a team's own
 ledger runs (``runs calibrate`` records each run's rate). Expectations are computed from
-:func:`ptplan.demand.fit.model_interval`, never hard-coded: the stored fit moves."""
+:func:`ptplan.core.fit.model_interval`, never hard-coded: the stored fit moves."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 import ptplan
 from ptplan.cli.app import app
-from ptplan.demand.fit import LEVEL, model_interval
+from ptplan.core.fit import LEVEL, model_interval
 from ptplan.planfile.fields import usd
 from ptplan.planfile.rules_uncertainty import check_uncertainty
 from ptplan.planfile.schema import SCHEMA_VERSION, Plan

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from test_simulate import L, R, run_model
 
 from ptplan.core.errors import InputError
-from ptplan.demand.fit import model_interval
+from ptplan.core.fit import model_interval
 from ptplan.risk.model import PoolModel, RunModel, scaled
 from ptplan.risk.runner import run_trials
 from ptplan.risk.tighten import Candidate, RiskOptions, sources

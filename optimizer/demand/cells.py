@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ptplan.core import fit
 from ptplan.core.hardware import BYTES_PER_PARAM, GPU, HIGH_PRECISIONS, PRECISIONS
-from ptplan.demand import fit
 from ptplan.demand import inference as inf
 from ptplan.demand import training as tr
 from ptplan.demand.decode import (
@@ -190,7 +190,7 @@ class Timing:
     step takes the longer of its decode and its prefill, not their sum."""
     fixed_seconds: float = 0.0
     """Wall seconds whatever the pool: the framework's per-step time outside the modelled
-    phases (:func:`ptplan.demand.fit.step_overhead`), carried by the update."""
+    phases (:func:`ptplan.core.fit.step_overhead`), carried by the update."""
 
     def busy_seconds(self, gpus: np.ndarray | float, replica_gpus: int | None = None
                      ) -> np.ndarray:

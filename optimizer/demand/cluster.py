@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptplan.core.errors import InputError
+from ptplan.core.fit import model_interval
 from ptplan.core.hardware import resolve_gpu
-from ptplan.demand.fit import model_interval
 from ptplan.demand.model import Demand, build_demand
 from ptplan.demand.rates import PhaseRate, phase_rates
 from ptplan.policies.model import Policy, default_policy

@@ -1,6 +1,6 @@
 """Fitting the demand model's efficiency factors on published runs, with leave-one-out honesty.
 
-Each case is decomposed once, with the unfitted model (:func:`ptplan.demand.fit.identity_fit`),
+Each case is decomposed once, with the unfitted model (:func:`ptplan.core.fit.identity_fit`),
 into the seconds per step of each factor family on its pool. A family's factor divides its
 time, and the per-step overhead adds to the update, so the prediction under any factors is a
 closed form of that decomposition (:func:`predict`): the same arithmetic the demand model does

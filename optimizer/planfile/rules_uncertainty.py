@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ptplan.demand.fit import LEVEL, model_interval
+from ptplan.core.fit import LEVEL, model_interval
 from ptplan.planfile.rules_base import close, money
 from ptplan.planfile.schema import Plan
 from ptplan.planfile.uncertainty import (

@@ -152,7 +152,7 @@ MoneyPair = Annotated[list[Money], Field(min_length=2, max_length=2)]
 class Uncertainty(StrictModel):
     """Schema 8: the plan's 80 % interval (:mod:`ptplan.planfile.uncertainty`). The demand
     model's interval (``model_factor``: multipliers on the job's time from the leave-one-out
-    errors of the validation suite, :func:`ptplan.demand.fit.model_interval`), narrowed where
+    errors of the validation suite, :func:`ptplan.core.fit.model_interval`), narrowed where
     the team's own ledger runs measured a phase (``calibrated_share`` of the GPU-hours), is
     ``factor``; the makespan × factor, and total = fixed + ``time_cost_usd`` × factor."""
 

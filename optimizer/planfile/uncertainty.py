@@ -1,6 +1,6 @@
 """The plan's 80 % interval (schema 8, ``uncertainty``; the rule: :mod:`rules_uncertainty`).
 
-The demand model's interval for the plan's method (:func:`ptplan.demand.fit.model_interval`:
+The demand model's interval for the plan's method (:func:`ptplan.core.fit.model_interval`:
 multipliers [L, H] on the job's time, the empirical 10th and 90th percentiles of the
 leave-one-out errors of the validation suite) applies to every phase the model predicts. A
 phase calibrated from the team's own ledger runs (``calibration[]`` with ``run_rates`` from at
@@ -30,7 +30,7 @@ from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 
-from ptplan.demand.fit import model_interval
+from ptplan.core.fit import model_interval
 from ptplan.planfile.fields import usd
 from ptplan.planfile.schema import CalibrationRecord, Plan
 from ptplan.planfile.schema_items import Uncertainty

@@ -1,6 +1,6 @@
 """The demand model's own uncertainty in the simulation (``plan --risk pNN``; docs/simulate.md).
 
-The model's 80 % interval (:func:`ptplan.demand.fit.model_interval`, from the leave-one-out
+The model's 80 % interval (:func:`ptplan.core.fit.model_interval`, from the leave-one-out
 errors of the validation suite) says the job's true time lies in [low × x, high × x] with 80 %
 probability. The simulation draws one job-time multiplier per trial from the lognormal whose
 10th and 90th percentiles are ``low`` and ``high``::
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ptplan.core.errors import InputError
-from ptplan.demand.fit import LEVEL, model_interval
+from ptplan.core.fit import LEVEL, model_interval
 from ptplan.planfile.schema import Plan
 from ptplan.risk.model import RunModel
 

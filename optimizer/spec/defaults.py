@@ -110,7 +110,7 @@ def _agent_defaults(spec: ProjectSpec) -> list[str]:
 
 def _fitted_defaults(spec: ProjectSpec) -> list[str]:
     """The suite-fitted efficiency factors this job's phases take (docs/demand-model.md §7)."""
-    from ptplan.demand.fit import applies, family, load_fit
+    from ptplan.core.fit import applies, family, load_fit
 
     fit = load_fit()
     eff = spec.efficiency

@@ -165,7 +165,7 @@ def upper_cost(plan: Plan) -> tuple[float, float, str]:
     """(level, the plan's upper cost, where it came from): its ``uncertainty`` when it carries
     one, else fixed costs + the time-billed cost (compute, boot disks, CPU pools) × the high
     multiplier of the model's interval for its method."""
-    from ptplan.demand.fit import model_interval
+    from ptplan.core.fit import model_interval
 
     unc = getattr(plan, "uncertainty", None)
     if unc is not None:
