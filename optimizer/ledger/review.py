@@ -15,10 +15,12 @@ cents until printed. The recommendation is only stated with the recorded figures
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from ptplan.core.fit import model_interval
 from ptplan.ledger.records import RunRecord, cents, usd
 
 GROUPINGS = ("method", "family", "project")
@@ -151,7 +153,61 @@ def _run_json(row: RunRow, th: Thresholds) -> dict[str, Any]:
                 None if g is None else _per_point(row.actual, g),
             "general_change": _r(row.general), "eval_share": _r(row.eval_share()),
             "rework_usd": usd(row.rework), "reworked_by": sorted(row.reworked_by),
-            "tco_usd": usd(row.tco), "flags": row.flags(th)}
+            "tco_usd": usd(row.tco), "flags": row.flags(th), **interval_json(r)}
+
+
+def _pair(raw: Any) -> tuple[float, float] | None:
+    try:
+        lo, hi = (float(v) for v in raw)
+    except (TypeError, ValueError):
+        return None
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi else None
+
+
+def planned_interval(r: RunRecord) -> dict[str, Any] | None:
+    """The run's plan's 80 % interval of cost and hours: its ``uncertainty`` when the plan
+    carries one, else the demand model's interval for the run's method applied as the plan
+    would (hours × [low, high]; cost = fixed + time-billed (compute, boot disks, CPU pools;
+    the whole total when the plan lists none of them) × [low, high]); None without a plan."""
+    plan = r.plan or {}
+    unc = plan.get("uncertainty")
+    if isinstance(unc, dict):
+        cost, hours = _pair(unc.get("total_cost_usd")), _pair(unc.get("makespan_hours"))
+        level = unc.get("level")
+        if cost and hours and isinstance(level, (int, float)):
+            return {"level": float(level), "usd": list(cost), "hours": list(hours),
+                    "basis": str(unc.get("basis") or "the plan's uncertainty")}
+    if r.planned_cost_usd is None or r.planned_hours is None or not plan:
+        return None
+    iv = model_interval(r.method)
+    try:
+        total = float(r.planned_cost_usd)
+        keys = [k for k in ("compute_cost_usd", "disk_cost_usd", "cpu_cost_usd") if k in plan]
+        timed = min(total, sum(float(plan[k] or 0) for k in keys)) if keys else total
+    except (TypeError, ValueError):
+        return None
+    fixed = total - timed
+    return {"level": iv.level, "usd": [fixed + timed * iv.low, fixed + timed * iv.high],
+            "hours": [r.planned_hours * iv.low, r.planned_hours * iv.high],
+            "basis": f"the model's interval for {r.method} (the plan carries none): {iv.basis}"}
+
+
+def interval_json(r: RunRecord) -> dict[str, Any]:
+    """``planned_interval`` (level, usd and hours [low, high], basis) and ``within_interval``
+    (cost, hours: whether the actual landed inside; None where it is not known)."""
+    iv = planned_interval(r)
+    if iv is None:
+        return {"planned_interval": None, "within_interval": {"cost": None, "hours": None}}
+    lo, hi = iv["usd"]
+    actual = r.actual_cents / 100
+    cost = lo - 0.005 <= actual <= hi + 0.005 if r.costs else None
+    hours = None if r.wall_hours is None else \
+        iv["hours"][0] - 1e-9 <= r.wall_hours <= iv["hours"][1] + 1e-9
+    return {"planned_interval": {"level": iv["level"], "usd": [usd(round(lo * 100)),
+                                                               usd(round(hi * 100))],
+                                 "hours": [round(iv["hours"][0], 4), round(iv["hours"][1], 4)],
+                                 "basis": iv["basis"]},
+            "within_interval": {"cost": cost, "hours": hours}}
 
 
 def _key(row: RunRow, by: str) -> str:

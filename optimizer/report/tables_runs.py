@@ -82,8 +82,37 @@ def _sections(rv: dict[str, Any]) -> tuple[list[tuple[str, list[str], list[list[
     return tables, footer
 
 
+RUN_INTERVAL = ["run", "planned $", "80 % $", "actual $", "in?", "planned h", "80 % h",
+                "wall h", "in?"]
+
+
+def _interval_section(rv: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Each run's planned figures with the plan's 80 % interval and whether the actual landed
+    inside it (the review JSON's ``planned_interval`` and ``within_interval``)."""
+    def yes(x: bool | None) -> str:
+        return "-" if x is None else "yes" if x else "no"
+
+    rows = []
+    for r in rv["runs"]:
+        iv, w = r.get("planned_interval"), r.get("within_interval") or {}
+        if iv is None:
+            continue
+        rows.append([r["id"], _s(r["planned_usd"]), f"{iv['usd'][0]}–{iv['usd'][1]}",
+                     _s(r["actual_usd"]), yes(w.get("cost")), _s(r["planned_hours"]),
+                     f"{iv['hours'][0]:g}–{iv['hours'][1]:g}", _s(r["wall_hours"]),
+                     yes(w.get("hours"))])
+    if not rows:
+        return []
+    inside = sum(1 for r in rv["runs"] if (r.get("within_interval") or {}).get("cost"))
+    known = sum(1 for r in rv["runs"]
+                if (r.get("within_interval") or {}).get("cost") is not None)
+    return [(f"runs: planned with the 80 % interval (actual cost inside for {inside} of "
+             f"{known})", RUN_INTERVAL, rows)]
+
+
 def review_table(rv: dict[str, Any]) -> str:
     tables, footer = _sections(rv)
+    tables += _interval_section(rv)
     out = ["ptplan runs review: method-cost-benefit\n"]
     out += [text_table(header, rows, caption) for caption, header, rows in tables]
     return "".join(out) + "".join(line + "\n" for line in footer)
@@ -91,6 +120,7 @@ def review_table(rv: dict[str, Any]) -> str:
 
 def review_markdown(rv: dict[str, Any]) -> str:
     tables, footer = _sections(rv)
+    tables += _interval_section(rv)
     out = ["# ptplan runs review: method-cost-benefit\n"]
     for caption, header, rows in tables:
         out.append(f"\n## {caption}\n\n{md_table(header, rows)}")
