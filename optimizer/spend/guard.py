@@ -161,6 +161,11 @@ total cost) or the upper end of its 80 % interval."""
 _FIX = "the plan file is damaged: make it again with ptplan plan"
 
 
+def _cents(x: float) -> float:
+    """Money rounded to the cent it is shown at (non-finite values kept: they trip the guard)."""
+    return round(x, 2) if math.isfinite(x) else x
+
+
 def upper_cost(plan: Plan) -> tuple[float, float, str]:
     """(level, the plan's upper cost, where it came from): its ``uncertainty`` when it carries
     one, else fixed costs + the time-billed cost (compute, boot disks, CPU pools) × the high
@@ -242,6 +247,9 @@ def decide(plan: Plan, series: list[tuple[float, float]], hours: float,
         left = max(0.0, plan.makespan_hours - hours)
         basis = f"no progress data: the plan's {plan.makespan_hours:.2f} h less {hours:g} h"
     forecast = spent + burn * left
+    # decide on the figures as shown (cents): an interpolation at a vanishing hour may land a
+    # hair under a threshold it meets (Hypothesis: $999.9999… shown as $1,000.00 at stop $1,000)
+    spent, forecast = _cents(spent), _cents(forecast)
     warn_usd, stop_usd, source = thresholds(plan, against)
     reasons: list[tuple[str, str]] = []
     latest = projected = None
