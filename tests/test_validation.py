@@ -150,3 +150,15 @@ def test_prediction_within_band(suite, case: v.Case) -> None:
     ratio = res.ratio[case.id]
     lo, hi = case.band
     assert lo <= ratio <= hi, f"{case.id}: ratio {ratio:.2f} outside [{lo}, {hi}]"
+
+
+def test_readme_states_the_stored_fit() -> None:
+    """README's figures are the stored fit's (rewrite them with the fit)."""
+    fit = json.loads(v.FIT_FILE.read_text(encoding="utf-8"))
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    iv = fit["intervals"]
+    for fragment in (f"{fit['in_sample']['geomean_ratio']:.2f} fitted",
+                     f"{fit['in_sample']['within_1_5x']} of {fit['cases']} runs within 1.5×",
+                     f"RL ×{iv['rl']['low']:.2f}–{iv['rl']['high']:.2f}",
+                     f"SFT ×{iv['sft']['low']:.2f}–{iv['sft']['high']:.2f}"):
+        assert fragment in text, fragment
