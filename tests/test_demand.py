@@ -611,7 +611,9 @@ QWEN7B = ModelBlock(params_b=7.6, layers=28, hidden_size=3584, heads=28, kv_head
                     head_dim=128)
 N7 = 7.6e9
 COMPUTE_7B = 6 * N7 / (989.4e12 * 0.25)
-"""GPU-seconds per trained token at MFU 0.25 on an H100 (bf16, no attention term)."""
+"""GPU-seconds per trained token at MFU 0.25 on an H100 (bf16, no attention term). The roofline
+factor of compute-bound work (docs/demand-model.md §3.12, s + (1 − s)·R at bf16) is 1 here: R is
+the GPU's peak ÷ HBM bandwidth relative to H100's own 989.4 TFLOPS ÷ 3.35 TB/s."""
 
 
 def job_7b(longest: int, tokens_per_step: float, model: ModelBlock = QWEN7B,
@@ -717,7 +719,14 @@ def test_moe_expert_all_to_all_per_token() -> None:
                      kv_heads=4, head_dim=128, experts_per_token=8)
     job = job_7b(4096, 1e6, model=moe, flops=6 * 3e9)
     lay = tr.Layout(tp=1, cp=1, pp=1, dp=8, zero=1, offload=False)
-    compute = 6 * 3e9 / (989.4e12 * 0.25)  # FLOPs of the active parameters
+    # docs/demand-model.md §3.12 (MoE expert-parallel straggler): the expert share of compute,
+    # 1 − attention ÷ active parameters with attention L·h·Q·(2H + 2K) per model, takes
+    # moe_load_imbalance (default 1.5) times its balanced time
+    attention = 48 * 2048 * 128 * (2 * 32 + 2 * 4)
+    expert_share = 1 - attention / 3e9
+    assert expert_share == pytest.approx(0.698, abs=1e-3)
+    straggler = (1 - expert_share) + expert_share * 1.5
+    compute = 6 * 3e9 * straggler / (989.4e12 * 0.25)  # FLOPs of the active parameters
     a2a = 4 * 8 * 2048 * 2 * 48  # dispatch + combine, forward + backward, k experts, 2 B
     assert timed(job, lay).seconds_per_token_per_gpu == pytest.approx(compute + a2a / 450e9)
     assert timed(job, lay, spans=True).seconds_per_token_per_gpu == pytest.approx(
@@ -737,8 +746,13 @@ def test_update_phase_time_adds_its_parts_on_the_pool() -> None:
     fwd_tps = cells["old_logprob"].tokens_per_second_per_gpu
     curve = cells["actor"].curve
     # floor: one longest sequence's forward and one longest micro-batch's forward + backward
-    # per step (one epoch, one mini-batch), whatever the pool
-    floor = 300 * (512 + 8192) / fwd_tps + 300 * cells["actor"].single_seconds
+    # per step (one epoch, one mini-batch), whatever the pool; the micro-batch's sequence is
+    # split over sp ranks (docs/demand-model.md §3.12, sequence parallel in the update floor:
+    # the largest power of two ≤ 8 and ≤ 8,704 ÷ 4,096 dividing Qwen2.5-7B's 28 query heads,
+    # on a layout of cp 1: 2)
+    assert actor.model.query_heads == 28 and cells["actor"].layout.cp == 1
+    sp = 2
+    floor = 300 * (512 + 8192) / fwd_tps + 300 * cells["actor"].single_seconds / sp
     assert pc.timing.floor_seconds == pytest.approx(floor)
     for g in (1, 2, 8, 16, 64):
         t = fwd.tokens / fwd_tps / g + actor.tokens * curve.at(g).seconds_per_token_per_gpu / g

@@ -87,19 +87,35 @@ def test_train_job_by_hand() -> None:
         == pytest.approx(1_572_864_000 / 300, rel=1e-12)
 
 
+def _sequence_parallel(longest: float, query_heads: int, layout_cp: int) -> int:
+    """docs/demand-model.md §3.12 (sequence parallel in the update floor): the floor's longest
+    sequence is split over sp ranks, the largest power of two ≤ 8 (one node), ≤ longest ÷
+    4,096 tokens and dividing the query heads; the layout's own cp already splits it (its
+    single-sequence time counts that), so the floor divides by sp ÷ cp, at least 1."""
+    sp = max(k for k in (1, 2, 4, 8) if k == 1 or (longest / k >= 4096 and query_heads % k == 0))
+    return max(1, sp // layout_cp)
+
+
 def test_part_floors_by_hand() -> None:
     """A training part's floor is steps × epochs × mini-batches × one longest micro-batch
-    (300 × 2 × 4 × its single-sequence seconds); SFT counts one optimizer step per step; a
-    prefill part has none; a scoring pass is runs × the longest sequence ÷ (tokens/s/GPU ×
-    replica GPUs) (OPD's 32.8 B teacher on two H100s: 150 × 17,408 tokens)."""
+    (300 × 2 × 4 × its single-sequence seconds), that sequence split over sequence-parallel
+    ranks (§3.12: 8,704 tokens ÷ 4,096 ≥ 2 and 28 query heads: sp 2, on a cp 1 layout); SFT
+    counts one optimizer step per step (2,048 tokens: sp 1); a prefill part has none; a
+    scoring pass is runs × the longest sequence ÷ (tokens/s/GPU × replica GPUs) (OPD's 32.8 B
+    teacher on two H100s: 150 × 17,408 tokens)."""
     h100 = resolve_gpu("H100", "gpu")
     d = _demand("grpo-7b.yaml", update_epochs=2, mini_batches_per_step=4)
     actor = _part(d, "update", "actor")
     c = cell(actor, h100, "bf16", d.spec)
-    assert _part_floor(d, actor, c) == pytest.approx(300 * 2 * 4 * c.single_seconds, rel=1e-12)
+    assert actor.longest == 8704 and actor.model.query_heads == 28 and c.layout.cp == 1
+    sp = _sequence_parallel(actor.longest, actor.model.query_heads, c.layout.cp)
+    assert sp == 2
+    assert _part_floor(d, actor, c) == pytest.approx(300 * 2 * 4 * c.single_seconds / sp,
+                                                     rel=1e-12)
     sft = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
     s_actor = _part(sft, "update", "actor")
     sc = cell(s_actor, h100, "bf16", sft.spec)
+    assert _sequence_parallel(s_actor.longest, s_actor.model.query_heads, sc.layout.cp) == 1
     assert _part_floor(sft, s_actor, sc) == pytest.approx(sft.steps * sc.single_seconds,
                                                           rel=1e-12)
     prefill = _part(d, "rollout", "prefill")

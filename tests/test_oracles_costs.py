@@ -90,6 +90,10 @@ def test_small_plan_compute_by_hand(small: Plan) -> None:
         + _money(p.disk_cost_usd), abs=0.011)
 
 
+BLOCK_TIER = {"aws": (0.08, "ebs_gp3"), "gcp": (0.10, "pd_balanced")}
+"""The cheapest block tier ($/GB-month, name) per provider in the embedded catalog."""
+
+
 def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
     """Each allocation's $/h is the catalog offer's price (looked up by place, type and
     capacity), each pool holds its nodes for the whole run, compute = Σ pools, and each pool's
@@ -107,11 +111,13 @@ def test_example_pools_priced_from_the_catalog(grpo: Plan) -> None:
             assert a.hours == p.makespan_hours
         assert pool.cost_usd == cents(hourly * p.makespan_hours)
         total += hourly * p.makespan_hours
-        # its boot disks: 200 GB (default policy) x the catalog's block tier (pd-balanced
-        # $0.10/GB-month for this GCP plan) / 730 h, for every held hour
+        # its boot disks: 200 GB (default policy) x the catalog's block tier of the pool's
+        # provider (EBS gp3 $0.08/GB-month on AWS, pd-balanced $0.10 on GCP) / 730 h, for every
+        # held hour. Since the roofline of compute-bound work (docs/demand-model.md §3.12) this
+        # plan holds AWS nodes (A100 p4d for rollout and scoring, B200 for the update).
         block = min(t.usd_per_gb_month for t in embedded_catalog().storage_tiers
                     if t.provider == pool.provider and t.access == "block")
-        assert block == 0.10 and pool.disk_tier == "pd_balanced"
+        assert (block, pool.disk_tier) == BLOCK_TIER[pool.provider]
         assert pool.disk_cost_usd == cents(pool.nodes * 200 * block / 730.0 * p.makespan_hours)
         disks += float(pool.disk_cost_usd)
     assert abs(float(p.disk_cost_usd) - disks) <= 0.005 * len(p.pools)

@@ -2,11 +2,12 @@
 (``optimizer/demand/inference.py``; docs/demand-model.md §4; issue #27, the survivors of the
 whole-module mutation run, docs/testing.md).
 
-t_iter(b, c) = max(t_mem, t_cmp) + t_fixed with t_mem = (W + b·c·kv) / (g·BW·MBU) and
+t_iter(b, c) = max(t_mem, t_cmp) + t_fixed + t_tp with t_mem = (W + b·c·kv) / (g·BW·MBU) and
 t_cmp = b·2N / (g·peak_q·eff) + b·4·L·H·Q·c / (g·peak_16·eff), peak_16 the bf16 peak, else
-fp16, else the precision's own. Inputs are the round-number engines of
-``tests/inference_engines.py``; the unit factors (TB/s and TFLOPS = 1e12, billions = 1e9) are
-exact, so several checks hold to 1e-13.
+fp16, else the precision's own; t_tp the tensor-parallel all-reduce bytes of a replica of
+g > 1 GPUs (§3.12). Prefill takes the roofline factor f_q of §3.12. Inputs are the round-number
+engines of ``tests/inference_engines.py``; the unit factors (TB/s and TFLOPS = 1e12, billions =
+1e9) are exact, so several checks hold to 1e-13.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from ptplan.demand.inference import (
 )
 
 TIGHT = 1e-13
+
+
+def roofline(peak_tflops: float, bw_tbps: float) -> float:
+    """R of docs/demand-model.md §3.12 (roofline of each GPU): the GPU's reference peak ÷ its
+    HBM bandwidth, relative to H100's 989.4 TFLOPS ÷ 3.35 TB/s. The non-GEMM share (1 − s) of
+    compute-bound time scales by it: f_q = s·peak_ref/peak_q + (1 − s)·R."""
+    return (peak_tflops * 1e12 / (bw_tbps * 1e12)) / (989.4e12 / 3.35e12)
 
 
 def test_memory_bound_iteration_in_exact_units() -> None:
@@ -67,13 +75,20 @@ def test_attention_runs_at_the_16_bit_peak(peaks: dict[str, float], attention: f
 def test_fixed_costs_add_to_the_iteration() -> None:
     """2 ms step overhead, eager launches 2 layers × 45 µs, a 2-GPU replica inside a node:
     2 × 2 layers × 10 µs all-reduce: 2.13 ms on top of t_mem (2 GB over 2 × 1e12 B/s = 1 ms,
-    plus 1 × 1,000 × 1,000 B = 0.5 µs)."""
+    plus 1 × 1,000 × 1,000 B = 0.5 µs). The all-reduce bytes come on top (§3.12): 2 layers × 2
+    all-reduces × 1 sequence × 256 hidden × 2 B × 2(2 − 1)/2 = 2,048 B per GPU over the
+    32 GB/s PCIe of a GPU without a scale-up link: 64 ns."""
     e = engine()
     e2 = type(e)(**{**e.__dict__, "gpus": 2,
                     "eff": eff(decode_step_overhead_ms=2.0, cuda_graphs=False)})
     assert e2.fixed_seconds == pytest.approx(2e-3 + 90e-6 + 40e-6, rel=1e-12, abs=0)
+    # docs/demand-model.md §3.12 (engines that span nodes: TP bytes): the decode iteration adds
+    # 2·L·b·h·2 B·2(g − 1)/g per GPU over the link (§5.3: the scale-up link, else PCIe
+    # `pcie_gb_per_s` = 32 GB/s; the network only when the replica spans nodes)
+    tp_bytes = 2 * 2 * 1 * 256 * 2.0 * 2 * (2 - 1) / 2
+    assert tp_bytes == 2048.0
     assert float(e2.iteration_seconds(1, 1000)) == pytest.approx(
-        (2e9 + 1e6) / 2e12 + 2.13e-3, rel=1e-12, abs=0)
+        (2e9 + 1e6) / 2e12 + 2.13e-3 + tp_bytes / 32e9, rel=1e-12, abs=0)
 
 
 def test_bound_at_the_tie_and_a_hair_either_side() -> None:
@@ -91,37 +106,53 @@ def test_bound_at_the_tie_and_a_hair_either_side() -> None:
 
 
 def test_prefill_seconds_per_token_by_hand() -> None:
-    """(2N + 4·L·H·Q·T) / (g × 16-bit peak × efficiency): a 1,000-parameter model (2,000
-    FLOPs a token) on 2 GPUs of 100 TFLOPS bf16 at 0.5: 2e3 / 1e14 = 2e-11 s without attention
-    (no 1-FLOP placeholder), 4e-11 s at an explicit 0.25; with attention at T = 1,000 tokens
-    (2,048,000 FLOPs) 2.05e-8 s."""
+    """(2N + 4·L·H·Q·T) · f_q / (g × 16-bit peak × efficiency): a 1,000-parameter model (2,000
+    FLOPs a token) on 2 GPUs of 100 TFLOPS bf16 at 0.5: 2e3 / 1e14 = 2e-11 s × f without
+    attention (no 1-FLOP placeholder), 4e-11 s × f at an explicit 0.25; with attention at
+    T = 1,000 tokens (2,048,000 FLOPs) 2.05e-8 s × f. At bf16 f = s + (1 − s)·R (§3.12):
+    0.55 + 0.45 × (100 / 2) ÷ (989.4 / 3.35) ≈ 0.626 on this compute-poor, 2 TB/s GPU."""
     g = gpu({"bf16": 100.0})
     m = model(1e-6)
     off = eff(attention_flops=False)
+    # docs/demand-model.md §3.3 × §3.12: the non-GEMM share of compute-bound time follows HBM
+    f = 0.55 + 0.45 * roofline(100.0, 2.0)
+    assert f == pytest.approx(0.62618, rel=1e-5)
     assert prefill_seconds_per_token(m, g, "bf16", 2, off, 1000.0) == pytest.approx(
-        2e-11, rel=1e-12, abs=0)
+        2e-11 * f, rel=1e-12, abs=0)
     assert prefill_seconds_per_token(m, g, "bf16", 2, off, 1000.0, 0.25) == pytest.approx(
-        4e-11, rel=1e-12, abs=0)
+        4e-11 * f, rel=1e-12, abs=0)
     assert prefill_seconds_per_token(m, g, "bf16", 2, eff(), 1000.0) == pytest.approx(
-        2.05e-8, rel=1e-12, abs=0)
+        2.05e-8 * f, rel=1e-12, abs=0)
 
 
 def test_prefill_at_low_precision_speeds_up_only_the_gemm_share() -> None:
-    """fp8 at twice the bf16 peak with a GEMM share of 0.5: 0.5 × 0.5 + 0.5 = 0.75 of the bf16
-    time (Amdahl), 1.5e-11 s for the 2,000 FLOPs above."""
+    """fp8 at twice the bf16 peak with a GEMM share of 0.5: 0.5 × 0.5 + 0.5·R of the bf16-peak
+    time (Amdahl, the non-GEMM half at the GPU's roofline ratio R, §3.12), 2e-11 s × that for
+    the 2,000 FLOPs above. On a GPU with H100's ops:byte ratio (R = 1) it is 0.75."""
     g = gpu({"bf16": 100.0, "fp8": 200.0})
     e = eff(attention_flops=False, gemm_time_share=0.5)
-    assert precision_time_factor(g, "fp8", e) == pytest.approx(0.75, rel=1e-15, abs=0)
+    # docs/demand-model.md §3.12: f_q = s·peak_ref/peak_q + (1 − s)·R
+    f = 0.5 * 0.5 + 0.5 * roofline(100.0, 2.0)
+    assert precision_time_factor(g, "fp8", e) == pytest.approx(f, rel=1e-15, abs=0)
     assert prefill_seconds_per_token(model(1e-6), g, "fp8", 2, e, 10.0) == pytest.approx(
-        1.5e-11, rel=1e-12, abs=0)
+        2e-11 * f, rel=1e-12, abs=0)
+    # H100's own ratio (989.4 TFLOPS over 3.35 TB/s): R = 1, the plain Amdahl 0.75
+    h100_like = gpu({"bf16": 989.4, "fp8": 1978.8}, bw_tbps=3.35)
+    assert precision_time_factor(h100_like, "fp8", e) == pytest.approx(0.75, rel=1e-15, abs=0)
 
 
 def test_precision_time_factor_is_the_exact_peak_ratio() -> None:
     """With the whole time in GEMMs (share 1) the factor is the peak ratio: 1,000 / 2,000 TFLOPS
-    = 0.5 exactly (1e15 / 2e15 in binary floating point)."""
+    = 0.5 exactly (1e15 / 2e15 in binary floating point). At the reference precision the GEMM
+    share runs at 1 and the rest at R = (1,000 / 2) ÷ (989.4 / 3.35) ≈ 1.693 (§3.12): this
+    2 TB/s GPU has more FLOP/s per byte than H100, so its memory-bound kernels take longer."""
     g = gpu({"bf16": 1000.0, "fp8": 2000.0})
     assert precision_time_factor(g, "fp8", eff(gemm_time_share=1.0)) == 0.5
-    assert precision_time_factor(g, "bf16", eff(gemm_time_share=0.3)) == pytest.approx(1.0)
+    # docs/demand-model.md §3.12: s·1 + (1 − s)·R at the reference precision
+    r = roofline(1000.0, 2.0)
+    assert r == pytest.approx(1.69294, rel=1e-5)
+    assert precision_time_factor(g, "bf16", eff(gemm_time_share=0.3)) == pytest.approx(
+        0.3 + 0.7 * r, rel=1e-15, abs=0)
 
 
 @pytest.mark.parametrize(("peaks", "expected"), [

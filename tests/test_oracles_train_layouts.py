@@ -212,10 +212,12 @@ def test_state_that_fits_no_layout_is_refused() -> None:
 
 def test_the_chosen_cells_within_a_node_and_across_nodes() -> None:
     """FSDP, optimizer never offloaded, fp32 on nodes of 2 GPUs: 16 GB of state over 10 GB
-    free needs dp 2, the whole node. fp32 compute: 6e9 × (0.55 × 1,000/500 + 0.45) /
-    (1e15 × 0.5) = 1.86e-5 s per token. The gathers, 3 × 1e9 × 2 B × 1/2 / 1e11 = 0.03 s per
-    1,024-token micro-batch within the node (2.9296875e-5 s per token), bind; across nodes all
-    of it over 50 GB/s: 0.12 s, 1.171875e-4 s per token. Memory 16e9/2 + 16 MiB."""
+    free needs dp 2, the whole node. fp32 compute: 6e9 × (0.55 × 1,000/500 + 0.45·R) /
+    (1e15 × 0.5) ≈ 1.929e-5 s per token, R = (1,000 TFLOPS / 3 TB/s) ÷ (989.4 / 3.35) the
+    roofline ratio of the non-GEMM share (docs/demand-model.md §3.12). The gathers, 3 × 1e9 ×
+    2 B × 1/2 / 1e11 = 0.03 s per 1,024-token micro-batch within the node (2.9296875e-5 s per
+    token), bind; across nodes all of it over 50 GB/s: 0.12 s, 1.171875e-4 s per token. Memory
+    16e9/2 + 16 MiB."""
     job = _small_job(4e9, 12e9)
     eff = Efficiency(train_backend="fsdp", optimizer_offload="never")
     curve = choose_layout(job, _gpu(), "fp32", eff, 10e9 + ACT32, 2)
@@ -229,8 +231,13 @@ def test_the_chosen_cells_within_a_node_and_across_nodes() -> None:
     assert inside.seconds_per_token_per_gpu == pytest.approx(0.03 / 1024, rel=1e-12, abs=0)
     assert across.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12, abs=0)
     assert inside.memory_gb_per_gpu == pytest.approx((8e9 + ACT32) / GB, rel=1e-12, abs=0)
-    compute = 6e9 * (0.55 * 2 + 0.45) / (1e15 * 0.5)
-    assert compute == pytest.approx(1.86e-5, rel=1e-12, abs=0)
+    # docs/demand-model.md §3.12 (roofline of each GPU): f_q = s·peak_ref/peak_q + (1 − s)·R,
+    # R = (peak ÷ HBM bandwidth) ÷ H100's (989.4 TFLOPS ÷ 3.35 TB/s), s = 0.55 (default)
+    roofline = (1000e12 / 3e12) / (989.4e12 / 3.35e12)
+    assert roofline == pytest.approx(1.12862, rel=1e-5)
+    compute = 6e9 * (0.55 * 2 + 0.45 * roofline) / (1e15 * 0.5)
+    assert compute == pytest.approx(1.92946e-5, rel=1e-5)
+    assert compute < 0.03 / 1024  # the gathers still bind
     assert inside.single_sequence_seconds == pytest.approx(1024 * compute, rel=1e-12, abs=0)
     assert curve.smallest is inside and curve.at(2) is inside
     # four GPUs span two nodes: dp 4, every gather over the network, a quarter of the state

@@ -3,10 +3,13 @@ formulas of ``optimizer/demand/training.py``'s docstring (docs/demand-model.md �
 imports only data types and the functions under test, never a second package function to
 compute an expected value.
 
-The GPU is made up so the arithmetic is short: 1,000 dense bf16 TFLOPs (500 at fp32), a
-100 GB/s scale-up link, Hopper (so 50 GB/s per GPU across nodes). The model has N = 1e9
-parameters, 4 layers of hidden size 1,024; a job trains at 6·N FLOPs per token and MFU 0.5, so
-one token costs 6e9 / (1e15 × 0.5) = 1.2e-5 GPU-seconds at bf16.
+The GPU is made up so the arithmetic is short: 1,000 dense bf16 TFLOPs (500 at fp32), 3 TB/s
+of HBM, a 100 GB/s scale-up link, Hopper (so 50 GB/s per GPU across nodes). The model has
+N = 1e9 parameters, 4 layers of hidden size 1,024; a job trains at 6·N FLOPs per token and MFU
+0.5, so one token costs 6e9 / (1e15 × 0.5) = 1.2e-5 GPU-seconds at bf16 times the roofline
+factor s + (1 − s)·R of compute-bound work (docs/demand-model.md §3.12: the non-GEMM share
+1 − s = 0.45 scales with the GPU's ops:byte ratio against H100's, R = (1,000 / 3) ÷ (989.4 /
+3.35) ≈ 1.1286), ≈ 1.2695e-5.
 
 Per token (GPU-seconds): compute × (1 + (pp − 1)/m) + TP traffic, m = max(1, tokens per step
 / (dp × micro-batch tokens)); TP traffic tp·16·h·(tp − 1)/tp·L / link; ZeRO-3 gathers
@@ -38,8 +41,13 @@ from ptplan.spec.project import Efficiency, ModelBlock
 GIB = 2.0 ** 30
 EXACT = 1e-12
 """Relative tolerance, with abs=0: pytest's default absolute 1e-12 would swamp seconds of 1e-5."""
-COMPUTE = 6e9 / (1e15 * 0.5)
-"""GPU-seconds per token at bf16 on the made-up GPU."""
+# docs/demand-model.md §3.12 (roofline of each GPU): compute-bound time × [s·peak_ref/peak_q +
+# (1 − s)·R], R = (peak ÷ HBM bandwidth) ÷ H100's (989.4 TFLOPS ÷ 3.35 TB/s), s =
+# gemm_time_share (default 0.55); at bf16 peak_ref/peak_q = 1
+ROOFLINE = (1000e12 / 3e12) / (989.4e12 / 3.35e12)
+BF16_FACTOR = 0.55 + (1 - 0.55) * ROOFLINE
+COMPUTE = 6e9 * BF16_FACTOR / (1e15 * 0.5)
+"""GPU-seconds per token at bf16 on the made-up GPU (§5.3 compute with f_q of §3.12)."""
 
 
 def _gpu() -> GPU:
@@ -68,9 +76,9 @@ def test_zero3_gathers_bind_with_both_offloads_on_a_2x2x2x2_layout() -> None:
     """tp = cp = pp = dp = 2 (16 GPUs) on nodes of 16: the gathers stay inside the node.
 
     1,024-token micro-batches, 2,048 tokens per step: m = 2,048 / (2 × 1,024) = 1, bubble
-    (2 − 1)/1 = 1, so compute 2 × 1.2e-5; TP 2·16·1,024·(1/2)·4 / 1e11 = 6.5536e-7 s.
+    (2 − 1)/1 = 1, so compute 2 × COMPUTE; TP 2·16·1,024·(1/2)·4 / 1e11 = 6.5536e-7 s.
     Gathers: shard 1e9 / 4 = 2.5e8, 3 × 2.5e8 × 2 B × 1/2 / 1e11 = 7.5e-3 s per micro-batch
-    per GPU, × 8 / 1,024 tokens = 5.859375e-5 s per token: more than the 2.465536e-5 of compute
+    per GPU, × 8 / 1,024 tokens = 5.859375e-5 s per token: more than the ≈2.6e-5 of compute
     and TP, so it binds. Optimizer offload: shard 1e9 / 8 = 1.25e8, 1.25e8 × 4 / 32e9 +
     1.25e8 / 0.4e9 = 0.328125 s per step, × 16 GPUs / 2,048 tokens. Parameter offload:
     3 × (2e9 / 16) / 32e9 × 8 / 1,024."""
