@@ -44,8 +44,6 @@ GAPS = {
                                      "frameworks (unfitted 1.27)",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "
                                      "factor for every framework",
-    "openrlhf-ppo-codellama-34b-8xa800": "as the OpenRLHF 70B case: OpenRLHF's 2023 benchmark "
-                                         "generation is far slower than its engines' model",
     "openrlhf-ppo-llama2-70b-16xa800": "as the OpenRLHF 7B case, in the other direction: the "
                                        "rank-0 broadcast and vLLM TP over A800s",
 }

@@ -66,7 +66,8 @@ def train_job(part: Part, spec: ProjectSpec) -> tr.TrainJob:
         per_opt = part.tokens / max(1, spec.total_steps) / spec.update_epochs \
             / (d.mini_batches_per_step or 1)
     mfu = eff.train_mfu if spec.method == "sft" else eff.rl_train_mfu
-    return tr.TrainJob(m, part.flops_per_token, wg, opt, part.longest, per_opt, mfu)
+    params = (4.0 if part.lora_rank else 6.0) * m.active_b * 1e9
+    return tr.TrainJob(m, part.flops_per_token, wg, opt, part.longest, per_opt, mfu, params)
 
 
 def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: int = 0,

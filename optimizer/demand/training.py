@@ -85,6 +85,9 @@ class TrainJob:
     """Tokens of the longest sequence (activation memory, latency floor)."""
     tokens_per_optimizer_step: float
     mfu: float
+    param_flops_per_token: float = 0.0
+    """The parameter GEMMs' share of ``flops_per_token`` (6N, or 4N with LoRA): what the MoE
+    straggler slows (the attention-score FLOPs are not routed to experts)."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,8 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
     layout). ``spans_nodes``: the pool is larger than a node, so data parallelism grows across
     nodes and its traffic crosses the inter-node network."""
     m = job.model
-    compute = job.flops_per_token * precision_time_factor(gpu, precision, eff) \
-        * moe_straggler_factor(m, eff) / (reference_peak(gpu) * job.mfu)
+    flops = job.flops_per_token + job.param_flops_per_token * (moe_straggler_factor(m, eff) - 1.0)
+    compute = flops * precision_time_factor(gpu, precision, eff) / (reference_peak(gpu) * job.mfu)
     micro_tokens = eff.micro_batch_size * job.longest
     # pipeline bubble (p − 1)/m, m = micro-batches per optimizer step per pipeline
     micro = max(1.0, job.tokens_per_optimizer_step / (lay.dp * micro_tokens))

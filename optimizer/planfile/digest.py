@@ -19,6 +19,9 @@ LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
 """``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
 unset, so that the plans made before them still match their specs."""
 LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
+LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5}
+"""``efficiency`` fields added with schema 8 (issue #39): left out of the digest at their
+default, so that a spec that does not set them keeps its digest."""
 """Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when
 unset, so that a spec without them keeps its digest."""
 
@@ -43,6 +46,11 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
         spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
                                            if not (k in LATER_SPEC_FIELDS and v is None)}}
+    eff = spec_dump.get("efficiency")
+    if isinstance(eff, dict) and any(eff.get(k) == v for k, v in LATER_EFFICIENCY_DEFAULTS.items()):
+        spec_dump = {**spec_dump, "efficiency": {
+            k: v for k, v in eff.items()
+            if not (k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k])}}
     cal = spec_dump.get("calibration")
     if isinstance(cal, list) and any(isinstance(c, dict) and "run_rates" in c for c in cal):
         # schema 8: an entry's run_rates, left out when unset (specs keep their digests)
