@@ -1,8 +1,10 @@
 """The GPU and storage ``catalog_match`` rules at their edges (issue #27 item 5: the surviving
 mutants of ``optimizer/planfile/rules_catalog.py``, docs/testing.md).
 
-Each test plans the GRPO example (``examples/grpo-7b.yaml``) on the embedded snapshot, breaks
-one recorded fact and asserts the exact lines of :func:`check_against_catalog`. The expected
+Each test reads the GRPO example's plan on the embedded snapshot as it was made before issue #39
+moved the demand model (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, frozen: the catalog
+rules compare recorded offers and prices, which do not depend on the demand model), breaks one
+recorded fact and asserts the exact lines of :func:`check_against_catalog`. The expected
 "the catalog says" figures are read from the catalog's own rows (the input), never from the
 rule. The plan: rollout on 1 x a3-highgpu-2g spot in zone us-west4-a, scoring on g2-standard-4
 and g2-standard-8 spot in us-west4-a (two allocations of one pool), update on
@@ -14,24 +16,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
-
-from conftest import example_dict
 
 from ptplan.core.numbers import round_float
 from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
 from ptplan.planfile.schema import Plan
-from ptplan.planner.api import plan
 from ptplan.providers.base import Catalog, Offer
 from ptplan.providers.embedded import embedded_catalog
-from ptplan.spec.project import parse_spec
+
+FROZEN = Path(__file__).parent / "data" / "plans" / "grpo-7b-gcp-catalog-edges.json"
 
 
 def _plan_json() -> dict[str, Any]:
-    """Planned in each test (never cached: mutmut forks every mutant from one parent process,
+    """Read in each test (never cached: mutmut forks every mutant from one parent process,
     docs/testing.md)."""
-    p = plan(parse_spec(example_dict("grpo-7b.yaml")), embedded_catalog(), timings=False)
-    return json.loads(p.to_json())
+    data: dict[str, Any] = json.loads(FROZEN.read_text(encoding="utf-8"))
+    return data
 
 
 def _pool(d: dict[str, Any], name: str) -> list[dict[str, Any]]:

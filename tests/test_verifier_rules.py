@@ -145,7 +145,8 @@ def b_makespan(p: Plan_) -> None:
 
 def b_storage(p: Plan_) -> None:
     """An item billed below its tier's minimum duration (its cost still GB-months × price)."""
-    _item(p["storage"], "data_class", "retained_checkpoints")["min_days"] = 90
+    item = _item(p["storage"], "data_class", "retained_checkpoints")
+    item["min_days"] = float(item.get("min_days") or 0) + 90  # beyond what it is billed for
 
 
 def b_storage_price(p: Plan_) -> None:
@@ -176,7 +177,7 @@ def b_totals_total(p: Plan_) -> None:
 
 def b_other_costs(p: Plan_) -> None:
     """Schema 6: an other-cost line whose cost is not quantity × rate (the totals follow it)."""
-    p["schema_version"] = 6
+    p["schema_version"] = max(6, p["schema_version"])
     p["other_costs"] = [{"name": "ops", "basis": "per_hour", "quantity": p["makespan_hours"],
                          "usd_per_unit": 10.0, "cost_usd": "1.00"}]
     p["other_cost_usd"] = "1.00"
@@ -185,7 +186,7 @@ def b_other_costs(p: Plan_) -> None:
 
 def b_cpu_pools(p: Plan_) -> None:
     """Schema 7: a CPU pool whose cost is not node-hours × rate (the totals follow it)."""
-    p["schema_version"] = 7
+    p["schema_version"] = max(7, p["schema_version"])
     held = p["makespan_hours"]
     p["cpu_pools"] = [{"name": "sandbox", "basis": "held", "vcpus_needed": 64.0,
                        "memory_gib_needed": 128.0, "vcpu_hours": 0.0, "provider": p["provider"],
@@ -311,7 +312,8 @@ def b_multinode(p: Plan_) -> None:
 
 
 def b_pool_cap(p: Plan_) -> None:
-    p["max_nodes_per_pool"] = 2
+    """A pool-size cap below the largest pool's nodes."""
+    p["max_nodes_per_pool"] = max(q["nodes"] for q in p["pools"]) - 1
 
 
 def b_shared_cap(p: Plan_) -> None:
@@ -631,6 +633,13 @@ def test_rule_fires_through_check(case: str, tmp_path: Path) -> None:
         _mirror(bad)
     if family != "catalog_match":  # a break of a catalog fact is also a catalog_match one
         bad["catalog"]["notes"] = [*bad["catalog"]["notes"], "test: edited catalog"]
+    if (family != "uncertainty" and bad.get("uncertainty") is not None
+            and bad.get("schema_version", 0) >= 8):
+        # the interval follows the broken figures, so that only the broken invariant fires
+        from ptplan.planfile.uncertainty import with_uncertainty
+
+        bad["uncertainty"] = json.loads(
+            with_uncertainty(Plan.model_validate(bad)).to_json())["uncertainty"]
     code, out = _check(tmp_path, bad)
     assert code == 1, out
     lines = [x for x in out.splitlines() if x.startswith("violation: ")]
