@@ -109,6 +109,10 @@ def _perturbed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PhaseRate, "busy_array", busy_array)
 
 
+def _without_pruned(text: str) -> str:
+    return re.sub(r'"?options_pruned"?[:=]\s*"?\d+', "options_pruned", text)
+
+
 @pytest.mark.parametrize("fmt", ["json", "html"])
 def test_plan_bytes_do_not_depend_on_the_last_bits(fmt: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +122,10 @@ def test_plan_bytes_do_not_depend_on_the_last_bits(fmt: str, tmp_path: Path,
     with monkeypatch.context() as m:
         _perturbed(m)
         noisy = cli(args, tmp_path / f"b.{fmt}")
-    assert noisy == plain
+    # known exception (issue #39 closing note): the search statistic options_pruned can move
+    # by a near-tie in busy time broken in the last bit (the busy grid's order); the plan and
+    # every figure of it may not
+    assert _without_pruned(noisy) == _without_pruned(plain)
 
 
 def test_perturbation_reaches_the_unrounded_figures(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,7 +144,12 @@ def test_perturbation_reaches_the_unrounded_figures(monkeypatch: pytest.MonkeyPa
         _perturbed(m)
         seen.append(plan(EX / "grpo-7b.yaml", timings=False).to_json())
     assert seen[0] != seen[1]
-    assert round_floats(json.loads(seen[0])) == round_floats(json.loads(seen[1]))
+    a, b = (json.loads(x) for x in seen)
+    # the search's statistics (options kept and pruned) may differ by an exact tie broken in
+    # the last bit; the plan and every figure of it may not
+    for d in (a, b):
+        d["solver"].pop("options_pruned")
+    assert round_floats(a) == round_floats(b)
 
 
 def test_the_plan_in_memory_is_the_plan_printed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,6 +227,7 @@ def test_golden_html_data_has_12_digits(path: Path) -> None:
     for name, text in blocks:
         assert_rounded(json.loads(text), f"{path.name} #{name}")
     visible = re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    visible = re.sub(r"sha256:[0-9a-f]+", "sha256:", visible)  # digests are not numbers
     long = re.findall(r"\d\.?\d{13,}", visible)
     assert not long, f"{path.name}: numbers with more than 12 digits in the page: {long[:5]}"
 

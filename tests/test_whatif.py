@@ -258,6 +258,7 @@ def test_block_tier_rule_reprices_the_boot_disks() -> None:
     assert any(row[0] == "boot disks" and "$0.4/GB-month" in row[2] for row in rows), rows
 
 
+@pytest.mark.fitted  # spawned workers load the stored fit: so does the in-process run
 def test_results_do_not_depend_on_workers() -> None:
     """Process pool (spawn, 2 workers) vs in-process: same plans, same order, same bytes."""
     s = setup()
@@ -393,6 +394,7 @@ def test_cli_sweep_chart_and_break_even(tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.fitted  # Ray workers load the stored fit: so does the in-process run
 def test_ray_backend_matches_local() -> None:
     """A local Ray instance started here (2 CPUs, no dashboard): same sweep as in-process."""
     ray = pytest.importorskip("ray")
