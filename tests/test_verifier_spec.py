@@ -222,9 +222,9 @@ def test_missing_layout_is_a_layout_mismatch() -> None:
 # ---- the policy the plan records ---------------------------------------------------------------
 
 def test_recorded_policy_forbids_the_phase_precision() -> None:
-    """The GRPO plan's rollout runs fp8; a recorded policy that allows only bf16 for rollout (and
+    """The OPD plan's rollout runs fp8; a recorded policy that allows only bf16 for rollout (and
     says nothing of other phases) makes that precision not allowed, for rollout only."""
-    plan, spec = _example("grpo-7b")
+    plan, spec = _example("opd-8b-from-32b")
     assert _phase(plan, "rollout")["precision"] == "fp8"
     bad = copy.deepcopy(plan)
     bad["policy"]["phases"]["rollout"]["precisions"] = ["bf16"]
@@ -236,7 +236,7 @@ def test_recorded_policy_forbids_the_phase_precision() -> None:
 def test_figures_are_recomputed_under_the_recorded_policy() -> None:
     """fp8 KV cache (``kv_cache_fp8``) halves the KV bytes of the fp8 rollout and so changes its
     batch and busy hours: the plan, made without it, does not match under a policy with it."""
-    plan, spec = _example("grpo-7b")
+    plan, spec = _example("opd-8b-from-32b")
     assert plan["policy"]["kv_cache_fp8"] is False
     bad = copy.deepcopy(plan)
     bad["policy"]["kv_cache_fp8"] = True
