@@ -15,6 +15,7 @@ import random
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from ptplan.campaign.handover import Pricer, output
@@ -133,8 +134,33 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_example_campaign_is_optimal_over_its_frontiers(campaign: dict) -> None:
-    """Brute force over the example's real frontiers with its real hand-over prices."""
+@pytest.fixture(scope="module")
+def tight_campaign(campaign: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The example with a deadline that binds: 60 % of the longest path through each stage's
+    slowest (cheapest) frontier point, so that the brute force has a real choice to make (the
+    example's own 24 h no longer binds since issue #39's demand model: every stage's cheapest
+    point now fits it)."""
+    st = campaign["stages"]
+    after = {s["name"]: s["after"] for s in st}
+    slow = {s["name"]: max(r["makespan_hours"] for r in s["frontier"]) for s in st}
+    hours = round(0.6 * longest_path([s["name"] for s in st], after, slow)[0], 2)
+    raw = yaml.safe_load(EX.read_text(encoding="utf-8"))
+    raw["deadline_hours"] = hours
+    for stage in raw["stages"]:
+        stage["spec"] = str((EX.parent / stage["spec"]).resolve())
+    tmp = tmp_path_factory.mktemp("tight")
+    path = tmp / "campaign.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    out = tmp / "campaign.json"
+    result = runner.invoke(app, ["-q", "plan", str(path), "--format", "json", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_example_campaign_is_optimal_over_its_frontiers(tight_campaign: dict) -> None:
+    """Brute force over the example's real frontiers with its real hand-over prices, under a
+    deadline that binds."""
+    campaign = tight_campaign
     from ptplan.providers.registry import load_catalog
 
     st = campaign["stages"]

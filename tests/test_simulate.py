@@ -221,14 +221,17 @@ def spot_examples() -> list[tuple[str, Plan]]:
 
 def test_plan_pool_overheads_lie_in_the_simulated_ci(spot_examples: list) -> None:
     """With independent interruptions, each pool's planned busy time (its expected overhead
-    included) lies in the 95 % CI of the simulated mean busy time, and the plan's cost is the
-    simulated cost at its makespan."""
+    included) lies in the 95 % CI of the simulated mean busy time, to the planner's first-order
+    overhead model (docs/simulate.md §4: it drops the second-order terms of several
+    interruptions of one pool; 1e-3 relative, as the makespan test below), and the plan's cost
+    is the simulated cost at its makespan."""
     for name, p in spot_examples:
         model = build_model(p, async_buffer="unbounded")
         res = run_trials(model, 40_000, seed=11)
         for row in summarise(model, res, 40_000, 11)["pools"]:
             lo, hi = row["simulated_busy_ci95"]
-            assert lo - 1e-6 <= row["plan_busy_hours"] <= hi + 1e-6, (name, row)
+            slack = 1e-3 * row["plan_busy_hours"]
+            assert lo - slack <= row["plan_busy_hours"] <= hi + slack, (name, row)
         at_plan = model.base_cost_usd + model.usd_per_hour * model.plan_overhead_hours
         assert at_plan == pytest.approx(float(p.total_cost_usd), abs=1e-9)
 
