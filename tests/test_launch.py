@@ -100,10 +100,29 @@ def test_planned_job_is_launched() -> None:
                 "data.val_max_samples=500", "actor_rollout_ref.rollout.val_kwargs.n=4",
                 "actor_rollout_ref.rollout.gpu_memory_utilization=0.9",
                 "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra]",
-                "actor_rollout_ref.actor.use_kl_loss=True",
-                "actor_rollout_ref.rollout.quantization=fp8"):
+                "actor_rollout_ref.actor.use_kl_loss=True"):
         assert arg in w, arg
-    assert not any("engine_kwargs.vllm.quantization" in x for x in w)
+    # the example's plan rolls out in bf16 since issue #39: no quantization
+    golden = load_plan(CLI / "plan-grpo-7b.json")
+    assert next(p for p in golden.phases if p.name == "rollout").precision == "bf16"
+    assert "actor_rollout_ref.rollout.quantization=null" in w
+    # fp8 where the plan chose it: the same spec planned on GCP (tests/data/plans/grpo-gcp.json,
+    # gcp-only policy) rolls out in fp8
+    from dataclasses import replace
+
+    from ptplan.rendering.context import build_context
+    from ptplan.rendering.facts import facts_for
+    from ptplan.rendering.frameworks import parse_framework
+
+    plans = ROOT / "tests" / "data" / "plans"
+    fp8 = load_plan(plans / "grpo-gcp.json")
+    assert next(p for p in fp8.phases if p.name == "rollout").precision == "fp8"
+    facts = replace(facts_for(fp8, load_spec(str(plans / "grpo-gcp.spec.yaml"))),
+                    framework=parse_framework("verl==0.9"))
+    f = build_context(fp8, facts)["launch"]["words"]
+    assert "actor_rollout_ref.rollout.quantization=fp8" in f
+    for x in (w, f):
+        assert not any("engine_kwargs.vllm.quantization" in y for y in x)
     s = launch("sft-8b", "verl==0.9")["words"]
     assert "trainer.total_epochs=3" in s and "data.max_length=2048" in s
 

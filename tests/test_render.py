@@ -230,13 +230,17 @@ def test_launch_arguments_match_pools() -> None:
     assert args["actor_rollout_ref.rollout.nnodes"] == str(pools["rollout"].nodes)
     assert args["actor_rollout_ref.hybrid_engine"] == "False"
     rollout = next(p for p in plan.phases if p.name == "rollout")
+    # the engine the plan priced (docs/render.md, rollout_tp): its parallel_layout.tp, at least
+    # replica_gpus (the memory minimum), tensor-parallel within a node
+    engine = max(rollout.replica_gpus,
+                 rollout.parallel_layout.tp if rollout.parallel_layout else 1)
     assert args["actor_rollout_ref.rollout.tensor_model_parallel_size"] == \
-        str(rollout.replica_gpus)
+        str(min(engine, pools["rollout"].gpus_per_node))
     assert args["trainer.save_freq"] == str(spec_of("grpo-gcp").checkpoints.every_steps)
     assert args["trainer.total_training_steps"] == str(plan.steps)
     orl = render_plan(plan, "kuberay", spec_of("grpo-gcp"),
                       framework="openrlhf==0.11")[0]["launch/openrlhf.sh"]
-    engines = pools["rollout"].nodes * pools["rollout"].gpus_per_node // rollout.replica_gpus
+    engines = pools["rollout"].nodes * pools["rollout"].gpus_per_node // engine
     assert f"--vllm.num_engines={engines}" in orl
     assert f"--actor.num_gpus_per_node={pools['update'].gpus_per_node}" in orl
 
@@ -587,6 +591,9 @@ def _one_line(text: str) -> str:
 def test_cli_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     plan = str(PLANS / "grpo-gcp.json")
+    # the premise: a GCP plan (gcp-only policy, tests/data/plans/README.md), so terraform-aws is
+    # the other cloud's target
+    assert json.loads((PLANS / "grpo-gcp.json").read_text(encoding="utf-8"))["provider"] == "gcp"
     res = runner.invoke(app, ["render", plan, "--target", "terraform-aws", "-o", str(tmp_path)])
     assert res.exit_code == 2 and "terraform-gcp" in _one_line(res.output)
     res = runner.invoke(app, ["render", plan, "--target", "kuberey", "-o", str(tmp_path)])

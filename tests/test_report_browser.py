@@ -17,6 +17,7 @@ import io
 import json
 import shutil
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,19 @@ def _field(page: Any, key: str) -> str:
     return str(page.locator(f"[data-field='{key}']").first.inner_text())
 
 
+def _ranged(text: str, pair: list[Any] | None, level: float = 0.8) -> str:
+    """``text`` with the JSON's 80 % interval beside it, its ends in whole dollars
+    (``$910.19 (80 %: $607–$1,576)``; plan schema 8, pareto and compare schema 3)."""
+    if not pair:
+        return text
+    low, high = (Decimal(str(x)) for x in pair)
+    return f"{text} ({100 * level:.0f} %: ${low:,.0f}–${high:,.0f})"
+
+
+def _usd_interval(u: dict[str, Any] | None) -> list[Any] | None:
+    return u["total_cost_usd"] if u else None
+
+
 def _svg_text(page: Any) -> str:
     return str(page.evaluate("Array.from(document.querySelectorAll('figure.chart svg text'))"
                              ".map(t => t.textContent).join('\\n')"))
@@ -138,7 +152,8 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
     data = load(files[name][1][0])
     kind = page.evaluate("document.querySelector('article').dataset.kind")
     if kind == "plan":
-        assert _field(page, "total_cost_usd") == f"${data['total_cost_usd']}"
+        assert _field(page, "total_cost_usd") == _ranged(
+            f"${data['total_cost_usd']}", _usd_interval(data.get("uncertainty")))
         assert f"Cost by pool and capacity type (total ${data['total_cost_usd']})" in \
             _svg_text(page)
         last = page.locator("figure.chart + div.data tbody tr").nth(
@@ -148,7 +163,8 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
         assert _field(page, "cheapest_usd") == f"${data['cheapest_usd']}"
         shown = page.locator("article").first.locator(
             "figure.chart + div.data tbody tr td:nth-child(2)").all_inner_texts()
-        assert shown == [p["total_cost_usd"] for p in data["points"]]
+        assert shown == [_ranged(p["total_cost_usd"], _usd_interval(p.get("uncertainty")))
+                         for p in data["points"]]
         if len(files[name][1]) > 1:  # with its plan: the chosen plan is marked
             plan = load(files[name][1][1])
             assert _field(page, "chosen_total_cost_usd").startswith(
@@ -165,7 +181,9 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
         cells = page.locator("table:has(caption:text-is('candidates (as the terminal "
                              "table)')) tbody tr").all()
         assert [r.locator("td").nth(4).inner_text() for r in cells] == \
-            [f"{c['planned_cost_usd']:,.2f}" for c in data["candidates"]]
+            [_ranged(f"{c['planned_cost_usd']:,.2f}",
+                     c["interval"]["planned_cost_usd"] if c.get("interval") else None)
+             for c in data["candidates"]]
         assert [r.locator("td").nth(9).inner_text() for r in cells] == \
             [f"{c['expected_cost_usd']:,.2f}" for c in data["candidates"]]
     elif kind == "campaign":
@@ -173,8 +191,9 @@ def test_totals_shown_are_the_json_ones(loaded: dict[str, Loaded],
             assert _field(page, key) == f"${data[key]:,.2f}"
         # each stage's plan page follows, its total the stage plan's
         shown = page.locator("article[data-kind='plan'] [data-field='total_cost_usd']")
-        assert shown.all_inner_texts() == [f"${s['plan']['total_cost_usd']}"
-                                           for s in data["stages"]]
+        assert shown.all_inner_texts() == [
+            _ranged(f"${s['plan']['total_cost_usd']}", _usd_interval(s["plan"].get("uncertainty")))
+            for s in data["stages"]]
     elif kind == "review":
         for key in ("actual_usd", "planned_usd", "rework_usd", "tco_usd"):
             assert _field(page, key) == f"${data['totals'][key]}"

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +207,10 @@ def test_every_chart_has_its_table_and_every_total_is_the_json_one() -> None:
     assert len(pairs) == len(re.findall(r'<figure class="chart"', page)) == 7
     plan = load(CLI_GOLDEN / "plan-grpo-7b.json")
     res = load(CLI_GOLDEN / "reserve.json")
-    assert f'<dd data-field="total_cost_usd">${plan["total_cost_usd"]}</dd>' in page
+    # the total, then the plan's 80 % interval (schema 8 uncertainty) in whole dollars
+    low, high = (Decimal(x) for x in plan["uncertainty"]["total_cost_usd"])
+    assert (f'<dd data-field="total_cost_usd">${plan["total_cost_usd"]} '
+            f'(80 %: ${low:,.0f}–${high:,.0f})</dd>') in page
     assert (f'<dd data-field="expected_total_cost_usd">'
             f'${float(res["expected_total_cost_usd"]):,.2f}</dd>') in page
     # the plan's parts, as the chart draws them, add up to its total (each part is rounded to
@@ -221,10 +225,13 @@ def test_a_copy_of_a_report_keeps_its_figures() -> None:
     plan = load(CLI_GOLDEN / "plan-sft-8b.json")
     other = copy.deepcopy(plan)
     other["total_cost_usd"] = "1.23"
+    other["uncertainty"]["total_cost_usd"] = ["1.00", "2.00"]  # and its 80 % interval
     from ptplan.cli.report import html_page
 
-    assert '<dd data-field="total_cost_usd">$1.23</dd>' in html_page("plan", other)
-    assert '<dd data-field="total_cost_usd">$1.23</dd>' not in html_page("plan", plan)
+    dd = '<dd data-field="total_cost_usd">$1.23 (80 %: $1–$2)</dd>'
+    assert dd in html_page("plan", other)
+    assert dd not in html_page("plan", plan)
+    assert '<dd data-field="total_cost_usd">$1.23' not in html_page("plan", plan)
 
 
 @pytest.mark.parametrize("name,args", [

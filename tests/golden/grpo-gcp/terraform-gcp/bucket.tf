@@ -3,10 +3,10 @@
 
 resource "google_storage_bucket" "checkpoints" {
   name                        = var.bucket_name
-  location                    = "US-WEST4"
+  location                    = "NORTHAMERICA-NORTHEAST2"
   storage_class               = "STANDARD"
   uniform_bucket_level_access = true
-  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-0706a3", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
+  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-883430", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
 
   lifecycle_rule {
     action {

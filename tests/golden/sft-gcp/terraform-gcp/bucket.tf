@@ -5,7 +5,7 @@ resource "google_storage_bucket" "checkpoints" {
   location                    = "US-CENTRAL1"
   storage_class               = "STANDARD"
   uniform_bucket_level_access = true
-  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "sft", "ptplan-phase" = "checkpoint", "ptplan-plan" = "sft-8b-chat-2eac67", "ptplan-pool" = "storage", "ptplan-project" = "sft-8b-chat" }
+  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "sft", "ptplan-phase" = "checkpoint", "ptplan-plan" = "sft-8b-chat-1838ad", "ptplan-pool" = "storage", "ptplan-project" = "sft-8b-chat" }
 
   lifecycle_rule {
     action {

@@ -31,5 +31,5 @@ variable "bucket_name" {
 provider "google" {
   project        = var.project_id
   region         = "us-central1"
-  default_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "sft", "ptplan-phase" = "all", "ptplan-plan" = "sft-8b-chat-2eac67", "ptplan-pool" = "all", "ptplan-project" = "sft-8b-chat" }
+  default_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "sft", "ptplan-phase" = "all", "ptplan-plan" = "sft-8b-chat-1838ad", "ptplan-pool" = "all", "ptplan-project" = "sft-8b-chat" }
 }
