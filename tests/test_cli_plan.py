@@ -64,6 +64,14 @@ ALLOCATION_KEYS = {
 }
 
 
+pytestmark = pytest.mark.fitted
+"""``plan`` as shipped: the stored fit in this process and in the second process of the
+byte-identity test alike (tests/conftest.py)."""
+
+BOOT_DISK = {"aws": (0.08, "ebs_gp3"), "gcp": (0.10, "pd_balanced")}
+"""The embedded catalog's boot-disk tier and $/GB-month per provider (providers/data)."""
+
+
 def _invoke(*args: str) -> Any:
     return runner.invoke(app, list(args))
 
@@ -216,9 +224,10 @@ def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
         _money(p["storage_cost_usd"]) + _money(p["network_cost_usd"]) == total
     # schema 4: each pool's boot disks, nodes x GB x $/GB-month / 730 for the run
     disks = Decimal(0)
+    usd_gb_month, tier = BOOT_DISK[p["provider"]]
     for pool in p["pools"]:
-        assert pool["boot_disk_gb"] == 200 and pool["disk_tier"] == "pd_balanced"
-        rate = pool["nodes"] * 200 * 0.10 / 730.0
+        assert pool["boot_disk_gb"] == 200 and pool["disk_tier"] == tier
+        rate = pool["nodes"] * 200 * usd_gb_month / 730.0
         assert pool["disk_usd_per_hour"] == pytest.approx(rate, abs=1e-9)
         assert _money(pool["disk_cost_usd"]) == _money(f"{rate * p['makespan_hours']:.2f}")
         disks += _money(pool["disk_cost_usd"])
@@ -560,7 +569,7 @@ def test_plan_markdown_is_a_markdown_table(
     assert len(rows) == len(grpo_plan["pools"]) + 1 + storage_rows + network_rows + 1
     disks = rows[len(grpo_plan["pools"])]
     assert disks.startswith("| disks |") and grpo_plan["disk_cost_usd"] in disks \
-        and "pd_balanced" in disks
+        and BOOT_DISK[grpo_plan["provider"]][1] in disks
     if storage_rows:
         row = rows[-2 - network_rows]
         assert row.startswith("| storage |") and grpo_plan["storage_cost_usd"] in row
