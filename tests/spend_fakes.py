@@ -5,7 +5,9 @@ Cost Explorer (AWS JSON 1.1, ``AWSInsightsIndexService.GetCostAndUsage``, shapes
 ``jobs.get``), both aggregating one list of line items the way the real services do.
 
 Line items: the synthetic bill of ``tests/data/plans/grpo-aws.json`` / ``grpo-gcp.json`` run
-for hours starting 2026-12-01T00:00Z; the amounts are made up (not prices) so that actual and
+for hours starting 2026-12-01T00:00Z, one item per phase tag of the plans' pools with the pool's
+purchase type (both plans: rollout and scoring spot, update on demand; the GCP spot SKU is the
+H100 of grpo-gcp's a3-edgegpu pools); the amounts are made up (not prices) so that actual and
 planned differ by a figure the tests compute by hand."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 from local_server import Answer, LocalServer
 
 T0 = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+H100_SKU = "Nvidia H100 80GB GPU running in Americas"
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class Item:
     tags: tuple[tuple[str, str], ...]
     purchase_type: str  # Cost Explorer PURCHASE_TYPE value
     usd: float
-    sku: str = "Nvidia H100 80GB GPU running in Americas"
+    sku: str = H100_SKU
 
 
 def run_items(project: str, method: str, phases: dict[str, tuple[str, float]], hours: int,
@@ -42,9 +45,8 @@ def run_items(project: str, method: str, phases: dict[str, tuple[str, float]], h
             for phase, (ptype, usd) in phases.items():
                 out.append(Item(h, (*mine, ("ptplan-project", project),
                                     ("ptplan-method", method), ("ptplan-phase", phase)),
-                                ptype, usd, "Spot Preemptible Nvidia L4 GPU"
-                                if ptype == "Spot Instances"
-                                else "Nvidia H100 80GB GPU running in Americas"))
+                                ptype, usd, f"Spot Preemptible {H100_SKU}"
+                                if ptype == "Spot Instances" else H100_SKU))
         out.append(Item(h, (("ptplan-project", "someone-else"), ("ptplan-method", method),
                             ("ptplan-phase", "update")), "On Demand Instances", other))
         out.append(Item(h, (("ptplan-plan", f"{project}-000000"), ("ptplan-project", project),

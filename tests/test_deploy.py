@@ -342,6 +342,12 @@ def test_frameworks_ask_for_no_pool_resource_so_the_launch_pins_them() -> None:
     assert launch["words"][0] == "python3" and launch["words"][1] == "-c"
 
 
+GCP_ROLLOUT_GPUS = next(p.gpus_per_node for p in plan_of("grpo-gcp").pools
+                        if p.name == "rollout")
+"""GPUs per node of grpo-gcp's rollout pool: the units of ``ptplan_pool_rollout`` each of its
+nodes advertises (8 on a3-edgegpu-8g-nolssd since issue #39; 2 on a3-highgpu-2g before)."""
+
+
 @pytest.mark.parametrize(("name", "rel", "old", "new", "expect"), [
     # the trainer asks for the rollout pool's resource
     ("grpo-aws", "kuberay/rayjob.yaml", "rollout=ptplan_pool_rollout,trainer=ptplan_pool_update",
@@ -354,8 +360,10 @@ def test_frameworks_ask_for_no_pool_resource_so_the_launch_pins_them() -> None:
     ("grpo-gcp", "kuberay/rayjob.yaml", '{\\"ptplan_pool_update\\": 8}',
      '{\\"ptplan_pool_update\\": 1}', "offers 1 ptplan_pool_update per node for 8 GPUs"),
     # SkyPilot: the primary task's head advertises another pool's resource
-    ("grpo-gcp", "skypilot/grpo-7b-math.yaml", '{\\"ptplan_pool_rollout\\": 2}',
-     '{\\"ptplan_pool_other\\": 2}', "in skypilot/grpo-7b-math.yaml offers ptplan_pool_rollout"),
+    ("grpo-gcp", "skypilot/grpo-7b-math.yaml",
+     f'{{\\"ptplan_pool_rollout\\": {GCP_ROLLOUT_GPUS}}}',
+     f'{{\\"ptplan_pool_other\\": {GCP_ROLLOUT_GPUS}}}',
+     "in skypilot/grpo-7b-math.yaml offers ptplan_pool_rollout"),
 ])
 def test_render_check_catches_roles_off_their_pools(name: str, rel: str, old: str, new: str,
                                                      expect: str) -> None:

@@ -25,7 +25,8 @@ from ptplan.spend.guard import billed_edge, cumulative_at, decide, parse_target,
 
 runner = CliRunner()
 PLANS = Path(__file__).parent / "data" / "plans"
-# grpo-aws: 300 steps, makespan 7.360869721429597 h; budget set here to 1000 (warn 800)
+# grpo-aws: 300 steps, makespan MAKESPAN h; budget set here to 1000 (warn 800)
+MAKESPAN = load_plan(PLANS / "grpo-aws.json").makespan_hours  # 7.20849383898 h since issue #39
 SERIES = [(float(h), 130.0 * h) for h in range(1, 11)]  # 130 $/h
 
 
@@ -69,8 +70,9 @@ CASES = [
     # target missed at the threshold: spent 130 * 8 = 1040 >= 1000, latest 0.6 < 0.8
     ("target missed at stop", 8.0, 250, [(200, 0.55), (250, 0.6)], "stop",
      1040 + 130 * 50 * 8 / 250),
-    # no progress data: the plan's hours left, 7.360869721429597 - 3; F = 390 + 130 * 4.3608...
-    ("no progress data", 3.0, None, None, "warn", 390 + 130 * (7.360869721429597 - 3)),
+    # no progress data: the plan's hours left, MAKESPAN - 3 (grpo-aws.json: 7.2085 - 3);
+    # F = 390 + 130 * 4.2085 = 937.10 in [800, 1000)
+    ("no progress data", 3.0, None, None, "warn", 390 + 130 * (MAKESPAN - 3)),
 ]
 
 
@@ -113,8 +115,9 @@ def test_plan_without_budget_uses_its_total() -> None:
     p = load_plan(PLANS / "grpo-aws.json").model_copy(update={
         "budget_usd": None, "budget_warn_usd": None, "budget_stop_usd": None})
     r = decide(p, SERIES, 3.0, 150, window=2)
-    # total 929.07 x policy warn_at 0.8 / stop_at 1.0
-    assert (r["warn_usd"], r["stop_usd"]) == (round(929.07 * 0.8, 2), 929.07)
+    # the plan's total (grpo-aws.json: 910.19) x policy warn_at 0.8 / stop_at 1.0
+    total = float(p.total_cost_usd)
+    assert (r["warn_usd"], r["stop_usd"]) == (round(total * 0.8, 2), total)
     assert "no budget in the plan" in r["thresholds_from"]
 
 
@@ -428,8 +431,10 @@ def test_act_gke_node_pools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     t = _targets("grpo-gcp")
     theirs = act_mod.targets_for(other_plan("grpo-gcp"), "training", "ptplan", "my-proj")
     kube = FakeKube(kube_objects(t))
-    base = "projects/my-proj/locations/us-west4/clusters/ptplan/nodePools"
-    assert t.region == "us-west4"
+    # the plan's region (grpo-gcp.json: northamerica-northeast2 since issue #39)
+    region = plan("grpo-gcp").region
+    base = f"projects/my-proj/locations/{region}/clusters/ptplan/nodePools"
+    assert t.region == region
     gke = FakeGKE({
         **{f"{base}/{n}": {"autoscaling": True, "size": 2, "labels": {"ptplan-plan": t.prefix}}
            for n in t.gke_node_pools},
@@ -456,7 +461,7 @@ def test_act_gke_node_pools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert len(t.gke_node_pools) >= 3 and f"done: GKE node pool {t.gke_node_pools[0]}: " \
         "autoscaling off, 0 nodes" in res.stdout
     assert f"  undo: gcloud container node-pools update {t.gke_node_pools[0]} --cluster ptplan " \
-        "--region us-west4 --project my-proj --enable-autoscaling --total-min-nodes 0 " \
+        f"--region {region} --project my-proj --enable-autoscaling --total-min-nodes 0 " \
         "--total-max-nodes 4 --location-policy ANY" in res.stdout
 
 

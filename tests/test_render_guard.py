@@ -227,12 +227,14 @@ def test_gcp_budget_fields_and_a_plan_without_budget() -> None:
     assert rules == [("CURRENT_SPEND", 0.8), ("CURRENT_SPEND", 1.0),
                      ("FORECASTED_SPEND", 0.8), ("FORECASTED_SPEND", 1.0)]
     assert b["all_updates_rule"][0]["pubsub_topic"] == "${google_pubsub_topic.budget.id}"
-    # no budget: the plan's own total, 901.31 -> 901 units and 31 cents = 310,000,000 nanos
+    # no budget: the plan's own total (grpo-gcp.json since issue #39), 917.58 -> 917 units and
+    # 58 cents = 580,000,000 nanos; the premise: a total with cents, so nanos are not 0
+    assert plan("grpo-gcp").total_cost_usd == "917.58"
     _, doc = tf("", plan("grpo-gcp").model_copy(update={
         "budget_usd": None, "budget_warn_usd": None, "budget_stop_usd": None}))
     ((_, b),) = _resources(doc, "google_billing_budget")
-    assert b["amount"][0]["specified_amount"][0]["units"] == "901"
-    assert b["amount"][0]["specified_amount"][0]["nanos"] == 310_000_000
+    assert b["amount"][0]["specified_amount"][0]["units"] == "917"
+    assert b["amount"][0]["specified_amount"][0]["nanos"] == 580_000_000
 
 
 def test_cli_renders_the_opt_in_targets(tmp_path: Path) -> None:
