@@ -1,7 +1,7 @@
 """The booked-capacity rules of the verifier (``optimizer/planfile/rules_blocks.py``, schema 6) at
 their edges (docs/testing.md, mutation testing of ``rules_blocks.py``, issue #27).
 
-Each test starts from the pinned SFT example plan (``tests/golden/cli/plan-sft-8b.json``: one
+Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the SFT example's plan frozen before issue #39: one
 pool ``all`` of 1 × ``a3-edgegpu-8g-nolssd`` at $43.06614/h, held 6.4026068416 h), turned
 into a valid booked plan by hand: its allocation a capacity ``block`` booked in 24-h units, so
 ⌈6.4026 / 24⌉ = 1 unit, 24 h billed, 24 − 6.4026068416 = 17.5973931584 h lost to
@@ -22,7 +22,7 @@ import pytest
 from ptplan.planfile.rules_blocks import block_units, check_bookings, longest_wait
 from ptplan.planfile.schema import Plan
 
-PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
+PLAN = Path(__file__).resolve().parent / "data" / "plans" / "sft-8b-frozen.json"
 HELD = 6.4026068416
 PRICE = 43.06614
 ITYPE = "a3-edgegpu-8g-nolssd"

@@ -3,7 +3,7 @@
 disks (schema 4), other costs (schema 6), the flex-start wait against the deadline (schema 6)
 and the tighter total of schema 4 on.
 
-Each test starts from the pinned SFT example plan (``tests/golden/cli/plan-sft-8b.json``:
+Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the SFT example's plan frozen before issue #39:
 schema 5, one pool ``all`` of 1 node with a 200 GB boot disk at $0.10/GB-month, i.e.
 200 × 0.1 / 730 = $0.02739726/h, $0.18 for the run; makespan 6.40260684 h, deadline 48 h,
 total $283.83), edits one figure and calls the rule function; the expected line follows from
@@ -26,7 +26,7 @@ from ptplan.planfile.rules_costs import (
 from ptplan.planfile.rules_pools import check_pool_accounting
 from ptplan.planfile.schema import Booking, Plan
 
-PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
+PLAN = Path(__file__).resolve().parent / "data" / "plans" / "sft-8b-frozen.json"
 HELD = 6.4026068416
 
 

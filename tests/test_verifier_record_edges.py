@@ -3,7 +3,7 @@ allocations, holds, idle costs and gang overheads at their edges (docs/testing.m
 testing of ``rules_record.py``, issue #27). Phases, plan fields and policy records:
 ``test_verifier_record_edges2.py``.
 
-Each test starts from the pinned GRPO example plan (``tests/golden/cli/plan-grpo-7b.json``:
+Each test starts from the pinned GRPO example plan (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the GRPO example's plan frozen before issue #39:
 run 16.5172426948 h; pool ``rollout`` 1 × a3-highgpu-2g spot at $5.65474/h, 2 GPUs per
 node, busy 16.1269918609 h, phases rollout, eval, weight_sync; pool ``scoring`` 8 ×
 g2-standard-4 at $0.26155/h + 4 × g2-standard-8 at $0.3128/h = $3.3436/h, 1 GPU per node,
@@ -23,7 +23,7 @@ import pytest
 from ptplan.planfile.rules_record import _gang, check_allocations, check_record_pools
 from ptplan.planfile.schema import Plan
 
-PLAN = Path(__file__).resolve().parent / "golden" / "cli" / "plan-grpo-7b.json"
+PLAN = Path(__file__).resolve().parent / "data" / "plans" / "grpo-7b-gcp-catalog-edges.json"
 RUN = 16.5172426948
 ROLLOUT_BUSY = 15.5469899915  # the rollout phase
 SCORING_BUSY = 16.0794751315  # the scoring phase and pool

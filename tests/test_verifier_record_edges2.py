@@ -3,7 +3,7 @@ second part: each phase's rate, replicas and stall record, the plan's fill fract
 status, calibration flags and network items, and the policy's record (docs/testing.md,
 mutation testing of ``rules_record.py``, issue #27).
 
-The plan is the pinned GRPO example (``tests/golden/cli/plan-grpo-7b.json``; see
+The plan is the pinned GRPO example (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the GRPO example's plan frozen before issue #39; see
 ``test_verifier_record_edges.py``): async, 300 steps, layout ``async:rollout|scoring|update``,
 status optimal; phases rollout (1 node of 2 H100, spot 0.99995427, 1,258,291,200 tokens in
 15.5469899915 h, fp8), eval, weight_sync (a stall), scoring (12 one-GPU nodes), update
@@ -22,7 +22,7 @@ from test_verifier_record_edges import _phase, _pool, _raw
 from ptplan.planfile.rules_record import check_record_phases, check_record_plan, check_record_policy
 from ptplan.planfile.schema import Plan
 
-SFT = Path(__file__).resolve().parent / "golden" / "cli" / "plan-sft-8b.json"
+SFT = Path(__file__).resolve().parent / "data" / "plans" / "sft-8b-frozen.json"
 TOKENS = 1_258_291_200.0
 BUSY = 15.5469899915
 FRACTION = 0.99995427
