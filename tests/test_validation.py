@@ -126,28 +126,19 @@ def test_the_fit_meets_the_issues_bias_target(suite) -> None:
 
 
 def test_leave_one_out_intervals_cover_about_their_level(suite) -> None:
+    """Each case's interval built without it covers it for 75–90 % of the cases (the issue's
+    target for an 80 % interval)."""
     res, _ = suite
     share = sum(res.loo_covered.values()) / len(res.loo_covered)
-    assert 0.6 <= share <= 0.95, share
+    assert 0.75 <= share <= 0.90, share
 
 
-def test_a_left_out_case_changes_the_fit() -> None:
-    """Leave-one-out is real: dropping a case moves the factors (the prediction of a case is
-    never made with itself in the fit)."""
-    parts = [v.decompose(c)[0] for c in CASES]
-    full = fitting.fit(parts)
-    dropped = fitting.fit(parts[1:])
-    assert full != dropped
-
-
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=GAPS[c.id]))
-    if c.id in GAPS else c for c in CASES], ids=[c.id for c in CASES])
-def test_prediction_within_band(suite, case: v.Case) -> None:
-    res, _ = suite
-    ratio = res.ratio[case.id]
-    lo, hi = case.band
-    assert lo <= ratio <= hi, f"{case.id}: ratio {ratio:.2f} outside [{lo}, {hi}]"
+def test_interval_levels_are_split_conformal() -> None:
+    """Order statistics k_lo = ⌊(n + 1)·0.1⌋ and k_hi = ⌈(n + 1)·0.9⌉: of 99 residuals 1..99
+    the 10th and 90th smallest; of 25 (the RL cases) the 2nd and 24th; of 9 the extremes."""
+    assert fitting.interval_of([float(x) for x in range(1, 100)]) == (10.0, 90.0)
+    assert fitting.interval_of([float(x) for x in range(1, 26)]) == (2.0, 24.0)
+    assert fitting.interval_of([float(x) for x in range(9, 0, -1)]) == (1.0, 9.0)
 
 
 def test_readme_states_the_stored_fit() -> None:
