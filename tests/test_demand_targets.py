@@ -55,7 +55,7 @@ def generation_share(run: ClusterRun) -> float:
 
 LONG_COT_CASES = [(8, 128, 8), (16, 128, 16)]
 """(H100s, prompts per step, samples per prompt)."""
-LONG_COT_MEASURED = {(8, 128, 8): 0.425, (16, 128, 16): 0.425}
+LONG_COT_MEASURED = {(8, 128, 8): 0.568, (16, 128, 16): 0.568}
 """Generation share the model gives now (run this file to re-measure)."""
 
 
@@ -69,10 +69,11 @@ def _long_cot_run(gpus: int, prompts: int, samples: int) -> ClusterRun:
 @pytest.mark.parametrize("gpus,prompts,samples", [
     pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=(
         f"measured generation share {LONG_COT_MEASURED[case]:.0%} of GPU-hours (target "
-        "60-95 %): rollout 397 s, scoring 148 s, update 338 s + overhead 50 s per step; "
-        "missing is what makes long-CoT generation dominate in published runs: the drain "
-        "to 16K responses (decode at a shrinking, latency-bound batch) and the colocated "
-        "engines' sleep/wake cost far less here than the scoring and update")))
+        "60-95 %): rollout 600 s, scoring 174 s, update 280 s (its 40 s framework overhead "
+        "included) per step; "
+        "the fitted generation factor (0.61) brings it from 42 % unfitted to 57 %; the "
+        "scoring and update, fitted on other frameworks' runs, keep the rest: a per-framework "
+        "training efficiency is the missing piece")))
     for case in LONG_COT_CASES])
 def test_long_cot_grpo_generation_share(gpus: int, prompts: int, samples: int) -> None:
     run = _long_cot_run(gpus, prompts, samples)
