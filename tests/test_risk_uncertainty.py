@@ -129,12 +129,14 @@ def test_a_wider_interval_never_lowers_the_model_quantile(low: float, high: floa
 @pytest.mark.parametrize("q", [0.9, 0.99])
 def test_a_wider_interval_never_lowers_the_pnn_cost(kind: str, q: float) -> None:
     """With spot interruptions as well: a wider interval (the same seed) never lowers the pNN
-    of cost or makespan, from the plan's own interval to twice its spread."""
+    of cost or makespan, from the plan's own interval to 1.5 times its spread (at twice the
+    spread of the suite's RL interval, ×0.61–2.01, a trial's job runs ×30 and more, past the
+    simulator's cap of 4,096 interruptions of one stream: an error by design, not a pNN)."""
     base = _spotty(kind, "lifecycle" if kind == "async" else "young")
     iv = model_interval("rl")
     mu, sigma = lognormal_of(iv.low, iv.high)
     last = None
-    for w in (0.0, 0.5, 1.0, 1.5, 2.0):
+    for w in (0.0, 0.5, 1.0, 1.25, 1.5):
         res = run_trials(replace(base, time_mu=mu, time_sigma=sigma * w), 4000, 5)
         now = (float(np.quantile(res.cost_usd, q)), float(np.quantile(res.makespan_hours, q)))
         if last is not None:
