@@ -1,14 +1,14 @@
 """The booked-capacity rules of the verifier (``optimizer/planfile/rules_blocks.py``, schema 6) at
 their edges (docs/testing.md, mutation testing of ``rules_blocks.py``, issue #27).
 
-Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the SFT example's plan frozen before issue #39: one
-pool ``all`` of 1 × ``a3-edgegpu-8g-nolssd`` at $43.06614/h, held 6.4026068416 h), turned
-into a valid booked plan by hand: its allocation a capacity ``block`` booked in 24-h units, so
-⌈6.4026 / 24⌉ = 1 unit, 24 h billed, 24 − 6.4026068416 = 17.5973931584 h lost to
-rounding, 1 × 43.06614 × 24 = $1,033.58736 → "1033.59" paid upfront; or ``flex_start`` billed
-for the held hours only, 1 × 43.06614 × 6.4026068416 = $275.74. One figure is then broken
-and ``check_bookings`` must name exactly that, in its own words.
-"""
+Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the
+SFT example's plan frozen before issue #39: one pool ``all`` of 1 × ``a3-edgegpu-8g-nolssd`` at
+$43.06614/h, held 6.4026068416 h), turned into a valid booked plan by hand: its allocation a
+capacity ``block`` booked in 24-h units, so ⌈6.4026 / 24⌉ = 1 unit, 24 h billed, 24 −
+6.4026068416 = 17.5973931584 h lost to rounding, 1 × 43.06614 × 24 = $1,033.58736 → "1033.59"
+paid upfront; or ``flex_start`` billed for the held hours only, 1 × 43.06614 × 6.4026068416 =
+$275.74. One figure is then broken and ``check_bookings`` must name exactly that, in its own
+words."""
 
 from __future__ import annotations
 

@@ -3,12 +3,11 @@
 disks (schema 4), other costs (schema 6), the flex-start wait against the deadline (schema 6)
 and the tighter total of schema 4 on.
 
-Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the SFT example's plan frozen before issue #39:
-schema 5, one pool ``all`` of 1 node with a 200 GB boot disk at $0.10/GB-month, i.e.
-200 × 0.1 / 730 = $0.02739726/h, $0.18 for the run; makespan 6.40260684 h, deadline 48 h,
-total $283.83), edits one figure and calls the rule function; the expected line follows from
-the edit and the rule's documented tolerance.
-"""
+Each test starts from the pinned SFT example plan (``tests/data/plans/sft-8b-frozen.json``, the
+SFT example's plan frozen before issue #39: schema 5, one pool ``all`` of 1 node with a 200 GB
+boot disk at $0.10/GB-month, i.e. 200 × 0.1 / 730 = $0.02739726/h, $0.18 for the run; makespan
+6.40260684 h, deadline 48 h, total $283.83), edits one figure and calls the rule function; the
+expected line follows from the edit and the rule's documented tolerance."""
 
 from __future__ import annotations
 

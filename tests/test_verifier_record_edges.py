@@ -3,14 +3,14 @@ allocations, holds, idle costs and gang overheads at their edges (docs/testing.m
 testing of ``rules_record.py``, issue #27). Phases, plan fields and policy records:
 ``test_verifier_record_edges2.py``.
 
-Each test starts from the pinned GRPO example plan (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the GRPO example's plan frozen before issue #39:
-run 16.5172426948 h; pool ``rollout`` 1 × a3-highgpu-2g spot at $5.65474/h, 2 GPUs per
-node, busy 16.1269918609 h, phases rollout, eval, weight_sync; pool ``scoring`` 8 ×
-g2-standard-4 at $0.26155/h + 4 × g2-standard-8 at $0.3128/h = $3.3436/h, 1 GPU per node,
-busy 16.0794751315 h; pool ``update`` 1 × a3-edgegpu-8g-nolssd on demand at
-$44.26095/h, 8 GPUs, busy 16.4634860552 h, phases update, checkpoint), edits one figure
-and calls the rule function: the expected line follows from the edit and the rule.
-"""
+Each test starts from the pinned GRPO example plan
+(``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the GRPO example's plan frozen before
+issue #39: run 16.5172426948 h; pool ``rollout`` 1 × a3-highgpu-2g spot at $5.65474/h, 2 GPUs
+per node, busy 16.1269918609 h, phases rollout, eval, weight_sync; pool ``scoring`` 8 ×
+g2-standard-4 at $0.26155/h + 4 × g2-standard-8 at $0.3128/h = $3.3436/h, 1 GPU per node, busy
+16.0794751315 h; pool ``update`` 1 × a3-edgegpu-8g-nolssd on demand at $44.26095/h, 8 GPUs, busy
+16.4634860552 h, phases update, checkpoint), edits one figure and calls the rule function: the
+expected line follows from the edit and the rule."""
 
 from __future__ import annotations
 

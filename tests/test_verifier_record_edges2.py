@@ -3,12 +3,12 @@ second part: each phase's rate, replicas and stall record, the plan's fill fract
 status, calibration flags and network items, and the policy's record (docs/testing.md,
 mutation testing of ``rules_record.py``, issue #27).
 
-The plan is the pinned GRPO example (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the GRPO example's plan frozen before issue #39; see
-``test_verifier_record_edges.py``): async, 300 steps, layout ``async:rollout|scoring|update``,
-status optimal; phases rollout (1 node of 2 H100, spot 0.99995427, 1,258,291,200 tokens in
-15.5469899915 h, fp8), eval, weight_sync (a stall), scoring (12 one-GPU nodes), update
-(1 node of 8 H100, bf16), checkpoint (a stall); budget $25,000, warned at 0.8, stopped at 1.0.
-"""
+The plan is the pinned GRPO example (``tests/data/plans/grpo-7b-gcp-catalog-edges.json``, the
+GRPO example's plan frozen before issue #39; see ``test_verifier_record_edges.py``): async, 300
+steps, layout ``async:rollout|scoring|update``, status optimal; phases rollout (1 node of 2
+H100, spot 0.99995427, 1,258,291,200 tokens in 15.5469899915 h, fp8), eval, weight_sync (a
+stall), scoring (12 one-GPU nodes), update (1 node of 8 H100, bf16), checkpoint (a stall);
+budget $25,000, warned at 0.8, stopped at 1.0."""
 
 from __future__ import annotations
 

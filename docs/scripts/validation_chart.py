@@ -3,10 +3,9 @@
     python docs/scripts/validation_chart.py            # writes docs/assets/validation.png
 
 The figures are those of ``python benchmarks/validation.py`` (the demand model on each case's
-cluster, with the factors fitted on the suite): one row per case, its ratio as a dot on a log scale and its band as a
-bar; the dashed line is the geometric mean of the ratios. The PNG carries no date or software
-tag, so the same figures give the same bytes.
-"""
+cluster, with the factors fitted on the suite): one row per case, its ratio as a dot on a log
+scale and its band as a bar; the dashed line is the geometric mean of the ratios. The PNG
+carries no date or software tag, so the same figures give the same bytes."""
 
 from __future__ import annotations
 

@@ -12,10 +12,9 @@ as a few physically meaningful factors, never per case:
 The fit and its leave-one-out errors are computed by ``benchmarks/validation.py --fit``, which
 writes ``optimizer/core/data/demand_fit.json``; ``tests/test_validation.py`` re-computes it and
 fails if the stored file is stale. Intervals are split-conformal order statistics of the
-leave-one-out ratios (reported ÷ predicted with the case left out of the fit), per family (``rl`` for
-generation-led jobs: rl, opd, generate; ``sft``) where the family has enough cases, pooled
-otherwise. Sources and method: docs/demand-model.md §7.
-"""
+leave-one-out ratios (reported ÷ predicted with the case left out of the fit), per family
+(``rl`` for generation-led jobs: rl, opd, generate; ``sft``) where the family has enough cases,
+pooled otherwise. Sources and method: docs/demand-model.md §7."""
 
 from __future__ import annotations
 
