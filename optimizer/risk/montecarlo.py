@@ -164,10 +164,12 @@ def _gang(model: RunModel, pool: PoolModel, own: _Stream | None, zones: dict[int
     multipliers ``m``, in each trial's base progress units (Young's interval and write are
     wall-clock: ÷ m; lifecycle checkpoints fall every so many steps: unchanged)."""
     times, _, prem, kind, used = _pool_events(model, pool, own, zones, 0.0, m)
-    tau, write = model.checkpoint_interval(pool)
-    finite = math.isfinite(tau)
+    tau0, write0 = model.checkpoint_interval(pool)
+    finite = math.isfinite(tau0)
+    tau: float | np.ndarray = tau0
+    write: float | np.ndarray = write0
     if m is not None and model.checkpoint_mode == "young":
-        tau, write = tau / m, write / m
+        tau, write = tau0 / m, write0 / m
     m0 = model.base_makespan_hours
     writes = (math.floor(m0 / tau) if m is None else np.floor(m0 / tau)) if finite else 0
     goal = m0 + writes * write
