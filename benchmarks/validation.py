@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +109,15 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     return d, r
 
 
+@lru_cache(maxsize=1)
+def _group_sizes() -> dict[str, int]:
+    return dict(Counter(c.raw["group"] for c in load_cases() if c.raw.get("group")))
+
+
 def group_size(case: Case) -> int:
     """Cases of one recipe or table (``group:``) share one vote in the fit."""
     g = case.raw.get("group")
-    return sum(1 for c in load_cases() if c.raw.get("group") == g) if g else 1
+    return _group_sizes()[g] if g else 1
 
 
 def fit_suite() -> tuple[fitting.Result, list[tuple[Case, fitting.Decomposed, ClusterRun]]]:
