@@ -18,6 +18,7 @@ pooled otherwise. Sources and method: docs/demand-model.md §7."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,10 +75,20 @@ def _interval(raw: dict[str, Any], family: str) -> Interval:
 
 
 @lru_cache(maxsize=1)
+def _stored() -> bytes:
+    return resources.files("ptplan.core").joinpath("data/demand_fit.json").read_bytes()
+
+
+@lru_cache(maxsize=1)
+def fit_digest() -> str:
+    """``sha256:`` and 16 hex digits of the stored fit (what a plan records it was made with)."""
+    return "sha256:" + hashlib.sha256(_stored()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
 def load_fit() -> Fit:
     """The stored fit (package data ``core/data/demand_fit.json``)."""
-    text = resources.files("ptplan.core").joinpath("data/demand_fit.json").read_text("utf-8")
-    raw = json.loads(text)
+    raw = json.loads(_stored().decode("utf-8"))
     return Fit({k: float(v) for k, v in raw["factors"].items()},
                float(raw["step_overhead_seconds"]),
                {k: _interval(v, k) for k, v in raw["intervals"].items()},

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ptplan.core.fit import LEVEL, model_interval
+from ptplan.core.fit import LEVEL, fit_digest, model_interval
 from ptplan.planfile.rules_base import close, money
 from ptplan.planfile.schema import Plan
 from ptplan.planfile.uncertainty import (
     UNCERTAINTY_SCHEMA,
     factor_text,
-    fit_digest,
     narrowed,
     time_cost,
 )

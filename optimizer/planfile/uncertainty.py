@@ -23,14 +23,11 @@ the catalog snapshot a plan was made on.
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
-from importlib import resources
 
-from ptplan.core.fit import model_interval
+from ptplan.core.fit import fit_digest, model_interval
 from ptplan.planfile.fields import usd
 from ptplan.planfile.schema import CalibrationRecord, Plan
 from ptplan.planfile.schema_items import Uncertainty
@@ -38,13 +35,6 @@ from ptplan.planfile.schema_items import Uncertainty
 UNCERTAINTY_SCHEMA = 8
 MIN_RUNS = 3
 """Runs a calibration entry needs before its own spread replaces the suite's."""
-
-
-@lru_cache(maxsize=1)
-def fit_digest() -> str:
-    """``sha256:`` and 16 hex digits of the stored fit (``core/data/demand_fit.json``)."""
-    raw = resources.files("ptplan.core").joinpath("data/demand_fit.json").read_bytes()
-    return "sha256:" + hashlib.sha256(raw).hexdigest()[:16]
 
 
 def run_spread(rec: CalibrationRecord) -> tuple[float, float] | None:
