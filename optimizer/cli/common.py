@@ -341,6 +341,24 @@ START_AFTER_HELP = ("DATE (YYYY-MM-DD): the run starts on or after it; sets sla.
                     "so capacity blocks and flex-start may be booked (docs/blocks.md).")
 
 
+FRAMEWORK_HELP = ("verl==0.9|openrlhf==0.11|any: the framework release to plan for (sets the "
+                  "spec's framework:; default: the spec's, else verl==0.9). docs/frameworks.md")
+
+
+def with_framework(spec: Any, framework: str | None) -> Any:
+    """``spec`` planned for ``--framework`` (re-validated against that release's table: a
+    method or setting it cannot run is a one-line error); unchanged without the option."""
+    if framework is None:
+        return spec
+    from ptplan.core.yamlio import validate
+    from ptplan.spec.frameworks import normalise
+
+    key = normalise(framework, "--framework")
+    raw = spec.model_dump(mode="python", exclude_unset=True)
+    return validate(type(spec), {**raw, "framework": key}, f"spec {spec.name!r} with "
+                    f"--framework {key}")
+
+
 def with_start_after(spec: Any, start_after: str | None) -> Any:
     """``spec`` with ``--start-after`` as its ``sla.start_after`` (re-validated: a date
     deadline counts from it); unchanged without the option."""

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ptplan.cli.common import (
+    FRAMEWORK_HELP,
     START_AFTER_HELP,
     Format,
     Objective,
@@ -21,6 +22,7 @@ from ptplan.cli.common import (
     dumps,
     info,
     schema_app,
+    with_framework,
     with_start_after,
 )
 from ptplan.cli.estimate_cluster import (
@@ -113,6 +115,7 @@ def plan(
                                      "calibration: list, e.g. from `ptplan runs calibrate`) "
                                      "added to the spec's."),
     start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
+    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
     the NN-th percentile of simulated runs)."""
@@ -141,6 +144,7 @@ def plan(
         else:
             s = load_spec(str(spec))
         s = with_start_after(s, start_after)  # re-validated: a date deadline counts from it
+        s = with_framework(s, framework)
         if s.data.generated_by is not None:
             info(f"note: data.generated_by {s.data.generated_by}: the data-generation job's "
                  "cost is not in this plan; `ptplan compare` and campaigns count it")
@@ -154,6 +158,11 @@ def plan(
             return
         p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
+        if explain or str(fmt) == "html":  # what the release costs: a second, abstract plan
+            from ptplan.planner.api import framework_price
+
+            p = p.model_copy(update={"framework_price": framework_price(
+                s, p, cat, objective.value, solver.value, pol)})
         _emit_as(fmt, output, p.to_json, lambda: plan_markdown(p, explain),
                  lambda: plan_table(p, explain),
                  lambda: html_page("plan", json.loads(p.to_json())))
@@ -204,6 +213,9 @@ def check(
     spec: Path = typer.Option(None, "--spec", help="Also recompute demand from this spec."),
     policy: Path = typer.Option(None, "--policy", help="Also check against this policy; "
                                 "violations are named by rule."),
+    framework: str = typer.Option(None, "--framework", help="With --spec: the framework the "
+                                  "plan was made for with `plan --framework` (default: the "
+                                  "spec's)."),
 ) -> None:
     """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget,
     and the policy it was made under (or --policy); its prices against the embedded catalog
@@ -211,6 +223,7 @@ def check(
 
     def go() -> None:
         from ptplan.cli.campaign import check_campaign_cmd, is_campaign_file
+        from ptplan.core.errors import InputError
         from ptplan.core.yamlio import quoted
         from ptplan.planfile.load import load_plan
         from ptplan.planfile.rules_catalog import check_against_catalog, packaged_catalog
@@ -226,7 +239,10 @@ def check(
         if made_on is not None:
             problems += check_against_catalog(p, made_on)
         if spec is not None:
-            problems += verify_against_spec(p, load_spec(str(spec)))
+            problems += verify_against_spec(p, with_framework(load_spec(str(spec)), framework))
+        elif framework is not None:
+            raise InputError("--framework applies with --spec (the spec the plan is checked "
+                             "against); give --spec SPEC or drop --framework")
         if policy is not None:
             from ptplan.policies.check import check_plan
             from ptplan.policies.model import load_policy
@@ -256,6 +272,7 @@ def pareto(
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
     start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
+    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP),
 ) -> None:
     """The cost-vs-deadline frontier: what each hour of deadline costs (with a start date,
     each point books capacity blocks and flex-start as `plan` does)."""
@@ -267,7 +284,7 @@ def pareto(
         from ptplan.report.tables import pareto_markdown, pareto_table
         from ptplan.spec.project import load_spec
 
-        s = with_start_after(load_spec(str(spec)), start_after)
+        s = with_framework(with_start_after(load_spec(str(spec)), start_after), framework)
         cat = load_catalog(catalog)
         pol = load_policy(str(policy) if policy else None)
         with ProgressBar("pareto: solving deadlines", points) as bar:

@@ -38,8 +38,9 @@ def render(
                                "(pod groups ↔ node pools, Kueue admission, taints, cost tags, "
                                "lifecycle coverage); exit 1 on a violation."),
     framework: str = typer.Option(None, "--framework", help="Launch commands for this "
-                                  "framework and release line: verl==0.9 (default) or "
-                                  "openrlhf==0.11; the launch installs the pinned release."),
+                                  "framework and release line: verl==0.9 or openrlhf==0.11 "
+                                  "(default: the one the plan was made for; verl==0.9 for a "
+                                  "plan made for any); another than the plan's is refused."),
     force: bool = typer.Option(False, "--force", help="Write even through a symbolic link (-o "
                                "itself, or a file under it) or over an input file (the plan, "
                                "the spec); refused otherwise. Names never leave -o."),

@@ -98,6 +98,9 @@ class GPU:
     scaleup_gb_per_s: float = 0.0
     """One direction of the GPU's scale-up link (NVLink), GB/s; 0 where there is none (the
     GPUs of a node then talk over PCIe)."""
+    vendor: str = "NVIDIA"
+    """Who makes it (``gpu_specs.csv`` ``vendor``): NVIDIA parts run CUDA builds; AWS Trainium
+    needs Neuron builds (what a framework release runs on: :mod:`ptplan.spec.frameworks`)."""
 
     @property
     def scaleout_gb_per_s(self) -> float:
@@ -155,6 +158,7 @@ def gpus() -> dict[str, GPU]:
             confidence=row["confidence"],
             source=row["source"],
             scaleup_gb_per_s=(_num(row["scaleup_bw_gbps_bidir"]) or 0.0) / 2.0,
+            vendor=row["vendor"].strip() or "NVIDIA",
         )
     return out
 

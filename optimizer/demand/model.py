@@ -264,9 +264,10 @@ def build_demand(spec: ProjectSpec) -> Demand:
             prompt = e.prompt_tokens or prompt_default
             parts.append(Part("eval", "prefill", "policy", "prefill", seqs * prompt, policy,
                               prompt))
-            parts.append(Part("eval", "decode", "policy", "decode", seqs * e.response_tokens,
-                              policy, prompt + e.response_tokens, prompt + e.response_tokens / 2,
-                              lengths=ld.fixed(e.response_tokens),
+            mean, lengths, longest = eval_lengths(spec)
+            parts.append(Part("eval", "decode", "policy", "decode", seqs * mean,
+                              policy, int(prompt + mean), prompt + mean / 2,
+                              max_seq_tokens=int(prompt + longest), lengths=lengths,
                               run_sequences=e.prompts * e.samples_per_prompt, runs=runs,
                               prompt_tokens=prompt))
     if not eff.attention_flops:
@@ -284,6 +285,23 @@ def build_demand(spec: ProjectSpec) -> Demand:
         notes=tuple(notes),
         eval_runs=eval_runs,
     )
+
+
+def eval_lengths(spec: ProjectSpec) -> tuple[float, LengthDist, float]:
+    """(mean response tokens, their distribution, the longest) of an eval run. Without a
+    framework (``framework: any``) every eval response is ``eval.response_tokens`` long (a
+    fixed budget). veRL 0.9 and OpenRLHF 0.11 validate with the training response cap
+    (:attr:`ptplan.spec.frameworks.Release.eval_cap`): responses of mean
+    ``eval.response_tokens`` stop at EOS or at ``data.max_response_tokens``, spread as the
+    rollout's default shape (max-entropy below the cap)."""
+    assert spec.eval is not None
+    e = spec.eval
+    rel = spec.release
+    if rel is None or rel.eval_cap != "training" or spec.method == "sft":
+        return float(e.response_tokens), ld.fixed(e.response_tokens), float(e.response_tokens)
+    cap = float(spec.max_response_tokens)
+    mean = min(float(e.response_tokens), cap)
+    return mean, ld.max_entropy(mean, cap), cap
 
 
 def response_lengths(spec: ProjectSpec) -> LengthDist:

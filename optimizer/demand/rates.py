@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptplan.core.hardware import GPU
+from ptplan.core.hardware import GPU, PRECISIONS
 from ptplan.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, precision_options
 from ptplan.demand.model import Demand
 from ptplan.policies.model import Policy, default_policy
+from ptplan.spec.frameworks import update_precisions
+from ptplan.spec.project import ProjectSpec
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
 """Phases served by inference replicas (whole replicas per node, or nodes per replica)."""
@@ -88,7 +90,28 @@ def allowed_precisions(demand: Demand, phase: str, policy: Policy | None = None
     from_policy = policy.precisions(phase)
     if from_policy is not None:
         allowed = tuple(q for q in allowed if q in from_policy)
+    ok = framework_precisions(demand.spec, phase)
+    if ok is not None:
+        allowed = tuple(q for q in allowed if q in ok)
     return allowed
+
+
+def framework_precisions(spec: ProjectSpec, phase: str) -> frozenset[str] | None:
+    """What the spec's framework release runs ``phase`` in (None: no limit, ``framework:
+    any``). Scoring takes every scoring role's limit; a role in the trainer's dtype (veRL's
+    reference and critic) takes the update's precisions."""
+    rel = spec.release
+    if rel is None:
+        return None
+    if phase in ("rollout", "eval"):
+        return rel.rollout_precisions
+    if phase == "update":
+        return rel.update_precisions
+    upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
+    out = frozenset(PRECISIONS)
+    for role in spec.scoring_roles:
+        out &= rel.scoring_allowed(role, upd)
+    return out
 
 
 def gpu_precisions(demand: Demand, phase: str, gpu: GPU, policy: Policy | None = None
@@ -133,6 +156,8 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
         if phase == "scoring" else None)
     cond = Conditions(gpn, colocated,
                       policy.kv_cache_fp8)
+    rel = demand.spec.release
+    spans_ok = rel is None or rel.engine_spans_nodes
     for q in gpu_precisions(demand, phase, gpu, policy):
         pc = phase_cell(demand, phase, gpu, q, fallback=fallback, cond=cond, synchronous=tail)
         if not pc.fits:
@@ -141,6 +166,8 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
         if phase in GEN_PHASES:
             if g <= gpn:
                 npr, usable = 1, (gpn // g) * g
+            elif not spans_ok and phase != "scoring":  # engines stay within a node
+                continue
             else:
                 npr = math.ceil(g / gpn)
                 pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn,

@@ -32,6 +32,11 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
         spec_dump = {k: v for k, v in spec_dump.items()
                      if not (k in LATER_TOP_FIELDS and v is None)}
+    if "framework" in spec_dump:
+        # schema 9 (issue #40): never in the digest (earlier plans still match their specs,
+        # and a plan made with `plan --framework` matches its spec file); the plan records
+        # the framework and `check --spec` compares it with the spec's (rules_spec)
+        spec_dump = {k: v for k, v in spec_dump.items() if k != "framework"}
     sla = spec_dump.get("sla")
     if isinstance(sla, dict) and "start_after" in sla:
         # schema 6 (issue #15): never in the digest (earlier plans still match their specs,

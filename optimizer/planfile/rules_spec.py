@@ -47,6 +47,10 @@ def check_spec_record(plan: Plan, spec: Any, demand: Any, policy: Any) -> list[s
         if got != want and not (isinstance(got, float) and isinstance(want, float)
                                 and close(got, want)):
             v.append(f"spec_match: {name} {got} != spec {want}")
+    if plan.framework_key != spec.framework_key:
+        v.append(f"spec_match: the plan was made for framework {plan.framework_key}, the spec "
+                 f"asks {spec.framework_key}; re-plan (`ptplan plan SPEC`) or set the spec's "
+                 "framework")
     if spec.pipeline not in ("auto", plan.pipeline_mode):
         v.append(f"spec_match: pipeline {plan.pipeline_mode} but the spec asks {spec.pipeline}")
     rollout = any(p.name == "rollout" for p in plan.pools)

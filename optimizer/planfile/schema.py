@@ -28,6 +28,11 @@ Schema history (see docs/plan-json.md):
 * 8 = ``uncertainty`` (the 80 % interval of the total and the makespan,
   :mod:`ptplan.planfile.uncertainty`) and ``calibration[].run_rates``: every plan the planner
   writes is schema 8; plans of schema 1 to 7 read and check as before (without an interval).
+* 9 = ``framework``: the framework release the plan was made for (``verl==0.9``,
+  ``openrlhf==0.11`` or ``any``; :mod:`ptplan.spec.frameworks`), which ``render`` follows and
+  ``check`` holds every pool, role and precision to; with ``--explain``,
+  ``framework_price`` (what the release costs over the abstract optimum). Every plan the
+  planner writes is schema 9; older plans read as made for ``any``.
 
 Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
 was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
@@ -71,6 +76,7 @@ from ptplan.planfile.fields import (
 from ptplan.planfile.schema_items import (
     CpuPoolItem,
     Explain,
+    FrameworkPrice,
     LayoutResult,
     Lifecycle,
     NetworkItem,
@@ -81,10 +87,10 @@ from ptplan.planfile.schema_items import (
     Uncertainty,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The schema every plan is written with (its history above); plans of schema 1 to it are
 read. Up to 7 a plan took the lowest schema holding its parts (5 without other costs,
-bookings or CPU pools); 8 adds ``uncertainty``, which every plan has."""
+bookings or CPU pools); 8 adds ``uncertainty``, which every plan has; 9 ``framework``."""
 PLAIN_SCHEMA_VERSION = 5
 """Before schema 8: the schema of a plan with no other costs, bookings or CPU pools."""
 REGENERATE = "regenerate it with `ptplan plan SPEC --format json`"
@@ -340,6 +346,17 @@ class Plan(StrictModel):
     """Schema 6: capacity to book for the run (absent when there is none)."""
     uncertainty: Uncertainty | None = None
     """Schema 8: the 80 % interval of the total and the makespan (absent in older plans)."""
+    framework: str | None = Field(default=None, json_schema_extra=SPEC)
+    """Schema 9: the framework release the plan was made for (``verl==0.9``,
+    ``openrlhf==0.11``, ``any``); absent in older plans, which read as ``any``."""
+    framework_price: FrameworkPrice | None = None
+    """Schema 9, with ``--explain``: the cheapest plan any framework could run, against this
+    one (informational)."""
+
+    @property
+    def framework_key(self) -> str:
+        """The release the plan was made for (``any`` for plans before schema 9)."""
+        return self.framework or "any"
 
     @field_validator("schema_version")
     @classmethod
@@ -396,5 +413,6 @@ class Plan(StrictModel):
         return type(self).model_validate(round_floats(self.model_dump(mode="json")))
 
 
-LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools", "uncertainty")
+LATER_PLAN_FIELDS = ("other_cost_usd", "other_costs", "cpu_cost_usd", "cpu_pools", "uncertainty",
+                     "framework", "framework_price")
 

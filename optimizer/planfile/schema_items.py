@@ -145,6 +145,25 @@ class Explain(StrictModel):
     alternatives: list[LayoutResult]
 
 
+class FrameworkPrice(StrictModel):
+    """Schema 9 (``plan --explain``): what planning for the framework release costs over the
+    abstract optimum (``framework: any``), and why (informational)."""
+
+    model_config = ConfigDict(json_schema_extra=INFO)
+
+    framework: str
+    total_cost_usd: Money
+    any_total_cost_usd: Money | None
+    """The cheapest plan any framework could run under the same deadline and budget; None when
+    none exists."""
+    any_layout: str | None
+    any_gpus: list[str]
+    reasons: list[str]
+    """What the release rules out that the abstract plan uses (pools, accelerators,
+    precisions, engines)."""
+    statement: str
+
+
 Pair = Annotated[list[NonNegative], Field(min_length=2, max_length=2)]
 MoneyPair = Annotated[list[Money], Field(min_length=2, max_length=2)]
 

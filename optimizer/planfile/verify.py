@@ -37,6 +37,8 @@ Nothing here calls the optimiser or reads a catalog. From the plan's own figures
 * ``uncertainty`` (schema 8): the 80 % interval recomputed from the plan's makespan, its
   time-billed and fixed costs, its calibrated phases' GPU-hours and run rates, and the stored
   fit (:mod:`ptplan.planfile.rules_uncertainty`).
+* ``framework.*`` (schema 9): every pool, role and precision against the capability table of
+  the release the plan was made for (:mod:`ptplan.planfile.rules_framework`).
 
 One function per rule family, as the MILP has one ``add_*`` per constraint family:
 :mod:`ptplan.planfile.rules_pools` (pool accounting, zones, hold, spot overheads, capacity),
@@ -68,6 +70,7 @@ from ptplan.planfile.rules_costs import (
     check_totals,
 )
 from ptplan.planfile.rules_cpu import check_cpu_pools
+from ptplan.planfile.rules_framework import check_framework
 from ptplan.planfile.rules_phases import check_coverage, check_latency_floors, check_memory_fit
 from ptplan.planfile.rules_pools import (
     check_capacity,
@@ -98,7 +101,7 @@ RULES: tuple[Callable[[Plan], list[str]], ...] = (
     check_storage, check_network, check_other_costs, check_cpu_pools, check_totals,
     check_deadline_budget, check_policy, check_allocations,
     check_record_pools, check_record_phases, check_record_plan, check_record_policy,
-    check_bookings, check_uncertainty,
+    check_bookings, check_uncertainty, check_framework,
 )
 """The rule families, in the order :func:`verify_plan` runs them."""
 

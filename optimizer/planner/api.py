@@ -1,4 +1,6 @@
-"""Plan a project: the public entry points :func:`plan` and :func:`pareto`.
+"""Plan a project: the public entry points :func:`plan`, :func:`pareto` and
+:func:`framework_price` (what the spec's framework release costs over ``framework: any``, for
+``plan --explain`` and the HTML report: a second whole plan, made only on request).
 
 ``plan`` runs the engine (:mod:`ptplan.planner.search.engine`: layouts → candidate pools →
 exact bound → MILP), builds the plan from the best layout (:mod:`ptplan.planner.assembly.build`),
@@ -19,11 +21,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from itertools import pairwise
 
 from ptplan.core.errors import InfeasibleError, InputError, PlannerError
 from ptplan.core.lp import check_solver
+from ptplan.planfile.rules_framework import FRAMEWORK_SCHEMA, check_framework
 from ptplan.planfile.schema import Lifecycle, Plan, hours, usd
+from ptplan.planfile.schema_items import FrameworkPrice
 from ptplan.planfile.verify import verify_plan
 from ptplan.planner.assembly.build import build_plan
 from ptplan.planner.assembly.explain import explain_plan
@@ -32,6 +37,7 @@ from ptplan.planner.booking.plans import booked_offers, plan_with_bookings
 from ptplan.planner.search.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
+from ptplan.spec.frameworks import ANY
 from ptplan.spec.project import ProjectSpec
 
 
@@ -55,7 +61,9 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
         if explain:
             p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     p = with_interval(p.model_copy(update={"defaults_applied": defaults_applied(
-        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name")))}), spec).rounded()
+        spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name"))),
+        "framework": spec.framework_key}), spec)
+    p = p.model_copy(update={"schema_version": max(p.schema_version, FRAMEWORK_SCHEMA)}).rounded()
     # rounded as printed (12 significant digits, ptplan.core.numbers): the plan verified and
     # returned is the one the JSON holds, on any CPU
     problems = verify_plan(p)
@@ -194,3 +202,50 @@ def pareto(spec: ProjectSpec, catalog: Catalog, points: int = 10, solver: str = 
                 "finishing at this point instead of the next slower one costs per hour",
         "warnings": list(warnings), "defaults_applied": defaults,
     }
+
+
+def framework_price(spec: ProjectSpec, made: Plan, catalog: Catalog, objective: str,
+                    solver: str, policy: Policy | None) -> FrameworkPrice | None:
+    """``made`` (planned for ``spec``'s release) against the plan of the same spec for
+    ``any``; None for a spec planned for ``any``."""
+    rel = spec.release
+    if rel is None:
+        return None
+    abstract = spec.model_copy(update={"framework": ANY})
+    try:
+        other: Plan | None = plan(abstract, catalog, objective, solver, explain=False,
+                                       timings=False, policy=policy)
+    except (PlannerError, InputError):
+        other = None
+    reasons: list[str] = []
+    if other is not None:
+        reasons = [line.split(": ", 1)[1] for line in check_framework(
+            other.model_copy(update={"framework": rel.key}))]
+    if spec.eval is not None and rel.eval_cap == "training" and spec.method != "sft" \
+            and spec.eval.response_tokens < spec.max_response_tokens:
+        reasons.append(f"eval runs to {rel.label}'s validation cap, the training response cap "
+                       f"{spec.max_response_tokens} (eval.response_tokens "
+                       f"{spec.eval.response_tokens} is their mean; {rel.cite('eval_cap')})")
+    mine = Decimal(made.total_cost_usd)
+    if other is None:
+        statement = (f"{rel.label} can run this for ${mine:,.2f}; no plan any framework could "
+                     "run meets the deadline and budget either")
+    else:
+        theirs = Decimal(other.total_cost_usd)
+        gpus = sorted({p.gpu for p in other.pools})
+        if mine <= theirs:
+            statement = (f"{rel.label} can run this for ${mine:,.2f}, the cheapest plan any "
+                         f"framework could run (${theirs:,.2f}): the release costs nothing here")
+        else:
+            extra = mine - theirs
+            why = "; ".join(reasons) if reasons else "the release's limits change the search"
+            statement = (f"{rel.label} can run this for ${mine:,.2f}; the cheapest plan any "
+                         f"framework could run is ${theirs:,.2f} ({other.layout} on "
+                         f"{', '.join(gpus)}; +${extra:,.2f}, "
+                         f"+{float(extra / theirs) * 100:.1f} % for {rel.label}), because: {why}")
+    return FrameworkPrice(
+        framework=rel.key, total_cost_usd=made.total_cost_usd,
+        any_total_cost_usd=other.total_cost_usd if other is not None else None,
+        any_layout=other.layout if other is not None else None,
+        any_gpus=sorted({p.gpu for p in other.pools}) if other is not None else [],
+        reasons=reasons, statement=statement)

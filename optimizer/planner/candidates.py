@@ -46,6 +46,7 @@ from ptplan.demand.rates import PhaseRate
 from ptplan.policies.model import Policy, default_policy
 from ptplan.providers.base import Catalog, Offer
 from ptplan.providers.buyability import opt_in, sold
+from ptplan.spec.frameworks import Release
 
 
 @dataclass(frozen=True)
@@ -125,11 +126,12 @@ class OfferFilter:
 
 
 def filter_offers(spec_placement, catalog: Catalog,
-                  policy: Policy | None = None) -> OfferFilter:
+                  policy: Policy | None = None, release: Release | None = None) -> OfferFilter:
     """Apply ``placement`` (providers, regions globs, GPUs) and the policy's providers and
     regions; drop GPUs without specs, capacity the provider does not sell that way (A3 High
     under 8 GPUs on demand: :mod:`ptplan.providers.buyability`) and opt-in zones (AWS Local and
-    Wavelength zones) unless the policy sets ``allow_opt_in_zones``."""
+    Wavelength zones) unless the policy sets ``allow_opt_in_zones``; with a framework
+    ``release``, accelerators its build does not run on (:mod:`ptplan.spec.frameworks`)."""
     offers = list(catalog.offers)
     bad = next((o for o in offers if o.max_nodes is not None and o.max_nodes < 1), None)
     if bad is not None:  # a catalog built in Python skips the file formats' validation
@@ -166,6 +168,11 @@ def filter_offers(spec_placement, catalog: Catalog,
     keep = [o for o in offers if o.gpu in known_gpus]
     removed["no GPU spec"] = len(offers) - len(keep)
     offers = keep
+    if release is not None:
+        keep = [o for o in offers if known_gpus[o.gpu].vendor in release.accelerators]
+        removed[f"framework {release.key}: not a {'/'.join(sorted(release.accelerators))} GPU "
+                f"({release.cite('accelerators')})"] = len(offers) - len(keep)
+        offers = keep
     keep = [o for o in offers if sold(o.provider, o.instance_type, o.region, o.capacity_type)]
     removed["not sold that way (providers/data/buyability.csv)"] = len(offers) - len(keep)
     offers = keep
@@ -201,11 +208,17 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     ws = (("weight_sync", ws_hours),)
     out: list[Layout] = []
     want = spec.pipeline
-    if want in ("auto", "colocated"):
+    rel = spec.release
+    # the release's roles: which may have a pool apart from the trainer (docs/frameworks.md)
+    own_scoring = rel is None or set(spec.scoring_roles) <= rel.own_pool_roles
+    teacher_apart = rel is not None and rel.teacher_needs_own_pool and spec.teacher is not None
+    if want in ("auto", "colocated") and not teacher_apart:
         out.append(Layout("colocated", "colocated", (pool("all", work, stall, ckpt),),
                           tail=True, policy=policy))
     for mode in ("sync", "async"):
         if want not in ("auto", mode):
+            continue
+        if rel is not None and mode not in rel.separate_rollout_pipelines:
             continue
         rollout = pool("rollout", gen, ws_hours, ws, remote_ok=True)
         pools3: list[PoolSpec] = [rollout]
@@ -213,9 +226,11 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
             pools3.append(pool("scoring", ("scoring",), 0.0, ()))
         pools3.append(pool("update", ("update",), stall, ckpt))
         fill = 1.0 / demand.steps if mode == "async" else 0.0
-        out.append(Layout(mode, f"{mode}:" + "|".join(p.name for p in pools3), tuple(pools3),
-                          tail=(mode == "sync"), fill_fraction=fill, policy=policy))
-        if has_scoring:
+        if own_scoring or not has_scoring:
+            out.append(Layout(mode, f"{mode}:" + "|".join(p.name for p in pools3),
+                              tuple(pools3), tail=(mode == "sync"), fill_fraction=fill,
+                              policy=policy))
+        if has_scoring and not teacher_apart:
             merged = pool("update", ("scoring", "update"), stall, ckpt)
             out.append(Layout(mode, f"{mode}:rollout|update+scoring", (rollout, merged),
                               tail=(mode == "sync"), fill_fraction=fill, policy=policy))

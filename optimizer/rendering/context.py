@@ -157,8 +157,10 @@ def build_context(plan: Plan, facts: Facts, image: str = DEFAULT_IMAGE,
     launch = launch_args(plan, facts)
     upool = _pool(plan, launch["update_pool"])
     launch["words"] = verl_words(launch, slug, upool.gpus_per_node)
-    launch["command"] = shell_join(launch["words"])
-    launch["entrypoint"] = ray_entrypoint(launch["words"])
+    # what runs: the framework's command, inside the archiving wrapper when the plan archives
+    # checkpoints (ptplan.rendering.archive)
+    launch["command"] = shell_join(launch["run_words"])
+    launch["entrypoint"] = ray_entrypoint(launch["run_words"])
     launch["nproc"] = upool.gpus_per_node
     rules: list[dict[str, Any]] = []
     notes: list[str] = []

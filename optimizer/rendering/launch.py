@@ -14,6 +14,7 @@ from typing import Any
 
 from ptplan.planfile.names import dns_name
 from ptplan.planfile.schema import REGENERATE, Plan
+from ptplan.rendering.archive import archive_roots, archive_words
 from ptplan.rendering.facts import Facts
 from ptplan.rendering.frameworks import openrlhf_0_11, pool, verl_0_9
 from ptplan.templates import shell_word
@@ -63,6 +64,17 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
                    words=["sh", "-c", f"echo {shell_word(NO_SPEC)} >&2; exit 2"])
     else:
         out.update(MODULES[fw.name].command(plan, facts, slug, notes))
+    out["run_words"] = out["words"]
+    if out.get("module") and facts.archive_every and facts.every_steps:
+        every = facts.every_steps * facts.archive_every
+        roots = archive_roots(fw.name, plan.method, plan.algorithm == "ppo")
+        out["run_words"] = archive_words(out["words"], roots, every)
+        notes.append(f"archive: every {facts.archive_every}th checkpoint (steps that are "
+                     f"multiples of {every}) is priced as archived; {fw.name} {fw.line} keeps "
+                     f"the last {facts.keep_hot} only, so the launch runs inside a wrapper that "
+                     f"copies each such checkpoint, once complete, to "
+                     f"{', '.join(a for _, a in roots)} (docs/render.md, 'Archived "
+                     "checkpoints')")
     if out.get("ray_roles"):
         from ptplan.rendering.deploy import ray_resource
 

@@ -22,7 +22,7 @@ from ptplan.planfile.names import k8s_label
 from ptplan.planfile.schema import Plan
 from ptplan.rendering.context import DEFAULT_IMAGE, build_context
 from ptplan.rendering.facts import facts_for
-from ptplan.rendering.frameworks import parse_framework
+from ptplan.rendering.frameworks import framework_for
 from ptplan.rendering.kinds import Target
 from ptplan.rendering.lifecycle import gcs_lifecycle, lifecycle_rules, s3_lifecycle
 
@@ -92,8 +92,12 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
     res = "--resources=" + shell_word(json.dumps({g["ray_resource"]: g["gpus_per_node"]}))
     join = (f"ray start --address={_HEAD_HOST}:6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE "
             f"{res}")
+    run = launch.get("run_words", launch["words"])
+    wrapper = shell_join(run[:len(run) - len(launch["words"])]) + " " \
+        if len(run) > len(launch["words"]) else ""  # the archiving wrapper (rendering.archive)
     if launch["torchrun"]:
         return ("set -euo pipefail\n"
+                + wrapper +
                 "torchrun --nnodes=$SKYPILOT_NUM_NODES --nproc_per_node=$SKYPILOT_NUM_GPUS_PER_NODE"
                 " --node_rank=$SKYPILOT_NODE_RANK"
                 " --master_addr=$(echo \"$SKYPILOT_NODE_IPS\" | head -n1) --master_port=29500 -m "
@@ -106,7 +110,7 @@ def sky_run(g: dict[str, Any], head: dict[str, Any], launch: dict[str, Any]) -> 
                 f"  ray start --head --port=6379 --num-gpus=$SKYPILOT_NUM_GPUS_PER_NODE {res}\n"
                 "  trap 'ray stop --force' EXIT\n"
                 "  " + _WAIT.format(wait=CAPACITY_WAIT_SECONDS)
-                + "  " + shell_join(launch["words"]) + "\n"
+                + "  " + shell_join(run) + "\n"
                 "else\n"
                 f"  {join}\n"
                 f"  while ray health-check --address={_HEAD_HOST}:6379 >/dev/null 2>&1; do"
@@ -280,7 +284,7 @@ def render_plan(plan: Plan, target: str, spec: Any = None, image: str | None = N
     if not plan.pools:
         raise InputError("plan: it has no pools; nothing to deploy")
     check_options(cluster, image)
-    fw = parse_framework(framework)  # --framework (docs/render.md); default veRL 0.9
+    fw = framework_for(plan, framework)  # the plan's release; --framework for `any` plans
     facts = replace(facts_for(plan, spec), framework=fw)
     ctx = build_context(plan, facts, image or DEFAULT_IMAGE, cluster, guard_image=image)
     files: dict[str, str] = {}

@@ -286,9 +286,12 @@ def _assumptions(p: dict[str, Any]) -> list[str]:
 
 def _explain(p: dict[str, Any]) -> Section:
     ex = p["explain"]
-    lines = ([f"why: {s}" for s in ex["summary"]] + [f"binding: {s}" for s in ex["binding"]]
+    price = p.get("framework_price")  # schema 9, with --explain or --format html
+    lines = ([f"framework: {price['statement']}"] if price else []) + (
+        [f"why: {s}" for s in ex["summary"]] + [f"binding: {s}" for s in ex["binding"]]
              + [f"marginal: {s}" for s in ex["marginal"]]
-             + ([f"uncertainty: {p['uncertainty']['basis']}"] if p.get("uncertainty") else []))
+             + ([f"uncertainty: {p['uncertainty']['basis']}"] if p.get("uncertainty")
+                else []))
     alt = Table("best plan per pipeline layout",
                 ["layout", "status", "total $", "makespan h", "where"],
                 [[a["layout"], a["status"], a["total_cost_usd"] or "infeasible",

@@ -192,7 +192,8 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
     lines = [
         f"status {plan.status} ({plan.solver.name}, gap {plan.solver.gap:g}, "
         f"{plan.solver.seconds:g} s); objective {plan.objective}; pipeline "
-        f"{plan.pipeline_mode} ({plan.layout})",
+        f"{plan.pipeline_mode} ({plan.layout})"
+        + (f"; framework {plan.framework}" if getattr(plan, "framework", None) else ""),
         f"makespan {plan.makespan_hours:,.2f} h (deadline "
         f"{'-' if plan.deadline_hours is None else f'{plan.deadline_hours:g} h'}); total "
         f"${plan.total_cost_usd} = compute ${plan.compute_cost_usd} (of which idle "
@@ -224,6 +225,9 @@ def _plan_footer(plan: Any, explain: bool) -> list[str]:
     lines[2:2] = plan_lines(plan, explain)
     lines += [f"warning: {w}" for w in plan.warnings]
     if explain:
+        price = getattr(plan, "framework_price", None)
+        if price is not None:
+            lines += ["framework:", f"  {price.statement}"]
         lines += ["why:"] + [f"  {s}" for s in plan.explain.summary]
         lines += ["binding:"] + [f"  {s}" for s in plan.explain.binding]
         lines += ["marginal:"] + [f"  {s}" for s in plan.explain.marginal]

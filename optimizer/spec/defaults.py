@@ -62,9 +62,13 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
         rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
                     "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
                     "decode_compute_efficiency", "max_batch_per_replica"}
+    rel = spec.release
+    resolved = rel is not None and len(rel.train_backends.get(spec.method, ())) == 1
     for key in Efficiency.model_fields:
         if key in eff_set or (spec.method == "sft" and key in rl_only):
             continue
+        if key == "train_backend" and resolved:
+            continue  # listed with the framework's lines, as resolved
         if not spec.trains and key not in GEN_EFFICIENCY:
             continue
         if spec.method != "sft" and key == "train_mfu":
@@ -81,6 +85,62 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
         if key not in spec.placement.model_fields_set:
             out.append(f"placement.{key} = {getattr(spec.placement, key)}")
+    out += _framework_defaults(spec)
+    return out
+
+
+def _framework_defaults(spec: ProjectSpec) -> list[str]:
+    """What the framework release made of the spec (docs/frameworks.md): the default release,
+    the precisions it cannot use (dropped from the spec's lists), the training backend ``auto``
+    resolves to, and the eval cap it validates with."""
+    from ptplan.core.hardware import PRECISIONS
+    from ptplan.spec.frameworks import update_precisions
+
+    out: list[str] = []
+    if "framework" not in spec.model_fields_set:
+        out.append(f"framework = {spec.framework_key} (the release `ptplan render` targets by "
+                   "default; docs/frameworks.md)")
+    rel = spec.release
+    if rel is None:
+        return out
+    given = spec.precisions or {}
+    upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
+    phases = {"rl": ("rollout", "scoring", "update", "eval"), "opd": ("rollout", "scoring",
+              "update", "eval"), "sft": ("update", "eval"), "generate": ("rollout",)}
+    for phase in phases[spec.method]:
+        if phase == "scoring" and not spec.scoring_roles:
+            continue
+        if phase in ("rollout", "eval"):
+            ok = rel.rollout_precisions
+        elif phase == "update":
+            ok = rel.update_precisions
+        else:
+            ok = frozenset(PRECISIONS)
+            for role in spec.scoring_roles:
+                ok &= rel.scoring_allowed(role, upd)
+        listed = given.get(phase)
+        if phase == "eval" and not listed:
+            continue  # eval follows the rollout's line
+        source = rel.cite("rollout_precision" if phase == "eval" else f"{phase}_precision")
+        if listed:
+            dropped = [q for q in listed if q not in ok]
+            if dropped:
+                out.append(f"precisions.{phase}: {', '.join(dropped)} not used ({rel.key} runs "
+                           f"{phase} in {', '.join(sorted(ok & set(listed)))}, per {source})")
+        elif phase != "update":
+            out.append(f"precisions.{phase} = {', '.join(sorted(ok))} ({rel.key} runs {phase} "
+                       "in these)")
+    if spec.efficiency.train_backend == "auto":
+        allowed = rel.train_backends.get(spec.method, frozenset())
+        if len(allowed) == 1:
+            out.append(f"efficiency.train_backend = {next(iter(allowed))} ({rel.key} trains "
+                       f"{spec.method} with it: no tensor or pipeline parallel, per "
+                       f"{rel.cite('train_backend')})")
+    if spec.eval is not None and rel.eval_cap == "training" and spec.method != "sft":
+        out.append(f"eval priced to {rel.label}'s validation cap, the training response cap "
+                   f"{spec.max_response_tokens}: responses of mean eval.response_tokens "
+                   f"{spec.eval.response_tokens} stop at EOS or the cap (per "
+                   f"{rel.cite('eval_cap')})")
     return out
 
 

@@ -13,14 +13,18 @@ from typing import Any
 
 from pydantic import (
     Field,
+    field_validator,
     model_validator,
 )
 
+from ptplan.core.errors import InputError
 from ptplan.core.hardware import PRECISIONS
 from ptplan.core.yamlio import quoted, read_mapping, validate
+from ptplan.spec import frameworks
 from ptplan.spec.agent import Agent
 from ptplan.spec.cpu import Reward
 from ptplan.spec.efficiency import Efficiency
+from ptplan.spec.frameworks import Release, normalise, release, spec_rules
 from ptplan.spec.lengths import ResponseLength, _check_lengths, quantile_knots
 from ptplan.spec.methods import (
     GEN_FIELDS,
@@ -81,6 +85,18 @@ class ProjectSpec(_Strict):
     """Costs beyond compute: data, annotation, review, A/B tests, operations (docs/spec.md)."""
     reward: Reward | None = None
     """CPU work of a rule-based reward (rl/opd without ``reward_model``): a CPU pool."""
+    framework: str = Field(default_factory=lambda: frameworks.DEFAULT)
+    """The framework release the plan is made for (``verl==0.9``, ``openrlhf==0.11``) or
+    ``any`` (no release's limits); default ``verl==0.9`` (:mod:`ptplan.spec.frameworks`),
+    resolved when the spec is read (``framework`` is then not in ``model_fields_set``)."""
+
+    @field_validator("framework")
+    @classmethod
+    def _framework(cls, value: str) -> str:
+        try:
+            return normalise(value)
+        except InputError as e:
+            raise ValueError(str(e).removeprefix("framework: ")) from None
 
     @model_validator(mode="before")
     @classmethod
@@ -165,6 +181,9 @@ class ProjectSpec(_Strict):
             if m == "generate" and any(p != "rollout" for p in self.precisions):
                 raise ValueError("precisions: method generate has only a rollout phase; "
                                  "list rollout only")
+        rel = release(self.framework_key)
+        if rel is not None:
+            spec_rules(self, rel)
         phases = self.phase_names
         seen: set[tuple[str, str, str]] = set()
         for i, c in enumerate(self.calibration):
@@ -179,6 +198,28 @@ class ProjectSpec(_Strict):
         return self
 
     # ---- resolved values (defaults applied) -------------------------------------------
+    @property
+    def framework_key(self) -> str:
+        """The framework this spec is planned for (``framework:``, else the default)."""
+        return self.framework
+
+    @property
+    def release(self) -> Release | None:
+        """The release's capability table; None for ``framework: any``."""
+        return release(self.framework_key)
+
+    @property
+    def scoring_roles(self) -> tuple[str, ...]:
+        """The models the scoring phase runs (reference, reward, teacher)."""
+        out = []
+        if self.uses_reference:
+            out.append("reference")
+        if self.reward_model is not None:
+            out.append("reward")
+        if self.teacher is not None:
+            out.append("teacher")
+        return tuple(out)
+
     @property
     def phase_names(self) -> set[str]:
         """The phases this job runs."""

@@ -74,7 +74,7 @@ class Contexts:
         if hit is not None:
             return hit
         catalog = replace(self.catalog, offers=self.catalog.offers + tuple(extra))
-        offers = filter_offers(self.spec.placement, catalog, self.policy).offers
+        offers = filter_offers(self.spec.placement, catalog, self.policy, self.spec.release).offers
         if regional:
             mine = {(o.provider, o.region) for o in extra}
             offers = [o for o in offers if (o.provider, o.region) in mine]

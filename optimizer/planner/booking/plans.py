@@ -66,7 +66,8 @@ def booked_offers(spec: ProjectSpec, catalog: Catalog, policy: Policy | None) ->
         if not keep:
             return []
         placement = placement.model_copy(update={"providers": keep})
-    filt = filter_offers(placement, replace(catalog, offers=catalog.block_offers), policy)
+    filt = filter_offers(placement, replace(catalog, offers=catalog.block_offers), policy,
+                         spec.release)
     return check_start([o for o in filt.offers if o.capacity_type in BOOKED_TYPES], start,
                        clock.today())
 

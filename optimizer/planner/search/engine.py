@@ -62,7 +62,7 @@ def prepare(spec: ProjectSpec, catalog: Catalog, policy: Policy | None = None,
     price scenarios of a what-if sweep."""
     policy = policy or default_policy()
     demand = demand if demand is not None else build_demand(spec)
-    filt = filter_offers(spec.placement, catalog, policy)
+    filt = filter_offers(spec.placement, catalog, policy, spec.release)
     if not filt.offers:
         removed = ", ".join(f"{k} removed {v}" for k, v in filt.removed.items() if v)
         raise InfeasibleError(

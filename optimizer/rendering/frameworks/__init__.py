@@ -58,6 +58,22 @@ def parse_framework(text: str | None) -> Framework:
                      f"{', '.join(SUPPORTED)} (default {DEFAULT.name}=={DEFAULT.line})")
 
 
+def framework_for(plan: Any, text: str | None) -> Framework:
+    """The release a plan's launch targets: the one the plan was made for (schema 9); for a plan
+    made for ``any`` (or before schema 9), ``--framework`` or the default. A ``--framework``
+    other than the plan's is refused: the plan bought pools, GPUs and precisions for its own."""
+    made_for = getattr(plan, "framework_key", "any")
+    if text is None:
+        return SUPPORTED.get(made_for, DEFAULT)
+    fw = parse_framework(text)
+    key = f"{fw.name}=={fw.line}"
+    if made_for != "any" and key != made_for:
+        raise InputError(f"--framework {text}: the plan was made for {made_for}; its pools, GPUs "
+                         f"and precisions are what {made_for} runs. Re-plan for {key} "
+                         f"(`ptplan plan SPEC --framework {key}`) or drop --framework")
+    return fw
+
+
 @dataclass(frozen=True)
 class Setting:
     """One planned value as a framework argument: ``field`` (the planned quantity), ``key``
@@ -88,12 +104,10 @@ FIELDS: dict[str, dict[str, str]] = {
                               "verl-sft": "", "openrlhf": ""},
     "rollout_engines": {"source": "plan: rollout pool GPUs / engine GPUs", "verl": "",
                         "verl-sft": "", "openrlhf": "--vllm.num_engines"},
-    "rollout_tp": {"source": "plan: rollout parallel_layout.tp (or replica_gpus), within a node",
+    "rollout_tp": {"source": "plan: rollout engine GPUs (replica_gpus; tensor parallel across "
+                              "nodes when the engine spans them)",
                    "verl": "actor_rollout_ref.rollout.tensor_model_parallel_size",
                    "verl-sft": "", "openrlhf": "--vllm.tensor_parallel_size"},
-    "rollout_pp": {"source": "plan: engine GPUs / TP (engine spans nodes)",
-                   "verl": "actor_rollout_ref.rollout.pipeline_model_parallel_size",
-                   "verl-sft": "", "openrlhf": ""},
     "gpu_memory_utilization": {
         "source": "spec efficiency.gpu_memory_utilization (own pool) or "
                   "colocated_rollout_memory_fraction (colocated)",
@@ -132,6 +146,9 @@ FIELDS: dict[str, dict[str, str]] = {
     "megatron_precision": {"source": "plan: update phase precision (Megatron layout)",
                            "verl": "actor_rollout_ref.actor.megatron.dtype", "verl-sft": "",
                            "openrlhf": ""},
+    "lora_rank": {"source": "spec model.finetune lora, model.lora_rank (default 16)",
+                  "verl": "actor_rollout_ref.model.lora_rank", "verl-sft": "model.lora_rank",
+                  "openrlhf": "--ds.lora.rank"},
     "update_zero_stage": {"source": "plan: update parallel_layout.zero_stage", "verl": "",
                           "verl-sft": "", "openrlhf": "--ds.zero_stage"},
     "separate_pools": {"source": "plan: rollout pool is not the update pool",
@@ -302,10 +319,13 @@ def geometry(plan: Any) -> Geometry:
     g = max(1, rollout.replica_gpus if rollout else 1)
     if rollout is not None and rollout.parallel_layout is not None:
         g = max(g, rollout.parallel_layout.tp)  # the engine size priced at this pool
-    tp = min(g, rpool.gpus_per_node)
+    # one engine is tensor parallel over all its GPUs, across nodes when it spans them: veRL
+    # 0.9 and OpenRLHF 0.11 run no pipeline parallel rollout (verl/workers/config/rollout.py
+    # rejects pipeline_model_parallel_size > 1 for vLLM); the decode model prices the
+    # all-reduce over the network then (docs/demand-model.md §3.12)
     scoring = phase(plan, "scoring")
     spool = pool(plan, scoring.pool) if scoring else None
-    return Geometry(upool, rpool, spool, g, tp, max(1, g // tp),
+    return Geometry(upool, rpool, spool, g, g, 1,
                     max(1, rpool.nodes * rpool.gpus_per_node // g))
 
 
@@ -336,6 +356,8 @@ class Run:
     colocated_fraction: float
     agent: Any = None
     """The spec's ``agent:`` section (issue #25), None for single-turn rollouts."""
+    lora_rank: int | None = None
+    """LoRA adapters of this rank (``model.finetune: lora``); None for a full fine-tune."""
 
 
 def run_of(spec: Any) -> Run:
@@ -357,7 +379,8 @@ def run_of(spec: Any) -> Run:
         with_optimizer=bool(spec.checkpoints.with_optimizer),
         gpu_memory_utilization=float(spec.efficiency.gpu_memory_utilization),
         colocated_fraction=float(spec.efficiency.colocated_rollout_memory_fraction),
-        agent=getattr(spec, "agent", None))
+        agent=getattr(spec, "agent", None),
+        lora_rank=spec.lora_rank if spec.model.finetune == "lora" else None)
 
 
 def max_turns(agent: Any) -> int:

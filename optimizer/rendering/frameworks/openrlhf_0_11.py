@@ -64,10 +64,6 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     add("trainer_gpus_per_node", geo.upool.gpus_per_node, "plan update pool")
     add("rollout_engines", geo.engines, "plan rollout pool / engine GPUs")
     add("rollout_tp", geo.tp, "plan rollout engine")
-    if geo.pp > 1:
-        notes.append(f"the rollout engine spans {geo.engine_gpus} GPUs over nodes: OpenRLHF's "
-                     "vLLM engines take tensor parallel within a node only; not rendered as "
-                     "planned")
     add("colocated", not geo.separate, "plan one pool")
     add("trainer_mode", geo.separate and plan.pipeline_mode == "async", "plan pipeline")
     add("gpu_memory_utilization", run.gpu_memory_utilization if geo.separate
@@ -88,6 +84,8 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     if scoring is not None and scoring.precision in ("fp8", "int8"):
         notes.append(f"scoring was priced at {scoring.precision}; OpenRLHF scores in bf16")
     _layout(add, update, notes)
+    if run.lora_rank:
+        add("lora_rank", run.lora_rank, "spec model.finetune lora")
     add("advantage_estimator", ESTIMATOR.get(plan.algorithm or "", "group_norm"),
         f"plan algorithm {plan.algorithm}")
     if plan.algorithm == "dapo":

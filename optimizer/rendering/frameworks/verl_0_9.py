@@ -33,6 +33,7 @@ from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
 
 FRAMEWORK = VERL_0_9
+FRAMEWORK_KEY = f"{VERL_0_9.name}=={VERL_0_9.line}"
 ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
 """``algorithm.adv_estimator`` (DAPO = GRPO advantages + dynamic sampling)."""
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -148,8 +149,6 @@ def rl_settings(plan: Any, facts: Any, slug: str,
                          "vLLM (not the default image)")
     rows.add("rollout_tp", geo.tp, f"plan rollout engine of {geo.engine_gpus} GPU(s), "
              f"{geo.rpool.gpus_per_node} per node")
-    if geo.pp > 1:
-        rows.add("rollout_pp", geo.pp, "plan rollout engine spans nodes")
     mini = max(1, run.mini_batches)
     if run.batch % mini:
         notes.append(f"prompts_per_step {run.batch} is not a multiple of mini_batches_per_step "
@@ -198,8 +197,10 @@ def rl_settings(plan: Any, facts: Any, slug: str,
     rows.add("tokens_per_gpu", run.sequence_tokens, f"prompt {run.prompt_tokens} + max "
              f"response {run.max_response_tokens} tokens: one longest sequence per GPU")
     _layout(rows, phase(plan, "update"), notes)
+    if run.lora_rank:
+        rows.add("lora_rank", run.lora_rank, "spec model.finetune lora")
     rows.add("steps", plan.steps, "plan steps")
-    _eval(rows, run, notes)
+    _eval(rows, run, notes, getattr(plan, "framework_key", "any") == FRAMEWORK_KEY)
     if run.eval_every and run.eval_samples > 1:
         fixed.append("actor_rollout_ref.rollout.val_kwargs.do_sample=True")
     _checkpoints(rows, facts, slug, notes, "actor_rollout_ref.actor")
@@ -265,13 +266,16 @@ def _agent(rows: _Rows, run: Run, notes: list[str]) -> None:
                      f"{run.max_response_tokens}: veRL truncates it there")
 
 
-def _eval(rows: _Rows, run: Run, notes: list[str]) -> None:
+def _eval(rows: _Rows, run: Run, notes: list[str], priced_for_verl: bool = False) -> None:
+    """``priced_for_verl``: the plan was made for veRL, so its eval was priced at veRL's
+    validation cap (the training response cap, docs/frameworks.md) and needs no note."""
     if run.eval_every:
         rows.add("eval_every_steps", run.eval_every, "spec eval.every_steps")
         rows.add("eval_prompts", run.eval_prompts, "spec eval.prompts")
         if rows.col == "verl":
             rows.add("eval_samples_per_prompt", run.eval_samples, "spec eval.samples_per_prompt")
-            if run.eval_response_tokens and run.eval_response_tokens != run.max_response_tokens:
+            if run.eval_response_tokens and run.eval_response_tokens != run.max_response_tokens \
+                    and not priced_for_verl:
                 notes.append(f"eval response tokens {run.eval_response_tokens}: veRL validates "
                              "with the training response cap "
                              f"({run.max_response_tokens}); responses stop at EOS")
@@ -288,10 +292,6 @@ def _checkpoints(rows: _Rows, facts: Any, slug: str, notes: list[str], actor: st
     rows.add("checkpoint_contents", contents, "spec checkpoints.with_optimizer")
     rows.add("checkpoint_dir", launch_path("hot_checkpoints"), "paths hot_checkpoints")
     rows.add("resume", "auto", "resume after restarts")
-    if facts.archive_every:
-        notes.append(f"every {facts.archive_every}th checkpoint is priced as archived under "
-                     f"{slug}/archive/: veRL keeps the last {facts.keep_hot} only; copy it "
-                     "there (e.g. a checkpoint_callback_class or a bucket copy) or it is lost")
 
 
 def _distillation(rows: _Rows, plan: Any, geo: Geometry, notes: list[str]) -> None:
@@ -343,6 +343,8 @@ def sft_settings(plan: Any, facts: Any, slug: str,
     if update is not None and update.precision in DTYPE:
         rows.add("update_precision", DTYPE[update.precision], "plan update precision")
     _layout(rows, update, notes)
+    if run.lora_rank:
+        rows.add("lora_rank", run.lora_rank, "spec model.finetune lora")
     rows.add("steps", plan.steps, "plan steps")
     rows.add("epochs", ceil_int(run.epochs), "spec data.epochs")
     _eval(rows, run, notes)
