@@ -245,7 +245,7 @@ def test_json_round_trip_and_plain_plans_stay_schema_5():
     assert verify_plan(again) == [] and again.schema_version == SCHEMA_VERSION
     plain = plan(small_spec(), small_catalog())
     text = plain.to_json()
-    assert '"schema_version": 8' in text and "bookings" not in text and "billed_hours" not in text
+    assert '"schema_version": 9' in text and "bookings" not in text and "billed_hours" not in text
 
 
 # -- the catalog and the start date ----------------------------------------------------------

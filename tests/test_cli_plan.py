@@ -43,6 +43,7 @@ TOP_KEYS = {
     "deadline_hours",
     "budget_usd",
     "pipeline_mode",
+    "framework",
     "phases",
     "pools",
     "solver",
@@ -64,7 +65,7 @@ ALLOCATION_KEYS = {
 }
 
 
-pytestmark = pytest.mark.fitted
+pytestmark = [pytest.mark.fitted, pytest.mark.shipped_framework]
 """``plan`` as shipped: the stored fit in this process and in the second process of the
 byte-identity test alike (tests/conftest.py)."""
 
@@ -211,7 +212,8 @@ def test_plan_json_is_byte_identical_across_runs(
 def test_plan_json_documented_keys(grpo_plan: dict[str, Any]) -> None:
     p = grpo_plan
     assert set(p) >= TOP_KEYS, TOP_KEYS - set(p)
-    assert p["schema_version"] == 8  # every plan carries its 80 % interval (schema 8)
+    assert p["schema_version"] == 9  # 8: its 80 % interval; 9: the framework it was made for
+    assert p["framework"] == "verl==0.9"  # the spec sets none: the default release
     assert p["calibration"] == []  # the example measures nothing: the model is uncalibrated
     assert p["spec_name"] == "grpo-7b-math"
     assert p["status"] == "optimal"
@@ -407,7 +409,7 @@ def test_schema_plan_validates_a_real_plan(grpo_plan: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     schema = json.loads(result.stdout)
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert schema["properties"]["schema_version"]["enum"] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(grpo_plan)) == []
@@ -458,18 +460,19 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     old["schema_version"] = 1
     del old["lifecycle"]  # schema-1 plans written before plans recorded it
     del old["uncertainty"]  # and before the 80 % interval (schema 8)
+    del old["framework"]  # and before the framework it was made for (schema 9)
     result = _ok(_invoke("check", _write_json(tmp_path / "v1.json", old)))
     assert result.stdout.startswith("ok:")
     v2 = copy.deepcopy(grpo_plan)
     v2["schema_version"] = 2  # written before phases recorded their parallel layout
-    del v2["uncertainty"]
+    del v2["uncertainty"], v2["framework"]
     for ph in v2["phases"]:
         ph.pop("parallel_layout", None)
     assert _ok(_invoke("check", _write_json(tmp_path / "v2-ok.json", v2))).stdout \
         .startswith("ok:")
     v3 = copy.deepcopy(grpo_plan)
     v3["schema_version"] = 3  # written before boot disks were priced: no disk figures
-    del v3["uncertainty"]
+    del v3["uncertainty"], v3["framework"]
     v3["total_cost_usd"] = f"{float(v3['total_cost_usd']) - float(v3.pop('disk_cost_usd')):.2f}"
     for pool in v3["pools"]:
         for key in ("boot_disk_gb", "disk_tier", "disk_usd_per_gb_month", "disk_usd_per_hour",
@@ -478,9 +481,9 @@ def test_check_reads_schema1_plans_and_refuses_unknown_versions(
     assert _ok(_invoke("check", _write_json(tmp_path / "v3-ok.json", v3))).stdout \
         .startswith("ok:")
     newer = copy.deepcopy(grpo_plan)
-    newer["schema_version"] = 9
-    _assert_error(_invoke("check", _write_json(tmp_path / "v9.json", newer)), 2, "v9.json",
-                  "schema 9", "upgrade ptplan", "ptplan plan SPEC --format json")
+    newer["schema_version"] = 10
+    _assert_error(_invoke("check", _write_json(tmp_path / "v10.json", newer)), 2, "v10.json",
+                  "schema 10", "upgrade ptplan", "ptplan plan SPEC --format json")
     partial = copy.deepcopy(grpo_plan)
     del partial["lifecycle"]
     _assert_error(_invoke("check", _write_json(tmp_path / "v2.json", partial)), 2, "v2.json",

@@ -349,8 +349,9 @@ nodes advertises (8 on a3-edgegpu-8g-nolssd since issue #39; 2 on a3-highgpu-2g 
 
 
 @pytest.mark.parametrize(("name", "rel", "old", "new", "expect"), [
-    # the trainer asks for the rollout pool's resource
-    ("grpo-aws", "kuberay/rayjob.yaml", "rollout=ptplan_pool_rollout,trainer=ptplan_pool_update",
+    # the trainer asks for the rollout pool's resource (in the launch file: the RayJob's
+    # entrypoint travels base64 since the launch runs inside the archiving wrapper)
+    ("grpo-aws", "launch/verl.sh", "rollout=ptplan_pool_rollout,trainer=ptplan_pool_update",
      "rollout=ptplan_pool_rollout,trainer=ptplan_pool_rollout", "role trainer asks for "
      "ptplan_pool_rollout, but the plan runs it on pool update"),
     # a spot scoring group advertises the trainer's resource

@@ -236,9 +236,10 @@ def test_reference_table_says_it_is_not_a_cluster() -> None:
 
 
 @pytest.mark.fitted  # as shipped: the fresh process runs the stored fit (tests/conftest.py)
+@pytest.mark.shipped_framework  # and reads the spec with the shipped default framework
 @pytest.mark.parametrize("fmt", ["table", "json", "markdown"])
 def test_same_bytes_twice(fmt: str, tmp_path: Path) -> None:
-    args = ["estimate", GRPO, "--cluster", "64xH100", "--pipeline", "sync", "--format", fmt]
+    args = ["estimate", GRPO, "--cluster", "64xH100", "--pipeline", "async", "--format", fmt]
     assert _ok(*args) == _ok(*args)
     # and in a fresh process (no state carried from an earlier run)
     env = {**os.environ, "COLUMNS": "200"}

@@ -25,6 +25,9 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 GOLDEN = ROOT / "tests" / "golden" / "figures"

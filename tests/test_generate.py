@@ -22,6 +22,9 @@ from ptplan.demand.model import build_demand
 from ptplan.spec.defaults import applied_defaults
 from ptplan.spec.project import load_spec, parse_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The golden plans are the examples as a user plans them (framework verl==0.9 by default)."""
+
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples" / "generate-32b.yaml"
 GOLDEN = ROOT / "tests" / "golden" / "cli" / "plan-generate-32b.json"

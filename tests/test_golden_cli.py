@@ -21,6 +21,9 @@ from typer.testing import CliRunner
 
 from ptplan.cli.app import app
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
 EX = ROOT / "examples"
@@ -30,6 +33,8 @@ TODAY = "2026-12-03"
 
 CASES: dict[str, list[str]] = {
     "plan-grpo-7b.json": ["plan", str(EX / "grpo-7b.yaml"), "--explain", "--no-timings"],
+    "plan-grpo-7b-openrlhf.json": ["plan", str(EX / "grpo-7b.yaml"), "--framework",
+                                   "openrlhf==0.11", "--explain", "--no-timings"],
     "plan-opd-8b-from-32b.json": ["plan", str(EX / "opd-8b-from-32b.yaml"), "--explain",
                                   "--no-timings"],
     "plan-sft-8b.json": ["plan", str(EX / "sft-8b.yaml"), "--explain", "--no-timings"],

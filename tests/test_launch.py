@@ -21,6 +21,9 @@ from ptplan.rendering.paths import MOUNT, PREFIX, bucket_key
 from ptplan.rendering.targets import render_plan
 from ptplan.spec.project import load_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 GOLDEN = ROOT / "tests" / "golden" / "launch"
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"
 CLI = ROOT / "tests" / "golden" / "cli"
@@ -28,11 +31,10 @@ CLI = ROOT / "tests" / "golden" / "cli"
 
 def _render(example: str, framework: str, target: str = "all") -> tuple[dict[str, str],
                                                                           list[str]]:
-    from test_launch_frameworks import EXAMPLES
+    from test_launch_frameworks import plan_path, spec_for
 
-    plan = load_plan(CLI / f"{EXAMPLES[example]}.json")
-    return render_plan(plan, target, load_spec(str(ROOT / "examples" / f"{example}.yaml")),
-                       framework=framework)
+    return render_plan(load_plan(plan_path(example, framework)), target,
+                       spec_for(example, framework), framework=framework)
 
 
 # ---- goldens --------------------------------------------------------------------------------
@@ -102,10 +104,12 @@ def test_planned_job_is_launched() -> None:
                 "actor_rollout_ref.actor.checkpoint.save_contents=[model,optimizer,extra]",
                 "actor_rollout_ref.actor.use_kl_loss=True"):
         assert arg in w, arg
-    # the example's plan rolls out in bf16 since issue #39: no quantization
+    # the rollout's precision as the example's plan chose it (fp8 since issue #40: veRL's
+    # rollout pool of its own is an async one; bf16 before)
     golden = load_plan(CLI / "plan-grpo-7b.json")
-    assert next(p for p in golden.phases if p.name == "rollout").precision == "bf16"
-    assert "actor_rollout_ref.rollout.quantization=null" in w
+    q = next(p for p in golden.phases if p.name == "rollout").precision
+    assert q in ("bf16", "fp8")
+    assert f"actor_rollout_ref.rollout.quantization={'fp8' if q == 'fp8' else 'null'}" in w
     # fp8 where the plan chose it: the same spec planned on GCP (tests/data/plans/grpo-gcp.json,
     # gcp-only policy) rolls out in fp8
     from dataclasses import replace

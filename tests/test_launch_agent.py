@@ -15,6 +15,9 @@ from test_launch_frameworks import ENV, ROOT, _attr, _get, compose_verl, launch,
 from ptplan.rendering.frameworks import openrlhf_0_11, parse_framework
 from ptplan.spec.project import load_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 SPEC = ROOT / "examples" / "agentic-swe-rl.yaml"
 AGENT_ENV = {**ENV, "AGENT_PATH": "/a/agent.py"}
 AGENT_FIELDS = {"agent_multi_turn", "agent_loop", "agent_code", "agent_max_turns",

@@ -33,9 +33,28 @@ from ptplan.planfile.load import load_plan
 from ptplan.rendering.frameworks import FIELDS, SUPPORTED, Setting, openrlhf_0_11
 from ptplan.spec.project import load_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {"grpo-7b": "plan-grpo-7b", "opd-8b-from-32b": "plan-opd-8b-from-32b",
             "sft-8b": "plan-sft-8b"}
+FOR_FRAMEWORK = {("grpo-7b", "openrlhf==0.11"): "plan-grpo-7b-openrlhf"}
+"""Plans made for another release than the default (a plan renders for its own release)."""
+
+
+def plan_path(example: str, framework: str) -> Path:
+    """The golden plan of ``example`` made for ``framework``."""
+    name = FOR_FRAMEWORK.get((example, framework), EXAMPLES[example])
+    return ROOT / "tests" / "golden" / "cli" / f"{name}.json"
+
+
+def spec_for(example: str, framework: str) -> Any:
+    """The example's spec as that plan was made from it (``plan --framework``)."""
+    from ptplan.spec.project import with_framework
+
+    spec = load_spec(str(ROOT / "examples" / f"{example}.yaml"))
+    return with_framework(spec, framework) if (example, framework) in FOR_FRAMEWORK else spec
 """Each example with its plan (the golden plan of tests/golden/cli, schema 3)."""
 INSTALL = ("python -m pip install --no-deps --upgrade --target .frameworks verl==0.9.1 "
            "openrlhf==0.11.2")
@@ -68,8 +87,8 @@ def launch(example: str, framework: str) -> dict[str, Any]:
     from ptplan.rendering.facts import facts_for
     from ptplan.rendering.frameworks import parse_framework
 
-    plan = load_plan(ROOT / "tests" / "golden" / "cli" / f"{EXAMPLES[example]}.json")
-    spec = load_spec(str(ROOT / "examples" / f"{example}.yaml"))
+    plan = load_plan(plan_path(example, framework))
+    spec = spec_for(example, framework)
     from dataclasses import replace
 
     facts = replace(facts_for(plan, spec), framework=parse_framework(framework))

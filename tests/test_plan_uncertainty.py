@@ -78,7 +78,7 @@ def _fixed_and_timed(p: Plan) -> tuple[Decimal, Decimal]:
 def test_plan_carries_the_fit_interval(sft: Plan) -> None:
     iv = model_interval(sft.method)
     u = sft.uncertainty
-    assert sft.schema_version == SCHEMA_VERSION == 8 and u is not None
+    assert sft.schema_version == SCHEMA_VERSION == 9 and u is not None
     assert u.level == LEVEL == 0.8
     assert u.model_factor == pytest.approx([iv.low, iv.high])
     assert u.factor == pytest.approx([iv.low, iv.high])  # nothing calibrated

@@ -26,6 +26,9 @@ from report_fixtures import CASES, HOSTILE, edge_inputs, hostile_inputs, load
 
 from ptplan.cli.report import pages
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium"
                                         if Path("/usr/bin/chromium").exists() else None)
 

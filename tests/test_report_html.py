@@ -46,6 +46,9 @@ from ptplan.report.html import (
     strip_library,
 )
 
+pytestmark = pytest.mark.shipped_framework
+"""The examples as a user plans them: specs without ``framework:`` take verl==0.9."""
+
 GOLDEN = ROOT / "tests" / "golden" / "html"
 ASSETS = ROOT / "optimizer" / "report" / "assets"
 UPDATE = os.environ.get("PTPLAN_UPDATE_GOLDEN") == "1"

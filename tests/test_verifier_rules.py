@@ -31,6 +31,7 @@ from ptplan.planfile import (
     rules_catalog,
     rules_costs,
     rules_cpu,
+    rules_framework,
     rules_phases,
     rules_pools,
     rules_record,
@@ -40,9 +41,16 @@ from ptplan.planfile import (
 )
 from ptplan.planfile.schema import Plan
 
+pytestmark = pytest.mark.shipped_framework
+"""The goldens are the examples as a user plans them (framework verl==0.9 by default)."""
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
 GRPO = "plan-grpo-7b.json"
+GRPO3 = "plan-grpo-7b-openrlhf.json"
+"""The GRPO example planned for OpenRLHF 0.11: rollout, scoring (the reference's own group) and
+update on three pools, the shape the pool and allocation breaks edit (veRL's plan scores on
+the trainer's pool)."""
 OPD = "plan-opd-8b-from-32b.json"
 SFT = "plan-sft-8b.json"
 GEN = "plan-generate-32b.json"
@@ -68,6 +76,13 @@ def _item(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Any]:
 
 
 # ---- the breaks: each edits one figure of a valid plan -----------------------------------------
+
+def b_framework(p: Plan_) -> None:
+    """Schema 9: veRL's plan (fp8 rollouts) recorded as made for OpenRLHF 0.11, whose vLLM
+    engines run bf16 only (tests/test_framework_plans.py fires every framework.* rule)."""
+    assert p["framework"] == "verl==0.9"
+    p["framework"] = "openrlhf==0.11"
+
 
 def b_uncertainty(p: Plan_) -> None:
     """The 80 % interval's high end edited (schema 8); a plan written before it claims
@@ -503,16 +518,17 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "gen_totals": (GEN, b_totals_total, "totals", rules_costs.check_totals),
     "pool_accounting": (GRPO, b_pool_price, "pool_accounting", rules_pools.check_pool_accounting),
     "uncertainty": (GRPO, b_uncertainty, "uncertainty", rules_uncertainty.check_uncertainty),
-    "zones": (GRPO, b_zone, "zones", rules_pools.check_zones),
+    "framework": (GRPO, b_framework, "framework", rules_framework.check_framework),
+    "zones": (GRPO3, b_zone, "zones", rules_pools.check_zones),
     "hold": (GRPO, b_hold, "hold", rules_pools.check_hold),
     "coverage": (GRPO, b_coverage, "coverage", rules_phases.check_coverage),
     "latency_floor": (GRPO, b_latency_floor, "coverage", rules_phases.check_latency_floors),
     "spot_stateless": (GRPO, b_spot_stateless, "spot_overhead",
                        rules_pools.check_spot_overheads),
-    "spot_gang": (GRPO, b_spot_gang, "spot_overhead", rules_pools.check_spot_overheads),
+    "spot_gang": (GRPO3, b_spot_gang, "spot_overhead", rules_pools.check_spot_overheads),
     "memory": (GRPO, b_memory, "memory", rules_phases.check_memory_fit),
-    "capacity": (GRPO, b_capacity, "capacity", rules_pools.check_capacity),
-    "capacity_spot": (GRPO, b_capacity_spot, "capacity", rules_pools.check_capacity),
+    "capacity": (GRPO3, b_capacity, "capacity", rules_pools.check_capacity),
+    "capacity_spot": (GRPO3, b_capacity_spot, "capacity", rules_pools.check_capacity),
     "makespan": (GRPO, b_makespan, "makespan", rules_costs.check_makespan),
     "storage_min_days": (GRPO, b_storage, "storage", rules_costs.check_storage),
     "storage_price": (GRPO, b_storage_price, "storage", rules_costs.check_storage),
@@ -522,22 +538,22 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "totals_total": (SFT, b_totals_total, "totals", rules_costs.check_totals),
     "deadline": (OPD, b_deadline, "deadline", rules_costs.check_deadline_budget),
     "budget": (OPD, b_budget, "budget", rules_costs.check_deadline_budget),
-    "bookings": (GRPO, b_booking, "bookings", rules_blocks.check_bookings),
+    "bookings": (GRPO3, b_booking, "bookings", rules_blocks.check_bookings),
     "policy": (GRPO, b_policy, "policy", verify.check_policy),
-    "pool_nodes": (GRPO, b_pool_nodes, "pool_accounting", rules_pools.check_pool_accounting),
-    "pool_shape": (GRPO, b_pool_shape, "pool_accounting", rules_pools.check_pool_accounting),
-    "alloc_region": (GRPO, b_alloc_region, "pool_accounting",
+    "pool_nodes": (GRPO3, b_pool_nodes, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_shape": (GRPO3, b_pool_shape, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_region": (GRPO3, b_alloc_region, "pool_accounting",
                      rules_pools.check_pool_accounting),
-    "alloc_cost": (GRPO, b_alloc_cost, "pool_accounting", rules_pools.check_pool_accounting),
-    "pool_region": (GRPO, b_pool_region, "pool_accounting", rules_pools.check_pool_accounting),
+    "alloc_cost": (GRPO3, b_alloc_cost, "pool_accounting", rules_pools.check_pool_accounting),
+    "pool_region": (GRPO3, b_pool_region, "pool_accounting", rules_pools.check_pool_accounting),
     "pool_cost": (GRPO, b_pool_cost, "pool_accounting", rules_pools.check_pool_accounting),
     "alloc_hours": (GRPO, b_alloc_hours, "hold", rules_pools.check_hold),
-    "pool_busy": (GRPO, b_pool_busy, "hold", rules_pools.check_hold),
+    "pool_busy": (GRPO3, b_pool_busy, "hold", rules_pools.check_hold),
     "unknown_pool": (GRPO, b_unknown_pool, "coverage", rules_phases.check_coverage),
     "usable": (GRPO, b_usable, "memory", rules_phases.check_memory_fit),
     "multinode": (GRPO, b_multinode, "capacity", rules_pools.check_capacity),
     "pool_cap": (GRPO, b_pool_cap, "capacity", rules_pools.check_capacity),
-    "shared_cap": (GRPO, b_shared_cap, "capacity", rules_pools.check_capacity),
+    "shared_cap": (GRPO3, b_shared_cap, "capacity", rules_pools.check_capacity),
     "network_cost": (GRPO, b_network_cost, "network", rules_costs.check_network),
     "sync_reach": (GRPO, b_sync_reach, "network", rules_costs.check_network),
     "sync_cross_zone": (GRPO, b_sync_cross_zone, "network", rules_costs.check_network),
@@ -549,16 +565,16 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "other_costs": (GRPO, b_other_costs, "other_costs", rules_costs.check_other_costs),
     "cpu_pools": (GRPO, b_cpu_pools, "cpu_pools", rules_cpu.check_cpu_pools),
     "storage_min_barely": (GRPO, b_storage_min_barely, "storage", rules_costs.check_storage),
-    "disks_rate": (GRPO, b_disks_rate, "disks", rules_costs.check_disks),
+    "disks_rate": (GRPO3, b_disks_rate, "disks", rules_costs.check_disks),
     "disks_cost": (OPD, b_disks_cost, "disks", rules_costs.check_disks),
     "disks_total": (SFT, b_disks_total, "totals", rules_costs.check_disks),
     "disks_tier": (GRPO, b_disks_tier, "disks", rules_costs.check_disks),
-    "phase_alloc": (GRPO, b_phase_alloc, "allocations", rules_record.check_allocations),
+    "phase_alloc": (GRPO3, b_phase_alloc, "allocations", rules_record.check_allocations),
     "phase_alloc_hours": (GRPO, b_phase_alloc_hours, "allocations",
                           rules_record.check_allocations),
     "gpu_hours": (GRPO, b_gpu_hours, "allocations", rules_record.check_allocations),
     "pool_phases": (GRPO, b_pool_phases, "allocations", rules_record.check_allocations),
-    "held": (GRPO, b_held, "hold", rules_record.check_record_pools),
+    "held": (GRPO3, b_held, "hold", rules_record.check_record_pools),
     "idle_cost": (GRPO, b_idle_cost, "totals", rules_record.check_record_pools),
     "gang_fraction": (GRPO, b_gang_fraction, "spot_overhead", rules_record.check_record_pools),
     "rate": (GRPO, b_rate, "coverage", rules_record.check_record_phases),
@@ -568,7 +584,7 @@ CASES: dict[str, tuple[str, Callable[[Plan_], None], str, Callable[..., list[str
     "status": (GRPO, b_status, "status", rules_record.check_record_plan),
     "calibrated": (GRPO, b_calibrated, "calibration", rules_record.check_record_plan),
     "flow": (GRPO, b_flow, "network", rules_record.check_record_plan),
-    "spot_ok": (GRPO, b_spot_ok, "policy", rules_record.check_record_policy),
+    "spot_ok": (GRPO3, b_spot_ok, "policy", rules_record.check_record_policy),
     "split": (GRPO, b_split, "policy", rules_record.check_record_policy),
     "budget_stop": (OPD, b_budget_stop, "budget", rules_record.check_record_policy),
     "catalog_price": (GRPO, b_catalog_price, "catalog_match", check_catalog),

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from test_verifier_spec import _example, _match, _phase
+
+pytestmark = pytest.mark.shipped_framework
+"""The golden plans are the examples as a user plans them (framework verl==0.9 by default)."""
 
 
 def test_a_recorded_replica_size_is_the_models() -> None:

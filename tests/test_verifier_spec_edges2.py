@@ -26,6 +26,9 @@ from ptplan.planfile.schema import Plan
 from ptplan.policies.model import Policy
 from ptplan.spec.project import load_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The golden plans are the examples as a user plans them (framework verl==0.9 by default)."""
+
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "cli"
 

@@ -18,6 +18,9 @@ from test_verifier_spec_edges2 import _check, _raw, _spec
 
 from ptplan.spec.project import load_spec
 
+pytestmark = pytest.mark.shipped_framework
+"""The golden plans are the examples as a user plans them (framework verl==0.9 by default)."""
+
 GRPO_HOT_GB_MONTHS = next(x["gb_months"] for x in _raw()["storage"]
                           if x["data_class"] == "hot_checkpoints")
 """The GRPO golden plan's hot checkpoints (the spec recomputes the same: the example plans

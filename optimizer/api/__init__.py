@@ -43,7 +43,7 @@ from ptplan.core.numbers import round_floats
 from ptplan.planfile.schema import Plan
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
-from ptplan.spec.project import ProjectSpec
+from ptplan.spec.project import ProjectSpec, with_framework
 
 __all__ = ["compare", "estimate", "load_catalog", "load_plan", "load_policy", "load_spec",
            "pareto", "plan", "render", "reserve", "simulate", "verify", "whatif"]
@@ -125,7 +125,7 @@ def plan(spec: ProjectSpec | str | os.PathLike[str],
          policy: Policy | str | os.PathLike[str] | None = None,
          solver: Literal["highs", "cbc"] = "highs", explain: bool = True, timings: bool = True,
          risk: str | None = None, trials: int = 10_000, seed: int = 0, correlated: float = 0.0,
-         start_after: dt.date | str | None = None) -> Plan:
+         start_after: dt.date | str | None = None, framework: str | None = None) -> Plan:
     """The cheapest cluster plan that meets the deadline and the budget, verified, as
     ``ptplan plan``: ``plan(spec).to_json()`` is the bytes ``ptplan plan SPEC --format json``
     writes (with ``timings=False``, those of ``--no-timings``).
@@ -154,6 +154,8 @@ def plan(spec: ProjectSpec | str | os.PathLike[str],
             (0 to 1).
         start_after: The run starts on or after this date (``--start-after``): sets
             ``sla.start_after``, so capacity blocks and flex-start may be booked.
+        framework: ``"verl==0.9"``, ``"openrlhf==0.11"`` or ``"any"`` (``--framework``): the
+            release to plan for, instead of the spec's ``framework:`` (docs/frameworks.md).
 
     Returns:
         The plan: an immutable pydantic model, already re-checked by the independent verifier.
@@ -165,7 +167,7 @@ def plan(spec: ProjectSpec | str | os.PathLike[str],
     """
     from ptplan.planner.api import plan as make_plan
 
-    s = with_start_after(as_spec(spec), start_after)
+    s = with_framework(with_start_after(as_spec(spec), start_after), framework, "framework")
     pol = as_policy(policy)
     cat = as_catalog(catalog)
     if risk is None:

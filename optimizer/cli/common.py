@@ -345,18 +345,18 @@ FRAMEWORK_HELP = ("verl==0.9|openrlhf==0.11|any: the framework release to plan f
                   "spec's framework:; default: the spec's, else verl==0.9). docs/frameworks.md")
 
 
-def with_framework(spec: Any, framework: str | None) -> Any:
-    """``spec`` planned for ``--framework`` (re-validated against that release's table: a
-    method or setting it cannot run is a one-line error); unchanged without the option."""
-    if framework is None:
-        return spec
-    from ptplan.core.yamlio import validate
-    from ptplan.spec.frameworks import normalise
+def complete_framework(incomplete: str) -> list[str]:
+    """``--framework``: the releases ptplan plans for, and ``any``."""
+    from ptplan.spec.frameworks import CHOICES
 
-    key = normalise(framework, "--framework")
-    raw = spec.model_dump(mode="python", exclude_unset=True)
-    return validate(type(spec), {**raw, "framework": key}, f"spec {spec.name!r} with "
-                    f"--framework {key}")
+    return [c for c in CHOICES if c.startswith(incomplete.lower())]
+
+
+def with_framework(spec: Any, framework: str | None) -> Any:
+    """``spec`` planned for ``--framework`` (:func:`ptplan.spec.project.with_framework`)."""
+    from ptplan.spec.project import with_framework as planned_for
+
+    return planned_for(spec, framework)
 
 
 def with_start_after(spec: Any, start_after: str | None) -> Any:

@@ -19,6 +19,7 @@ from ptplan.cli.common import (
     _emit_as,
     _run,
     app,
+    complete_framework,
     dumps,
     info,
     schema_app,
@@ -115,7 +116,8 @@ def plan(
                                      "calibration: list, e.g. from `ptplan runs calibrate`) "
                                      "added to the spec's."),
     start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
-    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP),
+    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP,
+                                  autocompletion=complete_framework),
 ) -> None:
     """The cheapest cluster plan that meets the deadline and the budget (with --risk pNN: at
     the NN-th percentile of simulated runs)."""
@@ -158,7 +160,7 @@ def plan(
             return
         p = make_plan(s, cat, objective.value, solver.value, explain=True, timings=timings,
                       policy=pol)
-        if explain or str(fmt) == "html":  # what the release costs: a second, abstract plan
+        if explain:  # what the release costs: a second, abstract plan (so only on request)
             from ptplan.planner.api import framework_price
 
             p = p.model_copy(update={"framework_price": framework_price(
@@ -215,7 +217,7 @@ def check(
                                 "violations are named by rule."),
     framework: str = typer.Option(None, "--framework", help="With --spec: the framework the "
                                   "plan was made for with `plan --framework` (default: the "
-                                  "spec's)."),
+                                  "spec's).", autocompletion=complete_framework),
 ) -> None:
     """Re-check a plan from the plan alone: coverage, makespan, cost, caps, deadline, budget,
     and the policy it was made under (or --policy); its prices against the embedded catalog
@@ -272,7 +274,8 @@ def pareto(
     policy: Path = typer.Option(None, "--policy", help="Policy YAML (default: "
                                 "policies/default.yaml)."),
     start_after: str = typer.Option(None, "--start-after", help=START_AFTER_HELP),
-    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP),
+    framework: str = typer.Option(None, "--framework", help=FRAMEWORK_HELP,
+                                  autocompletion=complete_framework),
 ) -> None:
     """The cost-vs-deadline frontier: what each hour of deadline costs (with a start date,
     each point books capacity blocks and flex-start as `plan` does)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from ptplan.cli.common import _run, app, info
+from ptplan.cli.common import _run, app, complete_framework, info
 from ptplan.rendering.kinds import Target
 
 
@@ -40,7 +40,8 @@ def render(
     framework: str = typer.Option(None, "--framework", help="Launch commands for this "
                                   "framework and release line: verl==0.9 or openrlhf==0.11 "
                                   "(default: the one the plan was made for; verl==0.9 for a "
-                                  "plan made for any); another than the plan's is refused."),
+                                  "plan made for any); another than the plan's is refused.",
+                                  autocompletion=complete_framework),
     force: bool = typer.Option(False, "--force", help="Write even through a symbolic link (-o "
                                "itself, or a file under it) or over an input file (the plan, "
                                "the spec); refused otherwise. Names never leave -o."),

@@ -43,7 +43,6 @@ from ptplan.demand.model import (
     Part,
     lora_params,
 )
-from ptplan.spec.efficiency import Efficiency
 from ptplan.spec.project import ProjectSpec
 
 
@@ -82,7 +81,7 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     if part.kind == "train" and precision not in TRAIN_PRECISIONS:
         return Cell(False, reason=f"{precision} is an inference format; train in "
                                   f"{', '.join(TRAIN_PRECISIONS)}")
-    eff = train_efficiency(spec)
+    eff = tr.train_efficiency(spec)
     usable = usable_bytes(gpu, spec)
     if part.kind == "train":
         job = train_job(part, spec)
@@ -134,35 +133,6 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
 TRAINING_ENGINE_FORWARDS = frozenset({"reference", "old_logprob", "critic_values", "reward"})
 """Forward passes the RL frameworks run in the training engine (veRL's FSDP/Megatron workers,
 OpenRLHF's DeepSpeed models), not in the inference server: they run at training efficiency."""
-
-
-def train_backend(spec: ProjectSpec) -> str:
-    """The training backend the layouts are chosen from: ``efficiency.train_backend``, or,
-    left at ``auto``, the one backend the spec's framework release trains this method with
-    (OpenRLHF 0.11: DeepSpeed ZeRO, ``fsdp`` here; veRL 0.9's SFT trainer: FSDP)."""
-    backend = spec.efficiency.train_backend
-    rel = spec.release
-    if backend != "auto" or rel is None:
-        return backend
-    allowed = rel.train_backends.get(spec.method, frozenset())
-    return next(iter(allowed)) if len(allowed) == 1 else backend
-
-
-def train_efficiency(spec: ProjectSpec) -> Efficiency:
-    """``spec.efficiency`` with :func:`train_backend` resolved."""
-    backend = train_backend(spec)
-    if backend == spec.efficiency.train_backend:
-        return spec.efficiency
-    memo = _TRAIN_EFF.get(id(spec))
-    if memo is None or memo[0] is not spec:
-        if len(_TRAIN_EFF) > 64:
-            _TRAIN_EFF.clear()
-        memo = _TRAIN_EFF[id(spec)] = (spec, spec.efficiency.model_copy(
-            update={"train_backend": backend}))
-    return memo[1]
-
-
-_TRAIN_EFF: dict[int, tuple[ProjectSpec, Efficiency]] = {}
 
 
 def _forward_efficiency(part: Part, spec: ProjectSpec) -> float | None:

@@ -128,6 +128,7 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
     demand: Demand = build_demand(spec)
     if mode != "colocated" and spec.method in ("sft", "generate"):
         raise InputError(f"--pipeline {mode}: a {spec.method} job has one pool; use colocated")
+    _framework_pools(spec, mode, pools)
     if mode == "colocated":
         return _run(spec, demand, gpu, gpus, gpus_per_node, mode,
                     {"rollout": gpus, "scoring": gpus, "update": gpus}, policy, [])
@@ -142,6 +143,31 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
             notes.append(f"pools hold {sum(pools.values())} GPUs, more than the {gpus} given")
         return _run(spec, demand, gpu, gpus, gpus_per_node, mode, pool_gpus, policy, notes)
     return _best_split(spec, demand, gpu, gpus, gpus_per_node, mode, policy)
+
+
+def _framework_pools(spec: ProjectSpec, mode: str, pools: dict[str, int] | None) -> None:
+    """What the spec's framework release cannot run on a cluster split that way (one line,
+    exit 2; docs/frameworks.md)."""
+    rel = spec.release
+    if rel is None or spec.method not in ("rl", "opd"):
+        return
+    if mode != "colocated" and mode not in rel.separate_rollout_pipelines:
+        ok = " or ".join(sorted(rel.separate_rollout_pipelines))
+        raise InputError(f"--pipeline {mode}: framework {rel.key} runs rollout engines on a pool "
+                         f"of their own only {ok} ({rel.cite('separate_rollout')}); use "
+                         f"--pipeline {ok} or colocated, or set framework: any")
+    apart = pools is not None and "scoring" in pools
+    teacher = spec.teacher is not None and rel.teacher_needs_own_pool
+    if teacher and not apart:
+        use = mode if mode != "colocated" else "async"
+        raise InputError(f"framework {rel.key} runs the OPD teacher on a pool of its own "
+                         f"({rel.cite('teacher_pool')}); use --pipeline {use} with --pools "
+                         "rollout=N,update=M,scoring=K")
+    bad = [r for r in spec.scoring_roles if r not in rel.own_pool_roles]
+    if apart and bad:
+        raise InputError(f"--pools scoring=: framework {rel.key} runs {', '.join(bad)} on the "
+                         f"trainer's pool ({rel.cite('trainer_roles')}); drop scoring= (it "
+                         "then shares the update pool)")
 
 
 def _best_split(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpn: int, mode: str,

@@ -266,10 +266,10 @@ def build_demand(spec: ProjectSpec) -> Demand:
                               prompt))
             mean, lengths, longest = eval_lengths(spec)
             parts.append(Part("eval", "decode", "policy", "decode", seqs * mean,
-                              policy, int(prompt + mean), prompt + mean / 2,
-                              max_seq_tokens=int(prompt + longest), lengths=lengths,
-                              run_sequences=e.prompts * e.samples_per_prompt, runs=runs,
-                              prompt_tokens=prompt))
+                              policy, prompt + mean, prompt + mean / 2,
+                              max_seq_tokens=prompt + longest if longest > mean else 0,
+                              lengths=lengths, run_sequences=e.prompts * e.samples_per_prompt,
+                              runs=runs, prompt_tokens=prompt))
     if not eff.attention_flops:
         parts = [replace(p, attention=False) for p in parts]
     n_ckpt = steps // spec.checkpoint_every_steps if spec.trains else 0
@@ -287,7 +287,7 @@ def build_demand(spec: ProjectSpec) -> Demand:
     )
 
 
-def eval_lengths(spec: ProjectSpec) -> tuple[float, LengthDist, float]:
+def eval_lengths(spec: ProjectSpec) -> tuple[int, LengthDist, int]:
     """(mean response tokens, their distribution, the longest) of an eval run. Without a
     framework (``framework: any``) every eval response is ``eval.response_tokens`` long (a
     fixed budget). veRL 0.9 and OpenRLHF 0.11 validate with the training response cap
@@ -298,9 +298,9 @@ def eval_lengths(spec: ProjectSpec) -> tuple[float, LengthDist, float]:
     e = spec.eval
     rel = spec.release
     if rel is None or rel.eval_cap != "training" or spec.method == "sft":
-        return float(e.response_tokens), ld.fixed(e.response_tokens), float(e.response_tokens)
-    cap = float(spec.max_response_tokens)
-    mean = min(float(e.response_tokens), cap)
+        return e.response_tokens, ld.fixed(e.response_tokens), e.response_tokens
+    cap = spec.max_response_tokens
+    mean = min(e.response_tokens, cap)
     return mean, ld.max_entropy(mean, cap), cap
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ptplan.core.hardware import GPU
 from ptplan.demand.inference import moe_straggler_factor, precision_time_factor, reference_peak
-from ptplan.spec.project import Efficiency, ModelBlock
+from ptplan.spec.project import Efficiency, ModelBlock, ProjectSpec
 
 GB = 1e9
 TP_SIZES = (1, 2, 4, 8, 16)
@@ -347,3 +347,32 @@ def _fit(job: TrainJob, eff: Efficiency, usable: float, tp: int, cp: int, pp: in
         return None
     # keep replicas in whole powers of two of dp where possible (even data-parallel groups)
     return Layout(tp, cp, pp, dp, zero, offload)
+
+
+def train_backend(spec: ProjectSpec) -> str:
+    """The training backend the layouts are chosen from: ``efficiency.train_backend``, or,
+    left at ``auto``, the one backend the spec's framework release trains this method with
+    (OpenRLHF 0.11: DeepSpeed ZeRO, ``fsdp`` here; veRL 0.9's SFT trainer: FSDP)."""
+    backend = spec.efficiency.train_backend
+    rel = spec.release
+    if backend != "auto" or rel is None:
+        return backend
+    allowed = rel.train_backends.get(spec.method, frozenset())
+    return next(iter(allowed)) if len(allowed) == 1 else backend
+
+
+def train_efficiency(spec: ProjectSpec) -> Efficiency:
+    """``spec.efficiency`` with :func:`train_backend` resolved."""
+    backend = train_backend(spec)
+    if backend == spec.efficiency.train_backend:
+        return spec.efficiency
+    memo = _TRAIN_EFF.get(id(spec))
+    if memo is None or memo[0] is not spec:
+        if len(_TRAIN_EFF) > 64:
+            _TRAIN_EFF.clear()
+        memo = _TRAIN_EFF[id(spec)] = (spec, spec.efficiency.model_copy(
+            update={"train_backend": backend}))
+    return memo[1]
+
+
+_TRAIN_EFF: dict[int, tuple[ProjectSpec, Efficiency]] = {}

@@ -6,38 +6,19 @@ tokens_per_node_hour × usable node fraction); idle = held − busy, billed. Mon
 string in USD (cents), rounded once at output; every float is written with 12 significant
 digits, the same bytes on any CPU (:data:`~ptplan.planfile.fields.PRECISION_STATEMENT`).
 
-Schema history (see docs/plan-json.md):
+Schema history (each version in full: docs/plan-json.md): 1 first release; 2 closed
+vocabularies (:mod:`ptplan.core.kinds`) and a required ``lifecycle``; 3 phases' parallel
+layout, engine and ``calibration``; 4 boot disks priced (total = compute + disks + storage +
+network; older plans read as disks unpriced); 5 ``method: generate`` and
+``calibration[].runs``; 6 capacity booked for the run (``block``, ``flex_start``,
+``billed_hours``, ``bookings``; a plan without them is written as schema 5); 7 CPU pools
+(``cpu_cost_usd``, ``cpu_pools[]``); 8 ``uncertainty`` and ``calibration[].run_rates``; 9
+``framework`` (the release the plan was made for: ``render`` follows it, ``check`` holds every
+pool, role and precision to it) and, with ``--explain``, ``framework_price``. Every plan the
+planner writes is schema 9; older ones read as before (as made for ``any``).
 
-* 1 = first release;
-* 2 = ``capacity_type``, ``status``, network ``path`` and ``flow`` are closed vocabularies
-  (:mod:`ptplan.core.kinds`; the same strings as before), and ``lifecycle`` is required:
-  ``ptplan render`` reads the checkpoint cadence and data lifecycle from it;
-* 3 = phases record their parallel layout and engine, ``calibration``;
-* 4 = boot disks are priced: per pool ``boot_disk_gb``, ``disk_tier``,
-  ``disk_usd_per_gb_month``, ``disk_usd_per_hour`` and ``disk_cost_usd``, and the plan's
-  ``disk_cost_usd``; total = compute + disks + storage + network (compute stays the instances
-  alone, and phase costs + idle still add up to it). Older plans read as disks unpriced ($0).
-* 5 = ``method: generate`` (sampling-only jobs; ``data.prompts`` and ``data.generated_by``)
-  and ``calibration[].runs`` (the ledger runs a calibrated cell came from; optional).
-* 6 = capacity booked for the run: capacity types ``block`` and ``flex_start``, an
-  allocation's ``billed_hours`` (a block bills whole units), the plan's ``bookings`` (what to
-  book: instance type, count, units, earliest start, upfront fee, hours lost to rounding) and
-  the spec's ``sla.start_after``. A plan without bookings is written as schema 5, unchanged
-  (neither key appears), so older readers still read it.
-* 7 = ``cpu_cost_usd`` and ``cpu_pools[]`` (CPU pools), written only with CPU pools.
-* 8 = ``uncertainty`` (the 80 % interval of the total and the makespan,
-  :mod:`ptplan.planfile.uncertainty`) and ``calibration[].run_rates``: every plan the planner
-  writes is schema 8; plans of schema 1 to 7 read and check as before (without an interval).
-* 9 = ``framework``: the framework release the plan was made for (``verl==0.9``,
-  ``openrlhf==0.11`` or ``any``; :mod:`ptplan.spec.frameworks`), which ``render`` follows and
-  ``check`` holds every pool, role and precision to; with ``--explain``,
-  ``framework_price`` (what the release costs over the abstract optimum). Every plan the
-  planner writes is schema 9; older plans read as made for ``any``.
-
-Plans of schema 1 still load (their strings are the same); those written before ``lifecycle``
-was recorded need the spec they were made from (``render --spec``) wherever the lifecycle
-matters, or can be regenerated with ``ptplan plan SPEC --format json``. The JSON Schema is
-published by ``ptplan schema plan``.
+Schema-1 plans written before ``lifecycle`` need their spec (``render --spec``) where the
+lifecycle matters. The JSON Schema is published by ``ptplan schema plan``.
 """
 
 from __future__ import annotations

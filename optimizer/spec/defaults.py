@@ -103,7 +103,7 @@ def _framework_defaults(spec: ProjectSpec) -> list[str]:
     rel = spec.release
     if rel is None:
         return out
-    given = spec.precisions or {}
+    given: dict[str, list[str]] = {str(k): list(v) for k, v in (spec.precisions or {}).items()}
     upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
     phases = {"rl": ("rollout", "scoring", "update", "eval"), "opd": ("rollout", "scoring",
               "update", "eval"), "sft": ("update", "eval"), "generate": ("rollout",)}

@@ -319,6 +319,19 @@ def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
     return validate(ProjectSpec, data, origin)
 
 
+def with_framework(spec: ProjectSpec, framework: str | None,
+                   field_name: str = "--framework") -> ProjectSpec:
+    """``spec`` planned for ``framework`` (``plan --framework``, ``ptplan.plan(framework=)``),
+    re-validated against that release's table (a method or setting it cannot run is a one-line
+    error); ``spec`` unchanged for ``None``."""
+    if framework is None:
+        return spec
+    key = normalise(framework, field_name)
+    raw = spec.model_dump(mode="python", exclude_unset=True)
+    return validate(ProjectSpec, {**raw, "framework": key},
+                    f"spec {spec.name!r} with {field_name} {key}")
+
+
 def load_spec(path: str) -> ProjectSpec:
     """Load and validate a spec file; raises :class:`~ptplan.core.errors.InputError` (exit 2).
     With a calibration file: :func:`ptplan.spec.calibration.load_spec_calibrated`."""
