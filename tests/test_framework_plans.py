@@ -386,3 +386,22 @@ def test_rule_layout() -> None:
     lay["tp"], lay["dp"] = 2, max(1, lay["dp"] // 2)
     got = _fire(d)
     assert any(v.startswith("framework.layout: the update uses tp 2") for v in got), got
+
+
+def test_rule_roles_teacher_on_the_rollout_pool() -> None:
+    """Apart from the trainer is not enough: veRL's teacher pool is its own, not the rollout's
+    (a mutant that checked only the trainer survived the sample of docs/testing.md)."""
+    d = _dict("opd-8b-from-32b", "verl==0.9")
+    _phase(d, "scoring")["pool"] = _phase(d, "rollout")["pool"]
+    got = _fire(d)
+    assert any(v.startswith("framework.roles: the OPD teacher shares pool") for v in got), got
+
+
+def test_rule_engine_fills_a_node_without_spanning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine of exactly one node's GPUs stays within the node."""
+    d = _dict("grpo-7b", "verl==0.9")
+    monkeypatch.setitem(frameworks.RELEASES, "verl==0.9",
+                        replace(frameworks.VERL_0_9, engine_spans_nodes=False))
+    ph = _phase(d, "rollout")
+    ph["replica_gpus"] = next(p for p in d["pools"] if p["name"] == ph["pool"])["gpus_per_node"]
+    assert not any(v.startswith("framework.engine") for v in _fire(d))
