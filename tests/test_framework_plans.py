@@ -36,7 +36,7 @@ pytestmark = pytest.mark.shipped_framework
 
 ROOT = Path(__file__).resolve().parent.parent
 EX = ROOT / "examples"
-EXAMPLES = ("grpo-7b", "opd-8b-from-32b", "sft-8b", "generate-32b")
+EXAMPLES = ("grpo-7b", "opd-8b-from-32b", "sft-8b", "generate-32b", "agentic-swe-rl")
 RELEASES = ("verl==0.9", "openrlhf==0.11")
 MISMATCH = ("gets no work", "cannot run", "needs another build", "runs slower than planned",
             "not rendered as planned")
