@@ -33,6 +33,7 @@ from ptplan.core.hardware import BYTES_PER_PARAM
 from ptplan.demand import agent as ag
 from ptplan.demand import lengths as ld
 from ptplan.demand.lengths import LengthDist
+from ptplan.spec.frameworks import training_cap_eval
 from ptplan.spec.project import ModelBlock, ProjectSpec, quantile_knots
 
 GB = 1e9
@@ -296,8 +297,7 @@ def eval_lengths(spec: ProjectSpec) -> tuple[int, LengthDist, int]:
     rollout's default shape (max-entropy below the cap)."""
     assert spec.eval is not None
     e = spec.eval
-    rel = spec.release
-    if rel is None or rel.eval_cap != "training" or spec.method == "sft":
+    if training_cap_eval(spec) is None:
         return e.response_tokens, ld.fixed(e.response_tokens), e.response_tokens
     cap = spec.max_response_tokens
     mean = min(e.response_tokens, cap)

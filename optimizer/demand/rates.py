@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ptplan.core.hardware import GPU, PRECISIONS
+from ptplan.core.hardware import GPU
 from ptplan.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, precision_options
 from ptplan.demand.model import Demand
 from ptplan.policies.model import Policy, default_policy
-from ptplan.spec.frameworks import update_precisions
-from ptplan.spec.project import ProjectSpec
+from ptplan.spec.frameworks import framework_precisions
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
 """Phases served by inference replicas (whole replicas per node, or nodes per replica)."""
@@ -94,24 +93,6 @@ def allowed_precisions(demand: Demand, phase: str, policy: Policy | None = None
     if ok is not None:
         allowed = tuple(q for q in allowed if q in ok)
     return allowed
-
-
-def framework_precisions(spec: ProjectSpec, phase: str) -> frozenset[str] | None:
-    """What the spec's framework release runs ``phase`` in (None: no limit, ``framework:
-    any``). Scoring takes every scoring role's limit; a role in the trainer's dtype (veRL's
-    reference and critic) takes the update's precisions."""
-    rel = spec.release
-    if rel is None:
-        return None
-    if phase in ("rollout", "eval"):
-        return rel.rollout_precisions
-    if phase == "update":
-        return rel.update_precisions
-    upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
-    out = frozenset(PRECISIONS)
-    for role in spec.scoring_roles:
-        out &= rel.scoring_allowed(role, upd)
-    return out
 
 
 def gpu_precisions(demand: Demand, phase: str, gpu: GPU, policy: Policy | None = None

@@ -37,7 +37,7 @@ from ptplan.planner.booking.plans import booked_offers, plan_with_bookings
 from ptplan.planner.search.engine import Context, best_over_layouts, diagnose, prepare, solve_runs
 from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
-from ptplan.spec.frameworks import ANY
+from ptplan.spec.frameworks import ANY, training_cap_eval
 from ptplan.spec.project import ProjectSpec
 
 
@@ -62,8 +62,8 @@ def plan(spec: ProjectSpec, catalog: Catalog, objective: str = "cost", solver: s
             p = p.model_copy(update={"explain": explain_plan(ctx, runs, p, objective)})
     p = with_interval(p.model_copy(update={"defaults_applied": defaults_applied(
         spec, p.defaults_applied, p.lifecycle, str(p.policy.get("name"))),
-        "framework": spec.framework_key}), spec)
-    p = p.model_copy(update={"schema_version": max(p.schema_version, FRAMEWORK_SCHEMA)}).rounded()
+        "framework": spec.framework_key,
+        "schema_version": max(p.schema_version, FRAMEWORK_SCHEMA)}), spec).rounded()
     # rounded as printed (12 significant digits, ptplan.core.numbers): the plan verified and
     # returned is the one the JSON holds, on any CPU
     problems = verify_plan(p)
@@ -221,18 +221,18 @@ def framework_price(spec: ProjectSpec, made: Plan, catalog: Catalog, objective: 
     if other is not None:
         reasons = [line.split(": ", 1)[1] for line in check_framework(
             other.model_copy(update={"framework": rel.key}))]
-    if spec.eval is not None and rel.eval_cap == "training" and spec.method != "sft" \
+    if spec.eval is not None and training_cap_eval(spec) is not None \
             and spec.eval.response_tokens < spec.max_response_tokens:
         reasons.append(f"eval runs to {rel.label}'s validation cap, the training response cap "
                        f"{spec.max_response_tokens} (eval.response_tokens "
                        f"{spec.eval.response_tokens} is their mean; {rel.cite('eval_cap')})")
     mine = Decimal(made.total_cost_usd)
+    gpus = sorted({p.gpu for p in other.pools}) if other is not None else []
     if other is None:
         statement = (f"{rel.label} can run this for ${mine:,.2f}; no plan any framework could "
                      "run meets the deadline and budget either")
     else:
         theirs = Decimal(other.total_cost_usd)
-        gpus = sorted({p.gpu for p in other.pools})
         if mine <= theirs:
             statement = (f"{rel.label} can run this for ${mine:,.2f}, the cheapest plan any "
                          f"framework could run (${theirs:,.2f}): the release costs nothing here")
@@ -247,5 +247,5 @@ def framework_price(spec: ProjectSpec, made: Plan, catalog: Catalog, objective: 
         framework=rel.key, total_cost_usd=made.total_cost_usd,
         any_total_cost_usd=other.total_cost_usd if other is not None else None,
         any_layout=other.layout if other is not None else None,
-        any_gpus=sorted({p.gpu for p in other.pools}) if other is not None else [],
+        any_gpus=gpus,
         reasons=reasons, statement=statement)

@@ -93,8 +93,11 @@ def _framework_defaults(spec: ProjectSpec) -> list[str]:
     """What the framework release made of the spec (docs/frameworks.md): the default release,
     the precisions it cannot use (dropped from the spec's lists), the training backend ``auto``
     resolves to, and the eval cap it validates with."""
-    from ptplan.core.hardware import PRECISIONS
-    from ptplan.spec.frameworks import update_precisions
+    from ptplan.spec.frameworks import (
+        framework_precisions,
+        precision_source,
+        training_cap_eval,
+    )
 
     out: list[str] = []
     if "framework" not in spec.model_fields_set:
@@ -104,24 +107,16 @@ def _framework_defaults(spec: ProjectSpec) -> list[str]:
     if rel is None:
         return out
     given: dict[str, list[str]] = {str(k): list(v) for k, v in (spec.precisions or {}).items()}
-    upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
     phases = {"rl": ("rollout", "scoring", "update", "eval"), "opd": ("rollout", "scoring",
               "update", "eval"), "sft": ("update", "eval"), "generate": ("rollout",)}
     for phase in phases[spec.method]:
         if phase == "scoring" and not spec.scoring_roles:
             continue
-        if phase in ("rollout", "eval"):
-            ok = rel.rollout_precisions
-        elif phase == "update":
-            ok = rel.update_precisions
-        else:
-            ok = frozenset(PRECISIONS)
-            for role in spec.scoring_roles:
-                ok &= rel.scoring_allowed(role, upd)
+        ok = framework_precisions(spec, phase) or frozenset()
         listed = given.get(phase)
         if phase == "eval" and not listed:
             continue  # eval follows the rollout's line
-        source = rel.cite("rollout_precision" if phase == "eval" else f"{phase}_precision")
+        source = rel.cite(precision_source(phase))
         if listed:
             dropped = [q for q in listed if q not in ok]
             if dropped:
@@ -136,7 +131,7 @@ def _framework_defaults(spec: ProjectSpec) -> list[str]:
             out.append(f"efficiency.train_backend = {next(iter(allowed))} ({rel.key} trains "
                        f"{spec.method} with it: no tensor or pipeline parallel, per "
                        f"{rel.cite('train_backend')})")
-    if spec.eval is not None and rel.eval_cap == "training" and spec.method != "sft":
+    if spec.eval is not None and training_cap_eval(spec) is not None:
         out.append(f"eval priced to {rel.label}'s validation cap, the training response cap "
                    f"{spec.max_response_tokens}: responses of mean eval.response_tokens "
                    f"{spec.eval.response_tokens} stop at EOS or the cap (per "

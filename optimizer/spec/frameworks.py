@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptplan.core.errors import InputError
+from ptplan.core.hardware import PRECISIONS
 
 ANY = "any"
 DEFAULT = "verl==0.9"
@@ -251,6 +252,39 @@ def update_precisions(spec: Any) -> tuple[str, ...]:
     return tuple((spec.precisions or {}).get("update") or ("bf16",))
 
 
+def framework_precisions(spec: Any, phase: str) -> frozenset[str] | None:
+    """What the spec's framework release runs ``phase`` in (None: no limit, ``framework:
+    any``). Scoring takes every scoring role's limit; a role in the trainer's dtype (veRL's
+    reference and critic) takes the update's precisions. The planner, the spec's rules and the
+    defaults it lists all read this."""
+    rel = spec.release
+    if rel is None:
+        return None
+    if phase in ("rollout", "eval"):
+        return rel.rollout_precisions
+    if phase == "update":
+        return rel.update_precisions
+    upd = tuple(q for q in update_precisions(spec) if q in rel.update_precisions)
+    out = frozenset(PRECISIONS)
+    for role in spec.scoring_roles:
+        out &= rel.scoring_allowed(role, upd)
+    return out
+
+
+def training_cap_eval(spec: Any) -> Release | None:
+    """The release when it validates this spec's eval with the training response cap (an eval
+    of generated responses: rl, opd); None otherwise (``any``, no eval, SFT)."""
+    rel = spec.release
+    if rel is None or rel.eval_cap != "training" or spec.eval is None or spec.method == "sft":
+        return None
+    return rel
+
+
+def precision_source(phase: str) -> str:
+    """The capability whose citation backs ``phase``'s precisions."""
+    return "rollout_precision" if phase == "eval" else f"{phase}_precision"
+
+
 def spec_rules(spec: Any, rel: Release) -> None:
     """What ``rel`` cannot run in this spec, as a ``ValueError`` naming the field, the value
     and the fix (the loader turns it into a one-line error, exit 2)."""
@@ -266,25 +300,18 @@ def spec_rules(spec: Any, rel: Release) -> None:
             f"efficiency.train_backend: {min(allowed)} or framework: any")
     pipeline_rules(spec, rel)
     given = spec.precisions or {}
-    upd = update_precisions(spec)
-    checks: list[tuple[str, frozenset[str], str]] = []
-    if "update" in given:
-        checks.append(("update", rel.update_precisions, "update_precision"))
-    if "rollout" in given:
-        checks.append(("rollout", rel.rollout_precisions, "rollout_precision"))
-    if "eval" in given and spec.method != "sft":
-        checks.append(("eval", rel.rollout_precisions, "rollout_precision"))
-    if "scoring" in given:
-        for role in spec.scoring_roles:
-            checks.append(("scoring", rel.scoring_allowed(role, upd),
-                           f"{role}_precision"))
-    for phase, ok, source in checks:
+    for phase in ("update", "rollout", "eval", "scoring"):
+        if phase not in given or (phase == "eval" and spec.method == "sft") \
+                or (phase == "scoring" and not spec.scoring_roles):
+            continue
+        ok = framework_precisions(spec, phase) or frozenset()
         if not set(given[phase]) & ok:
             have = ", ".join(given[phase])
             can = ", ".join(sorted(ok)) or "none"
             raise ValueError(
                 f"precisions.{phase} [{have}]: framework {rel.key} runs {phase} in {can} "
-                f"({rel.cite(source)}); add one of them or set framework: any")
+                f"({rel.cite(precision_source(phase))}); add one of them or set framework: "
+                "any")
 
 
 def pipeline_rules(spec: Any, rel: Release) -> None:
