@@ -36,7 +36,7 @@ from ptplan.core.fit import (  # noqa: E402
 )
 from ptplan.demand import fitting  # noqa: E402
 from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
-from ptplan.spec.project import parse_spec  # noqa: E402
+from ptplan.spec.project import ProjectSpec, parse_spec  # noqa: E402
 
 CASES = ROOT / "validation"
 FIT_FILE = ROOT / "optimizer" / "core" / "data" / "demand_fit.json"
@@ -67,13 +67,16 @@ def load_cases() -> list[Case]:
     return out
 
 
+def case_spec(case: Case) -> ProjectSpec:
+    """The case's spec. A published run is planned as it ran, not as a pinned release ptplan
+    renders would run it (framework: any, unless the case names one: docs/frameworks.md)."""
+    return parse_spec({"framework": "any", **case.raw["spec"]}, f"validation {case.path.name}")
+
+
 def run(case: Case) -> ClusterRun:
     c = case.raw["cluster"]
-    # a published run is planned as it ran, not as a pinned release ptplan renders would run
-    # it (framework: any, unless the case names one: docs/frameworks.md)
-    spec = parse_spec({"framework": "any", **case.raw["spec"]}, f"validation {case.path.name}")
-    return run_on_cluster(spec, c["gpu"], int(c["gpus"]), int(c["gpus_per_node"]), c["mode"],
-                          c.get("pools"))
+    return run_on_cluster(case_spec(case), c["gpu"], int(c["gpus"]), int(c["gpus_per_node"]),
+                          c["mode"], c.get("pools"))
 
 
 def predicted(case: Case, r: ClusterRun) -> float:
@@ -89,9 +92,7 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     """The case under the unfitted model, split into factor families (ptplan.demand.fitting)."""
     with using(identity_fit()):
         r = run(case)
-    # a published run is planned as it ran, not as a pinned release ptplan renders would run
-    # it (framework: any, unless the case names one: docs/frameworks.md)
-    spec = parse_spec({"framework": "any", **case.raw["spec"]}, f"validation {case.path.name}")
+    spec = case_spec(case)
     eff_set = spec.efficiency.model_fields_set
     fams: list[tuple[str, str, float]] = []
     fixed = {"gen": r.weight_sync_seconds, "rest": 0.0}
