@@ -49,6 +49,7 @@ from test_launch_frameworks import package_dir
 
 from ptplan.planfile.load import load_plan
 from ptplan.rendering import pinning
+from ptplan.rendering.archive import unwrap
 from ptplan.rendering.checks.paths import entry_words as _entry_words
 from ptplan.rendering.frameworks import raypin
 from ptplan.rendering.targets import render_plan
@@ -58,15 +59,6 @@ HERE = Path(__file__).resolve().parent
 PLANS = HERE / "data" / "plans"
 
 
-
-def _unwrapped(words: list[str]) -> list[str]:
-    """The framework's command inside the launch's archiving wrapper
-    (``sh -c SCRIPT ptplan-archive WORDS...``, ``ptplan.rendering.archive``)."""
-    from ptplan.rendering.archive import ARCHIVE_ARG0
-
-    if len(words) > 4 and words[:2] == ["sh", "-c"] and words[3] == ARCHIVE_ARG0:
-        return words[4:]
-    return words
 
 def _render(name: str, framework: str = "verl==0.9") -> dict[str, str]:
     plan = load_plan(PLANS / f"{name}.json")
@@ -186,7 +178,7 @@ def test_roles_word_in_every_ray_launch() -> None:
                                              "reference": "scoring"}),
             ("opd-aws", "verl==0.9", None)):
         job = _job(_render(name, framework))
-        words = _unwrapped(_entry_words(job["spec"]["entrypoint"]))
+        words = unwrap(_entry_words(job["spec"]["entrypoint"]))
         if framework.startswith("openrlhf"):
             import shlex
 
@@ -415,7 +407,7 @@ def test_openrlhf_groups_land_on_their_pools(cluster: Any, openrlhf_launcher: An
     _add_nodes(cluster, _groups(job))
 
     _, roles = pinning.parse_launch(shlex.split(
-        _unwrapped(_entry_words(job["spec"]["entrypoint"]))[2]))
+        unwrap(_entry_words(job["spec"]["entrypoint"]))[2]))
 
     @ray.remote(num_cpus=0)
     class ReferenceModelActor:  # the name OpenRLHF's reference group has

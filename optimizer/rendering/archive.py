@@ -85,3 +85,11 @@ def archive_words(words: Sequence[str], roots: Sequence[tuple[str, str]], every:
                   ) -> list[str]:
     """``words`` run inside the archiving wrapper: ``sh -c SCRIPT ptplan-archive WORDS...``."""
     return ["sh", "-c", archive_script(roots, every), ARCHIVE_ARG0, *words]
+
+
+def unwrap(words: Sequence[str]) -> list[str]:
+    """The framework's command inside :func:`archive_words`' wrapper (``words`` as they are
+    when there is none)."""
+    if len(words) > 4 and list(words[:2]) == ["sh", "-c"] and words[3] == ARCHIVE_ARG0:
+        return list(words[4:])
+    return list(words)

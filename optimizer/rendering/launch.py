@@ -43,7 +43,7 @@ def launch_args(plan: Plan, facts: Facts) -> dict[str, Any]:
     notes: list[str] = []
     out: dict[str, Any] = {"update_pool": geo.upool.name, "rollout_pool": geo.rpool.name,
                            "notes": notes, "framework": fw.name, "version": fw.pin,
-                           "line": fw.line, "install": fw.install, "tp": geo.tp, "pp": geo.pp,
+                           "line": fw.line, "install": fw.install, "tp": geo.tp,
                            "engines": geo.engines,
                            "env": _required_env(plan.method, facts.run is not None and
                                                 facts.run.agent is not None)}

@@ -29,7 +29,7 @@ import yaml
 
 from ptplan.planfile.names import aws_tag, gcp_label, k8s_label
 from ptplan.planfile.schema import Plan
-from ptplan.rendering.archive import ARCHIVE_ARG0
+from ptplan.rendering.archive import unwrap
 from ptplan.rendering.deploy import ray_resource
 from ptplan.rendering.pinning import BOOT, parse_launch
 
@@ -51,8 +51,7 @@ def _launches(files: dict[str, str],
     out: list[tuple[str, list[str], str | None]] = []
 
     def add(where: str, words: list[str], cluster: str | None) -> None:
-        if len(words) > 4 and words[:2] == ["sh", "-c"] and words[3] == ARCHIVE_ARG0:
-            words = words[4:]  # the archiving wrapper runs the framework's command as "$@"
+        words = unwrap(words)  # the archiving wrapper runs the framework's command as "$@"
         if len(words) > 2 and words[0] == "sh" and words[1] == "-c":  # OpenRLHF's sh -c script
             words = shlex.split(words[2])
         if BOOT in words:

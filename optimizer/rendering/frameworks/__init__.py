@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ptplan.core.errors import InputError
+from ptplan.spec import frameworks as releases
+from ptplan.spec.frameworks import Release
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,11 @@ class Framework:
         return f"{self.name}=={self.pin}"
 
     @property
+    def key(self) -> str:
+        """``name==line``, the spec's ``framework:`` value (:mod:`ptplan.spec.frameworks`)."""
+        return f"{self.name}=={self.line}"
+
+    @property
     def install(self) -> list[str]:
         """The install step (SkyPilot ``setup``, launch scripts) as words: this release and
         the Python dependencies it declares, on an image with CUDA, torch, vLLM and Ray
@@ -38,24 +45,31 @@ class Framework:
         return ["python3", "-m", "pip", "install", self.spec]
 
 
-VERL_0_9 = Framework("verl", "0.9", "0.9.1")
-OPENRLHF_0_11 = Framework("openrlhf", "0.11", "0.11.2")
-SUPPORTED: dict[str, Framework] = {f"{f.name}=={f.line}": f for f in (VERL_0_9, OPENRLHF_0_11)}
+def _of(rel: Release) -> Framework:
+    """The launch target of a release of the capability table (one place holds each pin)."""
+    return Framework(rel.package, rel.key.partition("==")[2], rel.pin)
+
+
+VERL_0_9 = _of(releases.VERL_0_9)
+OPENRLHF_0_11 = _of(releases.OPENRLHF_0_11)
+SUPPORTED: dict[str, Framework] = {f.key: f for f in (VERL_0_9, OPENRLHF_0_11)}
 DEFAULT = VERL_0_9
 """Current release lines on PyPI: veRL 0.9.x, OpenRLHF 0.11.x."""
 
 
 def parse_framework(text: str | None) -> Framework:
-    """``verl``, ``verl==0.9`` or ``verl==0.9.1`` (any release of a supported line)."""
+    """``verl``, ``verl==0.9`` or ``verl==0.9.1`` (any release of a supported line), read as
+    the spec's ``framework:`` is (:func:`ptplan.spec.frameworks.normalise`)."""
     if not text:
         return DEFAULT
-    name, _, version = text.strip().lower().partition("==")
-    for f in SUPPORTED.values():
-        if name == f.name and (not version or version == f.line
-                               or version.startswith(f.line + ".")):
-            return f
-    raise InputError(f"--framework: {text!r} is not supported; use one of "
-                     f"{', '.join(SUPPORTED)} (default {DEFAULT.name}=={DEFAULT.line})")
+    try:
+        key: str | None = releases.normalise(text)
+    except InputError:
+        key = None
+    if key not in SUPPORTED:  # unknown, or ``any`` (no release to launch)
+        raise InputError(f"--framework: {text!r} is not supported; use one of "
+                         f"{', '.join(SUPPORTED)} (default {DEFAULT.key})")
+    return SUPPORTED[key]
 
 
 def framework_for(plan: Any, text: str | None) -> Framework:
@@ -66,11 +80,10 @@ def framework_for(plan: Any, text: str | None) -> Framework:
     if text is None:
         return SUPPORTED.get(made_for, DEFAULT)
     fw = parse_framework(text)
-    key = f"{fw.name}=={fw.line}"
-    if made_for != "any" and key != made_for:
+    if made_for != "any" and fw.key != made_for:
         raise InputError(f"--framework {text}: the plan was made for {made_for}; its pools, GPUs "
-                         f"and precisions are what {made_for} runs. Re-plan for {key} "
-                         f"(`ptplan plan SPEC --framework {key}`) or drop --framework")
+                         f"and precisions are what {made_for} runs. Re-plan for {fw.key} "
+                         f"(`ptplan plan SPEC --framework {fw.key}`) or drop --framework")
     return fw
 
 
@@ -302,13 +315,20 @@ class Geometry:
     rpool: Any
     spool: Any
     engine_gpus: int
-    tp: int
-    pp: int
     engines: int
 
     @property
     def separate(self) -> bool:
         return self.rpool.name != self.upool.name
+
+    @property
+    def tp(self) -> int:
+        """An engine's tensor-parallel degree: all its GPUs, across nodes when it spans them
+        (veRL 0.9 and OpenRLHF 0.11 run no pipeline-parallel rollout:
+        verl/workers/config/rollout.py rejects ``pipeline_model_parallel_size > 1`` for vLLM;
+        the decode model prices the all-reduce over the network then, docs/demand-model.md
+        §3.12)."""
+        return self.engine_gpus
 
 
 def geometry(plan: Any) -> Geometry:
@@ -319,14 +339,9 @@ def geometry(plan: Any) -> Geometry:
     g = max(1, rollout.replica_gpus if rollout else 1)
     if rollout is not None and rollout.parallel_layout is not None:
         g = max(g, rollout.parallel_layout.tp)  # the engine size priced at this pool
-    # one engine is tensor parallel over all its GPUs, across nodes when it spans them: veRL
-    # 0.9 and OpenRLHF 0.11 run no pipeline parallel rollout (verl/workers/config/rollout.py
-    # rejects pipeline_model_parallel_size > 1 for vLLM); the decode model prices the
-    # all-reduce over the network then (docs/demand-model.md §3.12)
     scoring = phase(plan, "scoring")
     spool = pool(plan, scoring.pool) if scoring else None
-    return Geometry(upool, rpool, spool, g, g, 1,
-                    max(1, rpool.nodes * rpool.gpus_per_node // g))
+    return Geometry(upool, rpool, spool, g, max(1, rpool.nodes * rpool.gpus_per_node // g))
 
 
 def scoring_models(plan: Any) -> list[str]:

@@ -33,7 +33,6 @@ from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
 
 FRAMEWORK = VERL_0_9
-FRAMEWORK_KEY = f"{VERL_0_9.name}=={VERL_0_9.line}"
 ESTIMATOR = {"ppo": "gae", "grpo": "grpo", "dapo": "grpo"}
 """``algorithm.adv_estimator`` (DAPO = GRPO advantages + dynamic sampling)."""
 DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -200,7 +199,7 @@ def rl_settings(plan: Any, facts: Any, slug: str,
     if run.lora_rank:
         rows.add("lora_rank", run.lora_rank, "spec model.finetune lora")
     rows.add("steps", plan.steps, "plan steps")
-    _eval(rows, run, notes, getattr(plan, "framework_key", "any") == FRAMEWORK_KEY)
+    _eval(rows, run, notes, getattr(plan, "framework_key", "any") == FRAMEWORK.key)
     if run.eval_every and run.eval_samples > 1:
         fixed.append("actor_rollout_ref.rollout.val_kwargs.do_sample=True")
     _checkpoints(rows, facts, slug, notes, "actor_rollout_ref.actor")
