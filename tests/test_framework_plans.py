@@ -405,3 +405,65 @@ def test_rule_engine_fills_a_node_without_spanning(monkeypatch: pytest.MonkeyPat
     ph = _phase(d, "rollout")
     ph["replica_gpus"] = next(p for p in d["pools"] if p["name"] == ph["pool"])["gpus_per_node"]
     assert not any(v.startswith("framework.engine") for v in _fire(d))
+
+
+# ---- the spec's rules, branch by branch (survivors of the mutation run, docs/testing.md) ----
+
+@pytest.mark.parametrize(("example", "framework", "precisions", "words"), [
+    ("grpo-7b", "verl==0.9", {"update": ["fp16"]},
+     ("precisions.update [fp16]", "runs update in bf16", "engine/fsdp.yaml:82")),
+    ("grpo-7b", "verl==0.9", {"scoring": ["fp8"]},
+     ("precisions.scoring [fp8]", "runs scoring in bf16", "ref/dp_ref.yaml:8")),
+    ("grpo-7b", "openrlhf==0.11", {"eval": ["fp8"]},
+     ("precisions.eval [fp8]", "runs eval in bf16", "vllm_engine.py:273")),
+])
+def test_each_precision_rule_names_its_phase_and_source(example: str, framework: str,
+                                                         precisions: dict[str, list[str]],
+                                                         words: tuple[str, ...]) -> None:
+    with pytest.raises(InputError) as e:
+        parse_spec({**raw(example), "framework": framework, "precisions": precisions}, example)
+    assert_one_line(str(e.value))
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_sft_eval_precisions_are_not_the_rollouts() -> None:
+    """SFT's eval is no rollout: a precision veRL's engines do not take is not refused there."""
+    s = parse_spec({**raw("sft-8b"), "framework": "verl==0.9",
+                    "precisions": {"update": ["bf16"], "eval": ["fp16"]}}, "sft")
+    assert s.framework == "verl==0.9"
+
+
+def test_scoring_in_the_trainers_dtype_follows_the_spec_update() -> None:
+    from ptplan.spec.frameworks import framework_precisions
+
+    s = parse_spec({**raw("grpo-7b"), "framework": "openrlhf==0.11",
+                    "precisions": {"update": ["fp16"]}}, "grpo")
+    assert framework_precisions(s, "scoring") == {"fp16"}
+    assert framework_precisions(spec_for("grpo-7b", "openrlhf==0.11"), "scoring") == {"bf16"}
+
+
+def test_backend_and_pipeline_messages_name_the_fix_and_the_source() -> None:
+    with pytest.raises(InputError) as e:
+        parse_spec({**raw("grpo-7b"), "framework": "openrlhf==0.11",
+                    "efficiency": {"train_backend": "megatron"}}, "grpo")
+    assert "with fsdp only" in str(e.value) and "train_ppo_ray.py:372" in str(e.value)
+    assert "set efficiency.train_backend: fsdp or framework: any" in str(e.value)
+    with pytest.raises(InputError) as e:
+        parse_spec({**raw("grpo-7b"), "pipeline": "sync"}, "grpo")
+    assert "only async (verl 0.9.1 verl/trainer/ppo/v1/trainer_separate_async.py:64)" \
+        in str(e.value) and "use pipeline: async, colocated or auto" in str(e.value)
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("verl==0.9.1", "verl==0.9"), ("VERL", "verl==0.9"), (" openrlhf==0.11.2 ", "openrlhf==0.11"),
+    ("any", "any")])
+def test_release_names_are_read_by_line(text: str, key: str) -> None:
+    assert frameworks.normalise(text) == key
+
+
+@pytest.mark.parametrize("text", ["verl==0.91", "verl==0.8", "openrlhf==0.1", "ray"])
+def test_other_releases_are_refused_with_the_choices(text: str) -> None:
+    with pytest.raises(InputError) as e:
+        frameworks.normalise(text)
+    assert "use one of verl==0.9, openrlhf==0.11, any (default verl==0.9)" in str(e.value)
