@@ -467,3 +467,21 @@ def test_other_releases_are_refused_with_the_choices(text: str) -> None:
     with pytest.raises(InputError) as e:
         frameworks.normalise(text)
     assert "use one of verl==0.9, openrlhf==0.11, any (default verl==0.9)" in str(e.value)
+
+
+def test_rule_accelerator_names_each_pool_and_an_unknown_gpu() -> None:
+    """One pool off the release's GPUs reads in the singular; a GPU the table does not know (a
+    hand-edited plan) is named as unknown, not a crash."""
+    d = _dict("grpo-7b", "verl==0.9")
+    d["pools"][0]["gpu"] = "MI300X"
+    got = [v for v in _fire(d) if v.startswith("framework.accelerator")]
+    assert got == [f"framework.accelerator: pool {d['pools'][0]['name']} runs on MI300X "
+                   "(unknown); veRL 0.9 runs on NVIDIA GPUs (verl 0.9.1 "
+                   "verl/plugin/platform/platform_cuda.py:28)"], got
+    d = _dict("grpo-7b", "verl==0.9")
+    for pool in d["pools"]:
+        pool["gpu"] = "Trainium1"
+    got = [v for v in _fire(d) if v.startswith("framework.accelerator")]
+    names = ", ".join(p["name"] for p in d["pools"])
+    assert got == [f"framework.accelerator: pools {names} run on Trainium1 (AWS); veRL 0.9 "
+                   "runs on NVIDIA GPUs (verl 0.9.1 verl/plugin/platform/platform_cuda.py:28)"]
