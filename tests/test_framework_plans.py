@@ -485,3 +485,11 @@ def test_rule_accelerator_names_each_pool_and_an_unknown_gpu() -> None:
     names = ", ".join(p["name"] for p in d["pools"])
     assert got == [f"framework.accelerator: pools {names} run on Trainium1 (AWS); veRL 0.9 "
                    "runs on NVIDIA GPUs (verl 0.9.1 verl/plugin/platform/platform_cuda.py:28)"]
+
+
+def test_rule_layout_pipeline_parallel() -> None:
+    d = _dict("grpo-7b", "openrlhf==0.11")
+    lay = _phase(d, "update")["parallel_layout"]
+    lay["pp"], lay["dp"] = 2, max(1, lay["dp"] // 2)
+    got = _fire(d)
+    assert any(v.startswith("framework.layout: the update uses tp 1, pp 2") for v in got), got
