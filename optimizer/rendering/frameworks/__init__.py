@@ -11,13 +11,13 @@ rows of every example against the rendered command and the framework's own parse
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from ptplan.core.errors import InputError
 from ptplan.spec import frameworks as releases
-from ptplan.spec.frameworks import Release
 
 
 @dataclass(frozen=True)
@@ -45,27 +45,21 @@ class Framework:
         return ["python3", "-m", "pip", "install", self.spec]
 
 
-def _of(rel: Release) -> Framework:
-    """The launch target of a release of the capability table (one place holds each pin)."""
-    return Framework(rel.package, rel.key.partition("==")[2], rel.pin)
-
-
-VERL_0_9 = _of(releases.VERL_0_9)
-OPENRLHF_0_11 = _of(releases.OPENRLHF_0_11)
+VERL_0_9, OPENRLHF_0_11 = (Framework(r.package, r.key.partition("==")[2], r.pin)
+                           for r in (releases.VERL_0_9, releases.OPENRLHF_0_11))
+"""The launch targets of the capability table's releases (one place holds each pin)."""
 SUPPORTED: dict[str, Framework] = {f.key: f for f in (VERL_0_9, OPENRLHF_0_11)}
 DEFAULT = VERL_0_9
 """Current release lines on PyPI: veRL 0.9.x, OpenRLHF 0.11.x."""
 
 
 def parse_framework(text: str | None) -> Framework:
-    """``verl``, ``verl==0.9`` or ``verl==0.9.1`` (any release of a supported line), read as
-    the spec's ``framework:`` is (:func:`ptplan.spec.frameworks.normalise`)."""
+    """``verl``, ``verl==0.9`` or ``verl==0.9.1``, read as the spec's ``framework:`` is."""
     if not text:
         return DEFAULT
-    try:
-        key: str | None = releases.normalise(text)
-    except InputError:
-        key = None
+    key: str | None = None
+    with contextlib.suppress(InputError):  # an unknown name: the message below
+        key = releases.normalise(text)
     if key not in SUPPORTED:  # unknown, or ``any`` (no release to launch)
         raise InputError(f"--framework: {text!r} is not supported; use one of "
                          f"{', '.join(SUPPORTED)} (default {DEFAULT.key})")
@@ -323,11 +317,8 @@ class Geometry:
 
     @property
     def tp(self) -> int:
-        """An engine's tensor-parallel degree: all its GPUs, across nodes when it spans them
-        (veRL 0.9 and OpenRLHF 0.11 run no pipeline-parallel rollout:
-        verl/workers/config/rollout.py rejects ``pipeline_model_parallel_size > 1`` for vLLM;
-        the decode model prices the all-reduce over the network then, docs/demand-model.md
-        §3.12)."""
+        """An engine's tensor-parallel degree: all its GPUs, across nodes when it spans them (no
+        pipeline-parallel rollout: verl/workers/config/rollout.py rejects it for vLLM)."""
         return self.engine_gpus
 
 
