@@ -47,7 +47,8 @@ _SCRIPT = " ".join((
     "}};",
     'if [ "${{SKYPILOT_NODE_RANK:-0}}" = 0 ]; then',
     "( trap 'kill \"$s\" 2>/dev/null; exit 0' TERM;",
-    'while :; do sleep "${{PTPLAN_ARCHIVE_INTERVAL:-60}}" & s=$!; wait "$s"; archive; done ) &',
+    'while :; do sleep "${{PTPLAN_ARCHIVE_INTERVAL:-60}}" >/dev/null 2>&1 & s=$!; wait "$s";',
+    "archive; done ) &",
     "loop=$!;",
     'rc=0; "$@" || rc=$?;',
     'kill "$loop" 2>/dev/null || true;',
@@ -57,7 +58,9 @@ _SCRIPT = " ".join((
     'exec "$@"',
 ))
 """One line (every reader of a launch takes it line by line): the archive loop, then the
-framework's command as ``"$@"``."""
+framework's command as ``"$@"``. The loop's ``sleep`` holds none of the launch's output: a
+``sleep`` the ``TERM`` trap misses (it lands between the fork and ``s=$!``) cannot keep a
+caller waiting on the launch's pipes."""
 
 
 def archive_roots(framework: str, method: str, critic: bool) -> list[tuple[str, str]]:
