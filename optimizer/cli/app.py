@@ -11,6 +11,7 @@ from __future__ import annotations
 from ptplan.cli import (  # noqa: F401
     compare,
     guard,
+    models,
     plan,
     prices,
     prices_blocks,

@@ -109,10 +109,20 @@ class Engine:
         return "memory-bandwidth" if t_mem >= t_cmp else "compute"
 
 
-def kv_bytes_per_token(model: ModelBlock, kv_precision_bytes: float) -> float:
+def kv_bytes_per_token(model: ModelBlock, kv_precision_bytes: float,
+                       context: float | None = None) -> float:
     """K and V for every layer: 2·L·kv_heads·head_dim·bytes (kipply, Transformer Inference
-    Arithmetic)."""
-    return 2.0 * model.layers * model.kv_heads * model.head_dim * kv_precision_bytes
+    Arithmetic). MLA caches ``kv_latent_dim`` elements per layer instead (DeepSeek-V2 paper
+    §2.1.2: d_c + d_h^R). A sliding-window layer keeps at most ``sliding_window`` tokens, so
+    at a mean ``context`` longer than the window it costs window/context of a full layer per
+    token (vLLM's hybrid KV cache manager allocates windowed layers that way)."""
+    per_layer = model.kv_latent_dim if model.kv_latent_dim is not None \
+        else 2.0 * model.kv_heads * model.head_dim
+    layers = float(model.layers)
+    if model.sliding_window is not None and model.sliding_window_layers and context:
+        share = min(1.0, model.sliding_window / max(context, 1.0))
+        layers -= model.sliding_window_layers * (1.0 - share)
+    return layers * per_layer * kv_precision_bytes
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
 """``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
 unset, so that the plans made before them still match their specs."""
 LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
+LATER_MODEL_FIELDS = ("preset", "hf_config", "kv_latent_dim", "sliding_window",
+                      "sliding_window_layers")
+"""Model-block fields added with issue #42 (presets, configs, MLA and sliding windows): left
+out of the digest when unset, so that a spec typed by hand keeps its digest."""
+MODEL_BLOCKS = ("model", "teacher", "reward_model", "critic")
 LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5}
 """``efficiency`` fields added with schema 8 (issue #39): left out of the digest at their
 default, so that a spec that does not set them keeps its digest."""
@@ -56,6 +61,12 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
         spec_dump = {**spec_dump, "efficiency": {
             k: v for k, v in eff.items()
             if not (k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k])}}
+    for key in MODEL_BLOCKS:
+        block = spec_dump.get(key)
+        if isinstance(block, dict) and any(k in block and block[k] is None
+                                           for k in LATER_MODEL_FIELDS):
+            spec_dump = {**spec_dump, key: {k: v for k, v in block.items()
+                                            if not (k in LATER_MODEL_FIELDS and v is None)}}
     cal = spec_dump.get("calibration")
     if isinstance(cal, list) and any(isinstance(c, dict) and "run_rates" in c for c in cal):
         # schema 8: an entry's run_rates, left out when unset (specs keep their digests)

@@ -9,6 +9,8 @@ job does not run (a team file holds every method's cells) are left out.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ptplan.core.errors import InputError
 from ptplan.core.yamlio import quoted, read_mapping, validate
 from ptplan.spec.project import Calibration, ProjectSpec, parse_spec
@@ -24,14 +26,15 @@ def load_spec_calibrated(path: str, calibration: str) -> ProjectSpec:
                          "`ptplan runs calibrate`")
     entries = [validate(Calibration, e, f"{where}: calibration[{i}]")
                for i, e in enumerate(extra)]
-    base = parse_spec({**data, "calibration": []}, f"spec {quoted(path)}")
+    base = parse_spec({**data, "calibration": []}, f"spec {quoted(path)}", Path(path).parent)
     own = data.get("calibration") or []
     if not isinstance(own, list):
-        return parse_spec(data, f"spec {quoted(path)}")  # the spec's own error
+        return parse_spec(data, f"spec {quoted(path)}", Path(path).parent)  # the spec's own error
     cells = {(c.phase, c.gpu, c.precision): c
              for c in (validate(Calibration, e, f"spec {quoted(path)}: calibration[{i}]")
                        for i, e in enumerate(own))}
     cells.update({(c.phase, c.gpu, c.precision): c for c in entries
                   if c.phase in base.phase_names})
     merged = [c.model_dump(exclude_defaults=True) for c in cells.values()]
-    return parse_spec({**data, "calibration": merged}, f"spec {quoted(path)} with {where}")
+    return parse_spec({**data, "calibration": merged}, f"spec {quoted(path)} with {where}",
+                      Path(path).parent)

@@ -11,6 +11,10 @@ from ptplan.spec.project import Checkpoints, ProjectSpec
 def applied_defaults(spec: ProjectSpec) -> list[str]:
     """Human-readable list of defaults the loader filled in (shown in every output)."""
     out: list[str] = []
+    for role in ("model", "teacher", "reward_model", "critic"):
+        block = getattr(spec, role)
+        if block is not None:
+            out += block.origin_lines(role)
     if spec.sla.deadline is not None and spec.sla.start_after is not None:
         out.append(f"sla.deadline_hours = {spec.sla.deadline_hours:g} (from sla.deadline "
                    f"{spec.sla.deadline.isoformat()}, counted from sla.start_after "

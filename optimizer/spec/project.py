@@ -9,10 +9,12 @@ output. Field reference: ``docs/spec.md``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import (
     Field,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -20,7 +22,7 @@ from pydantic import (
 from ptplan.core.errors import InputError
 from ptplan.core.hardware import PRECISIONS
 from ptplan.core.yamlio import quoted, read_mapping, validate
-from ptplan.spec import frameworks
+from ptplan.spec import frameworks, presets
 from ptplan.spec.agent import Agent
 from ptplan.spec.cpu import Reward
 from ptplan.spec.efficiency import Efficiency
@@ -62,6 +64,8 @@ __all__ = ["SLA", "Budget", "Calibration", "Checkpoints", "Data", "Efficiency", 
 
 class ProjectSpec(_Strict):
     name: str = Field(min_length=1, max_length=200)
+    _spec_dir: Path | None = PrivateAttr(default=None)
+    """The spec file's folder (``hf_config`` paths are relative to it)."""
     method: Method
     algorithm: Algorithm | None = None
     model: TrainedModel
@@ -315,8 +319,14 @@ def _agent_rules(spec: ProjectSpec, a: Agent) -> None:
                          "(it is derived) or make them agree")
 
 
-def parse_spec(data: dict[str, Any], origin: str = "spec") -> ProjectSpec:
-    return validate(ProjectSpec, data, origin)
+def parse_spec(data: dict[str, Any], origin: str = "spec",
+               base_dir: Path | None = None) -> ProjectSpec:
+    """Validate a spec mapping; ``hf_config`` paths resolve against ``base_dir`` (the spec
+    file's folder), else the working directory."""
+    with presets.spec_dir(base_dir):
+        spec = validate(ProjectSpec, data, origin)
+    spec._spec_dir = base_dir
+    return spec
 
 
 def with_framework(spec: ProjectSpec, framework: str | None,
@@ -328,11 +338,11 @@ def with_framework(spec: ProjectSpec, framework: str | None,
         return spec
     key = normalise(framework, field_name)
     raw = spec.model_dump(mode="python", exclude_unset=True)
-    return validate(ProjectSpec, {**raw, "framework": key},
-                    f"spec {spec.name!r} with {field_name} {key}")
+    return parse_spec({**raw, "framework": key},
+                      f"spec {spec.name!r} with {field_name} {key}", spec._spec_dir)
 
 
 def load_spec(path: str) -> ProjectSpec:
     """Load and validate a spec file; raises :class:`~ptplan.core.errors.InputError` (exit 2).
     With a calibration file: :func:`ptplan.spec.calibration.load_spec_calibrated`."""
-    return parse_spec(read_mapping(path, "spec"), f"spec {quoted(path)}")
+    return parse_spec(read_mapping(path, "spec"), f"spec {quoted(path)}", Path(path).parent)

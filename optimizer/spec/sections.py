@@ -6,10 +6,11 @@ assembles them and checks the rules that span several blocks)."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
+    PrivateAttr,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -17,6 +18,7 @@ from pydantic import (
 )
 
 from ptplan.core.hardware import canonical_gpu_name, unknown_gpu_message
+from ptplan.spec import presets
 from ptplan.spec.lengths import ResponseLength
 from ptplan.spec.types import (
     Amount,
@@ -29,8 +31,14 @@ from ptplan.spec.types import (
 
 
 class ModelBlock(_Strict):
-    """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters."""
+    """A transformer's shape. ``params_b``/``active_params_b`` in billions of parameters.
+    ``preset: ORG/NAME`` or ``hf_config: path`` fills the shape from a model's
+    ``config.json`` (:mod:`ptplan.spec.presets`); fields typed beside it override it."""
 
+    preset: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    """A Hugging Face repository id in the embedded table (``ptplan models``), any case."""
+    hf_config: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    """A local Hugging Face ``config.json`` (relative to the spec file); no network."""
     params_b: Billions
     active_params_b: Billions | None = None
     layers: Count
@@ -42,6 +50,42 @@ class ModelBlock(_Strict):
     experts_per_token: Count | None = None
     """MoE: experts each token is routed to (top-k; default 8 when active < total params).
     Each routed token crosses the expert-parallel all-to-all (docs/demand-model.md)."""
+    kv_latent_dim: Count | None = None
+    """MLA (DeepSeek-V2/V3): elements each token caches per layer (kv_lora_rank +
+    qk_rope_head_dim), in place of 2 · kv_heads · head_dim."""
+    sliding_window: Count | None = None
+    """Tokens a sliding-window layer attends to (and keeps in its KV cache)."""
+    sliding_window_layers: Count | None = None
+    """How many of the layers use the sliding window (the rest attend to the whole context)."""
+    _source: str | None = PrivateAttr(default=None)
+    _source_shape: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _from_preset(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict) or (data.get("preset") is None
+                                          and data.get("hf_config") is None):
+            return handler(data)
+        filled, given = presets.fill(data)
+        obj = handler(filled)
+        # the fields the spec gave (an exclude_unset dump re-reads the source for the rest)
+        obj.__pydantic_fields_set__ = given & set(cls.model_fields)
+        obj._source, obj._source_shape = presets.describe(data)
+        return obj
+
+    @model_validator(mode="after")
+    def _window(self) -> ModelBlock:
+        if (self.sliding_window is None) != (self.sliding_window_layers is None):
+            raise ValueError("sliding_window and sliding_window_layers go together; give both "
+                             "or neither")
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
+            raise ValueError(f"sliding_window_layers {self.sliding_window_layers} exceeds "
+                             f"layers {self.layers}")
+        return self
+
+    def origin_lines(self, role: str) -> list[str]:
+        """Where the shape came from, for ``defaults_applied``."""
+        return presets.origin_lines(role, self, self._source, self._source_shape)
 
     @property
     def is_moe(self) -> bool:
