@@ -3,7 +3,8 @@
 The public Python API is what this package exports (:data:`__all__`): the loaders
 (:func:`load_spec`, :func:`load_catalog`, :func:`load_policy`, :func:`load_plan`), one function
 per command (:func:`estimate`, :func:`plan`, :func:`pareto`, :func:`verify`, :func:`render`,
-:func:`whatif`, :func:`reserve`, :func:`simulate`, :func:`compare`), the main types
+:func:`whatif`, :func:`reserve`, :func:`simulate`, :func:`compare`, :func:`models`,
+:func:`model_preset`, :func:`init_spec`), the main types
 (:class:`ProjectSpec`, :class:`Plan`, :class:`Catalog`, :class:`Policy`), the errors to catch
 and :data:`__version__`. They are defined in :mod:`ptplan.api`; everything else is internal.
 
@@ -27,10 +28,13 @@ if TYPE_CHECKING:
     from ptplan.api import (
         compare,
         estimate,
+        init_spec,
         load_catalog,
         load_plan,
         load_policy,
         load_spec,
+        model_preset,
+        models,
         pareto,
         plan,
         render,
@@ -57,10 +61,13 @@ __all__ = [
     "__version__",
     "compare",
     "estimate",
+    "init_spec",
     "load_catalog",
     "load_plan",
     "load_policy",
     "load_spec",
+    "model_preset",
+    "models",
     "pareto",
     "plan",
     "render",
@@ -71,9 +78,9 @@ __all__ = [
 ]
 
 _HOME = {
-    **dict.fromkeys(("compare", "estimate", "load_catalog", "load_plan", "load_policy",
-                     "load_spec", "pareto", "plan", "render", "reserve", "simulate", "verify",
-                     "whatif"), "ptplan.api"),
+    **dict.fromkeys(("compare", "estimate", "init_spec", "load_catalog", "load_plan",
+                     "load_policy", "load_spec", "model_preset", "models", "pareto", "plan",
+                     "render", "reserve", "simulate", "verify", "whatif"), "ptplan.api"),
     **dict.fromkeys(("InfeasibleError", "InputError", "PlannerError", "ProviderError"),
                     "ptplan.core.errors"),
     "Plan": "ptplan.planfile.schema",

@@ -30,8 +30,9 @@ GRPO = EX / "grpo-7b.yaml"
 COMPARE = [EX / "compare" / "sft-8b-distilled-data.yaml", EX / "compare" / "opd-8b-from-32b.yaml"]
 RISK = EX / "compare" / "risk.yaml"
 
-FUNCTIONS = ("compare", "estimate", "load_catalog", "load_plan", "load_policy", "load_spec",
-             "pareto", "plan", "render", "reserve", "simulate", "verify", "whatif")
+FUNCTIONS = ("compare", "estimate", "init_spec", "load_catalog", "load_plan", "load_policy",
+             "load_spec", "model_preset", "models", "pareto", "plan", "render", "reserve",
+             "simulate", "verify", "whatif")
 TYPES = ("Catalog", "Plan", "Policy", "ProjectSpec")
 ERRORS = ("InfeasibleError", "InputError", "PlannerError", "ProviderError")
 DOCUMENTED = {*FUNCTIONS, *TYPES, *ERRORS, "__version__"}

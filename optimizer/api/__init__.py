@@ -37,6 +37,7 @@ from ptplan.api.inputs import (
     load_spec,
     with_start_after,
 )
+from ptplan.api.models import init_spec, model_preset, models
 from ptplan.api.ops import compare, reserve, simulate, whatif
 from ptplan.core.errors import InputError, PlannerError
 from ptplan.core.numbers import round_floats
@@ -45,8 +46,9 @@ from ptplan.policies.model import Policy
 from ptplan.providers.base import Catalog
 from ptplan.spec.project import ProjectSpec, with_framework
 
-__all__ = ["compare", "estimate", "load_catalog", "load_plan", "load_policy", "load_spec",
-           "pareto", "plan", "render", "reserve", "simulate", "verify", "whatif"]
+__all__ = ["compare", "estimate", "init_spec", "load_catalog", "load_plan", "load_policy",
+           "load_spec", "model_preset", "models", "pareto", "plan", "render", "reserve",
+           "simulate", "verify", "whatif"]
 
 _log = logging.getLogger("ptplan")
 """Where :func:`render` reports its notes (the lines ``ptplan render`` prints as ``note:``)."""

@@ -118,6 +118,8 @@ def init(
     teacher: str = typer.Option(None, "--teacher", help="opd: the teacher's preset (default "
                                 "Qwen/Qwen3-32B).", autocompletion=complete_model),
     output: Path = typer.Option(None, "-o", "--output", help="Write to FILE instead of stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace FILE if it exists (a spec "
+                               "already there is kept otherwise)."),
 ) -> None:
     """Write a commented starter spec for a method and models given by preset; it plans as
     written (`ptplan plan FILE`)."""
@@ -127,6 +129,9 @@ def init(
 
         text = starter.starter(method, model, teacher)
         parse_spec(yaml.safe_load(text), "ptplan init")  # what is written loads
+        if output is not None and output.exists() and not force:
+            raise InputError(f"-o: {output} exists; pass --force to replace it, or another "
+                             "file name")
         _emit(text, output)
 
     _run(go)

@@ -74,6 +74,16 @@ class Shape:
         return out
 
 
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "max_position_embeddings": 131_072, "tie_word_embeddings": True, "sliding_window": 4096,
+    "sliding_window_pattern": 6}
+"""``Gemma3TextConfig.__init__`` defaults (transformers 4.50.0,
+``models/gemma3/configuration_gemma3.py``): a multimodal Gemma 3 ``config.json`` stores only
+the ``text_config`` fields that differ from them."""
+
+
 class _Cfg:
     """Typed reads of a config mapping; a missing or malformed field is a one-line error."""
 
@@ -110,7 +120,7 @@ def read_config(data: Any, where: str) -> Shape:
         raise InputError(f"{where}: not a JSON object; give a Hugging Face config.json")
     kind = data.get("model_type")
     if kind == "gemma3" and isinstance(data.get("text_config"), dict):
-        text = {"model_type": "gemma3_text", **data["text_config"]}
+        text = {**GEMMA3_TEXT_DEFAULTS, "model_type": "gemma3_text", **data["text_config"]}
         return read_config(text, where)
     if kind not in KNOWN:
         raise InputError(f"{where}: model_type {kind!r} is not one ptplan can count (known: "

@@ -1,0 +1,127 @@
+"""`ptplan models`, `ptplan models show` and `ptplan init` (issue #42) from the command line:
+what they print, their one-line errors (exit 2), and that every starter spec plans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import ptplan
+from ptplan.cli.app import app
+from ptplan.spec import presets
+
+runner = CliRunner()
+KEYS = {"params_b", "active_params_b", "layers", "hidden_size", "heads", "kv_heads", "head_dim",
+        "kv_bytes_per_token", "context_length", "source", "read_on", "spec_fields"}
+
+
+def test_models_lists_every_preset() -> None:
+    r = runner.invoke(app, ["models"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    for p in presets.presets().values():
+        assert p.name in r.output
+    assert "KV KiB/token" in r.output and "context" in r.output
+
+
+def test_models_json_and_search() -> None:
+    r = runner.invoke(app, ["models", "--search", "qwen3 moe", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    names = {x["name"] for x in rows}
+    assert "Qwen/Qwen3-30B-A3B" in names and "Qwen/Qwen3-8B" not in names
+    assert all(x["active_params_b"] < x["params_b"] for x in rows)
+    assert rows == ptplan.models("qwen3 moe")
+
+
+def test_models_search_without_a_match_is_one_line() -> None:
+    r = runner.invoke(app, ["models", "--search", "no-such-model-xyz"])
+    assert r.exit_code == 2
+    assert r.output.count("\n") == 1 and "--search" in r.output
+
+
+def test_show_json_has_the_documented_keys() -> None:
+    r = runner.invoke(app, ["models", "show", "qwen/qwen2.5-7b", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert KEYS <= set(d)
+    assert d["name"] == "Qwen/Qwen2.5-7B" and d["kv_heads"] == 4 and d["head_dim"] == 128
+    assert d["kv_bytes_per_token"] == 2 * 28 * 4 * 128 * 2
+    assert d == ptplan.model_preset("Qwen/Qwen2.5-7B")
+
+
+def test_show_table() -> None:
+    r = runner.invoke(app, ["models", "show", "mistralai/Mixtral-8x7B-v0.1"],
+                      env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "kv_bytes_per_token" in r.output and "experts_per_token" in r.output
+    assert "46,702,792,704" in r.output
+
+
+def test_unknown_name_is_one_line_with_the_nearest() -> None:
+    r = runner.invoke(app, ["models", "show", "Qwen/Qwen2.5-7"])
+    assert r.exit_code == 2
+    assert r.output.count("\n") == 1
+    assert "Qwen/Qwen2.5-7B" in r.output and "nearest" in r.output
+
+
+def test_unknown_preset_in_a_spec_exits_2(tmp_path: Path) -> None:
+    spec = yaml.safe_load(Path("examples/grpo-7b.yaml").read_text())
+    spec["model"] = {"preset": "meta-llama/Llama-3.1-8", "finetune": "full"}
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    r = runner.invoke(app, ["plan", str(f)])
+    assert r.exit_code == 2 and r.output.count("\n") == 1
+    assert "meta-llama/Llama-3.1-8B" in r.output
+
+
+@pytest.mark.parametrize("method", ["sft", "rl", "opd"])
+def test_init_writes_a_spec_that_plans_as_written(method: str, tmp_path: Path) -> None:
+    out = tmp_path / f"{method}.yaml"
+    r = runner.invoke(app, ["init", "--method", method, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert text.startswith("# Written by `ptplan init`") and "preset: " in text
+    assert text == ptplan.init_spec(method)  # type: ignore[arg-type]
+    r = runner.invoke(app, ["plan", str(out), "--format", "json", "-o", str(tmp_path / "p.json")])
+    assert r.exit_code == 0, r.output
+    plan = json.loads((tmp_path / "p.json").read_text())
+    assert any(line.startswith("model: ") and "from preset" in line
+               for line in plan["defaults_applied"])
+
+
+@pytest.mark.parametrize(("method", "model"), [("rl", "meta-llama/Llama-3.1-70B"),
+                                               ("rl", "Qwen/Qwen3-30B-A3B"),
+                                               ("sft", "Qwen/Qwen2.5-0.5B")])
+def test_init_plans_for_other_models(method: str, model: str, tmp_path: Path) -> None:
+    out = tmp_path / "s.yaml"
+    r = runner.invoke(app, ["init", "--method", method, "--model", model, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert f"preset: {model}" in out.read_text()
+    r = runner.invoke(app, ["plan", str(out), "--format", "json", "-o", str(tmp_path / "p.json")])
+    assert r.exit_code == 0, r.output
+
+
+def test_init_opd_teacher_and_errors() -> None:
+    r = runner.invoke(app, ["init", "--method", "opd", "--model", "Qwen/Qwen3-4B",
+                            "--teacher", "Qwen/Qwen3-14B"])
+    assert r.exit_code == 0, r.output
+    assert "preset: Qwen/Qwen3-4B" in r.output and "preset: Qwen/Qwen3-14B" in r.output
+    r = runner.invoke(app, ["init", "--method", "rl", "--teacher", "Qwen/Qwen3-14B"])
+    assert r.exit_code == 2 and "--teacher" in r.output and r.output.count("\n") == 1
+    r = runner.invoke(app, ["init", "--method", "dpo"])
+    assert r.exit_code == 2 and "--method" in r.output
+    r = runner.invoke(app, ["init", "--model", "Qwen/Qwen3-9B"])
+    assert r.exit_code == 2 and "--model" in r.output and "Qwen/Qwen3-8B" in r.output
+
+
+def test_init_does_not_overwrite_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "s.yaml"
+    out.write_text("mine\n")
+    r = runner.invoke(app, ["init", "-o", str(out)])
+    assert r.exit_code == 2 and out.read_text() == "mine\n"
+    r = runner.invoke(app, ["init", "-o", str(out), "--force"])
+    assert r.exit_code == 0 and out.read_text().startswith("# Written by")

@@ -1,0 +1,246 @@
+"""Model presets (issue #42): parameter counts against the published figures, the table
+against the script that generates it, a preset against the same shape typed by hand and
+against its own config.json, overrides and their provenance, the MLA and sliding-window KV
+cache, and the one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import ptplan
+from ptplan.core.errors import InputError
+from ptplan.demand.inference import kv_bytes_per_token
+from ptplan.spec import presets, presets_build
+from ptplan.spec.hf_config import read_config
+from ptplan.spec.project import load_spec, parse_spec
+from ptplan.spec.sections import ModelBlock
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT / "tests" / "data" / "published_params.csv"
+GRPO = yaml.safe_load((ROOT / "examples" / "grpo-7b.yaml").read_text())
+CONFIGS = presets_build.CONFIGS
+
+
+def published() -> dict[str, dict[str, str]]:
+    with PUBLISHED.open() as f:
+        return {r["name"]: r for r in csv.DictReader(f)}
+
+
+def agrees(ours: float, card: str) -> bool:
+    """Within 1 %, or equal at the card's own precision (a card's "1.7B" is 1.65-1.75B
+    rounded, or 1.7-1.8B truncated: Qwen's "3.3B activated" is 3.35B)."""
+    value = float(card)
+    digits = len(card.split(".")[1]) if "." in card else 0
+    unit = 10.0 ** -digits
+    return (abs(ours - value) <= 0.01 * value or abs(ours - value) <= unit / 2 + 1e-12
+            or value <= ours < value + unit)
+
+
+def test_at_least_forty_presets_with_sources() -> None:
+    table = presets.presets()
+    assert len(table) >= 40
+    for p in table.values():
+        assert p.source and p.read_on.startswith("20")
+        assert (CONFIGS / Path(p.config).name).is_file()
+
+
+def test_the_table_is_what_the_script_generates() -> None:
+    assert presets_build.build() == presets_build.TABLE.read_text("utf-8")
+    rows = json.loads(presets_build.TABLE.read_text("utf-8"))["models"]
+    for r in rows:  # the configs are the files the table was generated from
+        raw = (CONFIGS / Path(r["config"]).name).read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == r["config_sha256"]
+
+
+def test_every_preset_has_a_published_count() -> None:
+    assert {p.name for p in presets.presets().values()} == set(published())
+
+
+@pytest.mark.parametrize("name", sorted(published()))
+def test_parameter_count_matches_the_published_figure(name: str) -> None:
+    row, shape = published()[name], presets.lookup(name).shape
+    total = shape.params / 1e9
+    assert agrees(total, row["total_b"]), (name, total, row["total_b"])
+    if row["nonembedding_b"]:
+        non = (shape.params - shape.embedding_params) / 1e9
+        assert agrees(non, row["nonembedding_b"]), (name, non, row["nonembedding_b"])
+    if row["active_b"]:
+        assert shape.is_moe
+        # Mistral and Qwen count the input embedding among the activated parameters,
+        # DeepSeek does not (it is a lookup): either convention must agree
+        active = shape.active_params / 1e9
+        lookup = shape.vocab_size * shape.hidden_size / 1e9
+        assert agrees(active, row["active_b"]) or agrees(active - lookup, row["active_b"]), \
+            (name, active, row["active_b"])
+    else:
+        assert not shape.is_moe
+
+
+def test_counts_of_a_small_config_by_hand() -> None:
+    """A Llama-style config small enough to count on paper."""
+    cfg = {"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 16,
+           "vocab_size": 10, "tie_word_embeddings": False, "max_position_embeddings": 64}
+    s = read_config(cfg, "t")
+    attn = 8 * 8 + 2 * 8 * 4 + 8 * 8  # q, k and v (one head of dim 4), o
+    layer = attn + 3 * 8 * 16 + 2 * 8
+    assert s.params == 2 * 10 * 8 + 2 * layer + 8
+    assert s.embedding_params == 160 and s.head_dim == 4 and s.kv_heads == 1
+    tied = read_config({**cfg, "tie_word_embeddings": True}, "t")
+    assert tied.params == s.params - 80
+    qwen = read_config({**cfg, "model_type": "qwen2"}, "t")  # q, k, v biases
+    assert qwen.params == s.params + 2 * (8 + 4 + 4)
+
+
+def test_moe_and_mla_counts_by_hand() -> None:
+    """DeepSeek-V3's layer counted on paper from its published dimensions."""
+    s = presets.lookup("deepseek-ai/DeepSeek-V3").shape
+    h, nq = 7168, 128
+    q = h * 1536 + 1536 + 1536 * nq * 192
+    kv = h * (512 + 64) + 512 + 512 * nq * (128 + 128)
+    attn = q + kv + nq * 128 * h
+    expert = 3 * h * 2048
+    moe = h * 256 + 256 + 257 * expert
+    dense = 3 * h * 18432
+    total = 2 * 129280 * h + h + 61 * (attn + 2 * h) + 3 * dense + 58 * moe
+    assert s.params == total
+    assert s.active_params == total - 58 * 248 * expert
+    assert s.kv_latent_dim == 576 and s.experts == 256 and s.experts_per_token == 8
+
+
+def _estimate(data: dict[str, Any]) -> dict[str, Any]:
+    out = ptplan.estimate(parse_spec(data))
+    out.pop("defaults_applied", None)
+    return out
+
+
+@pytest.mark.parametrize("name", ["Qwen/Qwen2.5-7B", "deepseek-ai/DeepSeek-V3",
+                                  "google/gemma-3-1b-it", "Qwen/Qwen3-30B-A3B",
+                                  "meta-llama/Llama-3.2-1B"])
+def test_preset_estimate_equals_the_shape_typed_by_hand(name: str) -> None:
+    fields = ptplan.model_preset(name)["spec_fields"]
+    by_preset = _estimate({**GRPO, "model": {"preset": name}})
+    by_hand = _estimate({**GRPO, "model": dict(fields)})
+    assert by_preset == by_hand
+
+
+@pytest.mark.parametrize("name", ["Qwen/Qwen3-8B", "mistralai/Mixtral-8x7B-v0.1",
+                                  "google/gemma-3-1b-it"])
+def test_config_json_gives_the_estimate_of_its_preset(name: str, tmp_path: Path) -> None:
+    src = CONFIGS / Path(presets.lookup(name).config).name
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "config.json").write_bytes(src.read_bytes())
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump({**GRPO, "model": {"hf_config": "models/config.json"}}))
+    from_file = ptplan.estimate(load_spec(str(spec_file)))
+    from_preset = ptplan.estimate(parse_spec({**GRPO, "model": {"preset": name}}))
+    from_file.pop("defaults_applied")
+    from_preset.pop("defaults_applied")
+    assert from_file == from_preset
+
+
+def test_explicit_fields_override_and_the_defaults_say_where_each_came_from() -> None:
+    spec = parse_spec({**GRPO, "model": {"preset": "qwen/qwen2.5-7b", "kv_heads": 8}})
+    assert spec.model.kv_heads == 8 and spec.model.layers == 28
+    assert spec.model.preset == "qwen/qwen2.5-7b"  # as the user gave it
+    lines = ptplan.estimate(spec)["defaults_applied"]
+    took = next(x for x in lines if x.startswith("model: "))
+    assert "layers 28" in took and "kv_heads" not in took and "Qwen/Qwen2.5-7B" in took
+    assert "model.kv_heads = 8 given in the spec (preset Qwen/Qwen2.5-7B says 4)" in lines
+    more = ptplan.estimate(spec)["phases"]
+    base = ptplan.estimate(parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen2.5-7B"}}))
+    assert more != base["phases"]  # twice the KV heads: a different generation
+
+
+def test_teacher_reward_and_critic_take_presets() -> None:
+    opd = yaml.safe_load((ROOT / "examples" / "opd-8b-from-32b.yaml").read_text())
+    spec = parse_spec({**opd, "model": {"preset": "Qwen/Qwen3-8B"},
+                       "teacher": {"preset": "Qwen/Qwen3-32B"}})
+    assert spec.teacher is not None and spec.teacher.layers == 64
+    ppo = parse_spec({**GRPO, "algorithm": "ppo", "critic": {"preset": "Qwen/Qwen2.5-1.5B-Instruct"},
+                      "reward_model": {"preset": "Qwen/Qwen2.5-7B-Instruct"}})
+    assert ppo.critic is not None and ppo.critic.layers == 28
+    assert ppo.reward_model is not None and ppo.reward_model.kv_heads == 4
+    lines = ptplan.estimate(ppo)["defaults_applied"]
+    assert any(x.startswith("critic: ") for x in lines)
+    assert any(x.startswith("reward_model: ") for x in lines)
+
+
+def test_a_spec_with_a_preset_round_trips_through_framework_revalidation(tmp_path: Path) -> None:
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_bytes((CONFIGS / "Qwen__Qwen3-8B.json").read_bytes())
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({**GRPO, "model": {"hf_config": "c/config.json"}}))
+    spec = load_spec(str(f))
+    from ptplan.spec.project import with_framework
+
+    again = with_framework(spec, "openrlhf==0.11")  # re-read relative to the spec's folder
+    assert again.model == spec.model
+    assert again.model.origin_lines("model") == spec.model.origin_lines("model")
+
+
+def test_unknown_preset_is_one_line_with_the_nearest() -> None:
+    with pytest.raises(InputError) as err:
+        parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen2.5-7"}})
+    text = str(err.value)
+    assert "\n" not in text and "Qwen/Qwen2.5-7B" in text and "preset" in text
+
+
+def test_config_missing_a_field_names_it(tmp_path: Path) -> None:
+    cfg = json.loads((CONFIGS / "Qwen__Qwen3-8B.json").read_text())
+    del cfg["num_key_value_heads"]
+    del cfg["num_attention_heads"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({**GRPO, "model": {"hf_config": "config.json"}}))
+    with pytest.raises(InputError) as err:
+        load_spec(str(f))
+    assert "num_attention_heads" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(InputError, match="not a known model_type|model_type"):
+        (tmp_path / "config.json").write_text(json.dumps({**cfg, "model_type": "mamba"}))
+        load_spec(str(f))
+    with pytest.raises(InputError, match="not both"):
+        parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-8B", "hf_config": "x.json"}})
+    with pytest.raises(InputError, match="not found"):
+        parse_spec({**GRPO, "model": {"hf_config": str(tmp_path / "missing.json")}})
+
+
+def test_mla_kv_cache_is_the_latent() -> None:
+    v3 = ModelBlock(**presets.lookup("deepseek-ai/DeepSeek-V3").shape.block())
+    assert kv_bytes_per_token(v3, 2.0) == 61 * 576 * 2
+    assert ptplan.model_preset("deepseek-ai/DeepSeek-V3")["kv_bytes_per_token"] == 61 * 576 * 2
+
+
+def test_sliding_window_layers_keep_at_most_the_window() -> None:
+    g = ModelBlock(**presets.lookup("google/gemma-3-1b-it").shape.block())
+    assert g.sliding_window == 512 and g.sliding_window_layers == 22  # 5 of every 6 of 26
+    full = 2 * 26 * 1 * 256 * 2
+    assert kv_bytes_per_token(g, 2.0) == full
+    assert kv_bytes_per_token(g, 2.0, 512) == full
+    at_4k = kv_bytes_per_token(g, 2.0, 4096)
+    assert math.isclose(at_4k, (4 + 22 * 512 / 4096) * 2 * 256 * 2)
+    assert kv_bytes_per_token(g, 2.0, 8192) < at_4k  # a longer context: windows matter more
+
+
+def test_a_sliding_window_needs_its_layer_count() -> None:
+    with pytest.raises(InputError, match="go together"):
+        parse_spec({**GRPO, "model": {**GRPO["model"], "sliding_window": 4096}})
+
+
+def test_hand_typed_spec_keeps_its_digest() -> None:
+    from ptplan.planfile.digest import spec_digest
+
+    dump = parse_spec(GRPO).model_dump(mode="json")
+    assert "preset" in dump["model"]
+    trimmed = {**dump, "model": {k: v for k, v in dump["model"].items()
+                                 if k not in ("preset", "hf_config", "kv_latent_dim",
+                                              "sliding_window", "sliding_window_layers")}}
+    assert spec_digest(dump) == spec_digest(trimmed)
