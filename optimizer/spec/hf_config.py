@@ -93,7 +93,7 @@ class _Cfg:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
-    def int(self, key: str, default: int | None = None) -> int:
+    def num(self, key: str, default: int | None = None) -> int:
         v = self.data.get(key, default)
         if v is None:
             raise InputError(f"{self.where}: field {key!r} is missing; the demand model needs "
@@ -105,7 +105,7 @@ class _Cfg:
         return v
 
     def opt(self, key: str) -> int | None:
-        return self.int(key) if self.has(key) else None
+        return self.num(key) if self.has(key) else None
 
     def flag(self, key: str, default: bool) -> bool:
         v = self.data.get(key, default)
@@ -133,17 +133,17 @@ def read_config(data: Any, where: str) -> Shape:
 
 
 def _decoder(c: _Cfg, kind: str) -> Shape:
-    h, n_layers = c.int("hidden_size"), c.int("num_hidden_layers")
-    nq = c.int("num_attention_heads")
-    nkv = c.int("num_key_value_heads", nq)
-    hd = c.int("head_dim") if c.has("head_dim") else h // nq
-    vocab = c.int("vocab_size")
+    h, n_layers = c.num("hidden_size"), c.num("num_hidden_layers")
+    nq = c.num("num_attention_heads")
+    nkv = c.num("num_key_value_heads", nq)
+    hd = c.num("head_dim") if c.has("head_dim") else h // nq
+    vocab = c.num("vocab_size")
     tied = c.flag("tie_word_embeddings", kind in TIED_BY_DEFAULT)
     embed = vocab * h
     head = 0 if tied else vocab * h
     attn, latent = _attention(c, kind, h, nq, nkv, hd)
     norms = (4 if kind in ("gemma2", "gemma3_text") else 2) * h
-    dense_mlp = 3 * h * c.int("intermediate_size")
+    dense_mlp = 3 * h * c.num("intermediate_size")
     total = active = embed + head + h  # embeddings, output head, final norm
     experts = per_token = None
     for i in range(n_layers):
@@ -155,8 +155,8 @@ def _decoder(c: _Cfg, kind: str) -> Shape:
     window, windowed = _sliding(c, kind, n_layers)
     heads, kv_heads, head_dim = nq, nkv, hd
     if latent is not None:  # MLA: attention FLOPs per head over (q·k + v) / 2
-        head_dim = (c.int("qk_nope_head_dim") + c.int("qk_rope_head_dim")
-                    + c.int("v_head_dim")) // 2
+        head_dim = (c.num("qk_nope_head_dim") + c.num("qk_rope_head_dim")
+                    + c.num("v_head_dim")) // 2
         kv_heads = nq
     return Shape(kind, total, active, embed + head, n_layers, h, heads, kv_heads, head_dim,
                  experts, per_token, latent, window, windowed,
@@ -167,9 +167,9 @@ def _attention(c: _Cfg, kind: str, h: int, nq: int, nkv: int, hd: int
                ) -> tuple[int, int | None]:
     """Parameters of one attention block, and MLA's cached latent per token (else None)."""
     if kind in ("deepseek_v2", "deepseek_v3"):
-        nope, rope, v = c.int("qk_nope_head_dim"), c.int("qk_rope_head_dim"), \
-            c.int("v_head_dim")
-        kv_rank = c.int("kv_lora_rank")
+        nope, rope, v = c.num("qk_nope_head_dim"), c.num("qk_rope_head_dim"), \
+            c.num("v_head_dim")
+        kv_rank = c.num("kv_lora_rank")
         q_rank = c.opt("q_lora_rank")
         q = h * q_rank + q_rank + q_rank * nq * (nope + rope) if q_rank \
             else h * nq * (nope + rope)
@@ -191,30 +191,30 @@ def _attention(c: _Cfg, kind: str, h: int, nq: int, nkv: int, hd: int
 def _moe_layer(c: _Cfg, kind: str, h: int, i: int) -> tuple[int, int, int, int] | None:
     """One layer's MoE block: (total, active, experts, experts per token); None if dense."""
     if kind == "mixtral" or kind == "phimoe":
-        e, k, inter = c.int("num_local_experts"), c.int("num_experts_per_tok"), \
-            c.int("intermediate_size")
+        e, k, inter = c.num("num_local_experts"), c.num("num_experts_per_tok"), \
+            c.num("intermediate_size")
         expert = 3 * h * inter
         return h * e + e * expert, h * e + k * expert, e, k
     if kind in ("qwen3_moe", "qwen2_moe"):
-        sparse = c.int("decoder_sparse_step", 1)
+        sparse = c.num("decoder_sparse_step", 1)
         only = c.data.get("mlp_only_layers") or []
         if i in only or sparse == 0 or (i + 1) % sparse != 0:
             return None
-        e, k, inter = c.int("num_experts"), c.int("num_experts_per_tok"), \
-            c.int("moe_intermediate_size")
+        e, k, inter = c.num("num_experts"), c.num("num_experts_per_tok"), \
+            c.num("moe_intermediate_size")
         shared = 0
         if kind == "qwen2_moe":
-            shared = 3 * h * c.int("shared_expert_intermediate_size") + h
+            shared = 3 * h * c.num("shared_expert_intermediate_size") + h
         expert = 3 * h * inter
         return h * e + e * expert + shared, h * e + k * expert + shared, e, k
     if kind in ("deepseek_v2", "deepseek_v3"):
-        freq = c.int("moe_layer_freq", 1)
-        if i < c.int("first_k_dense_replace", 0) or freq == 0 or i % freq != 0:
+        freq = c.num("moe_layer_freq", 1)
+        if i < c.num("first_k_dense_replace", 0) or freq == 0 or i % freq != 0:
             return None
-        e, k, inter = c.int("n_routed_experts"), c.int("num_experts_per_tok"), \
-            c.int("moe_intermediate_size")
+        e, k, inter = c.num("n_routed_experts"), c.num("num_experts_per_tok"), \
+            c.num("moe_intermediate_size")
         expert = 3 * h * inter
-        shared = c.int("n_shared_experts", 0) * expert
+        shared = c.num("n_shared_experts", 0) * expert
         router = h * e + (e if kind == "deepseek_v3" else 0)  # V3: e_score_correction_bias
         return router + e * expert + shared, router + k * expert + shared, e, k
     return None
@@ -231,11 +231,11 @@ def _sliding(c: _Cfg, kind: str, n_layers: int) -> tuple[int | None, int | None]
     elif kind == "gemma2":
         n = (n_layers + 1) // 2  # even layers slide (transformers Gemma2DecoderLayer)
     elif kind == "gemma3_text":
-        n = n_layers - n_layers // c.int("sliding_window_pattern", 6)
+        n = n_layers - n_layers // c.num("sliding_window_pattern", 6)
     elif kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
         if not c.flag("use_sliding_window", False):
             return None, None
-        n = max(0, n_layers - c.int("max_window_layers", n_layers))
+        n = max(0, n_layers - c.num("max_window_layers", n_layers))
     else:
         n = n_layers  # Mistral v0.1, Phi-3: every layer
     if n == 0 or window >= (c.opt("max_position_embeddings") or window + 1):
@@ -245,11 +245,11 @@ def _sliding(c: _Cfg, kind: str, n_layers: int) -> tuple[int | None, int | None]
 
 def _chatglm(c: _Cfg, kind: str) -> Shape:
     """GLM-4 (``chatglm``): fused QKV with multi-query groups, untied output layer."""
-    h, n_layers = c.int("hidden_size"), c.int("num_layers")
-    nq, kvc = c.int("num_attention_heads"), c.int("kv_channels")
-    groups = c.int("multi_query_group_num") if c.flag("multi_query_attention", False) else nq
-    vocab = c.int("padded_vocab_size")
-    ffn = c.int("ffn_hidden_size")
+    h, n_layers = c.num("hidden_size"), c.num("num_layers")
+    nq, kvc = c.num("num_attention_heads"), c.num("kv_channels")
+    groups = c.num("multi_query_group_num") if c.flag("multi_query_attention", False) else nq
+    vocab = c.num("padded_vocab_size")
+    ffn = c.num("ffn_hidden_size")
     qkv = h * (nq * kvc + 2 * groups * kvc)
     if c.flag("add_qkv_bias", False):
         qkv += nq * kvc + 2 * groups * kvc

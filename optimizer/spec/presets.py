@@ -40,6 +40,11 @@ def spec_dir(path: Path | None) -> Iterator[None]:
         _SPEC_DIR.reset(token)
 
 
+def current_dir() -> Path | None:
+    """The folder ``hf_config`` paths resolve against now (see :func:`spec_dir`)."""
+    return _SPEC_DIR.get()
+
+
 @dataclass(frozen=True)
 class Preset:
     """One row of the embedded table."""
@@ -127,10 +132,10 @@ def search(text: str | None) -> list[Preset]:
     ``text`` (any case)."""
     words = (text or "").lower().split()
     rows = sorted(presets().values(), key=lambda p: p.name.lower())
-    def text(p: Preset) -> str:
+    def words_of(p: Preset) -> str:
         return f"{p.name} {p.shape.architecture} {'moe' if p.shape.is_moe else 'dense'}".lower()
 
-    return [p for p in rows if all(w in text(p) for w in words)]
+    return [p for p in rows if all(w in words_of(p) for w in words)]
 
 
 def config_shape(path: str) -> Shape:

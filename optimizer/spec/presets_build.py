@@ -13,6 +13,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ptplan.spec.hf_config import read_config
 
@@ -34,7 +35,7 @@ def sources(folder: Path = CONFIGS) -> list[dict[str, str]]:
 
 def build(folder: Path = CONFIGS) -> str:
     """The table's text: rows sorted by name, each with its shape and provenance."""
-    models = []
+    models: list[dict[str, Any]] = []
     for r in sorted(sources(folder), key=lambda r: r["name"].lower()):
         raw = (folder / r["file"]).read_bytes()
         shape = read_config(json.loads(raw), f"{r['file']}")
@@ -42,7 +43,7 @@ def build(folder: Path = CONFIGS) -> str:
                        "config_sha256": hashlib.sha256(raw).hexdigest(),
                        "source": r["source"], "read_on": r["read_on"],
                        "shape": asdict(shape)})
-    names = [m["name"].lower() for m in models]
+    names = [str(m["name"]).lower() for m in models]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"sources.csv: duplicate names {dupes}")

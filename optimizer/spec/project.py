@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import (
     Field,
-    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -64,8 +63,6 @@ __all__ = ["SLA", "Budget", "Calibration", "Checkpoints", "Data", "Efficiency", 
 
 class ProjectSpec(_Strict):
     name: str = Field(min_length=1, max_length=200)
-    _spec_dir: Path | None = PrivateAttr(default=None)
-    """The spec file's folder (``hf_config`` paths are relative to it)."""
     method: Method
     algorithm: Algorithm | None = None
     model: TrainedModel
@@ -300,8 +297,7 @@ class ProjectSpec(_Strict):
         if self.algorithm != "ppo":
             return None
         return self.critic or ModelBlock(**self.model.model_dump(
-            include={"params_b", "active_params_b", "layers", "hidden_size", "kv_heads",
-                     "head_dim", "heads", "experts_per_token"}))
+            include=set(presets.SHAPE_FIELDS)))
 
     @property
     def lora_rank(self) -> int:
@@ -324,9 +320,7 @@ def parse_spec(data: dict[str, Any], origin: str = "spec",
     """Validate a spec mapping; ``hf_config`` paths resolve against ``base_dir`` (the spec
     file's folder), else the working directory."""
     with presets.spec_dir(base_dir):
-        spec = validate(ProjectSpec, data, origin)
-    spec._spec_dir = base_dir
-    return spec
+        return validate(ProjectSpec, data, origin)
 
 
 def with_framework(spec: ProjectSpec, framework: str | None,
@@ -338,8 +332,10 @@ def with_framework(spec: ProjectSpec, framework: str | None,
         return spec
     key = normalise(framework, field_name)
     raw = spec.model_dump(mode="python", exclude_unset=True)
+    blocks = (spec.model, spec.teacher, spec.reward_model, spec.critic)
+    base = next((b.config_dir for b in blocks if b is not None and b.config_dir), None)
     return parse_spec({**raw, "framework": key},
-                      f"spec {spec.name!r} with {field_name} {key}", spec._spec_dir)
+                      f"spec {spec.name!r} with {field_name} {key}", base)
 
 
 def load_spec(path: str) -> ProjectSpec:

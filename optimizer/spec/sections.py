@@ -6,6 +6,7 @@ assembles them and checks the rules that span several blocks)."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -59,6 +60,7 @@ class ModelBlock(_Strict):
     """How many of the layers use the sliding window (the rest attend to the whole context)."""
     _source: str | None = PrivateAttr(default=None)
     _source_shape: dict[str, Any] | None = PrivateAttr(default=None)
+    _config_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -71,7 +73,14 @@ class ModelBlock(_Strict):
         # the fields the spec gave (an exclude_unset dump re-reads the source for the rest)
         obj.__pydantic_fields_set__ = given & set(cls.model_fields)
         obj._source, obj._source_shape = presets.describe(data)
+        if data.get("hf_config") is not None:
+            obj._config_dir = presets.current_dir()
         return obj
+
+    @property
+    def config_dir(self) -> Path | None:
+        """The folder ``hf_config`` was resolved against (the spec file's), if any."""
+        return self._config_dir
 
     @model_validator(mode="after")
     def _window(self) -> ModelBlock:
