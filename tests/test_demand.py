@@ -89,7 +89,7 @@ def test_datasheet_figures_used_below() -> None:
 def test_sft_update_is_6nd_without_attention() -> None:
     spec = make("sft-8b.yaml", {"attention_flops": False})
     demand = build_demand(spec)
-    n = 8.03 * 1e9
+    n = 8.0303 * 1e9
     d = 200_000 * 2048 * 3  # examples x tokens_per_example x epochs
     assert demand.primary_tokens("update") == d
     assert phase_flops(demand, "update") == 6 * n * d
@@ -98,12 +98,12 @@ def test_sft_update_is_6nd_without_attention() -> None:
 def test_sft_update_adds_attention_term() -> None:
     spec = make("sft-8b.yaml")  # attention_flops defaults to true
     demand = build_demand(spec)
-    n = 8.03 * 1e9
+    n = 8.0303 * 1e9
     d = 200_000 * 2048 * 3
     layers, heads, head_dim, seq = 32, 32, 128, 2048
     expected = 6 * n * d + 12 * layers * heads * head_dim * seq * d
     assert phase_flops(demand, "update") == pytest.approx(expected, rel=1e-12)
-    # the attention term is ~6 % here: 12*32*32*128*2048 / (6*8.03e9)
+    # the attention term is ~6 % here: 12*32*32*128*2048 / (6*8.0303e9)
     assert expected / (6 * n * d) == pytest.approx(1 + 12 * 32 * 32 * 128 * 2048 / (6 * n))
 
 
@@ -113,7 +113,7 @@ def test_lora_update_is_4nd() -> None:
     d["efficiency"] = {"attention_flops": False}
     demand = build_demand(parse_spec(d))
     assert phase_flops(demand, "update") == pytest.approx(
-        4 * 8.03e9 * (200_000 * 2048 * 3), rel=1e-12
+        4 * 8.0303e9 * (200_000 * 2048 * 3), rel=1e-12
     )
 
 
@@ -131,7 +131,7 @@ def test_sft_eval_and_checkpoints() -> None:
     assert demand.primary_tokens("eval") == 4 * 1000 * 1 * 512
     assert demand.checkpoints == 2344 // 500
     # bf16 weights 2 B + fp32 master/m/v 12 B per parameter
-    assert demand.checkpoint_gb == pytest.approx(8.03 * (2 + 12))
+    assert demand.checkpoint_gb == pytest.approx(8.0303 * (2 + 12))
 
 
 # ------------------------------------------------------------------------------ FLOPs: OPD
@@ -142,7 +142,7 @@ def test_opd_student_rollout_plus_update_is_8n_per_token() -> None:
     spec = make("opd-8b-from-32b.yaml", {"attention_flops": False, "recompute_old_logprobs": False,
                                          "prefix_caching": False})
     demand = build_demand(spec)
-    n = 8.2e9
+    n = 8.1907e9
     seqs = 150 * 256 * 4  # steps x prompts x samples (oversample 1)
     tokens = seqs * (1024 + 4096)  # prompt + response tokens
     rollout = phase_flops(demand, "rollout")
@@ -159,7 +159,7 @@ def test_opd_teacher_scores_every_token() -> None:
     seqs = 150 * 256 * 4
     teacher = part(demand, "scoring", "teacher")
     assert teacher.tokens == seqs * (1024 + 4096)
-    assert teacher.flops == pytest.approx(2 * 32.8e9 * (1024 + 4096) * seqs, rel=1e-12)
+    assert teacher.flops == pytest.approx(2 * 32.7621e9 * (1024 + 4096) * seqs, rel=1e-12)
     # reference_model: false in the example -> the teacher is the only scorer
     assert [p.name for p in demand.phase_parts("scoring")] == ["teacher"]
 
@@ -168,7 +168,7 @@ def test_opd_teacher_attention_term_uses_teacher_shape() -> None:
     demand = build_demand(make("opd-8b-from-32b.yaml"))
     teacher = part(demand, "scoring", "teacher")
     seq = 1024 + 4096  # mean sequence: prompt + mean response (max_response sizes memory)
-    assert teacher.flops_per_token == pytest.approx(2 * 32.8e9 + 4 * 64 * 64 * 128 * seq)
+    assert teacher.flops_per_token == pytest.approx(2 * 32.7621e9 + 4 * 64 * 64 * 128 * seq)
 
 
 def test_old_logprob_recompute_adds_a_2n_forward() -> None:
@@ -178,7 +178,7 @@ def test_old_logprob_recompute_adds_a_2n_forward() -> None:
     )
     seqs = 150 * 256 * 4
     extra = phase_flops(on, "update") - phase_flops(off, "update")
-    assert extra == pytest.approx(2 * 8.2e9 * seqs * (1024 + 4096), rel=1e-9)
+    assert extra == pytest.approx(2 * 8.1907e9 * seqs * (1024 + 4096), rel=1e-9)
 
 
 # ------------------------------------------------------------------------------ FLOPs: RL
@@ -189,7 +189,7 @@ def test_grpo_reference_scoring_is_2n() -> None:
     seqs = 300 * 256 * 8
     ref = part(demand, "scoring", "reference")
     assert ref.tokens == seqs * (512 + 2048)
-    assert ref.flops == pytest.approx(2 * 7.6e9 * seqs * (512 + 2048), rel=1e-12)
+    assert ref.flops == pytest.approx(2 * 7.6156e9 * seqs * (512 + 2048), rel=1e-12)
 
 
 def test_grpo_rollout_tokens() -> None:
@@ -216,7 +216,7 @@ def test_grpo_prefill_tokens_with_prefix_caching() -> None:
     per_step = 256 * (1 + 7 * 16 / 512)
     assert part(demand, "rollout", "prefill").tokens == pytest.approx(300 * per_step * 512)
     assert part(demand, "rollout", "prefill").flops == pytest.approx(
-        300 * per_step * 512 * (2 * 7.6e9 + 4 * 28 * 28 * 128 * 512))
+        300 * per_step * 512 * (2 * 7.6156e9 + 4 * 28 * 28 * 128 * 512))
 
 
 def test_grpo_eval_and_checkpoints() -> None:
@@ -225,19 +225,19 @@ def test_grpo_eval_and_checkpoints() -> None:
     assert demand.primary_tokens("eval") == runs * 500 * 4 * 2048
     assert part(demand, "eval", "prefill").tokens == runs * 500 * 4 * 512  # data.prompt_tokens
     assert demand.checkpoints == 300 // 25
-    assert demand.checkpoint_gb == pytest.approx(7.6 * 14)
+    assert demand.checkpoint_gb == pytest.approx(7.6156 * 14)
     # each checkpoint stalls the update for its size over the write bandwidth (2 GB/s)
-    assert demand.checkpoint_stall_hours == pytest.approx(12 * 7.6 * 14 / 2.0 / 3600)
-    assert demand.weight_sync_gb_per_step == pytest.approx(7.6 * 2)  # bf16 weights
+    assert demand.checkpoint_stall_hours == pytest.approx(12 * 7.6156 * 14 / 2.0 / 3600)
+    assert demand.weight_sync_gb_per_step == pytest.approx(7.6156 * 2)  # bf16 weights
 
 
 def test_checkpoint_without_optimizer_state_and_8bit_adam() -> None:
     d = example_dict("grpo-7b.yaml")
     d["checkpoints"]["with_optimizer"] = False
-    assert checkpoint_gb(parse_spec(d)) == pytest.approx(7.6 * 2)  # bf16 weights only
+    assert checkpoint_gb(parse_spec(d)) == pytest.approx(7.6156 * 2)  # bf16 weights only
     d["checkpoints"]["with_optimizer"] = True
     d["efficiency"] = {"adam_bytes_per_param": 10}  # 8-bit Adam: 2 + (10 − 4) B/param
-    assert checkpoint_gb(parse_spec(d)) == pytest.approx(7.6 * 8)
+    assert checkpoint_gb(parse_spec(d)) == pytest.approx(7.6156 * 8)
 
 
 def test_reference_dropped_when_disabled() -> None:
@@ -274,15 +274,15 @@ def test_ppo_adds_critic_parts() -> None:
     }
     seqs = 300 * 256 * 8
     tokens = seqs * (512 + 2048)
-    assert part(ppo, "update", "critic").flops == pytest.approx(6 * 7.6e9 * tokens, rel=1e-12)
+    assert part(ppo, "update", "critic").flops == pytest.approx(6 * 7.6156e9 * tokens, rel=1e-12)
     assert part(ppo, "update", "critic_values").flops == pytest.approx(
-        2 * 7.6e9 * tokens, rel=1e-12
+        2 * 7.6156e9 * tokens, rel=1e-12
     )
     # critic training + value forward = 8N per token on top of GRPO's update
     extra = phase_flops(ppo, "update") - phase_flops(grpo, "update")
-    assert extra == pytest.approx(8 * 7.6e9 * tokens, rel=1e-9)
+    assert extra == pytest.approx(8 * 7.6156e9 * tokens, rel=1e-9)
     # the critic's optimizer state is checkpointed too
-    assert ppo.checkpoint_gb == pytest.approx(2 * 7.6 * 14)
+    assert ppo.checkpoint_gb == pytest.approx(2 * 7.6156 * 14)
 
 
 def test_ppo_explicit_critic_shape() -> None:
@@ -346,9 +346,9 @@ def test_lora_training_state_and_checkpoint_hold_the_adapter() -> None:
     assert lora_params(spec.model, 32) == adapter
     job = train_job(part(demand, "update", "actor"), spec)
     # frozen bf16 base (2 B) + adapter weights and gradients (4 B); Adam state for the adapter
-    assert job.state_weights_grads == pytest.approx(8.03e9 * 2 + adapter * 4)
+    assert job.state_weights_grads == pytest.approx(8.0303e9 * 2 + adapter * 4)
     assert job.state_optimizer == pytest.approx(adapter * 12)
-    assert job.flops_per_token == pytest.approx(4 * 8.03e9 + 12 * 32 * 32 * 128 * 2048)
+    assert job.flops_per_token == pytest.approx(4 * 8.0303e9 + 12 * 32 * 32 * 128 * 2048)
     # the checkpoint saves the adapter only: 2 B weights + 12 B optimizer state per parameter
     assert demand.checkpoint_gb == pytest.approx(adapter * 14 / 1e9)
 
@@ -356,7 +356,7 @@ def test_lora_training_state_and_checkpoint_hold_the_adapter() -> None:
 # ------------------------------------------------------------------------------ inference engine
 
 KV_7B = 2 * 28 * 4 * 128 * 2
-"""K and V x layers x kv_heads x head_dim x 2 B (bf16): KV bytes per token of the 7.6B policy."""
+"""K and V x layers x kv_heads x head_dim x 2 B (bf16): KV bytes per token of the 7.6156B policy."""
 
 
 def histogram_spec(**efficiency: Any) -> ProjectSpec:
@@ -375,14 +375,14 @@ def test_kv_bytes_per_token_and_capacity() -> None:
     e = cell(decode, H100, "bf16", spec).engine
     assert e.kv_bytes_per_token == KV_7B == 57344
     # usable HBM (80 GB x 0.9) minus the bf16 weights, in tokens
-    assert e.kv_capacity_tokens == pytest.approx((80e9 * 0.9 - 7.6e9 * 2) / KV_7B)
+    assert e.kv_capacity_tokens == pytest.approx((80e9 * 0.9 - 7.6156e9 * 2) / KV_7B)
     # an fp32 model keeps an fp32 cache (4 B per element) beside fp32 weights
     e32 = cell(decode, H100, "fp32", spec).engine
     assert e32.kv_bytes_per_token == 2 * KV_7B
-    assert e32.kv_capacity_tokens == pytest.approx((80e9 * 0.9 - 7.6e9 * 4) / (2 * KV_7B))
+    assert e32.kv_capacity_tokens == pytest.approx((80e9 * 0.9 - 7.6156e9 * 4) / (2 * KV_7B))
     # colocated with training, the engine gets colocated_rollout_memory_fraction of the HBM
     col = cell(decode, H100, "bf16", spec, cond=Conditions(8, colocated=True)).engine
-    assert col.kv_capacity_tokens == pytest.approx((80e9 * 0.5 - 7.6e9 * 2) / KV_7B)
+    assert col.kv_capacity_tokens == pytest.approx((80e9 * 0.5 - 7.6156e9 * 2) / KV_7B)
 
 
 def test_decode_at_batch_one_reads_the_weights_and_kv_once_per_iteration() -> None:
@@ -391,10 +391,10 @@ def test_decode_at_batch_one_reads_the_weights_and_kv_once_per_iteration() -> No
     assert c.fits and c.bound == "memory-bandwidth"
     assert (c.batch, c.replica_gpus) == (1, 1)
     context = 512 + 1250  # prompt + mean age
-    t_iter = (7.6e9 * 2 + context * KV_7B) / (3.35e12 * 0.6) + 0.002  # HBM x MBU, + overhead
+    t_iter = (7.6156e9 * 2 + context * KV_7B) / (3.35e12 * 0.6) + 0.002  # HBM x MBU, + overhead
     assert c.tokens_per_second_per_gpu == pytest.approx(1 / t_iter, rel=1e-9)
-    assert c.memory_gb_per_gpu == pytest.approx((7.6e9 * 2 + context * KV_7B) / 1e9)
-    # ~ 100 tokens/s for a 7.6B bf16 model at batch 1 on one H100
+    assert c.memory_gb_per_gpu == pytest.approx((7.6156e9 * 2 + context * KV_7B) / 1e9)
+    # ~ 100 tokens/s for a 7.6156B bf16 model at batch 1 on one H100
     assert 95 < c.tokens_per_second_per_gpu < 110
 
 
@@ -402,9 +402,9 @@ def test_large_batch_decode_is_compute_bound_with_attention_at_16_bit() -> None:
     spec = make("grpo-7b.yaml")
     e = cell(part(build_demand(spec), "rollout", "decode"), H100, "fp8", spec).engine
     b, ctx = 4096, 100
-    dense = b * 2 * 7.6e9 / (1978.9e12 * 0.5)  # GEMMs at the fp8 peak x compute efficiency
+    dense = b * 2 * 7.6156e9 / (1978.9e12 * 0.5)  # GEMMs at the fp8 peak x compute efficiency
     attn = b * 4 * 28 * 28 * 128 * ctx / (989.4e12 * 0.5)  # attention at the bf16 peak
-    t_mem = (7.6e9 * 1 + b * ctx * KV_7B) / (3.35e12 * 0.6)  # fp8 weights, 16-bit KV cache
+    t_mem = (7.6156e9 * 1 + b * ctx * KV_7B) / (3.35e12 * 0.6)  # fp8 weights, 16-bit KV cache
     assert dense + attn > t_mem
     assert float(e.iteration_seconds(b, ctx)) == pytest.approx(dense + attn + 0.002, rel=1e-9)
     assert e.bound(b, ctx) == "compute" and e.bound(1, ctx) == "memory-bandwidth"
@@ -417,10 +417,10 @@ def test_decode_batch_is_capped_by_the_peak_kv_of_a_fresh_batch() -> None:
     d["data"]["max_response_tokens"] = 2048
     spec = parse_spec(d)
     c = cell(part(build_demand(spec), "rollout", "decode"), L4, "bf16", spec)
-    capacity = (24e9 * 0.9 - 7.6e9 * 2) / KV_7B
+    capacity = (24e9 * 0.9 - 7.6156e9 * 2) / KV_7B
     assert c.batch == int(capacity / (512 + 2048)) == 43
     # saturated throughput: the batch per iteration at the mean context 512 + 2048/2
-    t_iter = (7.6e9 * 2 + c.batch * (512 + 1024) * KV_7B) / (0.3e12 * 0.6) + 0.002
+    t_iter = (7.6156e9 * 2 + c.batch * (512 + 1024) * KV_7B) / (0.3e12 * 0.6) + 0.002
     assert c.tokens_per_second_per_gpu == pytest.approx(c.batch / t_iter, rel=1e-9)
 
 
@@ -473,13 +473,13 @@ def test_prefill_rate_is_compute_roofline() -> None:
     spec = make("grpo-7b.yaml", {"attention_flops": False})
     c = cell(part(build_demand(spec), "rollout", "prefill"), H100, "bf16", spec)
     assert c.bound == "compute"
-    assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.5 / (2 * 7.6e9))
+    assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.5 / (2 * 7.6156e9))
 
 
 def test_prefill_with_attention_at_its_mean_sequence() -> None:
     spec = make("grpo-7b.yaml")
     c = cell(part(build_demand(spec), "rollout", "prefill"), H100, "bf16", spec)
-    flops = 2 * 7.6e9 + 4 * 28 * 28 * 128 * 512  # 2N + 4·L·H·Q·T at the 512-token prompt
+    flops = 2 * 7.6156e9 + 4 * 28 * 28 * 128 * 512  # 2N + 4·L·H·Q·T at the 512-token prompt
     assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.5 / flops)
 
 
@@ -493,10 +493,10 @@ def test_training_engine_forwards_run_at_training_efficiency() -> None:
                 part(demand, "scoring", "reference")]
     for p in forwards:
         c = cell(p, H100, "bf16", spec)
-        assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.2 / (2 * 7.6e9))
+        assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.2 / (2 * 7.6156e9))
     opd = make("opd-8b-from-32b.yaml", {"attention_flops": False})
     teacher = cell(part(build_demand(opd), "scoring", "teacher"), H100, "bf16", opd)
-    assert teacher.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.5 / (2 * 32.8e9))
+    assert teacher.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.5 / (2 * 32.7621e9))
     # 65.6 GB of bf16 weights > 72 GB x 0.8 (KV headroom): a 2-GPU replica, per-GPU rate kept
     assert teacher.replica_gpus == 2
 
@@ -524,7 +524,7 @@ def test_70b_decode_does_not_fit_one_l4() -> None:
 def test_sft_training_rate_and_memory_without_offload() -> None:
     spec = make("sft-8b.yaml", {"attention_flops": False, "optimizer_offload": "never"})
     c = cell(part(build_demand(spec), "update", "actor"), H100, "bf16", spec)
-    n = 8.03e9
+    n = 8.0303e9
     state = n * 16  # Adam mixed precision bytes/param
     act = 2 * 2048 * 1 * 4096 * 32  # full recompute: 2·s·b·h·L
     usable = 80e9 * 0.9
@@ -545,7 +545,7 @@ def test_sft_on_one_h100_offloads_the_optimizer() -> None:
     parameter over PCIe and runs CPU Adam."""
     spec = make("sft-8b.yaml", {"attention_flops": False})
     c = cell(part(build_demand(spec), "update", "actor"), H100, "bf16", spec)
-    n = 8.03e9
+    n = 8.0303e9
     assert c.replica_gpus == 1 and c.layout is not None and c.layout.offload
     assert c.memory_gb_per_gpu == pytest.approx((n * 4 + 2 * 2048 * 4096 * 32) / 1e9)
     step = n * 4 / 32e9 + n / 0.4e9  # PCIe both ways + CPU Adam at 0.4 B params/s
@@ -557,7 +557,7 @@ def test_rl_training_uses_rl_mfu() -> None:
     spec = make("grpo-7b.yaml", {"attention_flops": False, "rl_train_mfu": 0.2,
                                  "optimizer_offload": "never"})
     c = cell(part(build_demand(spec), "update", "actor"), H100, "bf16", spec)
-    assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.2 / (6 * 7.6e9))
+    assert c.tokens_per_second_per_gpu == pytest.approx(989.4e12 * 0.2 / (6 * 7.6156e9))
 
 
 def test_large_model_training_on_t4_reports_gpus_needed() -> None:
@@ -599,7 +599,7 @@ def test_colocated_training_state_fits_beside_the_rollout_engine() -> None:
     alone = cell(actor, H100, "bf16", spec)
     together = cell(actor, H100, "bf16", spec, cond=Conditions(8, colocated=True))
     assert alone.replica_gpus == 2  # ⌈121.6 GB / (72 GB − activations)⌉
-    assert together.replica_gpus == math.ceil(7.6e9 * 16 / 32e9) == 4
+    assert together.replica_gpus == math.ceil(7.6156e9 * 16 / 32e9) == 4
     assert together.layout == tr.Layout(tp=1, cp=1, pp=1, dp=4, zero=3, offload=False)
     forced = cell(actor, H100, "bf16", spec, replica_gpus=2, cond=Conditions(8, colocated=True))
     assert not forced.fits and "colocated" in forced.reason and "32 GB" in forced.reason
@@ -607,9 +607,9 @@ def test_colocated_training_state_fits_beside_the_rollout_engine() -> None:
 
 # ------------------------------------------------------------------------------ training layouts
 
-QWEN7B = ModelBlock(params_b=7.6, layers=28, hidden_size=3584, heads=28, kv_heads=4,
+QWEN7B = ModelBlock(params_b=7.6156, layers=28, hidden_size=3584, heads=28, kv_heads=4,
                     head_dim=128)
-N7 = 7.6e9
+N7 = 7.6156e9
 COMPUTE_7B = 6 * N7 / (989.4e12 * 0.25)
 """GPU-seconds per trained token at MFU 0.25 on an H100 (bf16, no attention term). The roofline
 factor of compute-bound work (docs/demand-model.md §3.12, s + (1 − s)·R at bf16) is 1 here: R is

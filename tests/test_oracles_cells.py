@@ -53,7 +53,7 @@ def test_precision_options_and_defaults_by_hand() -> None:
 
 
 def test_train_job_by_hand() -> None:
-    """GRPO example (7.6 B, 300 steps of 256 prompts × 8 samples × (512 + 2,048) tokens =
+    """GRPO example (7.6156 B, 300 steps of 256 prompts × 8 samples × (512 + 2,048) tokens =
     1,572,864,000 tokens per epoch) with 2 update epochs of 4 mini-batches: the part trains
     3,145,728,000 tokens, 5,242,880 per step and epoch, 1,310,720 per optimizer step; bf16
     weights + fp32 grads 4 B and Adam 16 − 4 = 12 B per parameter
@@ -64,8 +64,8 @@ def test_train_job_by_hand() -> None:
     job = train_job(_part(d, "update", "actor"), d.spec)
     assert _part(d, "update", "actor").tokens == 2 * 1_572_864_000
     assert job.tokens_per_optimizer_step == pytest.approx(1_310_720.0, rel=1e-12)
-    assert job.state_weights_grads == pytest.approx(7.6e9 * 4, rel=1e-12)
-    assert job.state_optimizer == pytest.approx(7.6e9 * 12, rel=1e-12)
+    assert job.state_weights_grads == pytest.approx(7.6156e9 * 4, rel=1e-12)
+    assert job.state_optimizer == pytest.approx(7.6156e9 * 12, rel=1e-12)
     assert job.mfu == 0.22 and job.longest == 8704
     sft = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
     sjob = train_job(_part(sft, "update", "actor"), sft.spec)
@@ -76,7 +76,7 @@ def test_train_job_by_hand() -> None:
     lora = build_demand(parse_spec(raw, "lora"))
     ljob = train_job(_part(lora, "update", "actor"), lora.spec)
     assert ljob.state_optimizer == 0.0
-    assert ljob.state_weights_grads > 7.6e9 * 2  # frozen bf16 weights + the adapter's
+    assert ljob.state_weights_grads > 7.6156e9 * 2  # frozen bf16 weights + the adapter's
     raw = example_dict("grpo-7b.yaml")
     raw["efficiency"] = {"adam_bytes_per_param": 4.0}
     full = build_demand(parse_spec(raw, "no-adam"))
@@ -101,7 +101,7 @@ def test_part_floors_by_hand() -> None:
     (300 × 2 × 4 × its single-sequence seconds), that sequence split over sequence-parallel
     ranks (§3.12: 8,704 tokens ÷ 4,096 ≥ 2 and 28 query heads: sp 2, on a cp 1 layout); SFT
     counts one optimizer step per step (2,048 tokens: sp 1); a prefill part has none; a
-    scoring pass is runs × the longest sequence ÷ (tokens/s/GPU × replica GPUs) (OPD's 32.8 B
+    scoring pass is runs × the longest sequence ÷ (tokens/s/GPU × replica GPUs) (OPD's 32.7621 B
     teacher on two H100s: 150 × 17,408 tokens)."""
     h100 = resolve_gpu("H100", "gpu")
     d = _demand("grpo-7b.yaml", update_epochs=2, mini_batches_per_step=4)
@@ -255,7 +255,7 @@ def test_part_cells_by_hand() -> None:
     assert t.single_seconds > 0 and t.layout is not None
     f = cell(ref, h100, "bf16", d.spec)
     assert (f.fits, f.replica_gpus, f.batch, f.bound) == (True, 1, 0, "compute")
-    assert f.memory_gb_per_gpu == pytest.approx(7.6e9 * 2 / 1e9, rel=1e-12)  # 15.2 GB
+    assert f.memory_gb_per_gpu == pytest.approx(7.6156e9 * 2 / 1e9, rel=1e-12)  # 15.2 GB
     opd = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
     teacher = _part(opd, "scoring", "teacher")
     small = cell(teacher, h100, "bf16", opd.spec, replica_gpus=1)
@@ -285,7 +285,7 @@ def test_part_cells_by_hand() -> None:
     step = float(e.iteration_seconds(c.batch, ctx))
     assert c.tokens_per_second_per_gpu == pytest.approx(c.batch / step / 2, rel=1e-12)
     assert c.memory_gb_per_gpu == pytest.approx(
-        (32.8e9 * 2 + c.batch * ctx * e.kv_bytes_per_token) / 2 / 1e9, rel=1e-12)
+        (32.7621e9 * 2 + c.batch * ctx * e.kv_bytes_per_token) / 2 / 1e9, rel=1e-12)
 
 
 def test_calibration_by_hand() -> None:

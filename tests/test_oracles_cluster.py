@@ -2,8 +2,8 @@
 composed from the demand model's phase rates by the layout rules of ``docs/architecture.md``,
 restated here: each phase on its pool at its fastest allowed precision (busy hours × 3,600 /
 steps); sync and colocated steps are the sum of their phases (+ the weight sync for sync:
-15.2 GB at 10 GB/s = 1.52 s for the GRPO example); an async step is the longer of generation
-(+ weight sync) and scoring + update; checkpoint stalls are 12 × 106.4 GB / 2 GB/s = 638.4 s
+15.2312 GB at 10 GB/s = 1.52312 s for the GRPO example); an async step is the longer of generation
+(+ weight sync) and scoring + update; checkpoint stalls are 12 × 106.6184 GB / 2 GB/s = 639.7104 s
 for the run. The test shares only ``phase_rates`` with the code under test."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
         secs[phase] = best.busy(g / gpn) * 3600.0 / 300
         prec[phase] = best.precision
         lay[phase] = best.layout_for(g / gpn)
-    ws = 0.0 if mode == "colocated" else 15.2 / 10.0
+    ws = 0.0 if mode == "colocated" else 15.2312 / 10.0
     if mode == "async":
         step = max(secs["rollout"] + secs["eval"] + ws, secs["scoring"] + secs["update"])
     else:
@@ -64,11 +64,11 @@ def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
     assert (r.precision, r.layout) == (prec, lay)
     assert r.weight_sync_seconds == pytest.approx(ws, rel=1e-12)
     assert r.step_seconds == pytest.approx(step, rel=1e-12)
-    assert r.checkpoint_seconds == pytest.approx(638.4, rel=1e-12)
+    assert r.checkpoint_seconds == pytest.approx(639.7104, rel=1e-12)
     assert (r.gpus, r.steps, r.notes) == (16, 300, [])
     if pool_gpus["rollout"] == 1:  # the case is there to make generation the longer side
         assert secs["rollout"] + secs["eval"] + ws > secs["scoring"] + secs["update"]
-    assert r.gpu_hours == pytest.approx((step * 300 + 638.4) * 16 / 3600, rel=1e-12)
+    assert r.gpu_hours == pytest.approx((step * 300 + 639.7104) * 16 / 3600, rel=1e-12)
 
 
 def test_pools_larger_than_the_cluster_are_noted(spec) -> None:

@@ -222,9 +222,9 @@ def test_storage_cost_equals_reference_at_any_run_time(classes, d) -> None:
 
 
 def test_example_storage_items_equal_the_reference(grpo: Plan) -> None:
-    """The GRPO example: 300 steps, a checkpoint every 25 (12 checkpoints) of 7.6 B params ×
-    (2 B weights + 12 B optimizer state, adam_bytes_per_param 16 − 4) = 106.4 GB, weights-only
-    15.2 GB; keep 3 hot, archive every 4th, retention 30 days, metrics 365 days, rollout logs
+    """The GRPO example: 300 steps, a checkpoint every 25 (12 checkpoints) of 7.6156 B params ×
+    (2 B weights + 12 B optimizer state, adam_bytes_per_param 16 − 4) = 106.6184 GB, weights-only
+    15.2312 GB; keep 3 hot, archive every 4th, retention 30 days, metrics 365 days, rollout logs
     14 days (policy); dataset 300 × 256 prompts × 512 tokens × 4 B; rollout logs 8 B per
     generated token; eval outputs 4 B per token. Each class on the cheapest GCS tier fast
     enough for it (embedded catalog)."""
@@ -236,8 +236,8 @@ def test_example_storage_items_equal_the_reference(grpo: Plan) -> None:
              and t.region in (p.region, "*")]
     tokens = {ph.name: ph.tokens for ph in p.phases}
     refs = [RefClass("dataset", "ms", ((300 * 256 * 512 * 4 / 1e9, d),))]
-    refs += checkpoint_classes(steps=300, every=25, run_hours=d, full_gb=7.6 * 14,
-                               weights_gb=7.6 * 2, keep_hot=life.keep_hot,
+    refs += checkpoint_classes(steps=300, every=25, run_hours=d, full_gb=7.6156 * 14,
+                               weights_gb=7.6156 * 2, keep_hot=life.keep_hot,
                                archive_every=life.archive_every,
                                retention_days=life.retention_days,
                                metrics_days=life.metrics_days)
@@ -308,7 +308,7 @@ def test_paths_by_hand(src, dst) -> None:
 
 
 def test_example_network_items_equal_the_reference(grpo: Plan) -> None:
-    """Weight sync: each rollout node receives 7.6 B × 2 B per step for 300 steps; experience:
+    """Weight sync: each rollout node receives 7.6156 B × 2 B per step for 300 steps; experience:
     12 B per token of every sampled sequence, 300 × 256 × 8 × (512 + 2,048) tokens (the
     network module's docstring); every item costs GB × the catalog's rate for the path its ends
     imply."""
@@ -321,8 +321,8 @@ def test_example_network_items_equal_the_reference(grpo: Plan) -> None:
         src = (i.src.provider, i.src.region, i.src.zone)
         dst = (i.dst.provider, i.dst.region, i.dst.zone)
         if i.flow == "weight_sync":
-            assert i.gb == pytest.approx((i.nodes or 0) * 300 * 15.2, rel=1e-12)
-            assert i.cost_usd == cents(weight_sync_usd(i.nodes or 0, 300, 7.6,
+            assert i.gb == pytest.approx((i.nodes or 0) * 300 * 15.2312, rel=1e-12)
+            assert i.cost_usd == cents(weight_sync_usd(i.nodes or 0, 300, 7.6156,
                                                        rate(rows, src[0], path(src, dst))))
         if i.flow == "experience":  # regression: prompts were counted once per prompt group
             assert i.gb == pytest.approx(300 * 256 * 8 * (512 + 2048) * 12 / 1e9, rel=1e-12)

@@ -42,19 +42,19 @@ def test_grpo_tokens_by_hand(grpo) -> None:
 
 
 def test_grpo_sizes_and_stalls_by_hand(grpo) -> None:
-    """7.6 B params: weights in bf16 = 15.2 GB sent to each rollout node per step; a checkpoint
-    with optimizer state = 7.6 × (2 + 16 − 4) = 106.4 GB, 300 / 25 = 12 of them written at
-    2 GB/s: 12 × 106.4 / 2 / 3,600 = 0.177 h of stall; the weight sync at 10 GB/s stalls the
-    rollout pool 300 × 15.2 / 10 / 3,600 = 0.127 h."""
-    assert grpo.weight_sync_gb_per_step == pytest.approx(15.2, rel=1e-12)
-    assert grpo.checkpoint_gb == pytest.approx(106.4, rel=1e-12)
+    """7.6156 B params: weights in bf16 = 15.2312 GB sent to each rollout node per step; a
+    checkpoint with optimizer state = 7.6156 × (2 + 16 − 4) = 106.6184 GB, 300 / 25 = 12 of
+    them written at 2 GB/s: 12 × 106.6184 / 2 / 3,600 = 0.178 h of stall; the weight sync at
+    10 GB/s stalls the rollout pool 300 × 15.2312 / 10 / 3,600 = 0.127 h."""
+    assert grpo.weight_sync_gb_per_step == pytest.approx(15.2312, rel=1e-12)
+    assert grpo.checkpoint_gb == pytest.approx(106.6184, rel=1e-12)
     assert grpo.checkpoints == 12
-    assert grpo.checkpoint_stall_hours == pytest.approx(12 * 106.4 / 2 / 3600, rel=1e-12)
+    assert grpo.checkpoint_stall_hours == pytest.approx(12 * 106.6184 / 2 / 3600, rel=1e-12)
     lay = next(x for x in layouts(grpo) if x.mode == "sync")
     rollout = next(p for p in lay.pools if p.name == "rollout")
     update = next(p for p in lay.pools if p.name == "update")
-    assert rollout.stall_hours == pytest.approx(300 * 15.2 / 10 / 3600, rel=1e-12)
-    assert update.stall_hours == pytest.approx(12 * 106.4 / 2 / 3600, rel=1e-12)
+    assert rollout.stall_hours == pytest.approx(300 * 15.2312 / 10 / 3600, rel=1e-12)
+    assert update.stall_hours == pytest.approx(12 * 106.6184 / 2 / 3600, rel=1e-12)
     asyn = next(x for x in layouts(grpo) if x.mode == "async")
     assert asyn.fill_fraction == pytest.approx(1 / 300)
 
@@ -62,11 +62,11 @@ def test_grpo_sizes_and_stalls_by_hand(grpo) -> None:
 def test_sft_tokens_by_hand() -> None:
     """examples/sft-8b.yaml: 200,000 examples × 2,048 tokens × 3 epochs; 600,000 / 256 =
     2,343.75 → 2,344 steps; eval every 500 steps (4 runs) on 1,000 prompts × 512 tokens;
-    a checkpoint every 500 steps (4) of 8.03 × 14 GB."""
+    a checkpoint every 500 steps (4) of 8.0303 × 14 GB."""
     d = build_demand(load_spec(str(EXAMPLES / "sft-8b.yaml")))
     assert _tokens(d, "update", "train") == 200_000 * 2048 * 3
     assert d.steps == math.ceil(200_000 * 3 / 256)
     assert d.eval_runs == d.steps // 500 == 4
     assert _tokens(d, "eval", "decode") == 4 * 1000 * 512
     assert d.checkpoints == 4
-    assert d.checkpoint_gb == pytest.approx(8.03 * 14, rel=1e-12)
+    assert d.checkpoint_gb == pytest.approx(8.0303 * 14, rel=1e-12)

@@ -178,13 +178,13 @@ def test_short_quantile_lengths_are_at_least_one_token() -> None:
 
 
 def test_opd_teacher_scores_every_trained_sequence() -> None:
-    """examples/opd-8b-from-32b.yaml: the 32.8 B teacher scores 150 × 256 × 4 sequences of
+    """examples/opd-8b-from-32b.yaml: the 32.7621 B teacher scores 150 × 256 × 4 sequences of
     1,024 + 4,096 tokens; the longest is 1,024 + 16,384."""
     d = build_demand(load_spec(str(EXAMPLES / "opd-8b-from-32b.yaml")))
     t = next(p for p in d.parts if (p.phase, p.name) == ("scoring", "teacher"))
     assert (t.role, t.kind, t.tokens, t.seq_tokens, t.max_seq_tokens) == (
         "teacher", "forward", 150 * 256 * 4 * 5120, 5120, 1024 + 16384)
-    assert t.model.params_b == 32.8
+    assert t.model.params_b == 32.7621
 
 
 def test_no_eval_block_no_eval_runs() -> None:
@@ -227,21 +227,21 @@ def test_run_on_cluster_async_and_sync_both_run() -> None:
 
 
 def test_ppo_checkpoint_holds_the_critic_too(tmp_path) -> None:
-    """Policy and critic (same 7.6 B shape), bf16 weights + optimizer state: (7.6 + 7.6) ×
-    (2 + 16 − 4) = 212.8 GB per checkpoint."""
+    """Policy and critic (same 7.6156 B shape), bf16 weights + optimizer state: (7.6156 + 7.6156) ×
+    (2 + 16 − 4) = 213.2368 GB per checkpoint."""
     from ptplan.demand.model import checkpoint_gb
 
-    assert checkpoint_gb(_ppo(tmp_path)) == pytest.approx(212.8, rel=1e-12)
+    assert checkpoint_gb(_ppo(tmp_path)) == pytest.approx(213.2368, rel=1e-12)
 
 
 def test_checkpoint_without_extra_optimizer_bytes(tmp_path) -> None:
     """``adam_bytes_per_param: 4`` leaves no optimizer state beyond the weights' 4 bytes: an SFT
-    checkpoint is the bf16 weights alone, 8.03 × 2 GB."""
+    checkpoint is the bf16 weights alone, 8.0303 × 2 GB."""
     from ptplan.demand.model import checkpoint_gb
 
     spec = _spec(tmp_path, "sft-8b", "\neval:\n", "\nefficiency:\n  adam_bytes_per_param: 4\n"
                  "eval:\n")
-    assert checkpoint_gb(spec) == pytest.approx(8.03 * 2, rel=1e-12)
+    assert checkpoint_gb(spec) == pytest.approx(8.0303 * 2, rel=1e-12)
 
 
 def test_lora_adapter_sizes_by_hand(tmp_path) -> None:
@@ -260,4 +260,4 @@ def test_lora_adapter_sizes_by_hand(tmp_path) -> None:
     actor = next(p for p in d.parts if p.name == "actor")
     assert actor.lora_rank == 16
     full = build_demand(load_spec(str(EXAMPLES / "grpo-7b.yaml")))
-    assert weights_gb(full) == pytest.approx(7.6 * 2, rel=1e-12)
+    assert weights_gb(full) == pytest.approx(7.6156 * 2, rel=1e-12)

@@ -251,16 +251,16 @@ def test_step_units_and_precision_line_by_hand() -> None:
 
 
 def test_checkpoint_and_totals_by_hand() -> None:
-    """GRPO example: 7.6 B parameters × 14 B (bf16 weights 2 + Adam state 12, the default
-    ``adam_bytes_per_param``) = 106.4 GB per checkpoint, 300 / 25 = 12 checkpoints, written at
-    2 GB/s (``efficiency.checkpoint_write_gb_per_s``): 12 × 53.2 s = 0.17733 h of stall, on
+    """GRPO example: 7.6156 B parameters × 14 B (bf16 weights 2 + Adam state 12, the default
+    ``adam_bytes_per_param``) = 106.6184 GB per checkpoint, 300 / 25 = 12 checkpoints, written at
+    2 GB/s (``efficiency.checkpoint_write_gb_per_s``): 12 × 53.3092 s = 0.17770 h of stall, on
     the update replica's 1 H100 or 2 L4 GPUs (test_estimate_json); each GPU's total is its
     phases' GPU-hours plus that."""
     report = estimate(_example("grpo-7b.yaml"), ["H100", "L4"])
     ck = report["checkpoint"]
-    assert (ck["count"], ck["every_steps"], ck["gb_each"]) == (12, 25, 106.4)
-    assert ck["stall_hours"] == 0.1773
-    assert ck["gpu_hours"] == {"H100": 0.1773, "L4": 0.3547}
+    assert (ck["count"], ck["every_steps"], ck["gb_each"]) == (12, 25, 106.6)  # 1 decimal
+    assert ck["stall_hours"] == 0.1777
+    assert ck["gpu_hours"] == {"H100": 0.1777, "L4": 0.3554}
     for gpu in ("H100", "L4"):
         phases = sum(p["gpu_hours"][gpu] for p in report["phases"])
         assert report["totals"]["gpu_hours"][gpu] == pytest.approx(

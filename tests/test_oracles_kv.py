@@ -2,7 +2,7 @@
 Inference Arithmetic): bytes per token 2·L·kv_heads·head_dim·bytes, the replica's GPUs (the
 smallest power of two whose usable HBM holds the weights with 20 % left for KV) and the KV
 capacity (replica HBM − weights) / bytes per token, for the rollout of
-``examples/grpo-7b.yaml`` (7.6 B params, 28 layers, 4 KV heads of 128) on an H100 (80 GB, 90 %
+``examples/grpo-7b.yaml`` (7.6156 B params, 28 layers, 4 KV heads of 128) on an H100 (80 GB, 90 %
 usable)."""
 
 from __future__ import annotations
@@ -44,14 +44,14 @@ def test_replica_gpus_by_hand() -> None:
 
 
 @pytest.mark.parametrize(("precision", "kv_fp8", "colocated", "weights", "kv_tok", "hbm"), [
-    # fp8 weights 7.6 GB; bf16 KV 2 × 28 × 4 × 128 × 2 = 57,344 B/token; 72 GB usable
-    ("fp8", False, False, 7.6e9, 57_344.0, 72e9),
+    # fp8 weights 7.6156 GB; bf16 KV 2 × 28 × 4 × 128 × 2 = 57,344 B/token; 72 GB usable
+    ("fp8", False, False, 7.6156e9, 57_344.0, 72e9),
     # fp8 KV allowed: 28,672 B/token
-    ("fp8", True, False, 7.6e9, 28_672.0, 72e9),
-    # bf16 weights 15.2 GB
-    ("bf16", True, False, 15.2e9, 57_344.0, 72e9),
+    ("fp8", True, False, 7.6156e9, 28_672.0, 72e9),
+    # bf16 weights 15.2312 GB
+    ("bf16", True, False, 15.2312e9, 57_344.0, 72e9),
     # colocated: the engine gets half the 80 GB beside the training state
-    ("fp8", False, True, 7.6e9, 57_344.0, 40e9),
+    ("fp8", False, True, 7.6156e9, 57_344.0, 40e9),
 ])
 def test_decode_engine_by_hand(grpo, precision: str, kv_fp8: bool, colocated: bool,
                                weights: float, kv_tok: float, hbm: float) -> None:
@@ -74,7 +74,7 @@ def test_fixed_replica_across_nodes(grpo) -> None:
     eng = decode_engine(part, gpus()["H100"], "bf16", spec, 16, Conditions(8))
     assert not isinstance(eng, str)
     assert (eng.gpus, eng.spans_nodes) == (16, True)
-    assert eng.kv_capacity_tokens == pytest.approx((16 * 72e9 - 15.2e9) / 57_344, rel=1e-12)
+    assert eng.kv_capacity_tokens == pytest.approx((16 * 72e9 - 15.2312e9) / 57_344, rel=1e-12)
 
 
 def test_replica_of_64_gpus_is_the_largest(grpo) -> None:

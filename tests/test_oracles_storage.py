@@ -55,11 +55,11 @@ def test_sft_example_checkpoints_equal_the_reference() -> None:
     """SFT example: 200,000 examples × 3 epochs / batch 256 = 2,344 steps (the last one
     partial), a checkpoint every 500 steps (4, the run ending 344 steps after the last), keep 2
     hot, archive every 2nd, retention 60 days (the spec's block), metrics 365 days (policy);
-    full checkpoint 8.03 B × (2 + 12) B = 112.42 GB, weights only 8.03 × 2 = 16.06 GB. Each
+    full checkpoint 8.0303 B × (2 + 12) B = 112.42 GB, weights only 8.0303 × 2 = 16.06 GB. Each
     class on each tier against the reference, at a 40 h run."""
     got = _classes("sft-8b")
-    refs = checkpoint_classes(steps=2344, every=500, run_hours=40.0, full_gb=8.03 * 14,
-                              weights_gb=8.03 * 2, keep_hot=2, archive_every=2,
+    refs = checkpoint_classes(steps=2344, every=500, run_hours=40.0, full_gb=8.0303 * 14,
+                              weights_gb=8.0303 * 2, keep_hot=2, archive_every=2,
                               retention_days=60, metrics_days=365)
     assert {r.name for r in refs} == {"hot_checkpoints", "retained_checkpoints",
                                       "archived_checkpoints"}
@@ -146,23 +146,23 @@ def test_archived_lora_weights_are_the_adapter_in_bf16(with_optimizer: bool, ada
 
 @pytest.mark.parametrize("with_optimizer", [True, False])
 def test_archived_full_weights_are_the_policy_in_bf16(with_optimizer: bool) -> None:
-    """Full fine-tuning: the archive is the policy's bf16 weights, 7.6 B × 2 B = 15.2 GB,
+    """Full fine-tuning: the archive is the policy's bf16 weights, 7.6156 B × 2 B = 15.2312 GB,
     with or without optimizer state in the checkpoint, and without a PPO critic's weights
-    (its checkpoint holds the critic too: (7.6 + 7.6) × 14 = 212.8 GB with state, × 2 =
+    (its checkpoint holds the critic too: (7.6156 + 7.6156) × 14 = 213.2368 GB with state, × 2 =
     30.4 GB without)."""
     from ptplan.costs.storage import weights_gb
     from ptplan.spec.project import parse_spec
 
     grpo = build_demand(parse_spec(_grpo(checkpoints={"with_optimizer": with_optimizer})))
-    assert weights_gb(grpo) == pytest.approx(15.2, rel=1e-12)
+    assert weights_gb(grpo) == pytest.approx(15.2312, rel=1e-12)
     data = _grpo(checkpoints={"with_optimizer": with_optimizer})
     data["algorithm"] = "ppo"
     data["reward_model"] = {"params_b": 1.5, "layers": 28, "hidden_size": 1536, "heads": 12,
                             "kv_heads": 2, "head_dim": 128}
     ppo = build_demand(parse_spec(data))
-    assert ppo.checkpoint_gb == pytest.approx(15.2 * (14 if with_optimizer else 2),
+    assert ppo.checkpoint_gb == pytest.approx(15.2312 * (14 if with_optimizer else 2),
                                               rel=1e-12)
-    assert weights_gb(ppo) == pytest.approx(15.2, rel=1e-12)
+    assert weights_gb(ppo) == pytest.approx(15.2312, rel=1e-12)
 
 
 # ---- which tiers price a class -------------------------------------------------------------------

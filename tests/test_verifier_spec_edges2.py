@@ -5,7 +5,7 @@ issue #27). Storage, network and other costs: ``test_verifier_spec_edges3.py``.
 
 Each test takes the pinned GRPO example plan (``tests/golden/cli/plan-grpo-7b.json``) and its
 spec (``examples/grpo-7b.yaml``: rl/grpo, 300 steps, budget $25,000, pipeline auto, bf16
-weights of 7.6 B parameters, 15.2 GB synced per rollout node and step; checkpoints every 25
+weights of 7.6156 B parameters, 15.2312 GB synced per rollout node and step; checkpoints every 25
 steps, 3 hot, every 4th archived, 30 days; the default policy's 14-day rollout logs and
 365-day metrics; spot model 5 / 10 / 3 minutes), edits the plan or the spec in one place and
 calls ``check_spec_record`` as ``verify_against_spec`` does.
@@ -149,12 +149,12 @@ def test_the_pipeline_is_the_specs_unless_auto(pipeline: str, ok: bool) -> None:
 
 
 def test_the_weight_sync_size_is_the_policys_bf16_weights() -> None:
-    """7.6 B parameters × 2 bytes = 15.2 GB per rollout node and step; SFT syncs none."""
+    """7.6156 B parameters × 2 bytes = 15.2312 GB per rollout node and step; SFT syncs none."""
     raw = _raw()
-    assert raw["weight_sync_gb_per_node_step"] == 15.2
+    assert raw["weight_sync_gb_per_node_step"] == 15.2312
     raw["weight_sync_gb_per_node_step"] = 15.3
     assert _check(raw) == [
-        "spec_match: weight_sync_gb_per_node_step 15.3 != 15.2 (the policy's weights in bf16)"
+        "spec_match: weight_sync_gb_per_node_step 15.3 != 15.2312 (the policy's weights in bf16)"
     ]
     raw = _raw("plan-sft-8b.json")
     raw["weight_sync_gb_per_node_step"] = 1e-5

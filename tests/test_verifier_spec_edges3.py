@@ -4,7 +4,7 @@ edges, with the exact line (docs/testing.md, mutation testing of ``rules_spec.py
 #27). Plans and specs as in ``test_verifier_spec_edges2.py``: the pinned GRPO example
 (storage dataset 0.1572864 GB, hot checkpoints 1,276.8 GB billed 320.8460089819304
 GB-months; flows weight_sync, experience 18.874368 GB, dataset_staging 0.1572864 GB; 3
-archived checkpoints of 7.6 B × 2 bytes = 15.2 GB), and the SFT and generate examples.
+archived checkpoints of 7.6156 B × 2 bytes = 15.2 GB), and the SFT and generate examples.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def test_experience_flows_only_with_a_rollout_pool() -> None:
 
 
 def test_checkpoint_copies_move_every_archived_and_the_final_checkpoint(tmp_path: Path) -> None:
-    """``checkpoints.copy_to``: the 3 archived checkpoints and the final one, 4 × 15.2 GB =
-    60.8 GB; a plan without the flow, or with 60 GB, is named."""
+    """``checkpoints.copy_to``: the 3 archived checkpoints and the final one, 4 × 15.2312 GB =
+    60.9248 GB; a plan without the flow, or with 60 GB, is named."""
     spec = _spec(edit="", tmp=tmp_path)
     spec = spec.model_copy(
         update={"checkpoints": spec.checkpoints.model_copy(update={"copy_to": "gcp:us-central1"})}
@@ -147,10 +147,11 @@ def test_checkpoint_copies_move_every_archived_and_the_final_checkpoint(tmp_path
         "spec_match: network flows ['dataset_staging', 'experience'] != the spec's "
         "['checkpoint_copies', 'dataset_staging', 'experience']"
     ]
-    raw["network"].append(dict(_flow(raw, "dataset_staging"), flow="checkpoint_copies", gb=60.8))
+    raw["network"].append(dict(_flow(raw, "dataset_staging"), flow="checkpoint_copies", gb=60.9248))
     assert _check(raw, spec) == []
     _flow(raw, "checkpoint_copies")["gb"] = 60.0
-    assert _check(raw, spec) == ["spec_match: network checkpoint_copies moves 60 GB, the spec 60.8"]
+    assert _check(raw, spec) == [
+        "spec_match: network checkpoint_copies moves 60 GB, the spec 60.9248"]
 
 
 # ---- other costs -------------------------------------------------------------------------------
