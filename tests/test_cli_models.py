@@ -125,3 +125,32 @@ def test_init_does_not_overwrite_without_force(tmp_path: Path) -> None:
     assert r.exit_code == 2 and out.read_text() == "mine\n"
     r = runner.invoke(app, ["init", "-o", str(out), "--force"])
     assert r.exit_code == 0 and out.read_text().startswith("# Written by")
+
+
+def test_show_json_keys_and_values_are_the_presets() -> None:
+    d = ptplan.model_preset("mistralai/Mixtral-8x7B-v0.1")
+    assert list(d) == [
+        "name", "architecture", "params", "params_b", "active_params", "active_params_b",
+        "embedding_params", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "experts",
+        "experts_per_token", "kv_latent_dim", "sliding_window", "sliding_window_layers",
+        "kv_bytes_per_token", "kv_bytes_per_token_note", "context_length", "vocab_size",
+        "spec_fields", "config", "source", "read_on"]
+    assert (d["architecture"], d["params"], d["active_params"]) == \
+        ("mixtral", 46_702_792_704, 12_879_925_248)
+    assert (d["params_b"], d["active_params_b"]) == (46.7028, 12.8799)
+    assert (d["embedding_params"], d["vocab_size"]) == (2 * 32000 * 4096, 32000)
+    assert (d["layers"], d["hidden_size"], d["heads"], d["kv_heads"], d["head_dim"]) == \
+        (32, 4096, 32, 8, 128)
+    assert (d["experts"], d["experts_per_token"], d["kv_latent_dim"]) == (8, 2, None)
+    assert (d["sliding_window"], d["sliding_window_layers"]) == (None, None)
+    assert d["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2 and d["context_length"] == 32768
+    assert d["config"] == "hf_configs/mistralai__Mixtral-8x7B-v0.1.json"
+    assert d["source"].startswith("github:ai-dynamo/aiconfigurator")
+    assert d["read_on"] == "2026-12-07"
+    assert "sliding_window" in d["kv_bytes_per_token_note"]
+    assert d["spec_fields"] == {"params_b": 46.7028, "layers": 32, "hidden_size": 4096,
+                                "heads": 32, "kv_heads": 8, "head_dim": 128,
+                                "active_params_b": 12.8799, "experts_per_token": 2}
+    g = ptplan.model_preset("google/gemma-3-1b-it")
+    assert (g["sliding_window"], g["sliding_window_layers"]) == (512, 22)
+    assert g["spec_fields"]["sliding_window_layers"] == 22

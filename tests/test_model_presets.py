@@ -247,3 +247,154 @@ def test_hand_typed_spec_keeps_its_digest() -> None:
                                  if k not in ("preset", "hf_config", "kv_latent_dim",
                                               "sliding_window", "sliding_window_layers")}}
     assert spec_digest(dump) == spec_digest(trimmed)
+
+
+SMALL = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+         "num_key_value_heads": 1, "intermediate_size": 16, "vocab_size": 10,
+         "tie_word_embeddings": False, "max_position_embeddings": 64}
+"""h 8, 2 layers, 2 query heads of dim 4, 1 KV head, MLP 16, vocabulary 10: embeddings 80, an
+untied head 80, the final norm 8; a layer's GQA attention 8·8 + 2·8·4 + 8·8 = 192, MLP
+3·8·16 = 384, norms 2·8 = 16."""
+
+
+def _small(**kw: Any) -> dict[str, Any]:
+    return {**SMALL, **kw}
+
+
+@pytest.mark.parametrize(("cfg", "total", "active"), [
+    # no num_key_value_heads: as many KV heads as query heads (attention 64 + 128 + 64)
+    ({k: v for k, v in _small(model_type="llama").items() if k != "num_key_value_heads"},
+     168 + 2 * (256 + 384 + 16), None),
+    # attention_bias: q, k, v and o biases 8 + 4 + 4 + 8 per layer
+    (_small(model_type="llama", attention_bias=True), 1352 + 2 * 24, None),
+    # OLMo 2: q_norm and k_norm over all heads, 8 + 4 per layer
+    (_small(model_type="olmo2"), 1352 + 2 * 12, None),
+    # Gemma 2: tied head, four norms per layer (32)
+    (_small(model_type="gemma2", tie_word_embeddings=True), 80 + 8 + 2 * (192 + 384 + 32), None),
+    # Mixtral: 4 experts of 384, top 2, router 8·4 per layer
+    (_small(model_type="mixtral", num_local_experts=4, num_experts_per_tok=2),
+     168 + 2 * (192 + 16 + 32 + 4 * 384), 168 + 2 * (192 + 16 + 32 + 2 * 384)),
+    (_small(model_type="phimoe", num_local_experts=4, num_experts_per_tok=2),
+     168 + 2 * (192 + 16 + 32 + 4 * 384), 168 + 2 * (192 + 16 + 32 + 2 * 384)),
+    # Qwen2-MoE: qkv biases (16), layer 1 dense (mlp_only_layers), layer 0: router 32, 4
+    # experts of 3·8·8 = 192, a shared expert 3·8·16 and its gate 8
+    (_small(model_type="qwen2_moe", num_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=8, shared_expert_intermediate_size=16, mlp_only_layers=[1]),
+     168 + (208 + 16 + 32 + 768 + 392) + (208 + 16 + 384),
+     168 + (208 + 16 + 32 + 384 + 392) + (208 + 16 + 384)),
+    # Qwen3-MoE every 2nd layer sparse: layer 0 dense, layer 1 MoE; q/k norms 2·4
+    (_small(model_type="qwen3_moe", num_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=8, decoder_sparse_step=2),
+     168 + (200 + 16 + 384) + (200 + 16 + 32 + 768),
+     168 + (200 + 16 + 384) + (200 + 16 + 32 + 384)),
+])
+def test_small_configs_counted_by_hand(cfg: dict[str, Any], total: int,
+                                       active: int | None) -> None:
+    s = read_config(cfg, "t")
+    assert s.params == total
+    assert s.active_params == (total if active is None else active)
+    assert s.is_moe == (active is not None)
+
+
+def test_mla_without_q_lora_and_defaults_by_hand() -> None:
+    """DeepSeek-V2 style, no q_lora_rank: q 8·2·(4 + 2) = 96; kv 8·(4 + 2) + 4 + 4·2·(4 + 4)
+    = 116; o 2·4·8 = 64. Layer 0 dense (first_k_dense_replace 1); layer 1 MoE (moe_layer_freq
+    and n_shared_experts absent: every layer, no shared expert): router 32, 4 experts of 192."""
+    cfg = _small(model_type="deepseek_v2", qk_nope_head_dim=4, qk_rope_head_dim=2,
+                 v_head_dim=4, kv_lora_rank=4, n_routed_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=8, first_k_dense_replace=1)
+    s = read_config(cfg, "t")
+    attn = 96 + 116 + 64
+    assert s.params == 168 + (attn + 16 + 384) + (attn + 16 + 32 + 4 * 192)
+    assert s.active_params == 168 + (attn + 16 + 384) + (attn + 16 + 32 + 2 * 192)
+    assert (s.kv_latent_dim, s.head_dim, s.kv_heads) == (6, 5, 2)
+    shared = read_config({**cfg, "n_shared_experts": 1, "moe_layer_freq": 1}, "t")
+    assert shared.params == s.params + 192
+
+
+def test_glm4_counted_by_hand() -> None:
+    """GLM-4 (chatglm): fused QKV 8·(8 + 2·4) + biases 16, dense 8·8, MLP 2·8·16 + 16·8,
+    norms 16; untied output layer; 1 KV group."""
+    cfg = {"model_type": "chatglm", "hidden_size": 8, "num_layers": 2,
+           "num_attention_heads": 2, "kv_channels": 4, "multi_query_attention": True,
+           "multi_query_group_num": 1, "padded_vocab_size": 10, "ffn_hidden_size": 16,
+           "add_qkv_bias": True, "seq_length": 64}
+    s = read_config(cfg, "t")
+    assert s.params == 160 + 2 * (144 + 64 + 384 + 16) + 8
+    assert (s.kv_heads, s.head_dim, s.context_length) == (1, 4, 64)
+
+
+@pytest.mark.parametrize(("cfg", "window", "layers"), [
+    (_small(model_type="mistral", sliding_window=4), 4, 2),
+    (_small(model_type="gemma2", sliding_window=4), 4, 1),  # even layers
+    (_small(model_type="qwen2", sliding_window=4), None, None),  # use_sliding_window unset
+    (_small(model_type="qwen2", sliding_window=4, use_sliding_window=True,
+            max_window_layers=1), 4, 1),
+    (_small(model_type="mistral", sliding_window=64), None, None),  # the whole context
+    (_small(model_type="mistral", sliding_window=4,
+            layer_types=["sliding_attention", "full_attention"]), 4, 1),
+])
+def test_sliding_window_layers_from_the_config(cfg: dict[str, Any], window: int | None,
+                                               layers: int | None) -> None:
+    s = read_config(cfg, "t")
+    assert (s.sliding_window, s.sliding_window_layers) == (window, layers)
+
+
+def test_multimodal_gemma3_takes_the_text_defaults() -> None:
+    """A Gemma 3 config stores only the text fields that differ from Gemma3TextConfig's."""
+    s = read_config({"model_type": "gemma3", "text_config": {"hidden_size": 16,
+                     "intermediate_size": 32, "num_hidden_layers": 6}}, "t")
+    assert (s.heads, s.kv_heads, s.head_dim, s.vocab_size) == (8, 4, 256, 262_208)
+    assert (s.sliding_window, s.sliding_window_layers) == (4096, 5)
+    assert s.embedding_params == 262_208 * 16  # tied
+
+
+def test_a_dense_override_of_a_moe_preset_drops_its_experts() -> None:
+    spec = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-30B-A3B", "params_b": 3.0}})
+    assert spec.model.active_params_b is None and spec.model.experts_per_token is None
+    assert not spec.model.is_moe and spec.model.layers == 48
+    both = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-30B-A3B", "params_b": 31.0,
+                                         "active_params_b": 3.5}})
+    assert both.model.is_moe and both.model.experts_per_token == 8
+
+
+def test_a_field_the_preset_does_not_set_is_listed_as_given() -> None:
+    spec = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen2.5-7B", "sliding_window": 4096,
+                                         "sliding_window_layers": 4}})
+    lines = spec.model.origin_lines("model")
+    assert "model.sliding_window = 4096 given in the spec (not in preset Qwen/Qwen2.5-7B)" \
+        in lines
+    every = {k: v for k, v in ptplan.model_preset("Qwen/Qwen2.5-7B")["spec_fields"].items()}
+    alone = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen2.5-7B", **every}})
+    assert alone.model.origin_lines("model") == []  # nothing taken, nothing overridden
+    assert parse_spec({**GRPO, "model": every}).model.origin_lines("model") == []
+
+
+def test_search_by_kind_and_order() -> None:
+    dense = {p.name for p in presets.search("dense")}
+    moe = {p.name for p in presets.search("moe")}
+    assert dense and moe and not dense & moe
+    assert dense | moe == {p.name for p in presets.presets().values()}
+    names = [p.name for p in presets.search("qwen")]
+    assert names == sorted(names, key=str.lower) and "Qwen/QwQ-32B" in names
+    assert presets.search("QWEN3 MOE") == presets.search("qwen3 moe")
+
+
+def test_nearest_names_by_the_name_after_the_org() -> None:
+    assert presets.nearest("Qwen2.5-7B")[0] == "Qwen/Qwen2.5-7B"
+    assert "meta-llama/Llama-3.1-8B" in presets.nearest("llama-3.1-8b")
+    assert presets.nearest("zzzz-unknown-0") == []
+    assert "nearest" not in presets.unknown_message("zzzz-unknown-0")
+
+
+def test_hf_config_relative_to_the_working_directory(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.json").write_bytes((CONFIGS / "Qwen__Qwen3-8B.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    spec = parse_spec({**GRPO, "model": {"hf_config": "config.json"}})
+    assert spec.model.layers == 36 and spec.model.config_dir is None
+    with pytest.raises(InputError, match=r"hf_config 'nope/config.json'.*not found"):
+        parse_spec({**GRPO, "model": {"hf_config": "nope/config.json"}})
+    (tmp_path / "bad.json").write_text('{"model_type": "llama", "hidden_size": 8}')
+    with pytest.raises(InputError, match=r"hf_config 'bad.json': field 'num_hidden_layers'"):
+        parse_spec({**GRPO, "model": {"hf_config": "bad.json"}})
