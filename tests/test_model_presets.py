@@ -398,3 +398,79 @@ def test_hf_config_relative_to_the_working_directory(tmp_path: Path,
     (tmp_path / "bad.json").write_text('{"model_type": "llama", "hidden_size": 8}')
     with pytest.raises(InputError, match=r"hf_config 'bad.json': field 'num_hidden_layers'"):
         parse_spec({**GRPO, "model": {"hf_config": "bad.json"}})
+
+
+@pytest.mark.parametrize(("cfg", "window", "layers"), [
+    (_small(model_type="mistral", sliding_window=4, num_hidden_layers=3,
+            layer_types=["sliding_attention", "sliding_attention", "full_attention"]), 4, 2),
+    (_small(model_type="gemma2", sliding_window=4, num_hidden_layers=4), 4, 2),
+    (_small(model_type="gemma3_text", sliding_window=4, num_hidden_layers=12,
+            sliding_window_pattern=4), 4, 9),  # layers 3, 7, 11 global
+])
+def test_sliding_window_layer_counts_on_more_layers(cfg: dict[str, Any], window: int,
+                                                    layers: int) -> None:
+    s = read_config(cfg, "t")
+    assert (s.sliding_window, s.sliding_window_layers) == (window, layers)
+
+
+def test_biases_and_sparse_steps_on_more_kinds() -> None:
+    base = read_config(_small(model_type="llama"), "t").params
+    # Qwen2 always has q, k, v biases; attention_bias adds no o_proj bias there
+    assert read_config(_small(model_type="qwen2", attention_bias=True), "t").params == \
+        base + 2 * 16
+    # Qwen3 with attention_bias: q, k, v and o biases (24) and its q/k norms (8)
+    assert read_config(_small(model_type="qwen3", attention_bias=True), "t").params == \
+        base + 2 * (24 + 8)
+    # OLMo 2 with attention_bias: biases 24 and the all-heads q/k norms 12
+    assert read_config(_small(model_type="olmo2", attention_bias=True), "t").params == \
+        base + 2 * (24 + 12)
+    # every 3rd layer sparse of 3: only layer 2 is MoE
+    moe = read_config(_small(model_type="qwen3_moe", num_hidden_layers=3, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=8,
+                             decoder_sparse_step=3), "t")
+    assert moe.params == 168 + 2 * (200 + 16 + 384) + (200 + 16 + 32 + 768)
+    # DeepSeek: every 2nd layer MoE after the first dense one (moe_layer_freq 2)
+    ds = _small(model_type="deepseek_v3", num_hidden_layers=4, qk_nope_head_dim=4,
+                qk_rope_head_dim=2, v_head_dim=4, kv_lora_rank=4, n_routed_experts=4,
+                num_experts_per_tok=2, moe_intermediate_size=8, first_k_dense_replace=1,
+                moe_layer_freq=2)
+    attn = 96 + 116 + 64
+    dense, sparse = attn + 16 + 384, attn + 16 + 32 + 4 + 4 * 192  # V3: correction bias
+    assert read_config(ds, "t").params == 168 + 3 * dense + sparse  # layer 2 only
+    no_first = {k: v for k, v in ds.items() if k != "first_k_dense_replace"}
+    assert read_config(no_first, "t").params == 168 + 2 * dense + 2 * sparse  # layers 0, 2
+
+
+@pytest.mark.parametrize(("field", "value"), [("hidden_size", True), ("hidden_size", -8),
+                                              ("hidden_size", 8.5), ("vocab_size", "10")])
+def test_a_malformed_number_is_named(field: str, value: Any) -> None:
+    with pytest.raises(InputError, match=rf"t: field '{field}' = .* is not a non-negative "
+                                         "integer; fix the file"):
+        read_config(_small(model_type="llama", **{field: value}), "t")
+
+
+def test_malformed_flags_and_files_are_named() -> None:
+    with pytest.raises(InputError, match=r"t: field 'tie_word_embeddings' = 'yes' is not true "
+                                         "or false"):
+        read_config(_small(model_type="llama", tie_word_embeddings="yes"), "t")
+    with pytest.raises(InputError, match=r"t: not a JSON object; give a Hugging Face"):
+        read_config([1, 2], "t")
+    with pytest.raises(InputError, match=r"model_type 'glm' is not one ptplan can count .*"
+                                         r"chatglm.*type the shape fields in the model block"):
+        read_config(_small(model_type="glm"), "t")
+    with pytest.raises(InputError, match=r"t: field 'num_hidden_layers' is missing; the "
+                                         r"demand model needs it \(give it in the model block, "
+                                         r"or use the model's own config.json\)"):
+        read_config({"model_type": "llama", "hidden_size": 8}, "t")
+    # a text_config of another model type is not Gemma 3's
+    assert read_config(_small(model_type="llama", text_config={"hidden_size": 4}),
+                       "t").hidden_size == 8
+
+
+def test_glm4_grouped_query_off_uses_every_head() -> None:
+    cfg = {"model_type": "chatglm", "hidden_size": 8, "num_layers": 1,
+           "num_attention_heads": 2, "kv_channels": 4, "multi_query_attention": False,
+           "multi_query_group_num": 1, "padded_vocab_size": 10, "ffn_hidden_size": 16}
+    s = read_config(cfg, "t")
+    assert s.kv_heads == 2 and s.architecture == "chatglm"
+    assert s.params == 160 + (8 * (8 + 2 * 8) + 64 + 384 + 16) + 8

@@ -19,7 +19,7 @@ from ptplan.core.errors import InputError
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "olmo2", "gemma", "gemma2",
          "gemma3_text", "internlm2", "granite", "smollm3")
 MOE = ("mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "deepseek_v3", "phimoe")
-KNOWN = (*DENSE, *MOE, "chatglm", "glm", "gemma3")
+KNOWN = (*DENSE, *MOE, "chatglm", "gemma3")
 TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "gemma3")
 """``tie_word_embeddings`` when the file does not say: each ``transformers`` config class has
 its own default (Gemma's is true; Llama's, Qwen's, Mistral's, Phi-3's, DeepSeek's false)."""
@@ -127,8 +127,8 @@ def read_config(data: Any, where: str) -> Shape:
                          f"{', '.join(sorted(set(KNOWN)))}); type the shape fields in the "
                          "model block instead")
     c = _Cfg(data, where)
-    if kind in ("chatglm", "glm"):
-        return _chatglm(c, str(kind))
+    if kind == "chatglm":
+        return _chatglm(c, "chatglm")
     return _decoder(c, str(kind))
 
 
