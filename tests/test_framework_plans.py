@@ -380,12 +380,14 @@ def test_rule_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any(v.startswith("framework.engine: phase rollout's engine of") for v in got), got
 
 
-def test_rule_layout() -> None:
+@pytest.mark.parametrize(("axis", "says"), [("tp", "tp 2"), ("pp", "tp 1, pp 2")])
+def test_rule_layout(axis: str, says: str) -> None:
+    """Tensor or pipeline parallel alone (the pipeline case: a mutation run's survivor)."""
     d = _dict("grpo-7b", "openrlhf==0.11")
     lay = _phase(d, "update")["parallel_layout"]
-    lay["tp"], lay["dp"] = 2, max(1, lay["dp"] // 2)
+    lay[axis], lay["dp"] = 2, max(1, lay["dp"] // 2)
     got = _fire(d)
-    assert any(v.startswith("framework.layout: the update uses tp 2") for v in got), got
+    assert any(v.startswith(f"framework.layout: the update uses {says}") for v in got), got
 
 
 def test_rule_roles_teacher_on_the_rollout_pool() -> None:
@@ -485,11 +487,3 @@ def test_rule_accelerator_names_each_pool_and_an_unknown_gpu() -> None:
     names = ", ".join(p["name"] for p in d["pools"])
     assert got == [f"framework.accelerator: pools {names} run on Trainium1 (AWS); veRL 0.9 "
                    "runs on NVIDIA GPUs (verl 0.9.1 verl/plugin/platform/platform_cuda.py:28)"]
-
-
-def test_rule_layout_pipeline_parallel() -> None:
-    d = _dict("grpo-7b", "openrlhf==0.11")
-    lay = _phase(d, "update")["parallel_layout"]
-    lay["pp"], lay["dp"] = 2, max(1, lay["dp"] // 2)
-    got = _fire(d)
-    assert any(v.startswith("framework.layout: the update uses tp 1, pp 2") for v in got), got

@@ -353,6 +353,9 @@ def test_a_dense_override_of_a_moe_preset_drops_its_experts() -> None:
     spec = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-30B-A3B", "params_b": 3.0}})
     assert spec.model.active_params_b is None and spec.model.experts_per_token is None
     assert not spec.model.is_moe and spec.model.layers == 48
+    took = spec.model.origin_lines("model")[0]  # the dropped fields are not claimed taken
+    assert "layers 48" in took and "active_params_b" not in took
+    assert "experts_per_token" not in took
     both = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-30B-A3B", "params_b": 31.0,
                                          "active_params_b": 3.5}})
     assert both.model.is_moe and both.model.experts_per_token == 8

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ptplan.spec import presets, starter
-from ptplan.spec.project import parse_spec
 
 
 def models(search: str | None = None) -> list[dict[str, Any]]:
@@ -57,8 +56,4 @@ def init_spec(method: Literal["sft", "rl", "opd"] = "rl", model: str | None = No
     Raises:
         InputError: An unknown method or preset, or a teacher for another method.
     """
-    import yaml
-
-    text = starter.starter(method, model, teacher)
-    parse_spec(yaml.safe_load(text), "init_spec")
-    return text
+    return starter.starter(method, model, teacher)

@@ -16,7 +16,6 @@ from ptplan.cli.common import TableOrJson, _emit, _run, app, dumps
 from ptplan.core.errors import InputError
 from ptplan.report.tables import text_table
 from ptplan.spec import presets, starter
-from ptplan.spec.project import parse_spec
 
 models_app = typer.Typer(invoke_without_command=True,
                          help="The model presets: `ptplan models` lists them, `ptplan models "
@@ -37,7 +36,7 @@ def _row(p: presets.Preset) -> list[str]:
     s = p.shape
     return [p.name, s.architecture, _billions(s.params),
             _billions(s.active_params) if s.is_moe else "dense", str(s.layers),
-            f"{s.kv_elements_per_token() * 2 / 1024:,.0f}",
+            f"{s.kv_bytes_per_token / 1024:,.0f}",
             f"{s.context_length:,}" if s.context_length else "-"]
 
 
@@ -125,10 +124,7 @@ def init(
     written (`ptplan plan FILE`)."""
 
     def go() -> None:
-        import yaml
-
-        text = starter.starter(method, model, teacher)
-        parse_spec(yaml.safe_load(text), "ptplan init")  # what is written loads
+        text = starter.starter(method, model, teacher)  # checked to load
         if output is not None and output.exists() and not force:
             raise InputError(f"-o: {output} exists; pass --force to replace it, or another "
                              "file name")

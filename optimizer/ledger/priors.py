@@ -135,7 +135,7 @@ def spec_shape(text: str) -> tuple[float, int, int] | None:
         if isinstance(m, dict) and "params_b" not in m and isinstance(m.get("preset"), str):
             from ptplan.spec.presets import fill
 
-            m = fill({"preset": m["preset"], **m})[0]  # the preset's shape under the given
+            m = fill(m)[0]  # the preset's shape under the fields given
         return (float(m["params_b"]), int(m["layers"]), int(m["hidden_size"]))
     except (yaml.YAMLError, TypeError, KeyError, ValueError):
         return None

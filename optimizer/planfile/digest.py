@@ -52,21 +52,14 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     if isinstance(sla, dict) and "deadline" in sla and sla["deadline"] is None:
         # issue #15: a date deadline; left out when unset, so that specs keep their digest
         spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "deadline"}}
-    data = spec_dump.get("data")
-    if isinstance(data, dict) and any(k in data and data[k] is None for k in LATER_SPEC_FIELDS):
-        spec_dump = {**spec_dump, "data": {k: v for k, v in data.items()
-                                           if not (k in LATER_SPEC_FIELDS and v is None)}}
+    spec_dump = _without_unset(spec_dump, "data", LATER_SPEC_FIELDS)
     eff = spec_dump.get("efficiency")
     if isinstance(eff, dict) and any(eff.get(k) == v for k, v in LATER_EFFICIENCY_DEFAULTS.items()):
         spec_dump = {**spec_dump, "efficiency": {
             k: v for k, v in eff.items()
             if not (k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k])}}
     for key in MODEL_BLOCKS:
-        block = spec_dump.get(key)
-        if isinstance(block, dict) and any(k in block and block[k] is None
-                                           for k in LATER_MODEL_FIELDS):
-            spec_dump = {**spec_dump, key: {k: v for k, v in block.items()
-                                            if not (k in LATER_MODEL_FIELDS and v is None)}}
+        spec_dump = _without_unset(spec_dump, key, LATER_MODEL_FIELDS)
     cal = spec_dump.get("calibration")
     if isinstance(cal, list) and any(isinstance(c, dict) and "run_rates" in c for c in cal):
         # schema 8: an entry's run_rates, left out when unset (specs keep their digests)
@@ -76,6 +69,16 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     canonical = json.dumps(round_floats(spec_dump) if rounded else spec_dump, sort_keys=True,
                            separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _without_unset(spec_dump: dict[str, Any], section: str,
+                   later: tuple[str, ...]) -> dict[str, Any]:
+    """``spec_dump`` with the ``later`` fields of block ``section`` left out where unset."""
+    block = spec_dump.get(section)
+    if not isinstance(block, dict) or not any(k in block and block[k] is None for k in later):
+        return spec_dump
+    return {**spec_dump, section: {k: v for k, v in block.items()
+                                   if not (k in later and v is None)}}
 
 
 def digest_matches(spec_dump: dict[str, Any], recorded: str) -> bool:

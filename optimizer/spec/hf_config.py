@@ -57,6 +57,11 @@ class Shape:
             else 2 * self.kv_heads * self.head_dim
         return self.layers * per_layer
 
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """bf16 K and V of every layer at full context."""
+        return self.kv_elements_per_token() * 2
+
     def block(self) -> dict[str, Any]:
         """The spec's model-block fields this shape sets (billions to 4 decimals)."""
         out: dict[str, Any] = {

@@ -61,7 +61,6 @@ class Preset:
     def summary(self) -> dict[str, Any]:
         """``ptplan models show --format json``."""
         s = self.shape
-        kv = s.kv_elements_per_token()
         return {
             "name": self.name, "architecture": s.architecture,
             "params": s.params, "params_b": round(s.params / 1e9, 4),
@@ -71,7 +70,7 @@ class Preset:
             "head_dim": s.head_dim, "experts": s.experts,
             "experts_per_token": s.experts_per_token, "kv_latent_dim": s.kv_latent_dim,
             "sliding_window": s.sliding_window, "sliding_window_layers": s.sliding_window_layers,
-            "kv_bytes_per_token": kv * 2, "kv_bytes_per_token_note":
+            "kv_bytes_per_token": s.kv_bytes_per_token, "kv_bytes_per_token_note":
                 "bf16 K and V of every layer at full context (sliding-window layers keep at "
                 "most sliding_window tokens)",
             "context_length": s.context_length, "vocab_size": s.vocab_size,
@@ -132,6 +131,7 @@ def search(text: str | None) -> list[Preset]:
     ``text`` (any case)."""
     words = (text or "").lower().split()
     rows = sorted(presets().values(), key=lambda p: p.name.lower())
+
     def words_of(p: Preset) -> str:
         return f"{p.name} {p.shape.architecture} {'moe' if p.shape.is_moe else 'dense'}".lower()
 
@@ -148,52 +148,53 @@ def config_shape(path: str) -> Shape:
     return read_config(data, f"hf_config {quoted(path)}")
 
 
-def fill(data: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+@dataclass(frozen=True)
+class Origin:
+    """Where a model block's shape came from: ``label`` (``preset NAME`` or ``hf_config
+    PATH``), ``detail`` (the config's source and date, for a preset) and ``fields``, the shape
+    fields the source set under the block's own."""
+
+    label: str
+    detail: str
+    fields: dict[str, Any]
+
+
+def fill(data: dict[str, Any]) -> tuple[dict[str, Any], Origin | None]:
     """``data`` (a model block as given) with the shape of its ``preset`` or ``hf_config``
-    filled in under the fields it gives, and the fields it gave. ``ValueError`` (one line)
-    for an unknown preset, both sources at once, or an unreadable config."""
-    given = set(data)
+    filled in under the fields it gives, and where that shape came from (``None`` without
+    either). ``ValueError`` (one line) for an unknown preset, both sources at once, or an
+    unreadable config."""
     preset, config = data.get("preset"), data.get("hf_config")
     if preset is not None and config is not None:
         raise ValueError("give preset or hf_config, not both (explicit fields override either)")
     try:
         if isinstance(preset, str):
-            shape = lookup(preset).shape
+            row = lookup(preset)
+            shape, label = row.shape, f"preset {row.name}"
+            detail = f" (its config.json from {row.source}, read {row.read_on})"
         elif isinstance(config, str):
-            shape = config_shape(config)
+            shape, label, detail = config_shape(config), f"hf_config {config}", ""
         else:
-            return data, given
+            return data, None
     except InputError as exc:
         raise ValueError(str(exc)) from None
     source = shape.block()
-    if "params_b" in given and "active_params_b" not in given and shape.is_moe:
+    if "params_b" in data and "active_params_b" not in data and shape.is_moe:
         source.pop("active_params_b", None)  # a dense override of a MoE preset
         source.pop("experts_per_token", None)
-    return {**source, **data}, given
+    return {**source, **data}, Origin(label, detail, source)
 
 
-def describe(data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Where a block's shape comes from (for ``defaults_applied``) and the fields it sets."""
-    preset, config = data.get("preset"), data.get("hf_config")
-    if isinstance(preset, str):
-        row = lookup(preset)
-        return (f"preset {row.name} (its config.json from {row.source}, read {row.read_on})",
-                row.shape.block())
-    return f"hf_config {config}", config_shape(str(config)).block()
-
-
-def origin_lines(role: str, block: Any, source: str | None,
-                 shape: dict[str, Any] | None) -> list[str]:
+def origin_lines(role: str, block: Any, origin: Origin | None) -> list[str]:
     """``defaults_applied`` lines of one model block: the fields taken from its preset or
     config, and each field typed in the spec that overrides the value there."""
-    if source is None or shape is None:
+    if origin is None:
         return []
-    given = block.model_fields_set
+    given, shape = block.model_fields_set, origin.fields
     taken = [f"{k} {shape[k]}" for k in SHAPE_FIELDS if k in shape and k not in given]
-    out = [f"{role}: {', '.join(taken)} from {source}"] if taken else []
+    out = [f"{role}: {', '.join(taken)} from {origin.label}{origin.detail}"] if taken else []
     for k in SHAPE_FIELDS:
         if k in given and getattr(block, k) != shape.get(k):
-            was = f"{source.split(' (')[0]} says {shape[k]}" if k in shape \
-                else f"not in {source.split(' (')[0]}"
+            was = f"{origin.label} says {shape[k]}" if k in shape else f"not in {origin.label}"
             out.append(f"{role}.{k} = {getattr(block, k)} given in the spec ({was})")
     return out

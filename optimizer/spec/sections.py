@@ -58,8 +58,7 @@ class ModelBlock(_Strict):
     """Tokens a sliding-window layer attends to (and keeps in its KV cache)."""
     sliding_window_layers: Count | None = None
     """How many of the layers use the sliding window (the rest attend to the whole context)."""
-    _source: str | None = PrivateAttr(default=None)
-    _source_shape: dict[str, Any] | None = PrivateAttr(default=None)
+    _origin: presets.Origin | None = PrivateAttr(default=None)
     _config_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
@@ -68,11 +67,11 @@ class ModelBlock(_Strict):
         if not isinstance(data, dict) or (data.get("preset") is None
                                           and data.get("hf_config") is None):
             return handler(data)
-        filled, given = presets.fill(data)
+        filled, origin = presets.fill(data)
         obj = handler(filled)
         # the fields the spec gave (an exclude_unset dump re-reads the source for the rest)
-        obj.__pydantic_fields_set__ = given & set(cls.model_fields)
-        obj._source, obj._source_shape = presets.describe(data)
+        obj.__pydantic_fields_set__ = set(data) & set(cls.model_fields)
+        obj._origin = origin
         if data.get("hf_config") is not None:
             obj._config_dir = presets.current_dir()
         return obj
@@ -94,7 +93,7 @@ class ModelBlock(_Strict):
 
     def origin_lines(self, role: str) -> list[str]:
         """Where the shape came from, for ``defaults_applied``."""
-        return presets.origin_lines(role, self, self._source, self._source_shape)
+        return presets.origin_lines(role, self, self._origin)
 
     @property
     def is_moe(self) -> bool:

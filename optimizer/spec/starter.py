@@ -8,8 +8,11 @@ from __future__ import annotations
 import math
 import re
 
+import yaml
+
 from ptplan.core.errors import InputError
 from ptplan.spec.presets import Preset, lookup
+from ptplan.spec.project import parse_spec
 
 METHODS = ("sft", "rl", "opd")
 DEFAULT_MODEL = {"sft": "meta-llama/Llama-3.1-8B", "rl": "Qwen/Qwen2.5-7B",
@@ -49,7 +52,13 @@ def _model_lines(key: str, p: Preset, extra: str = "") -> str:
 
 
 def starter(method: str = "rl", model: str | None = None, teacher: str | None = None) -> str:
-    """The YAML text of a starter spec (validated by the caller before it is written)."""
+    """The YAML text of a starter spec, checked to load as a spec."""
+    text = _text(method, model, teacher)
+    parse_spec(yaml.safe_load(text), "ptplan init")
+    return text
+
+
+def _text(method: str, model: str | None, teacher: str | None) -> str:
     if method not in METHODS:
         raise InputError(f"--method: {method!r} is not one of {', '.join(METHODS)}; e.g. "
                          "--method rl")
@@ -83,13 +92,13 @@ def _lookup(option: str, name: str) -> Preset:
         raise InputError(f"{option}: {exc}") from None
 
 
-_TAIL = """\
+_LIMITS = """\
 sla:
   deadline_hours: {hours}  # wall-clock hours from the start
 budget:
   max_usd: {usd}  # the plan must cost no more (compute, storage, egress)
-pipeline: auto  # colocated, sync or async: the planner picks the cheapest
 """
+_PIPELINE = "pipeline: auto  # colocated, sync or async: the planner picks the cheapest\n"
 
 _SFT = """\
 name: {name}
@@ -109,8 +118,7 @@ checkpoints:
   keep_hot: 2  # checkpoints kept on fast storage
   archive_every: 2  # every 2nd checkpoint copied to the archive tier
   retention_days: 60
-""" + _TAIL.replace("pipeline: auto  # colocated, sync or async: the planner picks the "
-                    "cheapest\n", "")
+""" + _LIMITS
 
 _RL = """\
 name: {name}
@@ -134,7 +142,7 @@ checkpoints:
   keep_hot: 3
   archive_every: 4
   retention_days: 30
-""" + _TAIL + """\
+""" + _LIMITS + _PIPELINE + """\
 precisions:  # what each phase may run in (the framework's table narrows it)
   rollout: [bf16, fp8]
   scoring: [bf16, fp8]
@@ -159,7 +167,7 @@ eval:
   response_tokens: 4096
 checkpoints:
   every_steps: 25
-""" + _TAIL + """\
+""" + _LIMITS + _PIPELINE + """\
 precisions:
   rollout: [bf16, fp8]
   scoring: [bf16, fp8]
