@@ -154,3 +154,40 @@ def test_show_json_keys_and_values_are_the_presets() -> None:
     g = ptplan.model_preset("google/gemma-3-1b-it")
     assert (g["sliding_window"], g["sliding_window_layers"]) == (512, 22)
     assert g["spec_fields"]["sliding_window_layers"] == 22
+
+
+@pytest.mark.parametrize(("method", "model", "teacher", "name", "hours", "usd"), [
+    # about 8B active: the examples' deadlines and budgets
+    ("rl", None, None, "grpo-qwen2-5-7b", 72, 25000),
+    # 8.03B: x1.004 -> just over the example's 48 h and $10,000, rounded up to the next
+    # half-day and $5,000
+    ("sft", None, None, "sft-llama-3-1-8b", 60, 15000),
+    # 8.19B student, 32.76B teacher counted at a quarter (it scores, it is not trained):
+    # x1.024 -> ceil(96 x sqrt(1.024) / 12) x 12 = 108 h, ceil(40,000 x 1.024 / 5,000) x 5,000
+    ("opd", None, None, "opd-qwen3-8b", 108, 45000),
+    # 70.55B: x8.82 -> ceil(72 x 2.97 / 12) x 12 = 216 h, ceil(25,000 x 8.82 / 5,000) x 5,000
+    ("rl", "meta-llama/Llama-3.1-70B", None, "grpo-llama-3-1-70b", 216, 225000),
+    # a small teacher does not shrink the student's figures below the examples'
+    ("opd", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B", "opd-qwen3-4b", 96, 40000),
+])
+def test_init_sizes_the_deadline_and_budget_by_active_parameters(
+        method: str, model: str | None, teacher: str | None, name: str, hours: int,
+        usd: int) -> None:
+    text = ptplan.init_spec(method, model, teacher)  # type: ignore[arg-type]
+    spec = yaml.safe_load(text)
+    assert spec["name"] == name and spec["method"] == method
+    assert spec["sla"]["deadline_hours"] == hours and spec["budget"]["max_usd"] == usd
+    assert (spec["model"].get("finetune") == "full") == (method != "opd")
+    assert ("pipeline" in spec) == (method != "sft")
+
+
+def test_init_comments_say_what_each_model_is() -> None:
+    text = ptplan.init_spec("rl", "Qwen/Qwen3-30B-A3B")
+    assert ("model:  # MoE, 3.4B of 30.5B active, 8 of 128 experts per token; 48 layers, 4 KV "
+            "heads of dim 128 (`ptplan models show Qwen/Qwen3-30B-A3B`)") in text
+    text = ptplan.init_spec("sft")
+    assert ("model:  # 8.03B dense; 32 layers, 8 KV heads of dim 128 (`ptplan models show "
+            "meta-llama/Llama-3.1-8B`)") in text
+    assert text.startswith("# Written by `ptplan init`. Plan it with `ptplan plan THIS.yaml`; "
+                           "change any figure to your job's.\n# The spec reference: "
+                           "docs/spec.md. Fields typed beside a preset override it.\n")
