@@ -477,3 +477,21 @@ def test_glm4_grouped_query_off_uses_every_head() -> None:
     s = read_config(cfg, "t")
     assert s.kv_heads == 2 and s.architecture == "chatglm"
     assert s.params == 160 + (8 * (8 + 2 * 8) + 64 + 384 + 16) + 8
+
+
+def test_a_context_shorter_than_the_window_keeps_full_layers() -> None:
+    g = ModelBlock(**presets.lookup("google/gemma-3-1b-it").shape.block())
+    assert kv_bytes_per_token(g, 2.0, 256) == kv_bytes_per_token(g, 2.0)
+
+
+def test_origin_lines_name_the_source_exactly(tmp_path: Path) -> None:
+    row = presets.lookup("Qwen/Qwen3-8B")
+    spec = parse_spec({**GRPO, "model": {"preset": "Qwen/Qwen3-8B"}})
+    (line,) = spec.model.origin_lines("model")
+    assert line.endswith(f" from preset Qwen/Qwen3-8B (its config.json from {row.source}, "
+                         f"read {row.read_on})")
+    (tmp_path / "config.json").write_bytes((CONFIGS / "Qwen__Qwen3-8B.json").read_bytes())
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({**GRPO, "model": {"hf_config": "config.json"}}))
+    (line,) = load_spec(str(f)).model.origin_lines("model")
+    assert line.endswith("head_dim 128 from hf_config config.json")
