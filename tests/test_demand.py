@@ -19,7 +19,9 @@ from conftest import example_dict
 
 from ptplan.core.errors import InputError
 from ptplan.core.hardware import gpus, resolve_gpu
+from ptplan.demand import inference as inf
 from ptplan.demand import training as tr
+from ptplan.demand.decode import decode_engine
 from ptplan.demand.cells import Conditions, cell, phase_cell, train_job
 from ptplan.demand.model import (
     Demand,
@@ -385,6 +387,30 @@ def test_kv_bytes_per_token_and_capacity() -> None:
     assert col.kv_capacity_tokens == pytest.approx((80e9 * 0.5 - 7.6156e9 * 2) / KV_7B)
 
 
+def test_tensor_parallel_ranks_beyond_the_kv_heads_keep_copies() -> None:
+    """vLLM gives each rank max(1, kv_heads // tp) KV heads, and MLA's latent whole to every
+    rank: the replica stores (and reads) that many copies of each token's KV."""
+    gqa = ModelBlock(params_b=70, layers=80, hidden_size=8192, heads=64, kv_heads=8,
+                     head_dim=128)
+    assert [inf.kv_replication(gqa, tp) for tp in (1, 2, 8, 16, 32)] == [1, 1, 1, 2, 4]
+    mla = ModelBlock(params_b=671, active_params_b=37, layers=61, hidden_size=7168, heads=128,
+                     kv_heads=128, head_dim=128, experts_per_token=8, kv_latent_dim=576)
+    assert [inf.kv_replication(mla, tp) for tp in (1, 2, 8, 32)] == [1, 2, 8, 32]
+    # the engine's capacity and per-iteration reads use the replicated bytes
+    spec = parse_spec({**example_dict("grpo-7b.yaml"),
+                       "model": {"params_b": 70, "layers": 80, "hidden_size": 8192,
+                                 "heads": 64, "kv_heads": 8, "head_dim": 128}})
+    decode = part(build_demand(spec), "rollout", "decode")
+    per_token = inf.kv_bytes_per_token(spec.model, 2.0, decode.prompt_tokens
+                                       + decode.lengths.mean_age)
+    for g in (8, 16):
+        e = decode_engine(decode, H100, "bf16", spec, g, Conditions(8))
+        assert not isinstance(e, str)
+        assert e.kv_bytes_per_token == pytest.approx(per_token * max(1, g / 8))
+        assert e.kv_capacity_tokens == pytest.approx(
+            (g * 80e9 * 0.9 - 70e9 * 2) / (per_token * max(1, g / 8)))
+
+
 def test_decode_at_batch_one_reads_the_weights_and_kv_once_per_iteration() -> None:
     spec = histogram_spec(max_batch_per_replica=1)
     c = cell(part(build_demand(spec), "rollout", "decode"), H100, "bf16", spec)
@@ -695,6 +721,27 @@ def test_zero3_gathers_bind_on_short_micro_batches() -> None:
         3 * N7 * 2 / 50e9 / 256)
     # an 8,192-token micro-batch hides the same traffic under its compute
     assert timed(job_7b(8192, 1e6), lay).seconds_per_token_per_gpu == pytest.approx(COMPUTE_7B)
+
+
+def test_zero3_gathers_add_to_compute_when_they_share_its_stream() -> None:
+    """DeepSpeed ``overlap_comm: false`` (LLaMA-Factory's ds_z3 configs) issues the all-gathers
+    and reduce-scatters on the compute stream: their time adds instead of hiding under it."""
+    lay = tr.Layout(tp=1, cp=1, pp=1, dp=4, zero=3, offload=False)
+    serial = Efficiency(zero3_overlap_comm=False)
+    for tokens in (256, 8192):
+        gather = 3 * N7 * 2 * (3 / 4) / 450e9 / tokens
+        job = job_7b(tokens, 1e6)
+        overlapped = timed(job, lay).seconds_per_token_per_gpu
+        assert overlapped == pytest.approx(max(COMPUTE_7B, gather))
+        assert timed(job, lay, eff=serial).seconds_per_token_per_gpu == pytest.approx(
+            COMPUTE_7B + gather)
+    # across nodes the same bytes cross the 50 GB/s network, all of it (share 1)
+    assert timed(job_7b(4096, 1e6), lay, eff=serial, spans=True).seconds_per_token_per_gpu \
+        == pytest.approx(COMPUTE_7B + 3 * N7 * 2 / 50e9 / 4096)
+    # a single GPU gathers nothing: the flag changes nothing there
+    one = tr.Layout(tp=1, cp=1, pp=1, dp=1, zero=3, offload=False)
+    assert timed(job_7b(4096, 1e6), one, eff=serial).seconds_per_token_per_gpu \
+        == pytest.approx(COMPUTE_7B)
 
 
 def test_offload_adds_host_traffic_and_cpu_adam() -> None:

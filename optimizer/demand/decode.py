@@ -62,7 +62,8 @@ def decode_engine(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, repli
         return (f"weights ({weights / GB:.0f} GB) and a KV cache need more than "
                 f"{MAX_REPLICA_GPUS} GPUs per inference replica")
     context = part.prompt_tokens + (part.lengths.mean_age if part.lengths is not None else 0.0)
-    kv_tok = inf.kv_bytes_per_token(m, kv_element_bytes(precision, cond.kv_fp8), context)
+    kv_tok = inf.kv_bytes_per_token(m, kv_element_bytes(precision, cond.kv_fp8), context) \
+        * inf.kv_replication(m, g)
     capacity = (g * per_gpu - weights) / kv_tok
     return inf.Engine(gpu, precision, g, weights, kv_tok, max(capacity, 0.0),
                       eff.max_batch_per_replica, g > cond.gpus_per_node, m, eff)

@@ -125,6 +125,19 @@ def kv_bytes_per_token(model: ModelBlock, kv_precision_bytes: float,
     return layers * per_layer * kv_precision_bytes
 
 
+def kv_replication(model: ModelBlock, tp: int) -> float:
+    """Copies of each token's KV a tensor-parallel replica of ``tp`` GPUs stores (and reads).
+    vLLM gives each rank max(1, kv_heads // tp) KV heads, so beyond tp = kv_heads every rank
+    keeps a copy of a head (``ModelConfig.get_num_kv_heads``); MLA's latent is shared by all
+    heads, so every rank keeps all of it (the KV duplication SGLang's DP attention removes:
+    LMSYS, "SGLang v0.4", 2024-12-04)."""
+    if tp <= 1:
+        return 1.0
+    if model.kv_latent_dim is not None:
+        return float(tp)
+    return max(1.0, tp / model.kv_heads)
+
+
 @dataclass(frozen=True)
 class Rollout:
     """One synchronous generation step's shape: sequences, prompt, lengths."""

@@ -138,13 +138,14 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
         per_token += a2a / (net if spans_nodes else link)
     if lay.zero == 3 and (lay.dp > 1 or spans_nodes):
         # ZeRO-3/FSDP: gather weights twice and reduce-scatter gradients for every micro-batch,
-        # 3·N/(tp·pp)·2 B per device, overlapped with the micro-batch's compute
+        # 3·N/(tp·pp)·2 B per device, overlapped with the micro-batch's compute, or after it
+        # when the collectives share the compute stream (DeepSpeed overlap_comm false)
         cross = spans_nodes or lay.gpus > gpn
         dp_link = net if cross else link
         shard = m.params_b * 1e9 / (lay.tp * lay.pp)
         share = 1.0 if spans_nodes else (lay.dp - 1) / lay.dp
-        gather = 3.0 * shard * 2.0 * share / dp_link
-        per_token = max(per_token, gather * lay.tp * lay.cp * lay.pp / micro_tokens)
+        gather = 3.0 * shard * 2.0 * share / dp_link * lay.tp * lay.cp * lay.pp / micro_tokens
+        per_token = max(per_token, gather) if eff.zero3_overlap_comm else per_token + gather
     if lay.offload:
         # optimizer on the CPU: gradients down and weights up over PCIe (2 × 2 B per param of
         # the shard) and the CPU Adam step, once per optimizer step, not overlapped

@@ -63,6 +63,11 @@ class Efficiency(_Strict):
     param_offload: bool = False
     """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
     backward pass fetches each GPU's parameter shard from host memory over PCIe."""
+    zero3_overlap_comm: bool = True
+    """ZeRO-3/FSDP: the parameter all-gathers and gradient reduce-scatters run on their own
+    streams beside compute (FSDP prefetch; DeepSpeed ``overlap_comm``, true by default at stage
+    3). False, as LLaMA-Factory's ``ds_z3_config.json`` and ``ds_z3_offload_config.json`` set
+    it: DeepSpeed issues both on the compute stream, so their time adds to the compute."""
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
