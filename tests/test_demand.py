@@ -21,8 +21,8 @@ from ptplan.core.errors import InputError
 from ptplan.core.hardware import gpus, resolve_gpu
 from ptplan.demand import inference as inf
 from ptplan.demand import training as tr
-from ptplan.demand.decode import decode_engine
 from ptplan.demand.cells import Conditions, cell, phase_cell, train_job
+from ptplan.demand.decode import decode_engine
 from ptplan.demand.model import (
     Demand,
     Part,
@@ -124,6 +124,18 @@ def test_sft_without_epochs_defaults_to_one() -> None:
     del d["data"]["epochs"]
     demand = build_demand(parse_spec(d))
     assert demand.primary_tokens("update") == 200_000 * 2048 * 1
+
+
+def test_rl_only_efficiency_defaults_are_not_listed_for_sft() -> None:
+    """An SFT spec's defaults name the efficiency fields its model uses: sequence packing and
+    prefix caching are RL/OPD settings (SFT micro-batches hold whole examples)."""
+    from ptplan.spec.defaults import applied_defaults
+    sft = " ".join(applied_defaults(make("sft-8b.yaml")))
+    rl = " ".join(applied_defaults(make("grpo-7b.yaml")))
+    for field in ("sequence_packing", "prefix_caching", "rl_train_mfu"):
+        assert f"efficiency.{field}" not in sft and f"efficiency.{field}" in rl
+    for field in ("zero3_overlap_comm", "param_offload", "train_mfu"):
+        assert f"efficiency.{field}" in sft
 
 
 def test_sft_eval_and_checkpoints() -> None:
@@ -742,6 +754,34 @@ def test_zero3_gathers_add_to_compute_when_they_share_its_stream() -> None:
     one = tr.Layout(tp=1, cp=1, pp=1, dp=1, zero=3, offload=False)
     assert timed(job_7b(4096, 1e6), one, eff=serial).seconds_per_token_per_gpu \
         == pytest.approx(COMPUTE_7B)
+
+
+def test_unpacked_micro_batches_pay_their_gathers_per_sequence() -> None:
+    """Without sequence packing a micro-batch holds micro_batch_size sequences of the mean
+    length, not a token budget of the longest: the same tokens take longest ÷ mean times more
+    micro-batches, each paying ZeRO-3's gathers (open-instruct's PPO loop)."""
+    lay = tr.Layout(tp=1, cp=1, pp=1, dp=4, zero=3, offload=False)
+    longest, mean = 8192, 2048
+    packed = tr.TrainJob(QWEN7B, 6 * N7, 4 * N7, 12 * N7, longest, 1e6, 0.25,
+                         6 * N7)
+    unpacked = tr.TrainJob(QWEN7B, 6 * N7, 4 * N7, 12 * N7, longest, 1e6, 0.25,
+                           6 * N7, micro_sequence_tokens=mean)
+    gather = 3 * N7 * 2 * (3 / 4) / 450e9
+    compute = timed(packed, tr.Layout(tp=1, cp=1, pp=1, dp=1, zero=3, offload=False)) \
+        .seconds_per_token_per_gpu
+    assert timed(packed, lay).seconds_per_token_per_gpu == pytest.approx(
+        max(compute, gather / longest))
+    assert timed(unpacked, lay).seconds_per_token_per_gpu == pytest.approx(
+        max(compute, gather / mean))
+    # the latency floor is still one longest sequence's forward + backward
+    assert timed(unpacked, lay).single_sequence_seconds == pytest.approx(
+        timed(packed, lay).single_sequence_seconds)
+    # the spec switch reaches the job: the update's slot is the mean sequence when unpacked
+    d = example_dict("grpo-7b.yaml")
+    for packing, slot in ((True, 512 + 8192), (False, 512 + 2048)):
+        spec = parse_spec({**d, "efficiency": {"sequence_packing": packing}})
+        actor = part(build_demand(spec), "update", "actor")
+        assert train_job(actor, spec).micro_sequence_tokens == slot
 
 
 def test_offload_adds_host_traffic_and_cpu_adam() -> None:

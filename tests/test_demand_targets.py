@@ -55,8 +55,6 @@ def generation_share(run: ClusterRun) -> float:
 
 LONG_COT_CASES = [(8, 128, 8), (16, 128, 16)]
 """(H100s, prompts per step, samples per prompt)."""
-LONG_COT_MEASURED = {(8, 128, 8): 0.568, (16, 128, 16): 0.568}
-"""Generation share the model gives now (run this file to re-measure)."""
 
 
 def _long_cot_run(gpus: int, prompts: int, samples: int) -> ClusterRun:
@@ -66,15 +64,7 @@ def _long_cot_run(gpus: int, prompts: int, samples: int) -> ClusterRun:
     return run_on_cluster(spec, "H100", gpus, 8, "colocated")
 
 
-@pytest.mark.parametrize("gpus,prompts,samples", [
-    pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=(
-        f"measured generation share {LONG_COT_MEASURED[case]:.0%} of GPU-hours (target "
-        "60-95 %): rollout 600 s, scoring 174 s, update 280 s (its 40 s framework overhead "
-        "included) per step; "
-        "the fitted generation factor (0.61) brings it from 42 % unfitted to 57 %; the "
-        "scoring and update, fitted on other frameworks' runs, keep the rest: a per-framework "
-        "training efficiency is the missing piece")))
-    for case in LONG_COT_CASES])
+@pytest.mark.parametrize("gpus,prompts,samples", LONG_COT_CASES)
 def test_long_cot_grpo_generation_share(gpus: int, prompts: int, samples: int) -> None:
     run = _long_cot_run(gpus, prompts, samples)
     share = generation_share(run)
@@ -120,10 +110,6 @@ def test_fp8_generation_gains_clearly_more_at_253b_than_at_7b() -> None:
         f"fp8 rollout speedup: 253B {big:.2f}x, 7.6B {small:.2f}x")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured fp8 rollout speedup of the 253B model 1.43x (7.6B: 1.15x) on 576 H100, below "
-    "1.53x (1.8x - 15 %): the model frees KV room for batch when fp8 halves the weights, but "
-    "the batch-to-throughput gain it credits falls short of the published run's"))
 def test_fp8_generation_of_253b_is_near_the_published_speedup() -> None:
     big, _ = _speedups()
     lo, hi = PUBLISHED_FP8_SPEEDUP * (1 - NEAR), PUBLISHED_FP8_SPEEDUP * (1 + NEAR)

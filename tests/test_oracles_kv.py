@@ -69,12 +69,18 @@ def test_decode_engine_by_hand(grpo, precision: str, kv_fp8: bool, colocated: bo
 
 def test_fixed_replica_across_nodes(grpo) -> None:
     """A replica fixed at 16 GPUs on 8-GPU nodes spans nodes; its KV holds 16 × 72 GB less the
-    weights."""
+    weights, in tokens of 16 / 4 = 4 copies each: Qwen2.5-7B has 4 KV heads, so vLLM gives
+    each of the 16 ranks one head of a group of four (max(1, 4 // 16) = 1)."""
     spec, part = grpo
     eng = decode_engine(part, gpus()["H100"], "bf16", spec, 16, Conditions(8))
     assert not isinstance(eng, str)
     assert (eng.gpus, eng.spans_nodes) == (16, True)
-    assert eng.kv_capacity_tokens == pytest.approx((16 * 72e9 - 15.2312e9) / 57_344, rel=1e-12)
+    assert eng.kv_bytes_per_token == 4 * 57_344
+    assert eng.kv_capacity_tokens == pytest.approx((16 * 72e9 - 15.2312e9) / (4 * 57_344),
+                                                   rel=1e-12)
+    # at 4 GPUs, one KV head per rank: no copies
+    four = decode_engine(part, gpus()["H100"], "bf16", spec, 4, Conditions(8))
+    assert not isinstance(four, str) and four.kv_bytes_per_token == 57_344
 
 
 def test_replica_of_64_gpus_is_the_largest(grpo) -> None:

@@ -241,9 +241,14 @@ def test_plan_makespan_against_the_simulation(spot_examples: list) -> None:
     planner takes the max of *expected* pool times, the simulation the expected max, so the
     plan can only lie at or below the simulated CI (Jensen); docs/simulate.md §4 gives the
     gaps (GRPO inside the CI, OPD 6.2e-5 h above it: its rollout pool's slip per interruption,
-    (L+R)/4 = 0.0625 h, exceeds its 0.043 h of slack). The one-step pipeline adds more."""
+    (L+R)/4 = 0.0625 h, exceeds its 0.043 h of slack). The one-step pipeline adds more, in every
+    trial, except for the fill: the planner's formula counts the fill as fill_fraction of the
+    rollout pool's whole busy time, slips included, while the pipeline's fill is its first
+    step, so a late rollout slip the pipeline absorbs still adds fill_fraction of itself to the
+    formula (3 s in 21 of 40,000 GRPO trials)."""
     for name, p in spot_examples:
-        res = run_trials(build_model(p, async_buffer="unbounded"), 40_000, seed=11)
+        model = build_model(p, async_buffer="unbounded")
+        res = run_trials(model, 40_000, seed=11)
         mean, half = mean_ci(res.makespan_hours)
         assert p.makespan_hours <= mean + half, name
         assert mean - p.makespan_hours < 1e-3 * p.makespan_hours, name
@@ -251,7 +256,9 @@ def test_plan_makespan_against_the_simulation(spot_examples: list) -> None:
         assert float(p.total_cost_usd) <= cost + cost_half + 0.005, name
         assert cost - float(p.total_cost_usd) < 1e-3 * float(p.total_cost_usd), name
         one = run_trials(build_model(p), 40_000, seed=11)
-        assert np.all(one.makespan_hours >= res.makespan_hours - 1e-9), name
+        rollout = [i for i, pool in enumerate(model.pools) if pool.name == "rollout"]
+        fill = model.fill_fraction * res.pool_slip_hours[:, rollout].sum(axis=1)
+        assert np.all(one.makespan_hours >= res.makespan_hours - fill - 1e-9), name
         if name == "grpo-7b":
             assert p.makespan_hours >= mean - half
 

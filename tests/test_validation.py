@@ -49,8 +49,6 @@ GAPS = {
                                        "rank-0 broadcast and vLLM TP over A800s",
     "openrlhf-ppo-codellama-34b-8xa800": "its reported generation is 2.8x the modelled engine's "
                                          "(OpenRLHF 0.2 generated in micro-rollout batches)",
-    "tulu3-405b-rlvr-ppo-256xh100": "405B ZeRO-3 across 30 nodes: its update is slower than the "
-                                    "gathers overlapped with compute (0.669, at the band's edge)",
 }
 
 

@@ -67,7 +67,9 @@ def train_job(part: Part, spec: ProjectSpec) -> tr.TrainJob:
             / (d.mini_batches_per_step or 1)
     mfu = eff.train_mfu if spec.method == "sft" else eff.rl_train_mfu
     params = (4.0 if part.lora_rank else 6.0) * m.active_b * 1e9
-    return tr.TrainJob(m, part.flops_per_token, wg, opt, part.longest, per_opt, mfu, params)
+    slot = float(part.longest if eff.sequence_packing else part.seq_tokens)
+    return tr.TrainJob(m, part.flops_per_token, wg, opt, part.longest, per_opt, mfu,
+                       micro_sequence_tokens=slot, param_flops_per_token=params)
 
 
 def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: int = 0,

@@ -88,6 +88,9 @@ class TrainJob:
     param_flops_per_token: float = 0.0
     """The parameter GEMMs' share of ``flops_per_token`` (6N, or 4N with LoRA): what the MoE
     straggler slows (the attention-score FLOPs are not routed to experts)."""
+    micro_sequence_tokens: float = 0.0
+    """Tokens per sequence slot of a micro-batch: the longest sequence when micro-batches are
+    packed token budgets, the mean when each slot holds one sequence; 0 means ``longest``."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
     m = job.model
     flops = job.flops_per_token + job.param_flops_per_token * (moe_straggler_factor(m, eff) - 1.0)
     compute = flops * precision_time_factor(gpu, precision, eff) / (reference_peak(gpu) * job.mfu)
-    micro_tokens = eff.micro_batch_size * job.longest
+    micro_tokens = eff.micro_batch_size * (job.micro_sequence_tokens or job.longest)
     # pipeline bubble (p − 1)/m, m = micro-batches per optimizer step per pipeline
     micro = max(1.0, job.tokens_per_optimizer_step / (lay.dp * micro_tokens))
     bubble = (lay.pp - 1) / micro
@@ -158,7 +161,7 @@ def _time_per_token(job: TrainJob, gpu: GPU, precision: str, eff: Efficiency, la
         shard = m.params_b * 1e9 * 2.0 / lay.gpus
         per_token += 3.0 * shard / (eff.pcie_gb_per_s * GB) * lay.tp * lay.cp * lay.pp \
             / micro_tokens
-    single = micro_tokens * (compute + tp_comm) / (lay.tp * lay.cp)
+    single = eff.micro_batch_size * job.longest * (compute + tp_comm) / (lay.tp * lay.cp)
     return per_token, single
 
 

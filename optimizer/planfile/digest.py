@@ -24,9 +24,10 @@ LATER_MODEL_FIELDS = ("preset", "hf_config", "kv_latent_dim", "sliding_window",
 """Model-block fields added with issue #42 (presets, configs, MLA and sliding windows): left
 out of the digest when unset, so that a spec typed by hand keeps its digest."""
 MODEL_BLOCKS = ("model", "teacher", "reward_model", "critic")
-LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5}
-"""``efficiency`` fields added with schema 8 (issue #39): left out of the digest at their
-default, so that a spec that does not set them keeps its digest."""
+LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5, "sequence_packing": True,
+                             "zero3_overlap_comm": True}
+"""``efficiency`` fields added with schema 8 and after (issue #39): left out of the digest at
+their default, so that a spec that does not set them keeps its digest."""
 """Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when
 unset, so that a spec without them keeps its digest."""
 

@@ -63,6 +63,13 @@ class Efficiency(_Strict):
     param_offload: bool = False
     """ZeRO-3 parameter offload (DeepSpeed ``offload_param``): every forward, recompute and
     backward pass fetches each GPU's parameter shard from host memory over PCIe."""
+    sequence_packing: bool = True
+    """RL/OPD updates: a micro-batch is a token budget of ``micro_batch_size`` longest sequences
+    filled with as many sequences as fit (veRL ``use_dynamic_bsz``, OpenRLHF
+    ``--train.dynamic_batch_enable``/``--packing_samples``, NeMo RL sequence packing; what
+    ``ptplan render`` sets). False: each micro-batch holds ``micro_batch_size`` sequences, as
+    those frameworks run without it and open-instruct does, so a step runs longest ÷ mean times
+    more micro-batches, each paying its ZeRO-3 gathers."""
     zero3_overlap_comm: bool = True
     """ZeRO-3/FSDP: the parameter all-gathers and gradient reduce-scatters run on their own
     streams beside compute (FSDP prefetch; DeepSpeed ``overlap_comm``, true by default at stage
