@@ -987,3 +987,18 @@ def test_a_layout_that_fits_only_at_an_absurd_dp_is_no_candidate() -> None:
     act2 = tr.activation_bytes(job, eff, 1, 2, "bf16")
     fit = tr._fit(job, eff, act2 + 40e9, 1, 2, 1, 3, False, "bf16", 0)
     assert fit is not None and fit.dp == math.ceil(16 * N7 / (40e9 * 2))
+
+
+def test_new_efficiency_fields_keep_a_specs_digest_at_their_defaults() -> None:
+    """``sequence_packing`` and ``zero3_overlap_comm`` (issue #39) are left out of the spec
+    digest at their defaults, so plans made before them still match their specs; set to false
+    they change it (a plan then no longer matches a spec that packs)."""
+    from ptplan.planfile.digest import spec_digest
+
+    dump = make("grpo-7b.yaml").model_dump(mode="json")
+    before = {**dump, "efficiency": {k: v for k, v in dump["efficiency"].items()
+                                     if k not in ("sequence_packing", "zero3_overlap_comm")}}
+    assert spec_digest(dump) == spec_digest(before)
+    for field in ("sequence_packing", "zero3_overlap_comm"):
+        changed = {**dump, "efficiency": {**dump["efficiency"], field: False}}
+        assert spec_digest(changed) != spec_digest(dump)
