@@ -680,3 +680,23 @@ def test_split_region_plans_render_per_task_and_refuse_single_cluster_targets() 
     files, notes = render_plan(p, "all")
     assert any("span 2 regions" in n for n in notes)
     assert not any(f.startswith(("kuberay/", "kueue/")) for f in files)
+
+
+def test_a_plan_priced_without_sequence_packing_says_the_render_packs() -> None:
+    """The render writes token budgets (dynamic batching) for every plan; a plan priced with
+    ``efficiency.sequence_packing: false`` (one micro-batch per micro_batch_size sequences)
+    says that the job it starts runs fewer micro-batches than it priced."""
+    from ptplan.planner.api import plan as make_plan
+    from ptplan.policies.model import load_policy
+    from ptplan.providers.embedded import embedded_catalog
+
+    packed = spec_of("grpo-aws")
+    eff = packed.efficiency.model_copy(update={"sequence_packing": False})
+    unpacked = packed.model_copy(update={"efficiency": eff})
+    policy = load_policy(str(PLANS / "aws-only.policy.yaml"))
+    p = make_plan(unpacked, embedded_catalog(), policy=policy, explain=False, timings=False)
+    files, notes = render_plan(p, "kuberay", unpacked)
+    assert "actor_rollout_ref.actor.use_dynamic_bsz=True" in files["launch/verl.sh"]
+    assert sum("sequence_packing: false" in n for n in notes) == 1
+    _, notes = render_plan(plan_of("grpo-aws"), "kuberay", packed)
+    assert not any("sequence_packing" in n for n in notes)

@@ -24,6 +24,7 @@ from ptplan.rendering.frameworks import (
     max_turns,
     phase,
     scoring_models,
+    unpacked_note,
 )
 from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
@@ -101,6 +102,7 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     add("sequence_tokens", run.sequence_tokens, "prompt + max response tokens")
     add("max_response_tokens", run.max_response_tokens, "spec data.max_response_tokens")
     add("dynamic_batch", True, "token budgets")
+    notes.extend(unpacked_note(run))
     add("tokens_per_gpu", run.sequence_tokens, "one longest sequence per micro-batch")
     add("steps", plan.steps * run.batch, "plan steps × prompts per step (one episode)")
     notes.append(f"OpenRLHF runs one episode over the first {plan.steps * run.batch} prompts "

@@ -28,6 +28,7 @@ from ptplan.rendering.frameworks import (
     max_turns,
     phase,
     scoring_models,
+    unpacked_note,
 )
 from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
@@ -193,6 +194,7 @@ def rl_settings(plan: Any, facts: Any, slug: str,
     rows.add("prompt_tokens", run.prompt_tokens, "spec data.prompt_tokens")
     rows.add("max_response_tokens", run.max_response_tokens, "spec data.max_response_tokens")
     rows.add("dynamic_batch", True, "token budgets")
+    notes.extend(unpacked_note(run))
     rows.add("tokens_per_gpu", run.sequence_tokens, f"prompt {run.prompt_tokens} + max "
              f"response {run.max_response_tokens} tokens: one longest sequence per GPU")
     _layout(rows, phase(plan, "update"), notes)
