@@ -126,14 +126,31 @@ def test_step_seconds_below_and_at_the_batch_cap() -> None:
 
 def test_step_seconds_beyond_the_batch_cap() -> None:
     """(n·μ − B·age) tokens at full batch, then the residual drain: n = 10 → (1,000 − 240) / 4
-    × 10 ms + 2 s = 3.9 s; n = 5 → 260 / 4 × 10 ms + 2 s = 2.65 s. With μ = 10, age 20 the
-    saturated tokens are 0 at n = 5 (50 < 80): the residual alone, 3 s; with a residual of
-    0.5 s the fresh drain at the cap (2.5 s) floors it."""
+    × 10 ms + 2 s = 3.9 s; n = 5 → 260 / 4 × 10 ms + 2 s = 2.65 s. Below 2B = 8 the step is
+    at most the line from the fresh drain at B (2.5 s) to the saturated figure at 2B
+    ((800 − 240) / 4 × 10 ms + 2 s = 3.4 s): at n = 5, 2.5 + 0.9 / 4 = 2.725 s, above 2.65 s.
+    With μ = 10, age 20 the saturated tokens are 0 up to n = 8 (80 = 80): the residual alone,
+    3 s, and the line from 2.5 s to 3 s gives n = 5 2.625 s; with a residual of 0.5 s the fresh
+    drain at the cap (2.5 s) floors it."""
     assert list(_table().seconds(np.array([10.0, 5.0]))) == pytest.approx([3.9, 2.65])
     assert float(_table(mean_len=10.0, mean_age=20.0, residual_drain=3.0).seconds(5.0)) \
+        == pytest.approx(2.625, rel=1e-12, abs=0)
+    assert float(_table(mean_len=10.0, mean_age=20.0, residual_drain=3.0).seconds(8.0)) \
         == pytest.approx(3.0, rel=1e-12, abs=0)
     assert float(_table(mean_len=10.0, mean_age=20.0, residual_drain=0.5).seconds(5.0)) \
         == pytest.approx(2.5)
+
+
+def test_step_seconds_have_no_jump_at_the_batch_cap() -> None:
+    """One sequence more than the batch is not a saturated engine: the step rises from the
+    fresh drain at B continuously (a heavier tail that lowers B by one sequence cannot make a
+    step 26 % longer, as the mode switch did before issue #39's property run found it)."""
+    sm = _table(mean_len=10.0, mean_age=20.0, residual_drain=3.0)
+    at_cap = float(sm.seconds(4.0))
+    assert float(sm.seconds(4.0 + 1e-6)) == pytest.approx(at_cap, abs=1e-6)
+    ns = np.linspace(4.0, 12.0, 81)
+    t = sm.seconds(ns)
+    assert np.all(np.diff(t) >= -1e-12)
 
 
 def test_preempted_sequences() -> None:

@@ -225,10 +225,20 @@ class StepModel:
         one step are priced alike (which keeps the planner's Pareto frontiers small)."""
         n = np.maximum(np.asarray(n, dtype=float), 1.0)
         fresh = self.drain[_grid_step(self.n_grid, np.minimum(n, self.batch))]
-        # saturated: (n·μ − B·E[residual]) tokens at full batch, then the residual drain
-        sat_tokens = np.maximum(n * self.mean_len - self.batch * self.mean_age, 0.0)
-        saturated = sat_tokens / self.batch * self.saturated_iter + self.residual_drain
-        return np.where(n <= self.batch, fresh, np.maximum(saturated, self.drain[-1]))
+        saturated = np.maximum(self._saturated(n), self.drain[-1])
+        # the saturated regime's equilibrium needs about a batch of queued sequences: up to 2B
+        # the step moves linearly from the fresh drain of B to it (no jump at n = B)
+        b = float(self.batch)
+        full = max(float(self._saturated(2.0 * b)), float(self.drain[-1]))
+        blend = self.drain[-1] + (n - b) / b * (full - self.drain[-1])
+        return np.where(n <= b, fresh, np.where(n < 2.0 * b, np.minimum(saturated, blend),
+                                                saturated))
+
+    def _saturated(self, n: np.ndarray | float) -> np.ndarray:
+        """(n·μ − B·E[residual]) tokens at full batch, then the residual drain."""
+        sat_tokens = np.maximum(np.asarray(n, dtype=float) * self.mean_len
+                                - self.batch * self.mean_age, 0.0)
+        return sat_tokens / self.batch * self.saturated_iter + self.residual_drain
 
     def preempted(self, n: np.ndarray | float) -> np.ndarray:
         """Sequences preempted (and re-prefilled) per replica per step."""

@@ -364,19 +364,7 @@ class Run:
     """The spec's ``agent:`` section (issue #25), None for single-turn rollouts."""
     lora_rank: int | None = None
     """LoRA adapters of this rank (``model.finetune: lora``); None for a full fine-tune."""
-    packed: bool = True
-    """``efficiency.sequence_packing``: the plan priced token-budget micro-batches."""
-
-
-def unpacked_note(run: Run) -> list[str]:
-    """The render always writes token budgets (dynamic batching); a plan priced without
-    sequence packing says the job it starts differs from the one it priced."""
-    if run.packed:
-        return []
-    return ["the spec sets efficiency.sequence_packing: false, so the plan priced micro-batches "
-            "of micro_batch_size sequences each; this render writes token budgets (dynamic "
-            "batching), which run fewer micro-batches than priced: re-plan without "
-            "sequence_packing: false for the plan to price the job this render starts"]
+    packed: bool = True  # efficiency.sequence_packing: the plan priced token budgets
 
 
 def run_of(spec: Any) -> Run:
@@ -398,9 +386,8 @@ def run_of(spec: Any) -> Run:
         with_optimizer=bool(spec.checkpoints.with_optimizer),
         gpu_memory_utilization=float(spec.efficiency.gpu_memory_utilization),
         colocated_fraction=float(spec.efficiency.colocated_rollout_memory_fraction),
-        agent=getattr(spec, "agent", None),
-        lora_rank=spec.lora_rank if spec.model.finetune == "lora" else None,
-        packed=bool(spec.efficiency.sequence_packing))
+        agent=getattr(spec, "agent", None), packed=bool(spec.efficiency.sequence_packing),
+        lora_rank=spec.lora_rank if spec.model.finetune == "lora" else None)
 
 
 def max_turns(agent: Any) -> int:

@@ -24,8 +24,8 @@ from ptplan.rendering.frameworks import (
     max_turns,
     phase,
     scoring_models,
-    unpacked_note,
 )
+from ptplan.rendering.frameworks.notes import unpacked_note
 from ptplan.rendering.paths import launch_path
 from ptplan.rendering.pinning import launcher_words, roles
 from ptplan.templates import shell_join

@@ -16,7 +16,7 @@ terraform {
 provider "aws" {
   region = "us-east-1"
   default_tags {
-    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-542048", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
+    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-6a92bd", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
   }
 }
 

@@ -3,7 +3,7 @@
 
 resource "aws_s3_bucket" "checkpoints" {
   bucket = var.bucket_name
-  tags   = { "ptplan-capacity-type" = "none", "ptplan-method" = "opd", "ptplan-phase" = "checkpoint", "ptplan-plan" = "opd-8b-from-32b-6bed15", "ptplan-pool" = "storage", "ptplan-project" = "opd-8b-from-32b" }
+  tags   = { "ptplan-capacity-type" = "none", "ptplan-method" = "opd", "ptplan-phase" = "checkpoint", "ptplan-plan" = "opd-8b-from-32b-19075c", "ptplan-pool" = "storage", "ptplan-project" = "opd-8b-from-32b" }
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "checkpoints" {

@@ -16,7 +16,7 @@ terraform {
 provider "aws" {
   region = "us-east-2"
   default_tags {
-    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "opd", "ptplan-phase" = "all", "ptplan-plan" = "opd-8b-from-32b-7b6759", "ptplan-pool" = "all", "ptplan-project" = "opd-8b-from-32b" }
+    tags = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "opd", "ptplan-phase" = "all", "ptplan-plan" = "opd-8b-from-32b-30fa41", "ptplan-pool" = "all", "ptplan-project" = "opd-8b-from-32b" }
   }
 }
 

@@ -5,7 +5,7 @@ resource "google_storage_bucket" "checkpoints" {
   location                    = "US-CENTRAL1"
   storage_class               = "STANDARD"
   uniform_bucket_level_access = true
-  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "opd", "ptplan-phase" = "checkpoint", "ptplan-plan" = "opd-8b-from-32b-d96b44", "ptplan-pool" = "storage", "ptplan-project" = "opd-8b-from-32b" }
+  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "opd", "ptplan-phase" = "checkpoint", "ptplan-plan" = "opd-8b-from-32b-7c25ba", "ptplan-pool" = "storage", "ptplan-project" = "opd-8b-from-32b" }
 
   lifecycle_rule {
     action {

@@ -31,5 +31,5 @@ variable "bucket_name" {
 provider "google" {
   project        = var.project_id
   region         = "us-central1"
-  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "opd", "ptplan-phase" = "all", "ptplan-plan" = "opd-8b-from-32b-d96b44", "ptplan-pool" = "all", "ptplan-project" = "opd-8b-from-32b" }
+  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "opd", "ptplan-phase" = "all", "ptplan-plan" = "opd-8b-from-32b-7c25ba", "ptplan-pool" = "all", "ptplan-project" = "opd-8b-from-32b" }
 }
