@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -229,10 +229,15 @@ class StepModel:
         # the saturated regime's equilibrium needs about a batch of queued sequences: up to 2B
         # the step moves linearly from the fresh drain of B to it (no jump at n = B)
         b = float(self.batch)
-        full = max(float(self._saturated(2.0 * b)), float(self.drain[-1]))
-        blend = self.drain[-1] + (n - b) / b * (full - self.drain[-1])
+        blend = self.drain[-1] + (n - b) / b * (self._at_two_batches - self.drain[-1])
         return np.where(n <= b, fresh, np.where(n < 2.0 * b, np.minimum(saturated, blend),
                                                 saturated))
+
+    @cached_property
+    def _at_two_batches(self) -> float:
+        """The saturated step at n = 2B, where the blend above ends (once per model: the
+        planner evaluates ``seconds`` many times)."""
+        return max(float(self._saturated(2.0 * self.batch)), float(self.drain[-1]))
 
     def _saturated(self, n: np.ndarray | float) -> np.ndarray:
         """(n·μ − B·E[residual]) tokens at full batch, then the residual drain."""

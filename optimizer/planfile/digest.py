@@ -19,6 +19,8 @@ LATER_SPEC_FIELDS = ("generated_by", "prompts", "prep_cpu_hours", "prep_hours")
 """``data`` fields added with schema 5 (and 7: data preparation): left out of the digest when
 unset, so that the plans made before them still match their specs."""
 LATER_TOP_FIELDS = ("agent", "other_costs", "reward")
+"""Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when
+unset, so that a spec without them keeps its digest."""
 LATER_MODEL_FIELDS = ("preset", "hf_config", "kv_latent_dim", "sliding_window",
                       "sliding_window_layers")
 """Model-block fields added with issue #42 (presets, configs, MLA and sliding windows): left
@@ -28,8 +30,6 @@ LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5, "sequence_packing": True
                              "zero3_overlap_comm": True}
 """``efficiency`` fields added with schema 8 and after (issue #39): left out of the digest at
 their default, so that a spec that does not set them keeps its digest."""
-"""Top-level spec sections added with schema 6 and 7 (issue #25): left out of the digest when
-unset, so that a spec without them keeps its digest."""
 
 
 def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
