@@ -1002,3 +1002,33 @@ def test_new_efficiency_fields_keep_a_specs_digest_at_their_defaults() -> None:
     for field in ("sequence_packing", "zero3_overlap_comm"):
         changed = {**dump, "efficiency": {**dump["efficiency"], field: False}}
         assert spec_digest(changed) != spec_digest(dump)
+
+
+def test_train_job_carries_the_parameter_flops_the_moe_straggler_slows() -> None:
+    """The update's job records 6·N_active FLOPs per token of parameter GEMMs (4·N_active with
+    LoRA): the share ``moe_load_imbalance`` stretches (attention-score FLOPs are not routed)."""
+    d = example_dict("grpo-7b.yaml")
+    d["model"] = {"params_b": 30, "active_params_b": 3, "layers": 48, "hidden_size": 2048,
+                  "heads": 32, "kv_heads": 4, "head_dim": 128, "experts_per_token": 8}
+    spec = parse_spec(d)
+    job = train_job(part(build_demand(spec), "update", "actor"), spec)
+    assert job.param_flops_per_token == pytest.approx(6 * 3e9, rel=1e-12)
+    lora = parse_spec({**d, "model": {**d["model"], "finetune": "lora"}})
+    assert train_job(part(build_demand(lora), "update", "actor"), lora) \
+        .param_flops_per_token == pytest.approx(4 * 3e9, rel=1e-12)
+
+
+def test_the_decode_engine_sizes_windowed_kv_at_the_mean_context_in_flight() -> None:
+    """A sliding-window model's KV bytes per token are taken at the rollout's mean context in
+    flight, prompt + the mean age of a response (§3.5), not at the prompt or the full cap."""
+    d = example_dict("grpo-7b.yaml")
+    d["model"] = {"preset": "google/gemma-3-1b-it"}
+    spec = parse_spec(d)
+    decode = part(build_demand(spec), "rollout", "decode")
+    e = decode_engine(decode, H100, "bf16", spec, 1, Conditions(8))
+    assert not isinstance(e, str)
+    context = decode.prompt_tokens + decode.lengths.mean_age
+    assert context > 512 + 1000  # beyond the 512-token window: the share matters
+    assert e.kv_bytes_per_token == pytest.approx(
+        inf.kv_bytes_per_token(spec.model, 2.0, context), rel=1e-12)
+    assert e.kv_bytes_per_token < inf.kv_bytes_per_token(spec.model, 2.0, 512)
