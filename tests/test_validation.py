@@ -32,11 +32,13 @@ BANDS = {"High": (0.75, 1.33), "Medium": (0.67, 1.5), "Low": (0.5, 2.0)}
 
 GAPS = {
     "alpaca-7b-sft-fsdp-8xa100": "2023 HF Trainer + FSDP at ~250-token sequences ran at ~6 % "
-                                 "MFU; a re-run of the same command took 40 min, not 3 h "
-                                 "(alpaca-7b-sft-fsdp-8xa100-issue170 fits): software state",
-    "alpaca-llama2-7b-sft-fsdp-4xa100": "as the Alpaca case: short-sequence FSDP overheads",
-    "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case: short-sequence FSDP overheads",
-    "s1-32b-sft-16xh100": "the one SFT factor is pulled down by the Alpaca cases (unfitted 0.81)",
+                                 "MFU; two re-runs of the same command with transformers main "
+                                 "took 4.5x less (issue170 and issue168 cases fit): software "
+                                 "state",
+    "alpaca-llama2-7b-sft-fsdp-4xa100": "as the Alpaca case: 4.2x the issue #168 re-run on the "
+                                        "same 4 A100-80GB",
+    "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case; its own thread (issue #32) traced a "
+                                        "24-h ETA to GPUs linked over PCIe via the CPU (PHB)",
     "verl-grpo-deepseek-v3-96xh20": "colocated offload/onload of a 671B training state and "
                                     "eager MoE decode on H20 are not modelled",
     "nemorl-grpo-llama8b-16xh100": "the fitted per-step overhead is a single constant for "
@@ -49,6 +51,11 @@ GAPS = {
                                        "rank-0 broadcast and vLLM TP over A800s",
     "openrlhf-ppo-codellama-34b-8xa800": "its reported generation is 2.8x the modelled engine's "
                                          "(OpenRLHF 0.2 generated in micro-rollout batches)",
+    "verl-fully-async-grpo-qwen3-30b-a3b-8k-96-32xh20": "unfitted 1.91: the 4-node Megatron "
+                                                        "trainer pays the expert all-to-all over "
+                                                        "the network (EP8 keeps it in a node) and "
+                                                        "its reference forward takes the scoring "
+                                                        "factor of separate scoring pools",
 }
 
 
