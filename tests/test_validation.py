@@ -39,8 +39,19 @@ GAPS = {
                                         "same 4 A100-80GB",
     "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case; its own thread (issue #32) traced a "
                                         "24-h ETA to GPUs linked over PCIe via the CPU (PHB)",
+    "areal-v0.2-r1distill-7b-ppo-27k-64-64xh800": "unfitted 1.28: the fitted generation "
+                                                  "factor (x0.62) slows AReaL's own vLLM; "
+                                                  "the mean response (10K of 27K) is assumed",
+    "areal-v0.2-r1distill-7b-ppo-27k-16-16xh800": "as the 64+64 row; a quarter of the GPUs "
+                                                  "takes 2.8x its step, 3.5x in the model "
+                                                  "(the drain of 8,192 long responses on 4 "
+                                                  "engines)",
     "verl-grpo-deepseek-v3-96xh20": "colocated offload/onload of a 671B training state and "
                                     "eager MoE decode on H20 are not modelled",
+    "nemorl-grpo-deepseek-v3-256xh100": "a colocated step refits the 671B MoE weights into "
+                                        "vLLM every step, which the model prices at zero (the "
+                                        "asynchronous run of the recipe, priced with its weight "
+                                        "sync, fits at 1.05)",
     "nemorl-grpo-llama8b-16xh100": "the fitted per-step overhead is a single constant for "
                                    "every framework (NeMo RL's is lower; unfitted 0.91)",
     "nemorl-grpo-qwen3-32b-32xh100": "the scoring and overhead factors are shared across "
@@ -116,7 +127,7 @@ def _gm(xs) -> float:
 
 
 def test_the_fit_reduces_the_bias(suite) -> None:
-    """Unfitted, the model is biased fast (geometric mean 0.56 of predicted ÷ reported); fitted,
+    """Unfitted, the model is biased fast (geometric mean 0.68 of predicted ÷ reported); fitted,
     in-sample and leave-one-out geometric means are at least 0.85 (a regression guard: the
     issue's target 0.9-1.1 is the test below)."""
     res, parts = suite
@@ -126,13 +137,11 @@ def test_the_fit_reduces_the_bias(suite) -> None:
     assert 0.85 <= _gm(res.loo_ratio.values()) <= 1.15
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "in-sample geometric mean 0.889: the fit weighs each case by its record's confidence and "
-    "its recipe, while this mean counts the three Low-confidence Alpaca runs (ratio ~0.25) "
-    "like any other"))
 def test_the_fit_meets_the_issues_bias_target(suite) -> None:
+    """The issue's target: geometric mean 0.9-1.1, in-sample and left out."""
     res, _ = suite
     assert 0.9 <= _gm(res.ratio.values()) <= 1.1
+    assert 0.9 <= _gm(res.loo_ratio.values()) <= 1.1
 
 
 def test_leave_one_out_intervals_cover_about_their_level(suite) -> None:
