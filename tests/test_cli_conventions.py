@@ -15,6 +15,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
@@ -58,7 +59,13 @@ def test_version_prints_the_installed_version() -> None:
     assert r.stdout.strip() == f"ptplan {version('ptplan')}"
 
 
-def test_shell_completion_script_is_offered() -> None:
+def test_shell_completion_script_is_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--show-completion`` prints the script for the user's shell. With shellingham installed,
+    Typer detects that shell from the process tree, so a run detached from any shell (a
+    background job, a container without one) would find none: the shell is fixed here."""
+    import typer.completion
+
+    monkeypatch.setattr(typer.completion, "_get_shell_name", lambda: "bash")
     r = CliRunner().invoke(app, ["--show-completion", "bash"], prog_name="ptplan")
     assert r.exit_code == 0
     assert "complete" in r.stdout and "_PTPLAN_COMPLETE" in r.stdout.upper()
