@@ -52,8 +52,6 @@ GAPS = {
                                         "vLLM every step, which the model prices at zero (the "
                                         "asynchronous run of the recipe, priced with its weight "
                                         "sync, fits at 1.05)",
-    "nemorl-grpo-llama8b-16xh100": "the fitted per-step overhead is a single constant for "
-                                   "every framework (NeMo RL's is lower; unfitted 0.91)",
     "nemorl-grpo-qwen3-32b-32xh100": "the scoring and overhead factors are shared across "
                                      "frameworks (unfitted 1.27)",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "
