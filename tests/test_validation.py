@@ -39,13 +39,13 @@ GAPS = {
                                         "same 4 A100-80GB",
     "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case; its own thread (issue #32) traced a "
                                         "24-h ETA to GPUs linked over PCIe via the CPU (PHB)",
-    "areal-v0.2-r1distill-7b-ppo-27k-64-64xh800": "unfitted 1.28: the fitted generation "
-                                                  "factor (x0.62) slows AReaL's own vLLM; "
-                                                  "the mean response (10K of 27K) is assumed",
-    "areal-v0.2-r1distill-7b-ppo-27k-16-16xh800": "as the 64+64 row; a quarter of the GPUs "
-                                                  "takes 2.8x its step, 3.5x in the model "
-                                                  "(the drain of 8,192 long responses on 4 "
-                                                  "engines)",
+    "areal-v0.2-r1distill-7b-ppo-27k-64-64xh800": "unfitted 1.19: the fitted generation "
+                                                  "factor (x0.61) slows AReaL v0.2's SGLang, "
+                                                  "which the release's throughput chart puts "
+                                                  "1.1-1.7x above v0.1's vLLM (the v0.1 run "
+                                                  "fits at 0.88): one factor for every engine",
+    "areal-v0.2-r1distill-1.5b-ppo-27k-4-4xh800": "as the 7B 64+64 row (unfitted 1.13)",
+    "areal-v0.2-r1distill-1.5b-ppo-27k-16-16xh800": "as the 7B 64+64 row (unfitted 1.13)",
     "verl-grpo-deepseek-v3-96xh20": "colocated offload/onload of a 671B training state and "
                                     "eager MoE decode on H20 are not modelled",
     "nemorl-grpo-deepseek-v3-256xh100": "a colocated step refits the 671B MoE weights into "
@@ -125,12 +125,13 @@ def _gm(xs) -> float:
 
 
 def test_the_fit_reduces_the_bias(suite) -> None:
-    """Unfitted, the model is biased fast (geometric mean 0.68 of predicted ÷ reported); fitted,
-    in-sample and leave-one-out geometric means are at least 0.85 (a regression guard: the
-    issue's target 0.9-1.1 is the test below)."""
+    """Unfitted, the model is biased fast (geometric mean 0.70 of predicted ÷ reported); fitted,
+    in-sample and leave-one-out geometric means are nearer 1 and at least 0.85 (a regression
+    guard: the issue's target 0.9-1.1 is the test below)."""
     res, parts = suite
     unfitted = _gm(fitting.predict(d, {}, 0.0) / d.reported for _, d, _ in parts)
-    assert unfitted < 0.7
+    assert unfitted < 0.8
+    assert abs(math.log(_gm(res.ratio.values()))) < abs(math.log(unfitted))
     assert 0.85 <= _gm(res.ratio.values()) <= 1.15
     assert 0.85 <= _gm(res.loo_ratio.values()) <= 1.15
 
