@@ -99,7 +99,8 @@ def ref_layouts(demand) -> list[RefLayout]:
     scoring alone or with the update). The update never runs on spot (default policy) and is
     a gang (stateful); checkpoints stall the pool that trains for n × GB / write speed; the
     rollout pool waits for the weights every step (steps × params × 2 B / sync speed) and may
-    take spot nodes in other zones; async adds one step of pipeline fill (1 / steps of the
+    take spot nodes in other zones; a colocated pool refits them in place every step (steps ×
+    params × 2 B / refit speed); async adds one step of pipeline fill (1 / steps of the
     rollout's busy time)."""
     spec = demand.spec
     eff = spec.efficiency
@@ -115,9 +116,10 @@ def ref_layouts(demand) -> list[RefLayout]:
     rollout = RefPool("rollout", gen, True, False, ws, remote_ok=True)
     update = RefPool("update", ("update",), False, True, ckpt)
     out = []
-    if spec.pipeline in ("auto", "colocated"):
-        out.append(RefLayout("colocated", (RefPool("all", work, False, True, ckpt),), True,
-                             policy=policy))
+    if spec.pipeline in ("auto", "colocated"):  # + the refit into the engines in place
+        refit = demand.steps * spec.model.params_b * 2.0 / eff.colocated_refit_gb_per_s / 3600.0
+        out.append(RefLayout("colocated", (RefPool("all", work, False, True, ckpt + refit),),
+                             True, policy=policy))
     for mode in ("sync", "async"):
         if spec.pipeline not in ("auto", mode):
             continue

@@ -108,12 +108,12 @@ def test_a_run_past_seven_days_books_calendar_mode_in_whole_days() -> None:
 
 
 def test_calendar_mode_does_not_pay_when_one_day_costs_more_than_the_run() -> None:
-    """Calendar mode only (no flex-start): the plain plan costs $392.16 in all, and one node
+    """Calendar mode only (no flex-start): the plain plan costs $393.04 in all, and one node
     booked for the shortest reservation, one day, alone costs 48.189028 × 24 = $1,156.54; so no
     plan that books beats it, and the plan with a start date is the plain plan."""
     plain = plan(small_spec(sla={"deadline_hours": None}), mega(("block",)))
     p = plan(small_spec(sla={"deadline_hours": None, "start_after": TODAY}), mega(("block",)))
-    assert plain.total_cost_usd == "392.16" and float(plain.total_cost_usd) < CAL * 24
+    assert plain.total_cost_usd == "393.04" and float(plain.total_cost_usd) < CAL * 24
     assert p.status == "optimal" and p.bookings == []
     assert p.total_cost_usd == plain.total_cost_usd
     assert [q.allocations for q in p.pools] == [q.allocations for q in plain.pools]

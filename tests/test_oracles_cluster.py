@@ -1,8 +1,9 @@
 """``run_on_cluster`` (``ptplan estimate --cluster``): per-step seconds on a cluster you have,
 composed from the demand model's phase rates by the layout rules of ``docs/architecture.md``,
 restated here: each phase on its pool at its fastest allowed precision (busy hours × 3,600 /
-steps); sync and colocated steps are the sum of their phases (+ the weight sync for sync:
-15.2312 GB at 10 GB/s = 1.52312 s for the GRPO example); an async step is the longer of generation
+steps); sync and colocated steps are the sum of their phases + the weight sync (sync: 15.2312 GB
+at 10 GB/s = 1.52312 s for the GRPO example; colocated: the refit of the same 15.2312 GB into the
+engines on the same GPUs at 17.8 GB/s = 0.855685 s); an async step is the longer of generation
 (+ weight sync) and scoring + update; checkpoint stalls are 12 × 106.6184 GB / 2 GB/s = 639.7104 s
 for the run. The test shares only ``phase_rates`` with the code under test."""
 
@@ -40,7 +41,7 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
         secs[phase] = best.busy(g / gpn) * 3600.0 / 300
         prec[phase] = best.precision
         lay[phase] = best.layout_for(g / gpn)
-    ws = 0.0 if mode == "colocated" else 15.2312 / 10.0
+    ws = 15.2312 / 17.8 if mode == "colocated" else 15.2312 / 10.0
     if mode == "async":
         step = max(secs["rollout"] + secs["eval"] + ws, secs["scoring"] + secs["update"])
     else:
@@ -77,6 +78,25 @@ def test_pools_larger_than_the_cluster_are_noted(spec) -> None:
     # one pool's GPUs reused for two (scoring defaults to update) is not over the cluster
     r = run_on_cluster(spec, "H100", 16, 8, "sync", {"rollout": 8, "scoring": 8, "update": 8})
     assert r.notes == []
+
+
+def test_colocated_refit_grows_with_the_model_not_the_cluster(spec) -> None:
+    """The colocated refit is the bf16 weights at ``colocated_refit_gb_per_s``, one stream
+    (NeMo RL #945: the controller serialises it): 64 H100 refit the 7.6B policy in the time 16
+    do; a 671B-parameter policy takes 88 times as long (2 x 671 GB / 17.8 GB/s = 75.4 s); the
+    rate is the spec's."""
+    small = run_on_cluster(spec, "H100", 16, 8, "colocated")
+    large = run_on_cluster(spec, "H100", 64, 8, "colocated")
+    assert small.weight_sync_seconds == large.weight_sync_seconds == pytest.approx(
+        spec.model.params_b * 2 / 17.8, rel=1e-12)
+    assert {p["name"]: p["seconds_per_step"] for p in small.phase_list()}["weight_sync"] == \
+        pytest.approx(small.weight_sync_seconds, rel=1e-12)
+    big = spec.model_copy(update={"model": spec.model.model_copy(update={"params_b": 671.0})})
+    assert build_demand(big).refit_seconds == pytest.approx(2 * 671 / 17.8, rel=1e-12)
+    fast = spec.model_copy(update={"efficiency": spec.efficiency.model_copy(
+        update={"colocated_refit_gb_per_s": 40.0})})
+    assert build_demand(fast).refit_seconds == pytest.approx(spec.model.params_b * 2 / 40.0,
+                                                             rel=1e-12)
 
 
 def test_sft_has_no_weight_sync() -> None:

@@ -45,7 +45,8 @@ def test_grpo_sizes_and_stalls_by_hand(grpo) -> None:
     """7.6156 B params: weights in bf16 = 15.2312 GB sent to each rollout node per step; a
     checkpoint with optimizer state = 7.6156 × (2 + 16 − 4) = 106.6184 GB, 300 / 25 = 12 of
     them written at 2 GB/s: 12 × 106.6184 / 2 / 3,600 = 0.178 h of stall; the weight sync at
-    10 GB/s stalls the rollout pool 300 × 15.2312 / 10 / 3,600 = 0.127 h."""
+    10 GB/s stalls the rollout pool 300 × 15.2312 / 10 / 3,600 = 0.127 h; colocated, the refit
+    at 17.8 GB/s stalls the one pool 300 × 15.2312 / 17.8 / 3,600 = 0.0713 h besides."""
     assert grpo.weight_sync_gb_per_step == pytest.approx(15.2312, rel=1e-12)
     assert grpo.checkpoint_gb == pytest.approx(106.6184, rel=1e-12)
     assert grpo.checkpoints == 12
@@ -55,6 +56,10 @@ def test_grpo_sizes_and_stalls_by_hand(grpo) -> None:
     update = next(p for p in lay.pools if p.name == "update")
     assert rollout.stall_hours == pytest.approx(300 * 15.2312 / 10 / 3600, rel=1e-12)
     assert update.stall_hours == pytest.approx(12 * 106.6184 / 2 / 3600, rel=1e-12)
+    colo = next(x for x in layouts(grpo) if x.mode == "colocated").pools[0]
+    refit = 300 * 15.2312 / 17.8 / 3600
+    assert colo.stall_hours == pytest.approx(12 * 106.6184 / 2 / 3600 + refit, rel=1e-12)
+    assert dict(colo.stall_parts)["weight_sync"] == pytest.approx(refit, rel=1e-12)
     asyn = next(x for x in layouts(grpo) if x.mode == "async")
     assert asyn.fill_fraction == pytest.approx(1 / 300)
 

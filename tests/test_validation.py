@@ -44,14 +44,11 @@ GAPS = {
                                                   "which the release's throughput chart puts "
                                                   "1.1-1.7x above v0.1's vLLM (the v0.1 run "
                                                   "fits at 0.88): one factor for every engine",
-    "areal-v0.2-r1distill-1.5b-ppo-27k-4-4xh800": "as the 7B 64+64 row (unfitted 1.13)",
     "areal-v0.2-r1distill-1.5b-ppo-27k-16-16xh800": "as the 7B 64+64 row (unfitted 1.13)",
-    "verl-grpo-deepseek-v3-96xh20": "colocated offload/onload of a 671B training state and "
-                                    "eager MoE decode on H20 are not modelled",
-    "nemorl-grpo-deepseek-v3-256xh100": "a colocated step refits the 671B MoE weights into "
-                                        "vLLM every step, which the model prices at zero (the "
-                                        "asynchronous run of the recipe, priced with its weight "
-                                        "sync, fits at 1.05)",
+    "verl-grpo-deepseek-v3-96xh20": "its reported generation is 2.7x the modelled engine's "
+                                    "(eager MoE decode at TP32 over 4 H20 nodes) and the "
+                                    "rest 2.3x (the 671B state swapped to and from the host "
+                                    "around each phase is not modelled)",
     "nemorl-grpo-qwen3-32b-32xh100": "the scoring and overhead factors are shared across "
                                      "frameworks (unfitted 1.27)",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "

@@ -214,9 +214,9 @@ def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: 
         reference += best.gpu_hours
         if best.timing is not None and best.timing.fixed_seconds:
             overhead = best.timing.fixed_seconds / demand.steps
-    ws = 0.0
-    if mode != "colocated" and spec.method not in ("sft", "generate"):
-        ws = demand.weight_sync_seconds
+    ws = 0.0  # weight sync to separate engines, or the refit of colocated ones
+    if spec.method not in ("sft", "generate"):
+        ws = demand.refit_seconds if mode == "colocated" else demand.weight_sync_seconds
     ckpt = demand.checkpoint_stall_hours * 3600.0
     if mode == "async":
         rest = sum(v for k, v in phases.items() if k not in ("rollout", "eval"))

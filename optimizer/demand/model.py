@@ -174,6 +174,12 @@ class Demand:
                                                * self.weight_sync_streams)
 
     @property
+    def refit_seconds(self) -> float:
+        """Seconds per step to refit the trained weights into engines on the trainer's own GPUs
+        (colocated): the same bf16 volume at ``colocated_refit_gb_per_s``, one stream."""
+        return self.weight_sync_gb_per_step / self.spec.efficiency.colocated_refit_gb_per_s
+
+    @property
     def checkpoint_stall_hours(self) -> float:
         bw = self.spec.efficiency.checkpoint_write_gb_per_s
         return self.checkpoints * self.checkpoint_gb / bw / 3600.0

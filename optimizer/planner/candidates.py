@@ -213,7 +213,9 @@ def layouts(demand: Demand, policy: Policy | None = None) -> list[Layout]:
     own_scoring = rel is None or set(spec.scoring_roles) <= rel.own_pool_roles
     teacher_apart = rel is not None and rel.teacher_needs_own_pool and spec.teacher is not None
     if want in ("auto", "colocated") and not teacher_apart:
-        out.append(Layout("colocated", "colocated", (pool("all", work, stall, ckpt),),
+        refit = demand.steps * demand.refit_seconds / 3600.0
+        parts = ckpt + ((("weight_sync", refit),) if refit > 0 else ())
+        out.append(Layout("colocated", "colocated", (pool("all", work, stall + refit, parts),),
                           tail=True, policy=policy))
     for mode in ("sync", "async"):
         if want not in ("auto", mode):

@@ -25,7 +25,8 @@ PHASE_KEY = {"generation": "rollout", "eval": "eval", "scoring": "scoring", "upd
 POOL_OF = {"generation": "rollout", "eval": "rollout", "scoring": "scoring", "update": "update",
            "framework_overhead": "update", "checkpoint": "update"}
 STEP = {
-    "colocated": "colocated: every phase on all {gpus} GPUs, one after another",
+    "colocated": "colocated: every phase on all {gpus} GPUs, one after another, plus the refit "
+                 "of the weights into the engines in place",
     "sync": "sync: each phase on its own pool, one after another, plus the weight sync to the "
             "rollout pool",
     "async": "async: generation (and the weight sync) overlaps scoring and update; a step takes "
@@ -65,8 +66,10 @@ def _layout(layout: dict[str, Any] | None) -> str:
 
 
 def _pool(run: dict[str, Any], phase: str) -> str:
-    if phase == "weight_sync":
+    if phase == "weight_sync" and run["pipeline"] != "colocated":
         return "update → rollout"
+    if phase == "weight_sync":
+        return f"all {run['gpus']} (refit in place)"
     if run["pipeline"] == "colocated" or not run["pools"]:
         return f"all {run['gpus']}"
     pool = POOL_OF.get(phase, "update")

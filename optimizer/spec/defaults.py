@@ -60,7 +60,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     eff_set = spec.efficiency.model_fields_set
     defaults = Efficiency()
     rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
-               "lost_work_minutes"}
+               "colocated_refit_gb_per_s", "lost_work_minutes"}
     rl_only |= {"prefix_caching", "colocated_rollout_memory_fraction", "sequence_packing"}
     if spec.eval is None:  # SFT generates only for eval
         rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",

@@ -84,6 +84,13 @@ class Efficiency(_Strict):
     recompute_old_logprobs: bool = True
     checkpoint_write_gb_per_s: Amount = 2.0
     weight_sync_gb_per_s: Amount = 10.0
+    colocated_refit_gb_per_s: Amount = 17.8
+    """Colocated layouts: after each update the trained weights are refitted into the engines
+    on the same GPUs, ``params_b × 2`` GB (bf16) at this rate, one stream whatever the cluster's
+    size (NeMo RL issue #945: the single controller serialises the refit's IPC hand-offs).
+    17.8 GB/s is the marginal rate of NeMo RL PR #3294's colocated synchronous refits,
+    Qwen3-30B-A3B 17.2 s and Qwen3-235B-A22B 40.2 s: (470 − 61) GB / 23.0 s; the fixed part of
+    a refit is in the fitted per-step overhead (docs/demand-model.md §3.8)."""
     restart_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 10.0
     lost_work_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 5.0
     checkpoint_minutes: Annotated[float, Field(ge=0, le=10_000, strict=True)] = 3.0
