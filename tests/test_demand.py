@@ -132,7 +132,8 @@ def test_rl_only_efficiency_defaults_are_not_listed_for_sft() -> None:
     from ptplan.spec.defaults import applied_defaults
     sft = " ".join(applied_defaults(make("sft-8b.yaml")))
     rl = " ".join(applied_defaults(make("grpo-7b.yaml")))
-    for field in ("sequence_packing", "prefix_caching", "rl_train_mfu"):
+    for field in ("sequence_packing", "prefix_caching", "rl_train_mfu",
+                  "colocated_refit_gb_per_s"):
         assert f"efficiency.{field}" not in sft and f"efficiency.{field}" in rl
     for field in ("zero3_overlap_comm", "param_offload", "train_mfu"):
         assert f"efficiency.{field}" in sft

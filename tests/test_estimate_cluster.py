@@ -216,6 +216,26 @@ def test_table_pools_and_pipeline_lines() -> None:
     assert "async: generation (and the weight sync) overlaps scoring and update" in out
 
 
+def test_each_phase_row_names_its_pool() -> None:
+    """The table's "pool (GPUs)" column, row by row: colocated, every phase on all GPUs and the
+    refit in place; with pools, each phase on its own (scoring on the update pool when it has
+    none) and the weight sync from the update pool to the rollout pool."""
+    from ptplan.report.tables_cluster import phase_rows
+
+    def pools(*args: str) -> dict[str, str]:
+        _, rows = phase_rows(_json("estimate", GRPO, "--cluster", *args)["cluster_run"])
+        return {r[0]: r[2] for r in rows if r[0] != "step"}
+
+    colo = pools("16xH100")
+    assert colo.pop("weight sync") == "all 16 (refit in place)"
+    assert set(colo.values()) == {"all 16"} and "generation (drain tail included)" in colo
+    apart = pools("64xH100", "--pipeline", "async", "--pools", "rollout=32,update=16")
+    assert apart == {"generation (drain tail included)": "rollout 32",
+                     "eval (amortised per step)": "rollout 32", "scoring": "scoring 16",
+                     "update": "update 16", "weight sync": "update → rollout",
+                     "checkpoint (amortised per step)": "update 16"}
+
+
 @pytest.mark.parametrize("spec", [GRPO, SFT])
 def test_markdown(spec: str) -> None:
     out = _ok("estimate", spec, "--cluster", "16xH100", "--format", "markdown")

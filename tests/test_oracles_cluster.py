@@ -32,6 +32,7 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
     demand = build_demand(spec)
     h100 = gpus()["H100"]
     secs, prec, lay = {}, {}, {}
+    reference = 0.0
     for phase in ("rollout", "eval", "scoring", "update"):
         g = pool_gpus[POOL[phase]]
         gpn = min(8, g)
@@ -41,12 +42,13 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
         secs[phase] = best.busy(g / gpn) * 3600.0 / 300
         prec[phase] = best.precision
         lay[phase] = best.layout_for(g / gpn)
+        reference += best.gpu_hours  # the phase at its most efficient pool size
     ws = 15.2312 / 17.8 if mode == "colocated" else 15.2312 / 10.0
     if mode == "async":
         step = max(secs["rollout"] + secs["eval"] + ws, secs["scoring"] + secs["update"])
     else:
         step = sum(secs.values()) + ws
-    return secs, prec, lay, ws, step
+    return secs, prec, lay, ws, step, reference
 
 
 @pytest.mark.parametrize(("mode", "pools", "pool_gpus"), [
@@ -60,11 +62,12 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
 ])
 def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
     r = run_on_cluster(spec, "H100", 16, 8, mode, pools)
-    secs, prec, lay, ws, step = _expected(spec, mode, pool_gpus)
+    secs, prec, lay, ws, step, reference = _expected(spec, mode, pool_gpus)
     assert r.phases == pytest.approx(secs, rel=1e-12)
     assert (r.precision, r.layout) == (prec, lay)
     assert r.weight_sync_seconds == pytest.approx(ws, rel=1e-12)
     assert r.step_seconds == pytest.approx(step, rel=1e-12)
+    assert r.reference_gpu_hours == pytest.approx(reference, rel=1e-12)
     assert r.checkpoint_seconds == pytest.approx(639.7104, rel=1e-12)
     assert (r.gpus, r.steps, r.notes) == (16, 300, [])
     if pool_gpus["rollout"] == 1:  # the case is there to make generation the longer side
