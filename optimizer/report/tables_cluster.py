@@ -66,11 +66,11 @@ def _layout(layout: dict[str, Any] | None) -> str:
 
 
 def _pool(run: dict[str, Any], phase: str) -> str:
-    if phase == "weight_sync" and run["pipeline"] != "colocated":
-        return "update → rollout"
+    if run["pipeline"] == "colocated":  # every phase, and the refit, on all GPUs
+        return f"all {run['gpus']}" + (" (refit in place)" if phase == "weight_sync" else "")
     if phase == "weight_sync":
-        return f"all {run['gpus']} (refit in place)"
-    if run["pipeline"] == "colocated" or not run["pools"]:
+        return "update → rollout"
+    if not run["pools"]:
         return f"all {run['gpus']}"
     pool = POOL_OF.get(phase, "update")
     return f"{pool} {run['pools'].get(pool, run['pools'].get('update'))}"
