@@ -35,7 +35,10 @@ from ptplan.core.fit import (  # noqa: E402
     using,
 )
 from ptplan.demand import fitting  # noqa: E402
+from ptplan.demand.cells import scoring_on_trainer  # noqa: E402
 from ptplan.demand.cluster import ClusterRun, run_on_cluster  # noqa: E402
+from ptplan.demand.model import build_demand  # noqa: E402
+from ptplan.policies.model import Policy, parse_policy  # noqa: E402
 from ptplan.spec.project import ProjectSpec, parse_spec  # noqa: E402
 
 CASES = ROOT / "validation"
@@ -73,10 +76,21 @@ def case_spec(case: Case) -> ProjectSpec:
     return parse_spec({"framework": "any", **case.raw["spec"]}, f"validation {case.path.name}")
 
 
+def case_policy(case: Case) -> Policy | None:
+    """The run's own choices a policy governs (``policy:`` in the case, over the default
+    policy): e.g. fp8 training, which the default policy does not allow but a recorded run
+    used. None: the default policy."""
+    over = case.raw.get("policy")
+    if not over:
+        return None
+    text = yaml.safe_dump({"name": f"validation {case.id}", "extends": "default", **over})
+    return parse_policy(text, f"validation {case.path.name} policy")
+
+
 def run(case: Case) -> ClusterRun:
     c = case.raw["cluster"]
     return run_on_cluster(case_spec(case), c["gpu"], int(c["gpus"]), int(c["gpus_per_node"]),
-                          c["mode"], c.get("pools"))
+                          c["mode"], c.get("pools"), case_policy(case))
 
 
 def predicted(case: Case, r: ClusterRun) -> float:
@@ -96,10 +110,15 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     eff_set = spec.efficiency.model_fields_set
     fams: list[tuple[str, str, float]] = []
     fixed = {"gen": r.weight_sync_seconds, "rest": 0.0}
+    # scoring on the update's GPUs unless the case gives it a pool of its own (cluster._run)
+    with_trainer = "scoring" not in (case.raw["cluster"].get("pools") or {})
+    demand = build_demand(spec)
     for phase, secs in r.phases.items():
         side = "gen" if phase in ("rollout", "eval") else "rest"
-        if applies(phase, spec.method, eff_set, spec.efficiency.param_offload):
-            fams.append((family(phase, spec.method, spec.efficiency.param_offload), side, secs))
+        on_trainer = scoring_on_trainer(phase, demand.phase_parts(phase), with_trainer)
+        if applies(phase, spec.method, eff_set, spec.efficiency.param_offload, on_trainer):
+            fams.append((family(phase, spec.method, spec.efficiency.param_offload, on_trainer),
+                         side, secs))
         else:
             fixed[side] += secs
     if r.mode != "async":

@@ -13,6 +13,7 @@ import pytest
 from conftest import EXAMPLES
 
 from ptplan.core.errors import InputError
+from ptplan.core.fit import active_fit
 from ptplan.core.hardware import gpus
 from ptplan.demand.cluster import run_on_cluster
 from ptplan.demand.model import build_demand
@@ -28,21 +29,29 @@ def spec():
     return load_spec(str(EXAMPLES / "grpo-7b.yaml"))
 
 
-def _expected(spec, mode: str, pool_gpus: dict[str, int]):
+def _expected(spec, mode: str, pool_gpus: dict[str, int], scoring_apart: bool = False):
+    """Scoring (the reference forward of the training engine) on the update's GPUs takes the
+    update's fitted factor instead of its own: its time apart × scoring factor ÷ update factor
+    (docs/demand-model.md §3.12), the rates here always priced as apart."""
     demand = build_demand(spec)
     h100 = gpus()["H100"]
+    factors = active_fit().factors  # physics tests run unfitted: the tie is then 1
     secs, prec, lay = {}, {}, {}
     reference = 0.0
     for phase in ("rollout", "eval", "scoring", "update"):
         g = pool_gpus[POOL[phase]]
         gpn = min(8, g)
-        rates = phase_rates(demand, phase, h100, gpn, mode != "async", default_policy(),
-                            colocated=mode == "colocated")
+        rates = phase_rates(demand, phase, h100, gpn, mode != "async", default_policy())
+        if mode == "colocated" and phase != "scoring":
+            rates = phase_rates(demand, phase, h100, gpn, mode != "async", default_policy(),
+                                colocated=True)
         best = min(rates, key=lambda r: (r.busy(g / gpn), r.precision))
-        secs[phase] = best.busy(g / gpn) * 3600.0 / 300
+        tie = factors["scoring"] / factors["update_rl"] \
+            if phase == "scoring" and not scoring_apart else 1.0
+        secs[phase] = best.busy(g / gpn) * 3600.0 / 300 * tie
         prec[phase] = best.precision
         lay[phase] = best.layout_for(g / gpn)
-        reference += best.gpu_hours  # the phase at its most efficient pool size
+        reference += best.gpu_hours * tie  # the phase at its most efficient pool size
     ws = 15.2312 / 17.8 if mode == "colocated" else 15.2312 / 10.0
     if mode == "async":
         step = max(secs["rollout"] + secs["eval"] + ws, secs["scoring"] + secs["update"])
@@ -62,7 +71,8 @@ def _expected(spec, mode: str, pool_gpus: dict[str, int]):
 ])
 def test_grpo_on_16_h100(spec, mode: str, pools, pool_gpus) -> None:
     r = run_on_cluster(spec, "H100", 16, 8, mode, pools)
-    secs, prec, lay, ws, step, reference = _expected(spec, mode, pool_gpus)
+    secs, prec, lay, ws, step, reference = _expected(spec, mode, pool_gpus,
+                                                     "scoring" in (pools or {}))
     assert r.phases == pytest.approx(secs, rel=1e-12)
     assert (r.precision, r.layout) == (prec, lay)
     assert r.weight_sync_seconds == pytest.approx(ws, rel=1e-12)
@@ -133,3 +143,29 @@ def test_async_without_eval() -> None:
     rest = sum(v for k, v in r.phases.items() if k != "rollout")
     assert gen > rest
     assert r.step_seconds == pytest.approx(gen, rel=1e-12)
+
+
+@pytest.mark.fitted
+@pytest.mark.parametrize(("mode", "pools", "apart"), [
+    ("colocated", None, False),
+    ("sync", {"rollout": 8, "update": 8}, False),  # scoring merged into the update pool
+    ("sync", {"rollout": 8, "scoring": 4, "update": 4}, True),
+    ("async", {"rollout": 8, "scoring": 4, "update": 4}, True),
+])
+def test_the_reference_forward_on_the_trainer_takes_the_update_factor(spec, mode, pools,
+                                                                       apart) -> None:
+    """With the stored fit: the training engine's reference forward on the update's GPUs runs
+    at the update's fitted factor, on a scoring pool of its own at the scoring factor
+    (docs/demand-model.md §3.12); the rollout and the update do not move."""
+    factors = active_fit().factors
+    assert factors["scoring"] != pytest.approx(factors["update_rl"], rel=0.05)
+    r = run_on_cluster(spec, "H100", 16, 8, mode, pools)
+    g = (pools or {}).get("scoring", (pools or {}).get("update", 16))
+    gpn = min(8, g)
+    demand = build_demand(spec)
+    own = min(phase_rates(demand, "scoring", gpus()["H100"], gpn, mode != "async",
+                          default_policy()), key=lambda x: (x.busy(g / gpn), x.precision))
+    alone = own.busy(g / gpn) * 3600.0 / 300
+    want = alone if apart else alone * factors["scoring"] / factors["update_rl"]
+    assert r.phases["scoring"] == pytest.approx(want, rel=1e-12)
+

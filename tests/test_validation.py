@@ -39,29 +39,25 @@ GAPS = {
                                         "same 4 A100-80GB",
     "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case; its own thread (issue #32) traced a "
                                         "24-h ETA to GPUs linked over PCIe via the CPU (PHB)",
-    "areal-v0.2-r1distill-7b-ppo-27k-64-64xh800": "unfitted 1.19: the fitted generation "
-                                                  "factor (x0.61) slows AReaL v0.2's SGLang, "
-                                                  "which the release's throughput chart puts "
-                                                  "1.1-1.7x above v0.1's vLLM (the v0.1 run "
-                                                  "fits at 0.88): one factor for every engine",
-    "areal-v0.2-r1distill-1.5b-ppo-27k-16-16xh800": "as the 7B 64+64 row (unfitted 1.13)",
     "verl-grpo-deepseek-v3-96xh20": "its reported generation is 2.7x the modelled engine's "
                                     "(eager MoE decode at TP32 over 4 H20 nodes) and the "
                                     "rest 2.3x (the 671B state swapped to and from the host "
                                     "around each phase is not modelled)",
-    "nemorl-grpo-qwen3-32b-32xh100": "the scoring and overhead factors are shared across "
-                                     "frameworks (unfitted 1.27)",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "
                                      "factor for every framework",
     "openrlhf-ppo-llama2-70b-16xa800": "as the OpenRLHF 7B case, in the other direction: the "
                                        "rank-0 broadcast and vLLM TP over A800s",
-    "openrlhf-ppo-codellama-34b-8xa800": "its reported generation is 2.8x the modelled engine's "
-                                         "(OpenRLHF 0.2 generated in micro-rollout batches)",
-    "verl-fully-async-grpo-qwen3-30b-a3b-8k-96-32xh20": "unfitted 1.91: the 4-node Megatron "
-                                                        "trainer pays the expert all-to-all over "
-                                                        "the network (EP8 keeps it in a node) and "
-                                                        "its reference forward takes the scoring "
-                                                        "factor of separate scoring pools",
+    "openrlhf-ppo-llama2-13b-8xa800": "as the OpenRLHF 7B case: lengths not in the record, and "
+                                      "its scoring pools take the factor of pools apart (x0.45), "
+                                      "which this table's 34B and 70B rows set",
+    "nemorl-async8-grpo-qwen3-30b-a3b-192xh100": "8 steps off policy: a response may finish up to "
+                                                 "8 steps after its prompt, so the longest one "
+                                                 "does not hold each step (unfitted 1.30); "
+                                                 "ptplan overlaps one step",
+    "verl-grpo-qwen3-30b-a3b-8k-colocate-128xh20": "its 128-GPU reference and update take 1.67x "
+                                                   "the GPU-seconds per token of the same "
+                                                   "table's 32-GPU async trainer: a scale cost of "
+                                                   "veRL's Megatron MoE trainer not modelled",
 }
 
 

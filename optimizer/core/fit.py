@@ -5,7 +5,9 @@ bytes and memory. What physics leaves open is fitted on the published runs of ``
 as a few physically meaningful factors, never per case:
 
 * ``generation``, ``scoring``, ``update_rl``, ``update_sft``: achieved ÷ modelled throughput of
-  that phase family (a phase's time is divided by its factor);
+  that phase family (a phase's time is divided by its factor); the reference and reward
+  forwards of the training engine on the trainer's own GPUs take the update's factor, so
+  ``scoring`` is scoring on a pool of its own and teacher scoring in an inference server;
 * ``step_overhead_seconds``: per RL/OPD step, the framework's own time outside the modelled
   phases (dispatch, data loading, reward execution in the driver, logging).
 
@@ -138,26 +140,35 @@ def identity_fit() -> Fit:
     return Fit({k: 1.0 for k in GOVERNED_BY}, 0.0, base.intervals, 0, {}, {})
 
 
-def family(phase: str, method: str, param_offload: bool = False) -> str:
+def family(phase: str, method: str, param_offload: bool = False,
+           on_trainer: bool = False) -> str:
     """The factor family of a phase: ``update_offload`` for ZeRO-3 parameter offload (every
-    pass streams the weights from host memory: DeepSpeed ZeRO-Infinity), whatever the method."""
+    pass streams the weights from host memory: DeepSpeed ZeRO-Infinity), whatever the method.
+
+    ``on_trainer``: the scoring phase is forwards of the training engine (reference, reward)
+    on the trainer's own GPUs, so it runs at the training engine's efficiency and takes the
+    update's family; ``scoring`` is left to forwards on a pool of their own and to teacher
+    scoring in an inference server (docs/demand-model.md §3.12, "Scoring on the trainer's
+    GPUs")."""
+    if phase == "scoring" and on_trainer:
+        phase = "update"
     if phase == "update" and param_offload:
         return "update_offload"
     return PHASE_FAMILY.get(phase) or ("update_sft" if method == "sft" else "update_rl")
 
 
 def applies(phase: str, method: str, efficiency_set: set[str] | frozenset[str],
-            param_offload: bool = False) -> bool:
+            param_offload: bool = False, on_trainer: bool = False) -> bool:
     """Whether the fitted factor corrects this phase (no: the spec states the efficiency)."""
-    fam = family(phase, method, param_offload)
+    fam = family(phase, method, param_offload, on_trainer)
     return not any(k in efficiency_set for k in GOVERNED_BY.get(fam, ()))
 
 
 def phase_factor(phase: str, method: str, efficiency_set: set[str] | frozenset[str],
-                 param_offload: bool = False) -> float:
+                 param_offload: bool = False, on_trainer: bool = False) -> float:
     """The fitted factor a phase's time is divided by (1 where the spec sets the efficiency
     that the factor corrects)."""
-    fam = family(phase, method, param_offload)
+    fam = family(phase, method, param_offload, on_trainer)
     if any(k in efficiency_set for k in GOVERNED_BY.get(fam, ())):
         return 1.0
     return active_fit().factors.get(fam, 1.0)

@@ -38,10 +38,12 @@ from ptplan.demand.model import (
     KV_HEADROOM,
     MAX_REPLICA_GPUS,
     TRAIN_PRECISIONS,
+    TRAINING_ENGINE_FORWARDS,
     Cell,
     Demand,
     Part,
     lora_params,
+    scoring_on_trainer,
 )
 from ptplan.spec.project import ProjectSpec
 
@@ -130,11 +132,6 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     mem = (weights + batch * ctx * engine.kv_bytes_per_token) / engine.gpus / GB
     return Cell(True, batch / t / engine.gpus, engine.gpus, mem, batch,
                 engine.bound(batch, ctx), engine=engine)
-
-
-TRAINING_ENGINE_FORWARDS = frozenset({"reference", "old_logprob", "critic_values", "reward"})
-"""Forward passes the RL frameworks run in the training engine (veRL's FSDP/Megatron workers,
-OpenRLHF's DeepSpeed models), not in the inference server: they run at training efficiency."""
 
 
 def _forward_efficiency(part: Part, spec: ProjectSpec) -> float | None:
@@ -306,7 +303,8 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
     fitted = fit.phase_factor(phase, spec.method, spec.efficiency.model_fields_set,
-                              spec.efficiency.param_offload)
+                              spec.efficiency.param_offload,
+                              scoring_on_trainer(phase, parts, cond.with_trainer))
     fixed = demand.steps * fit.step_overhead(spec.method) if phase == "update" else 0.0
     timing = Timing(linear, tuple(curves), floor, replica, 1.0 / fitted, tuple(train),
                     cond.gpus_per_node, overlapped, fixed)

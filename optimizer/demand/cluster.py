@@ -141,7 +141,8 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
         notes = []
         if sum(set(pools.values())) > gpus and sum(pools.values()) > gpus:
             notes.append(f"pools hold {sum(pools.values())} GPUs, more than the {gpus} given")
-        return _run(spec, demand, gpu, gpus, gpus_per_node, mode, pool_gpus, policy, notes)
+        return _run(spec, demand, gpu, gpus, gpus_per_node, mode, pool_gpus, policy, notes,
+                    scoring_apart="scoring" in pools)
     return _best_split(spec, demand, gpu, gpus, gpus_per_node, mode, policy)
 
 
@@ -194,7 +195,10 @@ def _best_split(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpn: int
 
 
 def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: int, mode: str,
-         pool_gpus: dict[str, int], policy: Policy, notes: list[str]) -> ClusterRun:
+         pool_gpus: dict[str, int], policy: Policy, notes: list[str],
+         scoring_apart: bool = False) -> ClusterRun:
+    """``scoring_apart``: scoring has a pool of its own (``scoring=`` given); otherwise it runs
+    on the update's GPUs, where the training engine's forwards take its efficiency."""
     phases, precision, layout = {}, {}, {}
     reference = 0.0
     overhead = 0.0
@@ -204,7 +208,8 @@ def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: 
         g = pool_gpus[POOL_OF[phase]]
         gpn = min(gpus_per_node, g)
         rates = phase_rates(demand, phase, gpu, gpn, mode != "async", policy,
-                            colocated=(mode == "colocated"))
+                            colocated=(mode == "colocated"),
+                            with_trainer=(phase == "scoring" and not scoring_apart))
         best = _best(rates, g / gpn)
         if best is None:
             raise InputError(f"{phase} does not fit {g} x {gpu.name} (nodes of {gpn})")

@@ -28,6 +28,9 @@ class Conditions:
     gpus_per_node: int = 8
     colocated: bool = False
     kv_fp8: bool = False
+    with_trainer: bool = False
+    """The phase shares its pool with the update (colocated, or scoring merged into the update
+    pool): the training engine's forwards there run at its efficiency (core.fit.family)."""
 
 
 def kv_element_bytes(precision: str, kv_fp8: bool) -> float:

@@ -22,6 +22,7 @@ from ptplan.demand.cells import (
     phase_cell,
     precision_options,
 )
+from ptplan.demand.decode import Conditions
 from ptplan.demand.model import Demand, build_demand
 from ptplan.spec.defaults import applied_defaults
 from ptplan.spec.project import ProjectSpec
@@ -61,7 +62,10 @@ def estimate(spec: ProjectSpec, gpu_names: list[str], precision: str | None = No
                 hours_by_gpu[g.name] = None
                 totals[g.name] = None
                 continue
-            pc = phase_cell(demand, phase, g, q, synchronous=synchronous)
+            # the most efficient placement: the training engine's scoring forwards on the
+            # trainer's own GPUs (a layout every pipeline offers; cells.scoring_on_trainer)
+            pc = phase_cell(demand, phase, g, q, synchronous=synchronous,
+                            cond=Conditions(with_trainer=True))
             if not pc.fits or pc.timing is None:
                 cells[g.name] = {"precision": q, "fits": False, "reason": pc.reason}
                 hours_by_gpu[g.name] = None

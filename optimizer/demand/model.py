@@ -100,6 +100,20 @@ class Part:
         return self.flops_per_token * self.tokens
 
 
+TRAINING_ENGINE_FORWARDS = frozenset({"reference", "old_logprob", "critic_values", "reward"})
+"""Forward passes the RL frameworks run in the training engine (veRL's FSDP/Megatron workers,
+OpenRLHF's DeepSpeed models), not in the inference server: they run at training efficiency."""
+
+
+def scoring_on_trainer(phase: str, parts: tuple[Part, ...] | list[Part],
+                       with_trainer: bool) -> bool:
+    """Scoring is the training engine's forwards (reference, reward) on the trainer's own GPUs,
+    so it runs at that engine's efficiency and takes the update's fitted factor; a teacher in an
+    inference server keeps the scoring factor (evidence: docs/demand-model.md §3.12)."""
+    return (with_trainer and phase == "scoring" and bool(parts)
+            and all(p.name in TRAINING_ENGINE_FORWARDS for p in parts))
+
+
 @dataclass(frozen=True)
 class Cell:
     """Throughput and memory of one part on one (GPU, precision)."""

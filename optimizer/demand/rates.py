@@ -110,33 +110,37 @@ def gpu_precisions(demand: Demand, phase: str, gpu: GPU, policy: Policy | None =
 
 
 def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
-                policy: Policy | None = None, colocated: bool = False) -> list[PhaseRate]:
+                policy: Policy | None = None, colocated: bool = False,
+                with_trainer: bool = False) -> list[PhaseRate]:
     """Per allowed precision that fits: the phase's timing on nodes of ``gpn`` GPUs (with the
     policy's high-precision fallback share for teacher and reward scoring). ``tail``: the
     layout is synchronous (each step waits for its longest response); ``colocated``: the rollout
-    engine shares the GPUs with resident training state."""
+    engine shares the GPUs with resident training state; ``with_trainer``: the pool also runs
+    the update (colocated, or scoring merged into the update pool), so the training engine's
+    scoring forwards take its fitted efficiency (:func:`ptplan.demand.cells.scoring_on_trainer`)."""
     policy = policy or default_policy()
     synchronous = tail if phase in GEN_PHASES else True
     together = colocated and demand.spec.method not in ("sft", "generate")
+    trainer = (with_trainer or colocated) and phase == "scoring"
     pinned = demand.memo.get(("policy", id(policy)))  # its JSON, once per policy object
     if pinned is None or pinned[0] is not policy:
         pinned = demand.memo[("policy", id(policy))] = (policy, policy.model_dump_json())
-    key = (phase, gpu.name, gpn, synchronous, together, pinned[1])
+    key = (phase, gpu.name, gpn, synchronous, together, trainer, pinned[1])
     hit = demand.memo.get(key)
     if hit is None:
         hit = demand.memo[key] = _phase_rates(demand, phase, gpu, gpn, synchronous, policy,
-                                              together)
+                                              together, trainer)
     return list(hit)
 
 
 def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, policy: Policy,
-                 colocated: bool) -> list[PhaseRate]:
+                 colocated: bool, with_trainer: bool = False) -> list[PhaseRate]:
     out: list[PhaseRate] = []
     fallback: dict[str, float] | None = (
         {str(k): v for k, v in policy.high_precision_fallback.items()}
         if phase == "scoring" else None)
     cond = Conditions(gpn, colocated,
-                      policy.kv_cache_fp8)
+                      policy.kv_cache_fp8, with_trainer)
     rel = demand.spec.release
     spans_ok = rel is None or rel.engine_spans_nodes
     for q in gpu_precisions(demand, phase, gpu, policy):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ptplan.core.fit import fit_digest, model_interval
+from ptplan.core.numbers import round_float
 from ptplan.planfile.fields import usd
 from ptplan.planfile.schema import CalibrationRecord, Plan
 from ptplan.planfile.schema_items import Uncertainty
@@ -127,7 +128,9 @@ def uncertainty_of(plan: Plan) -> Uncertainty:
               f"or per-sample other costs (${fixed}) unchanged")
     return Uncertainty(
         level=iv.level, total_cost_usd=total,
-        makespan_hours=[plan.makespan_hours * n.low, plan.makespan_hours * n.high],
+        # from the makespan as the plan writes it (12 significant digits), so a last-bit
+        # difference in the search's arithmetic cannot tip the product's rounding
+        makespan_hours=[round_float(plan.makespan_hours) * f for f in (n.low, n.high)],
         factor=[n.low, n.high], model_factor=[iv.low, iv.high], family=iv.family,
         cases=iv.cases, time_cost_usd=str(timed), calibrated_share=n.share,
         calibration_runs=len(n.runs), fit=fit_digest(), basis=basis)

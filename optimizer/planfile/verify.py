@@ -157,6 +157,7 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
 
     v += check_spec_record(plan, spec, demand, policy)
     pools = {p.name: p for p in plan.pools}
+    trainer_pools = {ph.pool for ph in plan.phases if ph.name == "update"}
     tail = plan.pipeline_mode != "async"
     for ph in plan.phases:
         if ph.tokens_per_node_hour is None:
@@ -179,7 +180,8 @@ def verify_against_spec(plan: Plan, spec) -> list[str]:
             continue
         rates = {r.precision: r for r in phase_rates(
             demand, ph.name, gpu, pool.gpus_per_node, tail, policy,
-            colocated=plan.pipeline_mode == "colocated")}
+            colocated=plan.pipeline_mode == "colocated",
+            with_trainer=ph.pool in trainer_pools)}
         r = rates.get(ph.precision or "")
         if r is None:
             v.append(f"spec_match: phase {ph.name} does not fit {pool.gpu} at {ph.precision}")

@@ -184,6 +184,10 @@ def _fitted_defaults(spec: ProjectSpec) -> list[str]:
             continue
         fam = family(phase, spec.method, eff.param_offload)
         item = f"{fam} x{fit.factors.get(fam, 1.0):g}"
+        if phase == "scoring" and spec.teacher is None:
+            # the reference/reward forwards of the training engine: the update's factor on the
+            # trainer's GPUs (core.fit.family), this one on a pool of their own
+            item += " on a scoring pool of its own (on the trainer's GPUs the update's)"
         if item not in shown:
             shown.append(item)
     if not shown:

@@ -163,7 +163,8 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
 
         def make(key: RatesKey) -> Callable[[], list[list[PhaseRate]]]:
             return lambda: [phase_rates(demand, ph, table[key.gpu], key.gpus_per_node,
-                                        lay.tail, lay.policy, colocated=lay.mode == "colocated")
+                                        lay.tail, lay.policy, colocated=lay.mode == "colocated",
+                                        with_trainer="update" in pool.phases)
                             for ph in pool.phases]  # as Enumerator.rates
         got[0].pool = pool
         for g in got[0].groups:

@@ -81,7 +81,8 @@ class Enumerator:
         key = (_RATES, self.context, gpu_name, gpn)  # the grid cache's lifetime: one spec
         if key not in self.grid_cache:                # and policy (see grid())
             rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
-                                 self.layout.policy, colocated=self.layout.mode == "colocated")
+                                 self.layout.policy, colocated=self.layout.mode == "colocated",
+                                 with_trainer="update" in self.pool.phases)
                      for ph in self.pool.phases]
             self.grid_cache[key] = rates if all(rates) else None
         return self.grid_cache[key]

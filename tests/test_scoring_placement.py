@@ -1,0 +1,99 @@
+"""Scoring on the trainer's GPUs (issue #39, docs/demand-model.md §3.12): the training engine's
+reference and reward forwards on the pool that runs the update take the update's fitted factor;
+on a scoring pool of their own, and for a teacher in an inference server wherever it runs, the
+scoring factor. Expectations are restated from the stored fit's factors, never hard-coded: the
+fit moves with the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import ptplan
+from ptplan.core.fit import active_fit, applies, family
+from ptplan.core.hardware import gpus
+from ptplan.demand.cells import scoring_on_trainer
+from ptplan.demand.model import build_demand
+from ptplan.demand.rates import phase_rates
+from ptplan.planfile.verify import verify_against_spec
+from ptplan.spec.project import load_spec
+
+pytestmark = pytest.mark.fitted  # the model as shipped
+EX = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_the_family_of_scoring_follows_where_it_runs() -> None:
+    assert family("scoring", "rl") == "scoring"
+    assert family("scoring", "rl", on_trainer=True) == "update_rl"
+    assert family("scoring", "opd", on_trainer=True) == "update_rl"
+    # the update's family, offload included: the same engine
+    assert family("scoring", "rl", param_offload=True, on_trainer=True) == "update_offload"
+    assert family("scoring", "rl", param_offload=True) == "scoring"
+    assert family("update", "rl", on_trainer=True) == "update_rl"
+    assert family("rollout", "rl", on_trainer=True) == "generation"
+    # a spec that states the training engine's MFU keeps it on the trainer's GPUs
+    assert not applies("scoring", "rl", {"rl_train_mfu"}, on_trainer=True)
+    assert applies("scoring", "rl", {"prefill_efficiency"}, on_trainer=True)
+
+
+def test_only_training_engine_forwards_on_the_trainer_are_tied() -> None:
+    grpo = build_demand(load_spec(str(EX / "grpo-7b.yaml")))
+    opd = build_demand(load_spec(str(EX / "opd-8b-from-32b.yaml")))
+    ref = grpo.phase_parts("scoring")
+    teacher = opd.phase_parts("scoring")
+    assert [p.name for p in ref] == ["reference"]
+    assert "teacher" in [p.name for p in teacher]
+    assert scoring_on_trainer("scoring", ref, True)
+    assert not scoring_on_trainer("scoring", ref, False)
+    assert not scoring_on_trainer("scoring", teacher, True)
+    assert not scoring_on_trainer("update", grpo.phase_parts("update"), True)
+    assert not scoring_on_trainer("scoring", (), True)
+
+
+@pytest.mark.parametrize(("example", "tied"), [("grpo-7b", True), ("opd-8b-from-32b", False)])
+def test_the_scoring_rate_on_the_trainer(example: str, tied: bool) -> None:
+    factors = active_fit().factors
+    demand = build_demand(load_spec(str(EX / f"{example}.yaml")))
+    h100 = gpus()["H100"]
+    apart = {r.precision: r for r in phase_rates(demand, "scoring", h100, 8, True)}
+    merged = {r.precision: r for r in phase_rates(demand, "scoring", h100, 8, True,
+                                                  with_trainer=True)}
+    colocated = {r.precision: r for r in phase_rates(demand, "scoring", h100, 8, True,
+                                                     colocated=True)}
+    ratio = factors["scoring"] / factors["update_rl"] if tied else 1.0
+    assert apart.keys() == merged.keys() == colocated.keys()
+    for q, r in apart.items():
+        assert merged[q].busy(2.0) == pytest.approx(r.busy(2.0) * ratio, rel=1e-12)
+        assert colocated[q].busy(2.0) == pytest.approx(merged[q].busy(2.0), rel=1e-12)
+        assert merged[q].gpu_hours == pytest.approx(r.gpu_hours * ratio, rel=1e-12)
+    # the other phases do not move with the flag
+    for phase in ("rollout", "update"):
+        a = phase_rates(demand, phase, h100, 8, True)
+        b = phase_rates(demand, phase, h100, 8, True, with_trainer=True)
+        assert [x.busy(2.0) for x in a] == [x.busy(2.0) for x in b]
+
+
+def test_a_plan_prices_its_trainer_pool_scoring_tied_and_verifies() -> None:
+    """veRL runs the reference on the trainer's pool: the plan's scoring phase is on a pool that
+    also runs the update, priced at the tied rate, and the independent verifier (which recomputes
+    it from the plan's own pools) agrees."""
+    spec = load_spec(str(EX / "grpo-7b.yaml"))
+    plan = ptplan.plan(spec, ptplan.load_catalog("embedded"), timings=False)
+    phases = {p.name: p for p in plan.phases}
+    scoring = phases["scoring"]
+    assert scoring.pool == phases["update"].pool
+    pool = next(p for p in plan.pools if p.name == scoring.pool)
+    demand = build_demand(spec)
+    gpu = gpus()[pool.gpu]
+    tail = plan.pipeline_mode != "async"
+    tied = {r.precision: r for r in phase_rates(demand, "scoring", gpu, pool.gpus_per_node, tail,
+                                                with_trainer=True)}
+    apart = {r.precision: r for r in phase_rates(demand, "scoring", gpu, pool.gpus_per_node,
+                                                 tail)}
+    effective = sum(a.nodes * a.effective_fraction for a in pool.allocations) \
+        * scoring.usable_node_fraction
+    q = scoring.precision
+    assert scoring.busy_hours == pytest.approx(tied[q].busy(effective), rel=1e-9)
+    assert scoring.busy_hours < apart[q].busy(effective)
+    assert verify_against_spec(plan, spec) == []
