@@ -31,6 +31,7 @@ def test_the_family_of_scoring_follows_where_it_runs() -> None:
     assert family("scoring", "rl", param_offload=True, on_trainer=True) == "update_offload"
     assert family("scoring", "rl", param_offload=True) == "scoring"
     assert family("update", "rl", on_trainer=True) == "update_rl"
+    assert (family("update", "sft"), family("update", "rl")) == ("update_sft", "update_rl")
     assert family("rollout", "rl", on_trainer=True) == "generation"
     # a spec that states the training engine's MFU keeps it on the trainer's GPUs
     assert not applies("scoring", "rl", {"rl_train_mfu"}, on_trainer=True)
@@ -97,3 +98,40 @@ def test_a_plan_prices_its_trainer_pool_scoring_tied_and_verifies() -> None:
     assert scoring.busy_hours == pytest.approx(tied[q].busy(effective), rel=1e-9)
     assert scoring.busy_hours < apart[q].busy(effective)
     assert verify_against_spec(plan, spec) == []
+
+
+def test_a_forked_frontier_prices_scoring_as_this_process_does(tmp_path: Path) -> None:
+    """The pool frontiers a forked worker builds come back with their rates recomputed here
+    (frontier.frontiers' lazy rates): the merged pool's scoring must be tied there too. The
+    shipped model in a fresh interpreter, with and without the worker: the same plan bytes."""
+    import os
+    import subprocess
+    import sys
+
+    out = {}
+    for workers in ("1", "2"):
+        env = {**os.environ, "PTPLAN_WORKERS": workers, "PTPLAN_TODAY": "2026-12-07"}
+        path = tmp_path / f"plan-{workers}.json"
+        subprocess.run([sys.executable, "-m", "ptplan", "-q", "plan", str(EX / "grpo-7b.yaml"),
+                        "--format", "json", "--no-timings", "-o", str(path)],
+                       check=True, env=env, capture_output=True, timeout=300)
+        out[workers] = path.read_text(encoding="utf-8")
+    assert out["1"] == out["2"]
+
+
+def test_the_reference_pool_estimate_scores_on_the_trainer() -> None:
+    """``ptplan estimate`` (no cluster) reports scoring on the trainer's GPUs, the placement
+    every pipeline offers: the tied rate, not a scoring pool's."""
+    from ptplan.demand.cells import phase_cell
+    from ptplan.demand.decode import Conditions
+    from ptplan.demand.estimate import estimate
+
+    spec = load_spec(str(EX / "grpo-7b.yaml"))
+    demand = build_demand(spec)
+    got = next(p for p in estimate(spec, ["H100"])["phases"] if p["name"] == "scoring")
+    h100 = gpus()["H100"]
+    q = got["by_gpu"]["H100"]["precision"]
+    tied = phase_cell(demand, "scoring", h100, q, cond=Conditions(with_trainer=True))
+    apart = phase_cell(demand, "scoring", h100, q)
+    assert got["gpu_hours"]["H100"] == pytest.approx(tied.gpu_hours, rel=1e-3)
+    assert apart.gpu_hours > 1.5 * tied.gpu_hours
