@@ -54,6 +54,10 @@ GAPS = {
                                                  "8 steps after its prompt, so the longest one "
                                                  "does not hold each step (unfitted 1.30); "
                                                  "ptplan overlaps one step",
+    "nemorl-async-grpo-qwen3-30b-a3b-16xgb200": "the one-step-off row takes 1.36x its on-policy "
+                                                "sibling on the same 16 GB200 (301 vs 221 s), "
+                                                "ptplan's overlap 0.6x; the table's EP16 cannot "
+                                                "hold on the recipe's 8 training GPUs",
     "verl-grpo-qwen3-30b-a3b-8k-colocate-128xh20": "its 128-GPU reference and update take 1.67x "
                                                    "the GPU-seconds per token of the same "
                                                    "table's 32-GPU async trainer: a scale cost of "
