@@ -184,17 +184,18 @@ def rows() -> list[dict[str, Any]]:
         fam = d.job_family if d.job_family in res.intervals else "all"
         ilo, ihi, _ = res.intervals[fam]
         pred_loo = res.loo_ratio[case.id] * value
+        unfitted = fitting.predict(d, {}, 0.0) / value
         out.append({
             "id": case.id, "metric": key, "reported": value, "predicted": round(pred, 2),
             "ratio": round(ratio, 3), "loo_ratio": round(res.loo_ratio[case.id], 3),
             # counted on the unrounded ratios, as the stored fit counts them (0.6666 is out)
             "within_1_5x": 2 / 3 <= ratio <= 1.5,
             "loo_within_1_5x": 2 / 3 <= res.loo_ratio[case.id] <= 1.5,
-            "unfitted_within_1_5x": 2 / 3 <= fitting.predict(d, {}, 0.0) / value <= 1.5,
+            "unfitted_within_1_5x": 2 / 3 <= unfitted <= 1.5,
             "interval": [round(pred_loo * ilo, 2), round(pred_loo * ihi, 2)],
             "loo_covered": res.loo_covered[case.id],
             "band": [lo, hi], "in_band": lo <= ratio <= hi, "confidence": case.raw["confidence"],
-            "unfitted_ratio": round(fitting.predict(d, {}, 0.0) / value, 3),
+            "unfitted_ratio": round(unfitted, 3),
             "phases_seconds_per_step": {k: round(v, 1) for k, v in r.phases.items()},
             "precision": r.precision,
             "update_layout": r.layout.get("update"),

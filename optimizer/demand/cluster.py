@@ -209,7 +209,7 @@ def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: 
         gpn = min(gpus_per_node, g)
         rates = phase_rates(demand, phase, gpu, gpn, mode != "async", policy,
                             colocated=(mode == "colocated"),
-                            with_trainer=(phase == "scoring" and not scoring_apart))
+                            with_trainer=not scoring_apart)  # rates apply it to scoring only
         best = _best(rates, g / gpn)
         if best is None:
             raise InputError(f"{phase} does not fit {g} x {gpu.name} (nodes of {gpn})")

@@ -41,11 +41,17 @@ from ptplan.costs.cpu import CpuPoolModel
 from ptplan.costs.network import NetworkModel
 from ptplan.costs.other import OtherCostModel
 from ptplan.demand.model import Demand
-from ptplan.demand.rates import PhaseRate, phase_rates
+from ptplan.demand.rates import PhaseRate
 from ptplan.planner.candidates import Layout, PoolSpec
 from ptplan.planner.frontier.merged import merged_frontier
 from ptplan.planner.frontier.parts import LazyRates, RatesKey
-from ptplan.planner.frontier.pool import SEQUENCES, PoolFrontier, by_shape, pool_frontier
+from ptplan.planner.frontier.pool import (
+    SEQUENCES,
+    PoolFrontier,
+    by_shape,
+    pool_frontier,
+    pool_rates,
+)
 from ptplan.providers.base import Offer
 
 
@@ -162,10 +168,7 @@ def build_frontiers(demand: Demand, layouts: list[Layout], offers: list[Offer], 
         lazy: dict[RatesKey, LazyRates] = {}
 
         def make(key: RatesKey) -> Callable[[], list[list[PhaseRate]]]:
-            return lambda: [phase_rates(demand, ph, table[key.gpu], key.gpus_per_node,
-                                        lay.tail, lay.policy, colocated=lay.mode == "colocated",
-                                        with_trainer="update" in pool.phases)
-                            for ph in pool.phases]  # as Enumerator.rates
+            return lambda: pool_rates(demand, lay, pool, table[key.gpu], key.gpus_per_node)
         got[0].pool = pool
         for g in got[0].groups:
             for name in OFFER_LISTS:

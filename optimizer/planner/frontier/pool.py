@@ -42,6 +42,16 @@ _PINNED = "offers of groups with no valid count"
 _RATES = "rates"
 
 
+def pool_rates(demand: Demand, layout: Layout, pool: PoolSpec, gpu: Any, gpn: int
+               ) -> list[list[PhaseRate]]:
+    """Per phase of ``pool``, its demand-model rates on nodes of ``gpn`` ``gpu``s: under the
+    layout's pipeline and policy, with the training engine's scoring forwards at the update's
+    efficiency when the pool also runs the update (``phase_rates(with_trainer=...)``)."""
+    return [phase_rates(demand, ph, gpu, gpn, layout.tail, layout.policy,
+                        colocated=layout.mode == "colocated", with_trainer="update" in pool.phases)
+            for ph in pool.phases]
+
+
 class Enumerator:
     """Builds one pool's groups; holds what its sites share (rates per shape, spot weights,
     non-spot sequences, busy-time grids) and counts the grid points evaluated."""
@@ -80,10 +90,7 @@ class Enumerator:
         """Per phase of the pool, its rates on this shape (None if a phase cannot run)."""
         key = (_RATES, self.context, gpu_name, gpn)  # the grid cache's lifetime: one spec
         if key not in self.grid_cache:                # and policy (see grid())
-            rates = [phase_rates(self.demand, ph, self.table[gpu_name], gpn, self.layout.tail,
-                                 self.layout.policy, colocated=self.layout.mode == "colocated",
-                                 with_trainer="update" in self.pool.phases)
-                     for ph in self.pool.phases]
+            rates = pool_rates(self.demand, self.layout, self.pool, self.table[gpu_name], gpn)
             self.grid_cache[key] = rates if all(rates) else None
         return self.grid_cache[key]
 
