@@ -135,3 +135,45 @@ def test_the_reference_pool_estimate_scores_on_the_trainer() -> None:
     apart = phase_cell(demand, "scoring", h100, q)
     assert got["gpu_hours"]["H100"] == pytest.approx(tied.gpu_hours, rel=1e-3)
     assert apart.gpu_hours > 1.5 * tied.gpu_hours
+
+
+def _fitted_line(spec) -> str:
+    from ptplan.spec.defaults import applied_defaults
+
+    (line,) = [d for d in applied_defaults(spec) if d.startswith("efficiency fitted on")]
+    return line
+
+
+def test_the_explained_factors_are_the_jobs_own() -> None:
+    """The defaults line names the fitted factor of each phase the job has, and where the
+    scoring factor applies: a job without a reference, reward model or teacher has no scoring
+    phase; a teacher keeps the scoring factor wherever it runs; a spec that states the training
+    MFU takes no update factor."""
+    fit = active_fit()
+    f, o, n = fit.factors, fit.step_overhead_seconds, fit.cases
+    head = f"efficiency fitted on {n} published runs (achieved ÷ modelled throughput): "
+    tail = f", framework overhead {o:g} s per step (docs/demand-model.md §7)"
+    grpo = load_spec(str(EX / "grpo-7b.yaml"))
+    assert _fitted_line(grpo) == (
+        head + f"generation x{f['generation']:g}, scoring x{f['scoring']:g} on a scoring pool of "
+        f"its own (on the trainer's GPUs the update's), update_rl x{f['update_rl']:g}" + tail)
+    agentic = load_spec(str(EX / "agentic-swe-rl.yaml"))
+    assert agentic.scoring_roles == ()
+    assert _fitted_line(agentic) == (
+        head + f"generation x{f['generation']:g}, update_rl x{f['update_rl']:g}" + tail)
+    opd = load_spec(str(EX / "opd-8b-from-32b.yaml"))
+    assert _fitted_line(opd) == (
+        head + f"generation x{f['generation']:g}, scoring x{f['scoring']:g}, "
+        f"update_rl x{f['update_rl']:g}" + tail)
+    sft = load_spec(str(EX / "sft-8b.yaml"))
+    want = f"update_sft x{f['update_sft']:g}"
+    if sft.eval is not None:
+        want += f", generation x{f['generation']:g}"
+    assert _fitted_line(sft) == head + want + " (docs/demand-model.md §7)"
+    stated = grpo.model_copy(update={"efficiency": grpo.efficiency.model_copy(
+        update={"rl_train_mfu": 0.3})})
+    stated.efficiency.model_fields_set.add("rl_train_mfu")
+    assert _fitted_line(stated) == head + f"generation x{f['generation']:g}" + tail
+    offload = grpo.model_copy(update={"efficiency": grpo.efficiency.model_copy(
+        update={"param_offload": True})})
+    assert f"update_offload x{f['update_offload']:g}" in _fitted_line(offload)

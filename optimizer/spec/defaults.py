@@ -180,11 +180,13 @@ def _fitted_defaults(spec: ProjectSpec) -> list[str]:
         phases.append("eval")
     shown: list[str] = []
     for phase in phases:
+        if phase == "scoring" and not spec.scoring_roles:
+            continue  # no reference, reward model or teacher: the job has no scoring phase
         if not applies(phase, spec.method, eff.model_fields_set, eff.param_offload):
             continue
         fam = family(phase, spec.method, eff.param_offload)
         item = f"{fam} x{fit.factors.get(fam, 1.0):g}"
-        if phase == "scoring" and spec.teacher is None:
+        if phase == "scoring" and "teacher" not in spec.scoring_roles:
             # the reference/reward forwards of the training engine: the update's factor on the
             # trainer's GPUs (core.fit.family), this one on a pool of their own
             item += " on a scoring pool of its own (on the trainer's GPUs the update's)"
