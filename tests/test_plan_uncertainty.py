@@ -206,6 +206,10 @@ def test_calibration_narrows_the_interval(calibrated: tuple[Plan, Plan]) -> None
     assert uc.factor[1] - uc.factor[0] < ub.factor[1] - ub.factor[0]
     assert "calibration from 5 ledger runs" in uc.basis and "narrows the 80 % interval from" \
         in uc.basis
+    # the calibration follows the model's own interval in the basis, with the share it covers
+    assert uc.basis.startswith(f"80 % interval of the demand model for sft: ×{iv.low:.3f}"
+                               .rstrip("0").rstrip("."))
+    assert f"; {100 * share:.0f} % of the GPU-hours)" in uc.basis
     assert verify_plan(cal) == []
     from ptplan.report.tables import plan_table
 

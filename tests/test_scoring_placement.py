@@ -177,3 +177,29 @@ def test_the_explained_factors_are_the_jobs_own() -> None:
     offload = grpo.model_copy(update={"efficiency": grpo.efficiency.model_copy(
         update={"param_offload": True})})
     assert f"update_offload x{f['update_offload']:g}" in _fitted_line(offload)
+
+
+def _with_efficiency(spec, **fields):
+    eff = spec.efficiency.model_copy(update=fields)
+    eff.model_fields_set.update(fields)
+    return spec.model_copy(update={"efficiency": eff})
+
+
+def test_a_stated_efficiency_drops_only_its_own_factor() -> None:
+    """Each factor is left out where the spec states the efficiency it corrects, and only
+    there: the others are still listed (the line is walked to its end)."""
+    f = active_fit().factors
+    grpo = load_spec(str(EX / "grpo-7b.yaml"))
+    line = _fitted_line(_with_efficiency(grpo, decode_mbu=0.5))
+    assert "generation x" not in line
+    assert f"scoring x{f['scoring']:g}" in line and f"update_rl x{f['update_rl']:g}" in line
+    offload = _with_efficiency(grpo, param_offload=True, cpu_adam_b_params_per_s=0.5)
+    line = _fitted_line(offload)
+    assert "update_offload" not in line and "update_rl" not in line
+    sft = load_spec(str(EX / "sft-8b.yaml"))
+    plain = sft.model_copy(update={"eval": None})
+    assert _fitted_line(plain).endswith(
+        f"throughput): update_sft x{f['update_sft']:g} (docs/demand-model.md §7)")
+    stated = _with_efficiency(plain, train_mfu=0.4)
+    from ptplan.spec.defaults import applied_defaults
+    assert not [d for d in applied_defaults(stated) if d.startswith("efficiency fitted on")]
