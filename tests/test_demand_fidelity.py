@@ -16,6 +16,7 @@ from ptplan.core.errors import InputError
 from ptplan.core.hardware import gpus
 from ptplan.demand import inference as inf
 from ptplan.demand import lengths as ld
+from ptplan.demand import steps as stp
 from ptplan.demand import training as tr
 from ptplan.demand.cells import Conditions, cell, phase_cell
 from ptplan.demand.cluster import run_on_cluster
@@ -137,7 +138,7 @@ def test_fixed_lengths_drain_is_length_iterations_at_full_batch() -> None:
     e = engine(eff)
     ro = inf.Rollout(64, 100, ld.fixed(1000))
     batch, admitted = inf.effective_batch(e, ro)
-    sm = inf.step_model(e, ro, batch, admitted)
+    sm = stp.step_model(e, ro, batch, admitted)
     n = float(sm.n_grid[sm.n_grid <= 64][-1])  # a tabulated load (others round up to one)
     by_hand = sum(float(e.iteration_seconds(n, 100 + j)) for j in range(1, 1001))
     assert float(sm.seconds(n)) == pytest.approx(by_hand, rel=0.01)
@@ -149,9 +150,9 @@ def test_drain_sits_between_full_batch_and_longest_alone() -> None:
     e = engine()
     ro = inf.Rollout(128, 200, ld.max_entropy(2000, 16384))
     batch, admitted = inf.effective_batch(e, ro)
-    sm = inf.step_model(e, ro, batch, admitted)
+    sm = stp.step_model(e, ro, batch, admitted)
     t = float(sm.seconds(128))
-    alone = inf.single_stream_seconds(e, ro)
+    alone = stp.single_stream_seconds(e, ro)
     full_batch = 128 * ro.lengths.mean / 128 * float(e.iteration_seconds(128, 200 + 2000))
     assert t > alone  # more work than one sequence
     assert t > full_batch  # the batch drains: the longest response sets the end
@@ -162,7 +163,7 @@ def test_saturated_engine_grows_linearly_in_sequences() -> None:
     e = engine(batch_cap=32)
     ro = inf.Rollout(4096, 200, ld.max_entropy(1000, 4096))
     batch, admitted = inf.effective_batch(e, ro)
-    sm = inf.step_model(e, ro, batch, admitted)
+    sm = stp.step_model(e, ro, batch, admitted)
     t1, t2, t3 = (float(sm.seconds(n)) for n in (1000, 2000, 3000))
     assert t3 - t2 == pytest.approx(t2 - t1, rel=1e-6)
     assert (t2 - t1) == pytest.approx(1000 * 1000 / 32 * sm.saturated_iter, rel=1e-6)

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from ptplan.demand.decode import DecodeCurve, DecodeOption
-from ptplan.demand.inference import AsyncModel
 from ptplan.demand.lengths import fixed
+from ptplan.demand.steps import AsyncModel
 
 
 def _option(gpus: int, batch: int, per_seq: float, floor: float) -> DecodeOption:

@@ -1,7 +1,7 @@
-"""A rollout step's decode on one replica by hand (``optimizer/demand/inference.py``:
-``effective_batch``, ``step_model`` and :class:`StepModel`, ``single_stream_seconds``, the drain
-integral and the load table; docs/demand-model.md §4; issue #27, the survivors of the
-whole-module mutation run, docs/testing.md).
+"""A rollout step's decode on one replica by hand (``optimizer/demand/steps.py`` and
+``inference.py``: ``effective_batch``, ``step_model`` and :class:`StepModel`,
+``single_stream_seconds``, the drain integral and the load table; docs/demand-model.md §4;
+issue #27, the survivors of the whole-module mutation run, docs/testing.md).
 
 The engine of ``tests/inference_engines.py`` is memory-bound in every case here:
 t_iter(b, c) = 2e-3 + 1e-9·b·c s. Every response is 192 tokens long (or 1.5, for the floors),
@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 from inference_engines import engine, lengths
 
-from ptplan.demand.inference import (
-    Rollout,
+from ptplan.demand.inference import Rollout, effective_batch
+from ptplan.demand.steps import (
     StepModel,
     _drain_seconds,
     _grid_step,
-    effective_batch,
     single_stream_seconds,
     step_model,
 )

@@ -108,6 +108,7 @@ def test_async_decode_step_by_hand(grpo) -> None:
     import numpy as np
 
     from ptplan.demand import inference as inf
+    from ptplan.demand import steps as st
     from ptplan.demand.lengths import fixed
 
     spec, part = grpo
@@ -115,16 +116,16 @@ def test_async_decode_step_by_hand(grpo) -> None:
     assert not isinstance(eng, str)
     ro = inf.Rollout(2048.0, 512.0, fixed(2048))
     B = 64
-    model = inf.async_model(eng, ro, B)
+    model = st.async_model(eng, ro, B)
     t_b = float(eng.iteration_seconds(B, 1536.0))
     assert model.per_sequence_saturated == pytest.approx(2048 * t_b / B, rel=1e-12)
-    floor = inf.single_stream_seconds(eng, ro)
+    floor = st.single_stream_seconds(eng, ro)
     for n in (B, 3 * B):
         assert float(model.seconds(n)) == pytest.approx(max(n * 2048 * t_b / B, floor),
                                                         rel=1e-12)
-    grid = inf.load_grid(B)
+    grid = st.load_grid(B)
     n = float(next(g for g in grid if 1 < g < B))
     want = max(2048 * float(eng.iteration_seconds(n, 1536.0)), floor)
     assert float(model.seconds(n)) == pytest.approx(want, rel=1e-12)
-    assert float(inf.async_seconds(eng, ro, B, n)) == pytest.approx(want, rel=1e-12)
+    assert float(st.async_seconds(eng, ro, B, n)) == pytest.approx(want, rel=1e-12)
     assert np.all(model.seconds(np.array([0.0, 0.5])) == model.seconds(1.0))

@@ -13,6 +13,7 @@ import numpy as np
 from ptplan.core.hardware import BYTES_PER_PARAM, GPU
 from ptplan.demand import agent as ag
 from ptplan.demand import inference as inf
+from ptplan.demand import steps as st
 from ptplan.demand.model import GB, KV_HEADROOM, MAX_REPLICA_GPUS, Cell, Part
 from ptplan.spec.project import ProjectSpec
 
@@ -79,10 +80,10 @@ class DecodeOption:
 
     engine: inf.Engine
     batch: int
-    step: inf.StepModel | None
+    step: st.StepModel | None
     recompute_seconds_per_token: float
     """Prefill seconds per token on one replica (preempted sequences are re-prefilled)."""
-    asynchronous: inf.AsyncModel | None = None
+    asynchronous: st.AsyncModel | None = None
     floor: float = 0.0
     """The longest response generated alone on this engine (with ``agent:``, plus the
     slowest episode's tool waits and sandbox start-up)."""
@@ -184,7 +185,8 @@ def rollout_batch(engine: inf.Engine, part: Part, spec: ProjectSpec
     """(batch, admitted, agent loop): the engine's sustained batch, or with ``agent:`` the
     sequences its episodes keep decoding while their tools run (§4.8)."""
     ro = rollout_of(part)
-    batch, admitted = inf.effective_batch(engine, ro)
+    batch, admitted = inf.effective_batch(engine, ro,
+                                          spec.efficiency.generation_batching == "static")
     if spec.agent is None or part.phase != "rollout" or batch < 1:
         return batch, admitted, None
     a = ag.agent_engine(engine, ro, spec.agent, batch, float(spec.data.prompt_tokens or 0),
@@ -219,12 +221,13 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
         batch, admitted, agent = rollout_batch(engine, part, spec)
         if batch < 1:
             continue
-        step = inf.step_model(engine, ro, batch, admitted) if synchronous else None
+        static = spec.efficiency.generation_batching == "static"
+        step = st.step_model(engine, ro, batch, admitted, static) if synchronous else None
         recompute = inf.prefill_seconds_per_token(part.model, engine.gpu, engine.precision,
                                                   engine.gpus, spec.efficiency,
                                                   ro.prompt_tokens + ro.lengths.mean_age)
-        asyn = None if synchronous else inf.async_model(engine, ro, batch)
-        floor = inf.single_stream_seconds(engine, ro) + (agent.floor_seconds if agent else 0.0)
+        asyn = None if synchronous else st.async_model(engine, ro, batch, static)
+        floor = st.single_stream_seconds(engine, ro) + (agent.floor_seconds if agent else 0.0)
         memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn, floor, agent)
         options.append(option)
     return DecodeCurve(part.runs, part.run_sequences, synchronous, ro, tuple(options))

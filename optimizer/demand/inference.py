@@ -21,14 +21,14 @@ vLLM preempts and later re-prefills: the recomputed tokens are added as prefill 
 
 Asynchronous (one step off-policy) layouts overlap the drain with training: their rollout is
 the saturated throughput, floored by generating the longest response at batch 1.
-Sources for each term: docs/demand-model.md §4.
+Sources for each term: docs/demand-model.md §4. The step arithmetic (drains, the saturated
+regime, static batches, asynchronous throughput) is in :mod:`ptplan.demand.steps`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache, cached_property
 
 import numpy as np
 
@@ -39,9 +39,6 @@ from ptplan.spec.project import Efficiency, ModelBlock
 GB = 1e9
 GRID = 192
 """Decode iterations are integrated on this many points (trapezoid) per drain."""
-N_GRID = 32
-"""Sequences-per-replica values at which the drain time is tabulated (log-spaced; at the
-default batch cap of 256 consecutive sizes differ by 20 %)."""
 
 
 @dataclass(frozen=True)
@@ -152,161 +149,27 @@ class Rollout:
         return self.lengths.longest(self.sequences)
 
 
-def effective_batch(engine: Engine, ro: Rollout) -> tuple[int, float]:
+def effective_batch(engine: Engine, ro: Rollout, static: bool = False) -> tuple[int, float]:
     """(concurrent sequences the replica sustains, sequences the prompts let in at once).
 
     vLLM admits a request while its prompt fits in free KV blocks; the cache then fills as the
     admitted sequences grow. The sustainable batch is the one whose peak KV demand fits:
     b · max_j S(j)·(P + j) ≤ capacity. In a saturated engine every slot holds a sequence of
-    mean context P + E[L²]/2E[L]."""
+    mean context P + E[L²]/2E[L]. ``static``: a static batch frees nothing before the call
+    ends, and its engine reserves every row's cache to the cap: b · (P + cap) ≤ capacity."""
     cap = engine.kv_capacity_tokens
     if cap <= 0:
         return 0, 0.0
     L = ro.lengths
+    if static:
+        b = int(min(engine.batch_cap, cap / max(ro.prompt_tokens + L.cap, 1.0)))
+        return b, float(b)
     j, surv, _ = L.decode_grid(0.0, float(L.cap), GRID)
     peak_fresh = float(np.max(surv * (ro.prompt_tokens + j)))
     sat_context = ro.prompt_tokens + L.mean_age
     by_kv = cap / max(peak_fresh, sat_context, 1.0)
     admitted = min(engine.batch_cap, cap / max(ro.prompt_tokens, 1.0))
     return int(min(engine.batch_cap, by_kv)), admitted
-
-
-def _drain_seconds(engine: Engine, start: np.ndarray | float, surv: np.ndarray, j: np.ndarray,
-                   context: np.ndarray) -> np.ndarray:
-    """Σ over decode iterations of t_iter with b_j = max(start·S(j), 1), by the trapezoid rule
-    on the iteration grid (the batch and context change smoothly between grid points); one
-    value per ``start``."""
-    starts = np.atleast_1d(np.asarray(start, dtype=float))[:, None]
-    b = np.maximum(starts * surv[None, :], 1.0)
-    t = engine.iteration_seconds(b, context[None, :])
-    if len(j) > 1:
-        return np.trapezoid(t, j, axis=1)
-    return t[:, 0]
-
-
-@cache
-def load_grid(batch: int) -> np.ndarray:
-    """Sequences per replica at which a drain is tabulated: N_GRID sizes, log-spaced from 1 to
-    the batch cap (computed once per batch cap; read-only)."""
-    grid = np.unique(np.round(np.geomspace(1.0, max(batch, 1), N_GRID), 6))
-    grid.flags.writeable = False
-    return grid
-
-
-def _grid_step(grid: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Index of the smallest tabulated load at or above ``n`` (the last one beyond it)."""
-    k = np.searchsorted(grid, n * (1 - 1e-12), side="left")
-    return np.minimum(k, len(grid) - 1)
-
-
-@dataclass(frozen=True)
-class StepModel:
-    """Seconds of one synchronous step's decode on one replica as a function of the sequences
-    it serves (tabulated; exact at the grid points, linear between them)."""
-
-    n_grid: np.ndarray
-    drain: np.ndarray
-    """Fresh-start drain seconds at each n of ``n_grid`` (n ≤ B)."""
-    batch: int
-    """Sustained concurrent sequences B."""
-    saturated_iter: float
-    """Iteration seconds at batch B and the saturated mean context."""
-    residual_drain: float
-    """Seconds to drain B in-flight sequences after the queue empties."""
-    mean_len: float
-    mean_age: float
-    recompute_tokens_per_seq: float
-    """Prompt + context re-prefilled per preempted sequence."""
-    admitted: float
-
-    def seconds(self, n: np.ndarray | float) -> np.ndarray:
-        """A replica serving ``n`` sequences. Below the batch cap the load is rounded up to the
-        next tabulated size: an upper bound within one grid step, and pools whose loads fall in
-        one step are priced alike (which keeps the planner's Pareto frontiers small)."""
-        n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        fresh = self.drain[_grid_step(self.n_grid, np.minimum(n, self.batch))]
-        saturated = np.maximum(self._saturated(n), self.drain[-1])
-        # the saturated regime's equilibrium needs about a batch of queued sequences: up to 2B
-        # the step moves linearly from the fresh drain of B to it (no jump at n = B)
-        b = float(self.batch)
-        blend = self.drain[-1] + (n - b) / b * (self._at_two_batches - self.drain[-1])
-        return np.where(n <= b, fresh, np.where(n < 2.0 * b, np.minimum(saturated, blend),
-                                                saturated))
-
-    @cached_property
-    def _at_two_batches(self) -> float:
-        """The saturated step at n = 2B, where the blend above ends (once per model: the
-        planner evaluates ``seconds`` many times)."""
-        return max(float(self._saturated(2.0 * self.batch)), float(self.drain[-1]))
-
-    def _saturated(self, n: np.ndarray | float) -> np.ndarray:
-        """(n·μ − B·E[residual]) tokens at full batch, then the residual drain."""
-        sat_tokens = np.maximum(np.asarray(n, dtype=float) * self.mean_len
-                                - self.batch * self.mean_age, 0.0)
-        return sat_tokens / self.batch * self.saturated_iter + self.residual_drain
-
-    def preempted(self, n: np.ndarray | float) -> np.ndarray:
-        """Sequences preempted (and re-prefilled) per replica per step."""
-        n = np.asarray(n, dtype=float)
-        return np.maximum(np.minimum(n, self.admitted) - self.batch, 0.0)
-
-
-def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float) -> StepModel:
-    L = ro.lengths
-    end = max(ro.longest, 1.0)
-    j, surv, res = L.decode_grid(1.0, end, GRID)
-    ctx = ro.prompt_tokens + j
-    n_grid = load_grid(batch)
-    drain = _drain_seconds(engine, n_grid, surv, j, ctx)
-    age = L.mean_age
-    sat_iter = float(engine.iteration_seconds(batch, ro.prompt_tokens + age))
-    res_ctx = np.minimum(ro.prompt_tokens + age + j, ro.prompt_tokens + L.cap)
-    residual = float(_drain_seconds(engine, float(batch), res, j, res_ctx)[0])
-    return StepModel(n_grid, drain, batch, sat_iter, residual, L.mean, age,
-                     ro.prompt_tokens + age, admitted)
-
-
-@dataclass(frozen=True)
-class AsyncModel:
-    """One step's decode on one replica when the drain overlaps training (one step
-    off-policy): the throughput at batch min(n, B), floored by the longest response alone.
-    Below the batch cap the load is rounded up to the drain table's sizes, as for synchronous
-    steps."""
-
-    n_grid: np.ndarray
-    work: np.ndarray
-    """Seconds at each tabulated load below the cap."""
-    batch: int
-    per_sequence_saturated: float
-    """Seconds per sequence at the cap (mean length x iteration time / B)."""
-    floor: float
-
-    def seconds(self, n: np.ndarray | float) -> np.ndarray:
-        n = np.maximum(np.asarray(n, dtype=float), 1.0)
-        below = self.work[_grid_step(self.n_grid, np.minimum(n, self.batch))]
-        t = np.where(n < self.batch, below, n * self.per_sequence_saturated)
-        return np.maximum(t, self.floor)
-
-
-def async_model(engine: Engine, ro: Rollout, batch: int) -> AsyncModel:
-    grid = load_grid(batch)
-    ctx = ro.prompt_tokens + ro.lengths.mean_age
-    work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
-    per_seq = ro.lengths.mean / batch * float(engine.iteration_seconds(batch, ctx))
-    return AsyncModel(grid, work, batch, per_seq, single_stream_seconds(engine, ro))
-
-
-def async_seconds(engine: Engine, ro: Rollout, batch: int, n: np.ndarray | float) -> np.ndarray:
-    """:class:`AsyncModel` built and evaluated once (tests, reports)."""
-    return async_model(engine, ro, batch).seconds(n)
-
-
-def single_stream_seconds(engine: Engine, ro: Rollout) -> float:
-    """The step's longest response generated alone (batch 1): no pool size goes faster."""
-    end = max(ro.longest, 1.0)
-    j = ro.lengths.decode_grid(1.0, end, GRID)[0]
-    t = engine.iteration_seconds(1.0, ro.prompt_tokens + j)
-    return float(np.trapezoid(t, j)) if len(j) > 1 else float(t[0])
 
 
 def replica_gpus_for(weights: float, usable_per_gpu: float, headroom: float,

@@ -65,7 +65,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     if spec.eval is None:  # SFT generates only for eval
         rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
                     "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
-                    "decode_compute_efficiency", "max_batch_per_replica"}
+                    "decode_compute_efficiency", "max_batch_per_replica", "generation_batching"}
     rel = spec.release
     resolved = rel is not None and len(rel.train_backends.get(spec.method, ())) == 1
     for key in Efficiency.model_fields:

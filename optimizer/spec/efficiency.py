@@ -77,6 +77,12 @@ class Efficiency(_Strict):
     it: DeepSpeed issues both on the compute stream, so their time adds to the compute."""
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
+    generation_batching: Literal["continuous", "static"] = "continuous"
+    """continuous: the engine refills a finished sequence's slot at once (vLLM, SGLang,
+    TensorRT-LLM's in-flight batching: what veRL, OpenRLHF and NeMo RL run). static: it
+    decodes sequential batches of ``max_batch_per_replica`` sequences, each call returning
+    when its longest response ends (HF ``generate``, DeepSpeed-Chat's hybrid engine,
+    NeMo-Aligner's TensorRT-LLM ``GptSession`` called per rollout micro-batch)."""
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
     activation_recompute: Literal["full", "selective", "none"] = "full"
     micro_batch_size: Count = 1
