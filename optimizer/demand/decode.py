@@ -226,8 +226,11 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
         recompute = inf.prefill_seconds_per_token(part.model, engine.gpu, engine.precision,
                                                   engine.gpus, spec.efficiency,
                                                   ro.prompt_tokens + ro.lengths.mean_age)
-        asyn = None if synchronous else st.async_model(engine, ro, batch, static)
-        floor = st.single_stream_seconds(engine, ro) + (agent.floor_seconds if agent else 0.0)
+        lag = spec.max_staleness_steps if part.phase == "rollout" else 1
+        asyn = None if synchronous else st.async_model(engine, ro, batch, static, lag)
+        # a response may span ``lag`` steps of an asynchronous rollout (max_staleness_steps)
+        floor = (st.single_stream_seconds(engine, ro) + (agent.floor_seconds if agent else 0.0)) \
+            / (1 if synchronous else lag)
         memo[key] = option = DecodeOption(engine, batch, step, recompute, asyn, floor, agent)
         options.append(option)
     return DecodeCurve(part.runs, part.run_sequences, synchronous, ro, tuple(options))

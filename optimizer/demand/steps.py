@@ -143,8 +143,9 @@ def step_model(engine: Engine, ro: Rollout, batch: int, admitted: float,
 
 @dataclass(frozen=True)
 class AsyncModel:
-    """One step's decode on one replica when the drain overlaps training (one step
-    off-policy): the throughput at batch min(n, B), floored by the longest response alone.
+    """One step's decode on one replica when the drain overlaps training (one or more steps
+    off policy): the throughput at batch min(lag·n, B), floored by the longest response alone
+    (÷ lag).
     Below the batch cap the load is rounded up to the drain table's sizes, as for synchronous
     steps."""
 
@@ -163,18 +164,27 @@ class AsyncModel:
         return np.maximum(t, self.floor)
 
 
-def async_model(engine: Engine, ro: Rollout, batch: int, static: bool = False) -> AsyncModel:
+def async_model(engine: Engine, ro: Rollout, batch: int, static: bool = False,
+                lag: int = 1) -> AsyncModel:
     """``static``: sequential static batches (a call of n sequences lasts until the longest of
-    its n responses ends), so the throughput is B sequences per full call."""
+    its n responses ends), so the throughput is B sequences per full call. ``lag``: the rollout
+    may run that many steps ahead of the update (``max_staleness_steps``), so an engine serving
+    n sequences a step holds min(lag·n, B) in flight, and a response may take up to ``lag``
+    steps to finish: the longest alone floors a step at 1/lag of its time
+    (docs/demand-model.md §4.5)."""
     grid = load_grid(batch)
-    floor = single_stream_seconds(engine, ro)
+    floor = single_stream_seconds(engine, ro) / lag
     if static:
         work = np.array([static_call_seconds(engine, ro, float(n),
                                              ro.lengths.expected_max(float(n))) for n in grid])
         per_seq = float(work[-1]) / batch
         return AsyncModel(grid, work, batch, per_seq, floor)
     ctx = ro.prompt_tokens + ro.lengths.mean_age
-    work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
+    if lag == 1:
+        work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
+    else:
+        held = np.minimum(grid * lag, float(batch))
+        work = grid * ro.lengths.mean / held * engine.iteration_seconds(held, ctx)  # n·μ·t(b)/b
     per_seq = ro.lengths.mean / batch * float(engine.iteration_seconds(batch, ctx))
     return AsyncModel(grid, work, batch, per_seq, floor)
 

@@ -39,6 +39,9 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     if any(k in spec_dump and spec_dump[k] is None for k in LATER_TOP_FIELDS):
         spec_dump = {k: v for k, v in spec_dump.items()
                      if not (k in LATER_TOP_FIELDS and v is None)}
+    if spec_dump.get("max_staleness_steps") == 1:
+        # issue #39: left out at its default, so that specs keep their digest
+        spec_dump = {k: v for k, v in spec_dump.items() if k != "max_staleness_steps"}
     if "framework" in spec_dump:
         # schema 9 (issue #40): never in the digest (earlier plans still match their specs,
         # and a plan made with `plan --framework` matches its spec file); the plan records

@@ -86,6 +86,10 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     out += _fitted_defaults(spec)
     if spec.method not in ("sft", "generate") and "pipeline" not in spec.model_fields_set:
         out.append("pipeline = auto (colocated, sync and async are compared)")
+    if spec.method not in ("sft", "generate") and spec.pipeline in ("auto", "async") \
+            and "max_staleness_steps" not in spec.model_fields_set:
+        out.append("max_staleness_steps = 1 (an async layout's rollout runs one step ahead of "
+                   "the update)")
     for key in ("max_nodes_per_pool", "multi_node_training_min_gpus_per_node"):
         if key not in spec.placement.model_fields_set:
             out.append(f"placement.{key} = {getattr(spec.placement, key)}")

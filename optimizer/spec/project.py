@@ -10,7 +10,7 @@ output. Field reference: ``docs/spec.md``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     Field,
@@ -77,6 +77,12 @@ class ProjectSpec(_Strict):
     budget: Budget = Budget()
     placement: Placement = Placement()
     pipeline: Pipeline = "auto"
+    max_staleness_steps: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
+    """Asynchronous layouts: how many steps the rollout may run ahead of the update (a
+    trajectory may come from a policy up to this many versions old). 1 is one step off policy;
+    more keeps every engine's queue full across steps (NeMo RL ``max_trajectory_age_steps``,
+    AReaL ``max_head_offpolicyness``, veRL ``num_warmup_batches``, OpenRLHF
+    ``--train.async_queue_size``; docs/demand-model.md §4.5)."""
     precisions: dict[PhaseName, list[Precision]] | None = None
     efficiency: Efficiency = Efficiency()
     calibration: list[Calibration] = []
@@ -142,6 +148,12 @@ class ProjectSpec(_Strict):
         if m == "sft" and (self.reward_model is not None or self.reference_model is not None):
             raise ValueError("reward_model and reference_model apply to rl/opd; remove them "
                              "for method sft")
+        if self.max_staleness_steps > 1 and (m in ("sft", "generate")
+                                             or self.pipeline in ("colocated", "sync")):
+            where = f"method {m}" if m in ("sft", "generate") else f"pipeline {self.pipeline}"
+            raise ValueError(f"max_staleness_steps {self.max_staleness_steps} applies to the "
+                             f"async pipeline of rl/opd, not {where}; use pipeline: async or "
+                             "auto, or remove max_staleness_steps")
         if m == "sft" and self.pipeline not in ("auto", "colocated"):
             raise ValueError(f"pipeline {self.pipeline} applies to rl/opd; an SFT job runs on "
                              "one pool (use auto or colocated)")

@@ -67,6 +67,9 @@ def command(plan: Any, facts: Any, slug: str, notes: list[str]) -> dict[str, Any
     add("rollout_tp", geo.tp, "plan rollout engine")
     add("colocated", not geo.separate, "plan one pool")
     add("trainer_mode", geo.separate and plan.pipeline_mode == "async", "plan pipeline")
+    if geo.separate and plan.pipeline_mode == "async":
+        add("staleness_steps", run.staleness, "spec max_staleness_steps (rollout batches "
+            "queued ahead of the trainer)")
     add("gpu_memory_utilization", run.gpu_memory_utilization if geo.separate
         else run.colocated_fraction, "spec efficiency")
     if not geo.separate:

@@ -163,6 +163,13 @@ def rl_settings(plan: Any, facts: Any, slug: str,
         rows.add("rollout_nodes", geo.rpool.nodes, rp)
         rows.add("rollout_gpus_per_node", geo.rpool.gpus_per_node, rp)
         rows.add("weight_sync", "nccl", "separate pools")
+        rows.add("staleness_steps", run.staleness, "spec max_staleness_steps (the batches "
+                 "generated ahead of the update)")
+        if run.staleness > 8:
+            notes.append(f"max_staleness_steps {run.staleness}: veRL {FRAMEWORK.line} drops "
+                         "trajectories that span more than trainer.v1.sampler."
+                         "max_off_policy_threshold (8) model versions; raise it to at least "
+                         f"{run.staleness}")
         rows.add("mini_batches_per_step", mini, "spec data.mini_batches_per_step (default 1)")
         rows.add("gpu_memory_utilization", run.gpu_memory_utilization,
                  "spec efficiency.gpu_memory_utilization (the planner's KV budget)")
