@@ -991,14 +991,15 @@ def test_a_layout_that_fits_only_at_an_absurd_dp_is_no_candidate() -> None:
 
 
 def test_new_efficiency_fields_keep_a_specs_digest_at_their_defaults() -> None:
-    """``sequence_packing``, ``zero3_overlap_comm``, ``colocated_refit_gb_per_s`` and
-    ``generation_batching`` (issue #39) are left out of the spec digest at their defaults, so
-    plans made before them still match their specs; set otherwise they change it (a plan then
-    no longer matches a spec that packs)."""
+    """``sequence_packing``, ``zero3_overlap_comm``, ``colocated_refit_gb_per_s``,
+    ``generation_batching`` and ``rollout_tp`` (issue #39) are left out of the spec digest at
+    their defaults, so plans made before them still match their specs; set otherwise they
+    change it (a plan then no longer matches a spec that packs)."""
     from ptplan.planfile.digest import spec_digest
 
     later = {"sequence_packing": False, "zero3_overlap_comm": False,
-             "colocated_refit_gb_per_s": 40.0, "generation_batching": "static"}
+             "colocated_refit_gb_per_s": 40.0, "generation_batching": "static",
+             "rollout_tp": 2}
     dump = make("grpo-7b.yaml").model_dump(mode="json")
     before = {**dump, "efficiency": {k: v for k, v in dump["efficiency"].items()
                                      if k not in later}}

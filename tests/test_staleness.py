@@ -65,6 +65,10 @@ def test_a_queue_of_k_steps_keeps_the_batch_full() -> None:
     for i, m in enumerate(grid):  # from k·n = B on, the tabulated loads run at the cap
         if 4 * m >= 16:
             assert four.work[i] == pytest.approx(m * sat, rel=1e-12)
+    two = async_model(e, ro, 16, lag=2)  # 2 steps queued: n = 2 holds 4
+    assert two.work[i2] == pytest.approx(n * 192 / min(2 * n, 16.0)
+                                         * t_iter(min(2 * n, 16.0), P + 96), rel=1e-12)
+    assert two.floor == pytest.approx(alone / 2, rel=1e-12)
     for m in (16.0, 64.0):  # at and past the cap itself
         assert float(four.seconds(m)) == pytest.approx(max(m * sat, alone / 4), rel=1e-12)
 

@@ -75,6 +75,9 @@ def test_sequential_calls_then_the_last_waits_for_the_steps_longest() -> None:
     assert sm.static_call == pytest.approx(call, rel=1e-12, abs=0)
     assert float(sm.seconds(16.0)) == pytest.approx(3 * call + last, rel=1e-12, abs=0)
     assert float(sm.seconds(12.0)) == pytest.approx(2 * call + last, rel=1e-12, abs=0)
+    # 9 = two calls of 4 and a last call of 1 row, to the step's longest
+    assert float(sm.seconds(9.0)) == pytest.approx(2 * call + 191 * t_iter(1, P + 96.5),
+                                                   rel=1e-12, abs=0)
     assert float(sm.seconds(4.0)) == pytest.approx(last, rel=1e-12, abs=0)
     assert float(sm.seconds(1.0)) == pytest.approx(191 * t_iter(1, P + 96.5), rel=1e-12,
                                                       abs=0)
@@ -96,6 +99,22 @@ def test_static_is_never_faster_than_continuous_and_grows_with_the_load() -> Non
     # against ~64 × 76.8 / 4 = 1,229 of a refilled batch and its residual drain
     assert float(s[-1]) == pytest.approx(15 * run(4, calls_end(4)) + run(4, 192.0), rel=1e-12)
     assert float(s[-1]) > 1.25 * float(c[-1])
+
+
+def test_a_continuous_batch_drains_where_a_static_one_does_not() -> None:
+    """4 rows of the two-point lengths on the integer grid j = 1 … 192: continuous batching
+    runs b_j = max(4·S(j), 1) rows, 4 up to j = 64 and max(0.4, 1) = 1 after; the static call
+    keeps all 4 to the end. The trapezoid sums by hand."""
+    ro = rollout()
+    j = np.arange(1.0, 193.0)
+    b = np.where(j <= 64, 4.0, 1.0)
+    t = 2e-3 + 1e-9 * b * (P + j)
+    drained = float(np.sum((t[1:] + t[:-1]) / 2))
+    cont = step_model(engine(), ro, 4, 4.0)
+    stat = step_model(engine(), ro, 4, 4.0, static=True)
+    assert float(cont.seconds(4.0)) == pytest.approx(drained, rel=1e-12, abs=0)
+    assert float(stat.seconds(4.0)) == pytest.approx(191 * t_iter(4, P + 96.5), rel=1e-12,
+                                                     abs=0)
 
 
 def test_fixed_lengths_decode_alike_in_one_call() -> None:
@@ -162,3 +181,56 @@ def test_the_setting_reaches_the_cluster_estimate() -> None:
 def test_an_unknown_batching_is_refused() -> None:
     with pytest.raises(ValueError, match="generation_batching"):
         _spec("inflight")
+
+
+def test_the_expected_longest_of_two_and_of_a_fixed_length() -> None:
+    """Two draws: 64 + 128·(1 − 0.9²) = 88.32. A fixed length (here 100.5, whose cap rounds up
+    to 101) is its own longest whatever the count."""
+    from ptplan.demand.lengths import fixed
+
+    assert rollout().lengths.expected_max(2) == pytest.approx(64 + 128 * (1 - 0.81), rel=2e-3)
+    assert fixed(100.5).expected_max(8) == 100.5
+
+
+def test_the_expected_longest_of_the_default_shape_against_its_closed_form() -> None:
+    """The maximum-entropy shape (mean 351, cap 2,048: a truncated exponential) against
+    E[max of n] = ∫₀^cap 1 − F(x)ⁿ dx with F's closed form, integrated finely here: within
+    1 % for 2 and 8 rows, 2 % for 64 (the 64 quantile points flatten the far tail a little,
+    upwards: a static call is never shortened by it)."""
+    import math
+
+    from ptplan.demand.lengths import _maxent_lambda, max_entropy
+
+    d, lam = max_entropy(351.0, 2048.0), _maxent_lambda(351.0, 2048.0)
+    x = np.linspace(0.0, 2048.0, 200_001)
+    cdf = (1 - np.exp(-lam * x)) / (1 - math.exp(-lam * 2048.0))
+    for n, tol in ((2, 0.01), (8, 0.01), (64, 0.02)):
+        exact = float(np.trapezoid(1 - cdf ** n, x))
+        assert exact <= d.expected_max(n) <= exact * (1 + tol), n
+
+
+def test_a_share_truncated_at_the_cap_reaches_the_cap() -> None:
+    """5 % of 16K-capped responses cut at the cap: the longest of n rows is the cap with
+    probability 1 − 0.95ⁿ, so E[max] ≥ 16,000·(1 − 0.95ⁿ) and tends to the cap."""
+    import math
+
+    from ptplan.demand.lengths import _maxent_lambda, with_truncation
+
+    d = with_truncation(5000.0, 16000.0, 0.05)
+    for n in (2, 8, 64):
+        assert 16000.0 * (1 - 0.95 ** n) <= d.expected_max(n) <= 16000.0
+    assert d.expected_max(256) == pytest.approx(16000.0, rel=1e-3)
+    # the mixture's closed form: F(x) = 0.95·F_body(x) below the cap, the body a truncated
+    # exponential of mean (5,000 − 0.05·16,000) / 0.95 = 4,421
+    lam = _maxent_lambda((5000.0 - 800.0) / 0.95, 16000.0)
+    x = np.linspace(0.0, 16000.0, 400_001)
+    cdf = 0.95 * (1 - np.exp(-lam * x)) / (1 - math.exp(-lam * 16000.0))
+    for n in (2, 8):
+        exact = float(np.trapezoid(1 - cdf ** n, x))
+        assert d.expected_max(n) == pytest.approx(exact, rel=0.01), n
+
+
+def test_a_call_shorter_than_two_tokens() -> None:
+    """A call that ends at 1.5 tokens: half an iteration at the mean context P + 1.25."""
+    assert static_call_seconds(engine(), rollout(), 4.0, 1.5) == pytest.approx(
+        0.5 * t_iter(4, P + 1.25), rel=1e-12, abs=0)

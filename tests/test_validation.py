@@ -45,21 +45,11 @@ GAPS = {
                                     "around each phase is not modelled)",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "
                                      "factor for every framework",
-    "openrlhf-ppo-llama2-70b-16xa800": "as the OpenRLHF 7B case, in the other direction: the "
-                                       "rank-0 broadcast and vLLM TP over A800s",
-    "openrlhf-ppo-llama2-13b-8xa800": "as the OpenRLHF 7B case: lengths not in the record, and "
-                                      "its scoring pools take the factor of pools apart (x0.45), "
-                                      "which this table's 34B and 70B rows set",
-    "nemorl-async-grpo-qwen3-235b-256xh100": "NeMo RL's 16-GPU vLLM engines of Qwen3-235B "
-                                             "generate at the unfitted model's rate (0.81; "
-                                             "its on-policy siblings 0.74 and 0.83): more "
-                                             "than the suite's one generation factor (x0.59) "
-                                             "allows; 1.34 against a High band",
-    "areal-v0.2-r1distill-1.5b-ppo-27k-16-16xh800": "AReaL v0.2's SGLang 1.5B engines at a "
-                                                    "27K cap generate faster than the suite's "
-                                                    "average engine (unfitted 1.13; the 4 + 4 "
-                                                    "and 64 + 64 rows fitted 1.37 and 1.16): "
-                                                    "1.50, at its band's edge",
+    "openrlhf-ppo-codellama-34b-8xa800": "its reference and reward forwards on 2 A800 of their "
+                                         "own take the pools-apart scoring factor, which the "
+                                         "table's 70B row (its vLLM engines of 2 GPUs, stated "
+                                         "in its launcher) now sets higher; the 34B row's "
+                                         "engine size and lengths are not in the record",
     "nemorl-async-grpo-qwen3-30b-a3b-16xgb200": "the one-step-off row takes 1.36x its on-policy "
                                                 "sibling on the same 16 GB200 (301 vs 221 s), "
                                                 "ptplan's overlap 0.6x; the table's EP16 cannot "

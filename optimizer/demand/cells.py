@@ -122,6 +122,11 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
     engine = decode_engine(part, gpu, precision, spec, replica_gpus, cond)
     if isinstance(engine, str):
         return Cell(False, reason=engine)
+    pinned = spec.efficiency.rollout_tp
+    if pinned and not replica_gpus and engine.kv_capacity_tokens <= 0:
+        return Cell(False, reason=f"efficiency.rollout_tp {pinned}: {part.model.params_b:g}B "
+                                  f"weights at {precision} leave no KV cache on {pinned} x "
+                                  f"{gpu.name}; raise rollout_tp or remove it")
     ro = rollout_of(part)
     batch, _, _ = rollout_batch(engine, part, spec)
     if batch < 1:

@@ -212,6 +212,11 @@ def _run(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: 
                             with_trainer=not scoring_apart)  # rates apply it to scoring only
         best = _best(rates, g / gpn)
         if best is None:
+            tp = spec.efficiency.rollout_tp
+            if tp and phase in ("rollout", "eval"):
+                raise InputError(f"efficiency.rollout_tp {tp}: an engine of {tp} x {gpu.name} "
+                                 f"does not hold the {spec.model.params_b:g}B weights and a KV "
+                                 f"cache for {phase}; raise rollout_tp or remove it")
             raise InputError(f"{phase} does not fit {g} x {gpu.name} (nodes of {gpn})")
         phases[phase] = best.busy(g / gpn) * 3600.0 / demand.steps
         precision[phase] = best.precision

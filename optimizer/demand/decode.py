@@ -61,7 +61,8 @@ def decode_engine(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, repli
     per_gpu = usable_bytes(gpu, spec)
     if cond.colocated:
         per_gpu = gpu.memory_gb * GB * eff.colocated_rollout_memory_fraction
-    g = replica_gpus or inf.replica_gpus_for(weights, per_gpu, KV_HEADROOM, MAX_REPLICA_GPUS)
+    g = replica_gpus or eff.rollout_tp \
+        or inf.replica_gpus_for(weights, per_gpu, KV_HEADROOM, MAX_REPLICA_GPUS)
     if g > MAX_REPLICA_GPUS:
         return (f"weights ({weights / GB:.0f} GB) and a KV cache need more than "
                 f"{MAX_REPLICA_GPUS} GPUs per inference replica")
@@ -204,7 +205,8 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
     # they would shorten the AReaL 1.5B step by 11 % and DeepScaleR by 5 % (others <= 0.3 %), at
     # twice the planning cost; the model is conservative there
     whole = max(cond.gpus_per_node, c.engine.gpus)
-    if whole > c.engine.gpus and whole <= MAX_REPLICA_GPUS:
+    pinned = spec.efficiency.rollout_tp is not None  # the spec's engine size, and only it
+    if whole > c.engine.gpus and whole <= MAX_REPLICA_GPUS and not pinned:
         e = decode_engine(part, gpu, precision, spec, whole, cond)
         if not isinstance(e, str):
             engines.append(e)

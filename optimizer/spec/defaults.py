@@ -65,7 +65,8 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     if spec.eval is None:  # SFT generates only for eval
         rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
                     "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
-                    "decode_compute_efficiency", "max_batch_per_replica", "generation_batching"}
+                    "decode_compute_efficiency", "max_batch_per_replica", "generation_batching",
+                    "rollout_tp"}
     rel = spec.release
     resolved = rel is not None and len(rel.train_backends.get(spec.method, ())) == 1
     for key in Efficiency.model_fields:
@@ -79,6 +80,9 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             continue
         value = getattr(defaults, key)
         shown = str(value).lower() if isinstance(value, bool) else value
+        if key == "rollout_tp" and value is None:
+            shown = ("per pool (the faster of the smallest engine that holds the weights and "
+                     "one spanning the node)")
         if key == "internode_gb_per_s_per_gpu" and value is None:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")

@@ -77,6 +77,11 @@ class Efficiency(_Strict):
     it: DeepSpeed issues both on the compute stream, so their time adds to the compute."""
     gpu_memory_utilization: Fraction = 0.9
     max_batch_per_replica: Count = 256
+    rollout_tp: Annotated[int, Field(ge=1, le=64, strict=True)] | None = None
+    """GPUs of one rollout (and eval) engine, tensor parallel across them (veRL
+    ``rollout.tensor_model_parallel_size``, OpenRLHF ``--vllm.tensor_parallel_size``). Unset:
+    each pool runs the faster of the smallest engine that holds the weights and one spanning
+    the node (docs/demand-model.md §4.6)."""
     generation_batching: Literal["continuous", "static"] = "continuous"
     """continuous: the engine refills a finished sequence's slot at once (vLLM, SGLang,
     TensorRT-LLM's in-flight batching: what veRL, OpenRLHF and NeMo RL run). static: it

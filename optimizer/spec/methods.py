@@ -46,6 +46,7 @@ def _generate_rules(spec: Any) -> None:
 GEN_EFFICIENCY = ("decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
                   "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
                   "decode_compute_efficiency", "max_batch_per_replica", "generation_batching",
+                  "rollout_tp",
                   "prefix_caching",
                   "restart_minutes", "lost_work_minutes", "attention_flops", "prefill_efficiency",
                   "gpu_memory_utilization", "internode_gb_per_s_per_gpu")
