@@ -129,9 +129,9 @@ class LengthDist:
         body = ls < self.cap - 1e-9 if at_cap > 0 else np.ones(len(ls), dtype=bool)
         mids = (cum - ws / 2.0)[body]
         top = 1.0 - at_cap
-        q = np.interp(u, np.concatenate([mids, [top]]),
-                      np.concatenate([ls[body], [float(self.cap)]]))
-        return np.where((u >= 1.0 - at_cap - 1e-12) & (at_cap > 0), float(self.cap), q)
+        # at and above ``top`` np.interp holds the last value, the cap: a point mass there
+        return np.interp(u, np.concatenate([mids, [top]]),
+                         np.concatenate([ls[body], [float(self.cap)]]))
 
     def _longest(self, count: float) -> float:
         """Expected longest of ``count`` draws: the quantile at count/(count+1), the mean
