@@ -26,6 +26,17 @@ def _spec(**eff: object) -> dict:
     return d
 
 
+def _job(tmp_path: Path, params_b: float, layers: int, hidden: int, heads: int,
+         **eff: object) -> Path:
+    """The example with a larger Llama-shaped model (8 KV heads of 128) and ``eff``, written."""
+    d = _spec(**eff)
+    d["model"] = {"params_b": params_b, "layers": layers, "hidden_size": hidden, "heads": heads,
+                  "kv_heads": 8, "head_dim": 128}
+    f = tmp_path / "job.yaml"
+    f.write_text(yaml.safe_dump(d))
+    return f
+
+
 def _run(**eff: object):  # type: ignore[no-untyped-def]
     return run_on_cluster(ProjectSpec.model_validate(_spec(**eff)), "H100", 16, 8, "sync",
                           {"rollout": 8, "update": 8})
@@ -52,11 +63,7 @@ def test_each_engine_size_is_its_own_prediction() -> None:
 
 
 def test_an_engine_too_small_for_the_weights_is_named(tmp_path: Path) -> None:
-    d = _spec(rollout_tp=1)
-    d["model"] = {"params_b": 70.6, "layers": 80, "hidden_size": 8192, "heads": 64,
-                  "kv_heads": 8, "head_dim": 128}
-    f = tmp_path / "job.yaml"
-    f.write_text(yaml.safe_dump(d))
+    f = _job(tmp_path, 70.6, 80, 8192, 64, rollout_tp=1)
     r = CliRunner().invoke(app, ["estimate", str(f), "--cluster", "16xA100-40GB"])
     assert r.exit_code == 2
     line = r.output.strip()
@@ -165,11 +172,7 @@ def test_the_smallest_engine_is_the_first_that_splits_the_heads() -> None:
 def test_a_pinned_engine_too_small_is_named_in_the_reference_estimate(tmp_path: Path) -> None:
     """`estimate` without a cluster reports, per GPU, why the rollout does not fit: the stated
     engine (405B on one GPU) is named."""
-    d = _spec(rollout_tp=1)
-    d["model"] = {"params_b": 405.0, "layers": 126, "hidden_size": 16384, "heads": 128,
-                  "kv_heads": 8, "head_dim": 128}
-    f = tmp_path / "job.yaml"
-    f.write_text(yaml.safe_dump(d))
+    f = _job(tmp_path, 405.0, 126, 16384, 128, rollout_tp=1)
     r = CliRunner().invoke(app, ["estimate", str(f), "--format", "json"])
     assert r.exit_code == 0, r.output
     assert "efficiency.rollout_tp 1: 405B weights at bf16 leave no KV cache on 1 x H100" \
