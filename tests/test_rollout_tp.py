@@ -123,51 +123,6 @@ def test_an_engine_must_split_the_attention_heads(tmp_path: Path) -> None:
     assert "rollout_tp 3" in r.output
 
 
-def test_the_models_own_engines_split_the_heads() -> None:
-    """Unset, the engines the model chooses between must be ones vLLM starts: a size that
-    divides the attention heads (and, for the node-wide one, tiles the node). Qwen2.5-7B's 28
-    heads on 8-GPU nodes: 1 and 4, never 8 (vLLM refuses TP8: 28 % 8 ≠ 0); 12 heads: 4; 40: 8;
-    a model needing 8 GPUs whose 28 heads 8 does not divide: 14."""
-    from ptplan.demand.decode import head_split
-    from ptplan.spec.project import ModelBlock
-
-    def m(heads: int) -> ModelBlock:
-        return ModelBlock(params_b=7.0, layers=28, hidden_size=128 * heads, heads=heads,
-                          kv_heads=4, head_dim=128)
-
-    assert head_split(m(28), 2, 8, node=8) == 4
-    assert head_split(m(12), 2, 8, node=8) == 4
-    assert head_split(m(40), 2, 8, node=8) == 8
-    assert head_split(m(28), 8, 64) == 14
-    assert head_split(m(28), 1, 64) == 1
-    assert head_split(m(7), 2, 8, node=8) == 0
-    layout = _run().layout["rollout"]  # the example's rollout on 8 H100, unpinned
-    assert layout is not None and 28 % layout["tp"] == 0, layout
-
-
-def test_the_smallest_engine_is_the_first_that_splits_the_heads() -> None:
-    """A 60B model with 12 heads on A100-40GB needs 8 GPUs for its weights; 8 does not divide
-    12, so its smallest engine is 12 (on 16-GPU nodes). On 8-GPU nodes an engine spans whole
-    nodes (16 GPUs), which cannot shard 12 heads either: the rollout does not fit there."""
-    from ptplan.core.errors import InputError
-    from ptplan.core.hardware import gpus
-    from ptplan.demand.cells import Conditions
-    from ptplan.demand.decode import decode_engine
-    from ptplan.demand.model import build_demand
-
-    d = _spec()
-    d["model"] = {"params_b": 60.0, "layers": 40, "hidden_size": 1536, "heads": 12,
-                  "kv_heads": 4, "head_dim": 128}
-    d["framework"] = "any"
-    spec = ProjectSpec.model_validate(d)
-    demand = build_demand(spec)
-    part = next(p for p in demand.parts if p.phase == "rollout" and p.kind == "decode")
-    gpu = gpus()["A100-40GB"]
-    engine = decode_engine(part, gpu, "bf16", spec, 0, Conditions(gpus_per_node=16))
-    assert not isinstance(engine, str) and engine.gpus == 12
-    with pytest.raises(InputError, match="rollout does not fit"):
-        run_on_cluster(spec, "A100-40GB", 32, 8, "sync", {"rollout": 16, "update": 16})
-
 
 def test_a_pinned_engine_too_small_is_named_in_the_reference_estimate(tmp_path: Path) -> None:
     """`estimate` without a cluster reports, per GPU, why the rollout does not fit: the stated
