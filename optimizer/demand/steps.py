@@ -180,11 +180,8 @@ def async_model(engine: Engine, ro: Rollout, batch: int, static: bool = False,
         per_seq = float(work[-1]) / batch
         return AsyncModel(grid, work, batch, per_seq, floor)
     ctx = ro.prompt_tokens + ro.lengths.mean_age
-    if lag == 1:
-        work = ro.lengths.mean * engine.iteration_seconds(grid, ctx)  # n·μ·t(n)/n
-    else:
-        held = np.minimum(grid * lag, float(batch))
-        work = grid * ro.lengths.mean / held * engine.iteration_seconds(held, ctx)  # n·μ·t(b)/b
+    held = np.minimum(grid * lag, float(batch))  # the grid never exceeds B: held = n at lag 1
+    work = ro.lengths.mean * (grid / held) * engine.iteration_seconds(held, ctx)  # n·μ·t(b)/b
     per_seq = ro.lengths.mean / batch * float(engine.iteration_seconds(batch, ctx))
     return AsyncModel(grid, work, batch, per_seq, floor)
 

@@ -194,7 +194,7 @@ def run_of(spec: Any) -> Run:
         colocated_fraction=float(spec.efficiency.colocated_rollout_memory_fraction),
         agent=getattr(spec, "agent", None), packed=bool(spec.efficiency.sequence_packing),
         lora_rank=spec.lora_rank if spec.model.finetune == "lora" else None,
-        staleness=int(getattr(spec, "max_staleness_steps", 1)))
+        staleness=int(spec.max_staleness_steps))
 
 
 def max_turns(agent: Any) -> int:
