@@ -9,8 +9,9 @@ conditions it runs under (node size, colocation with training for RL only, the p
 KV cache, the policy's high-precision share of teacher scoring, synchronous generation only
 when the layout waits for each step's longest response), whole replicas per node for
 generation (``(gpn // g) · g`` usable GPUs) or several nodes per replica (``⌈g / gpn⌉``, the
-cell re-made on that many nodes' GPUs; a precision that does not fit is skipped, not the
-ones after it), and per node-hour figures (GPU-hours ÷ usable GPUs, the floor in hours). Busy
+cell re-made on that many nodes' GPUs, tensor parallel over all of them, so only where
+vLLM can shard the heads over them — ``splits``; a precision that does not fit is skipped, not
+the ones after it), and per node-hour figures (GPU-hours ÷ usable GPUs, the floor in hours). Busy
 hours on n nodes are the timing's seconds on n × usable GPUs ÷ 3600, or without a timing
 max(node-hours ÷ n, floor).
 """
@@ -49,6 +50,16 @@ def ref_precisions(demand: Any, phase: str, gpu: Any, policy: Policy) -> tuple[s
     return tuple(out)
 
 
+def splits(m: Any, tp: int) -> bool:
+    """vLLM's sharding rule, restated: the query heads split evenly; the KV heads split evenly
+    or, fewer than the GPUs, replicate evenly; an MLA model has only its query heads."""
+    if m.query_heads % tp:
+        return False
+    if m.kv_latent_dim is not None:
+        return True
+    return m.kv_heads % tp == 0 if m.kv_heads >= tp else tp % m.kv_heads == 0
+
+
 def ref_rates(demand: Any, phase: str, gpu: Any, gpn: int, tail: bool, policy: Policy,
               colocated: bool) -> list[tuple[Any, ...]]:
     sync = tail if phase in GEN else True
@@ -66,6 +77,8 @@ def ref_rates(demand: Any, phase: str, gpu: Any, gpn: int, tail: bool, policy: P
             npr, usable = 1, (gpn // g) * g
         elif phase in GEN:
             npr, usable = math.ceil(g / gpn), gpn
+            if phase != "scoring" and not splits(demand.spec.model, npr * gpn):
+                continue  # vLLM's tensor parallel over whole nodes must split the heads
             pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn, fallback=fallback,
                             cond=cond, synchronous=sync)
             if not pc.fits:
@@ -87,13 +100,15 @@ def got_rates(rates: list[PhaseRate]) -> list[tuple[Any, ...]]:
              r.layout_multinode, [r.busy(n) for n in (0.5, 1.0, 3.0)]) for r in rates]
 
 
-def _big(params_b: float) -> Any:
+def _big(params_b: float, heads: int = 128, kv_heads: int = 8) -> Any:
     """The generate example with a larger model (Llama-3.1-405B's shape, ``params_b`` B
     parameters): at 300 B no fp32 replica of at most 64 L4 GPUs holds it; at 150 B an fp32
-    replica is 64 L4 GPUs, which on 3-GPU nodes becomes 22 nodes = 66 GPUs, over the cap."""
+    replica is 64 L4 GPUs, which on 3-GPU nodes becomes 22 nodes = 66 GPUs, over the cap. An
+    engine over whole 3-GPU nodes cannot split 128 heads; 198 heads with one KV head (MQA) it
+    can at 18 and 33 GPUs."""
     raw = yaml.safe_load((EXAMPLES / "generate-32b.yaml").read_text(encoding="utf-8"))
-    raw["model"] = {"params_b": params_b, "layers": 126, "hidden_size": 16384, "heads": 128,
-                    "kv_heads": 8, "head_dim": 128}
+    raw["model"] = {"params_b": params_b, "layers": 126, "hidden_size": 16384, "heads": heads,
+                    "kv_heads": kv_heads, "head_dim": 128}
     raw.pop("precisions")
     return build_demand(parse_spec(raw, "big"))
 
@@ -136,17 +151,22 @@ def test_phase_rates_equal_the_reference(case: tuple[Any, ...]) -> None:
     assert got == ref_rates(d, phase, gpu, gpn, tail, policy, col)
 
 
-@pytest.mark.parametrize(("params_b", "gpn", "expected"), [
-    (300, 8, [("bf16", 64, 8), ("fp16", 64, 8), ("fp8", 32, 4), ("int8", 32, 4)]),
-    (300, 3, [("fp8", 33, 11), ("int8", 33, 11)]),
-    (150, 3, [("bf16", 33, 11), ("fp16", 33, 11), ("fp8", 18, 6), ("int8", 18, 6)]),
+@pytest.mark.parametrize(("params_b", "gpn", "heads", "expected"), [
+    (300, 8, (128, 8), [("bf16", 64, 8), ("fp16", 64, 8), ("fp8", 32, 4), ("int8", 32, 4)]),
+    (300, 3, (198, 1), [("fp8", 33, 11), ("int8", 33, 11)]),
+    (150, 3, (198, 1), [("bf16", 33, 11), ("fp16", 33, 11), ("fp8", 18, 6), ("int8", 18, 6)]),
+    (300, 3, (128, 8), []),
+    (150, 3, (198, 2), [("fp8", 18, 6), ("int8", 18, 6)]),
 ])
 def test_a_precision_that_does_not_fit_is_skipped(params_b: float, gpn: int,
+                                                  heads: tuple[int, int],
                                                   expected: list[tuple[str, int, int]]) -> None:
     """fp32 first in the precision order does not fit (no replica, or a replica of ⌈64 / 3⌉ =
     22 nodes over the 64-GPU cap); the precisions after it are still rated. bf16 at 300 B on
-    3-GPU nodes: 64 GPUs → 22 nodes = 66 GPUs, over the cap too."""
-    demand, gpu = _big(params_b), resolve_gpu("L4", "gpu")
+    3-GPU nodes: 64 GPUs → 22 nodes = 66 GPUs, over the cap too. On 3-GPU nodes an engine of
+    whole nodes must still split the heads: 128 heads split over none; with 2 KV heads, 33
+    GPUs do not replicate them evenly (33 % 2) while 18 do."""
+    demand, gpu = _big(params_b, *heads), resolve_gpu("L4", "gpu")
     rates = phase_rates(demand, "rollout", gpu, gpn, True, FP32_TOO)
     assert [(r.precision, r.replica_gpus, r.nodes_per_replica) for r in rates] == expected
     assert got_rates(rates) == ref_rates(demand, "rollout", gpu, gpn, True, FP32_TOO, False)

@@ -1,6 +1,6 @@
 """``efficiency.rollout_tp``: the rollout engine the job runs (veRL
 ``rollout.tensor_model_parallel_size``, OpenRLHF ``--vllm.tensor_parallel_size``) instead of the
-faster of the smallest engine and one spanning the node (docs/demand-model.md §4.6,
+faster of the smallest engine and the widest within the node (docs/demand-model.md §4.6,
 docs/spec.md §11)."""
 
 from __future__ import annotations
@@ -42,15 +42,15 @@ def _run(**eff: object):  # type: ignore[no-untyped-def]
                           {"rollout": 8, "update": 8})
 
 
-@pytest.mark.parametrize("tp", [1, 2, 4, 7])
+@pytest.mark.parametrize("tp", [1, 2, 4])
 def test_the_rollout_runs_on_the_engine_the_spec_names(tp: int) -> None:
-    """8 rollout GPUs: engines of tp GPUs (each dividing the 28 heads), ⌊8 / tp⌋ of them; unset,
-    the model's choice is one of its two candidates (the smallest that holds the 7.6B weights,
-    or the node)."""
+    """8 rollout GPUs: engines of tp GPUs (each splitting the 28 heads and 4 KV heads), ⌊8 / tp⌋
+    of them; unset, the model's choice is one of its two candidates (the smallest that holds the
+    7.6B weights, or the largest that splits the heads and tiles the node: 4)."""
     run = _run(rollout_tp=tp)
     assert run.layout["rollout"] == {"tp": tp, "dp": 8 // tp}
     free = _run().layout["rollout"]
-    assert free is not None and free["tp"] in (1, 8)
+    assert free is not None and free["tp"] in (1, 4)
 
 
 def test_each_engine_size_is_its_own_prediction() -> None:
@@ -85,7 +85,7 @@ def test_unset_keeps_a_specs_digest_and_is_listed_as_chosen_per_pool() -> None:
     two = ProjectSpec.model_validate(_spec(rollout_tp=2)).model_dump(mode="json")
     assert spec_digest(two) != spec_digest(dump)
     line = ("efficiency.rollout_tp = per pool (the faster of the smallest engine that holds "
-            "the weights and one spanning the node)")
+            "the weights and the widest within the node, each splitting the attention heads)")
     assert line in applied_defaults(plain)
     assert line not in applied_defaults(ProjectSpec.model_validate(_spec(rollout_tp=2)))
 
@@ -111,16 +111,77 @@ def test_a_plan_buys_and_renders_the_engine_the_spec_names(tmp_path: Path) -> No
 
 
 def test_an_engine_must_split_the_attention_heads(tmp_path: Path) -> None:
-    """vLLM shards the query heads over the engine's GPUs: the example's 28 heads take 1, 2, 4,
-    7, 14 or 28; 3 is refused in one line naming the field, the value and the choices."""
-    with pytest.raises(ValueError, match=r"efficiency.rollout_tp 3: .* 28 attention heads .* "
-                                         r"use one of 1, 2, 4, 7, 14, 28"):
-        ProjectSpec.model_validate(_spec(rollout_tp=3))
+    """vLLM shards the query heads over the engine's GPUs and splits or replicates the KV heads
+    evenly: the example's 28 heads and 4 KV heads take 1, 2, 4 or 28; 3 (28 % 3) and 7 (7 % 4)
+    are refused in one line naming the field, the value and the choices."""
+    for tp in (3, 7):
+        with pytest.raises(ValueError, match=rf"efficiency.rollout_tp {tp}: .* 28 attention heads "
+                                             r"\(4 KV heads\) .* use one of 1, 2, 4, 28 "):
+            ProjectSpec.model_validate(_spec(rollout_tp=tp))
     f = tmp_path / "job.yaml"
     f.write_text(yaml.safe_dump(_spec(rollout_tp=3)))
     r = CliRunner().invoke(app, ["estimate", str(f)])
     assert r.exit_code == 2 and "\n" not in r.output.strip()
     assert "rollout_tp 3" in r.output
+
+
+def test_the_models_own_engines_split_the_heads() -> None:
+    """Unset, the engines the model chooses between must be ones vLLM starts: a size that splits
+    the attention heads and the KV heads (and, for the node-wide one, tiles the node).
+    Qwen2.5-7B's 28 heads (4 KV) on 8-GPU nodes: 1 and 4, never 8 (vLLM refuses TP8: 28 % 8);
+    12 heads: 4; 40: 8; a model needing 8 GPUs: 28 (14 splits the heads, not the 4 KV heads)."""
+    from ptplan.demand.decode import head_split
+    from ptplan.spec.project import ModelBlock
+
+    def m(heads: int, kv: int = 4) -> ModelBlock:
+        return ModelBlock(params_b=7.0, layers=28, hidden_size=128 * heads, heads=heads,
+                          kv_heads=kv, head_dim=128)
+
+    assert head_split(m(28), 2, 8, node=8) == 4
+    assert head_split(m(12), 2, 8, node=8) == 4
+    assert head_split(m(40), 2, 8, node=8) == 8
+    assert head_split(m(28), 8, 64) == 28
+    assert head_split(m(28, kv=28), 8, 64) == 14
+    assert head_split(m(28), 1, 64) == 1
+    assert head_split(m(7, kv=7), 2, 8, node=8) == 0
+    assert head_split(m(40, kv=8), 9, 40) == 40  # 20 splits the heads, 20 % 8 does not
+    layout = _run().layout["rollout"]  # the example's rollout on 8 H100, unpinned
+    assert layout is not None and 28 % layout["tp"] == 0, layout
+
+
+def test_an_mla_model_counts_its_query_heads_only() -> None:
+    """An MLA model (DeepSeek-V3: 128 heads, a latent KV) has no KV heads to split; its kv_heads
+    field does not restrict the engine."""
+    from ptplan.spec.project import ModelBlock
+    mla = ModelBlock(params_b=671.0, active_params_b=37.0, layers=61, hidden_size=7168,
+                     heads=128, kv_heads=128, head_dim=128, kv_latent_dim=576)
+    assert [t for t in (1, 2, 3, 8, 16, 32, 48, 64) if mla.splits_tp(t)] == [1, 2, 8, 16, 32, 64]
+    gqa = mla.model_copy(update={"kv_latent_dim": None, "kv_heads": 8})
+    assert gqa.splits_tp(16) and not gqa.splits_tp(12)
+
+
+def test_the_smallest_engine_is_the_first_that_splits_the_heads() -> None:
+    """A 60B model with 12 heads on A100-40GB needs 8 GPUs for its weights; 8 does not divide
+    12, so its smallest engine is 12 (on 16-GPU nodes). On 8-GPU nodes an engine spans whole
+    nodes (16 GPUs), which cannot shard 12 heads either: the rollout does not fit there."""
+    from ptplan.core.errors import InputError
+    from ptplan.core.hardware import gpus
+    from ptplan.demand.cells import Conditions
+    from ptplan.demand.decode import decode_engine
+    from ptplan.demand.model import build_demand
+
+    d = _spec()
+    d["model"] = {"params_b": 60.0, "layers": 40, "hidden_size": 1536, "heads": 12,
+                  "kv_heads": 4, "head_dim": 128}
+    d["framework"] = "any"
+    spec = ProjectSpec.model_validate(d)
+    demand = build_demand(spec)
+    part = next(p for p in demand.parts if p.phase == "rollout" and p.kind == "decode")
+    gpu = gpus()["A100-40GB"]
+    engine = decode_engine(part, gpu, "bf16", spec, 0, Conditions(gpus_per_node=16))
+    assert not isinstance(engine, str) and engine.gpus == 12
+    with pytest.raises(InputError, match="rollout does not fit"):
+        run_on_cluster(spec, "A100-40GB", 32, 8, "sync", {"rollout": 16, "update": 16})
 
 
 

@@ -75,10 +75,12 @@ def test_the_scoring_rate_on_the_trainer(example: str, tied: bool) -> None:
         assert [x.busy(2.0) for x in a] == [x.busy(2.0) for x in b]
 
 
+@pytest.mark.shipped_framework
 def test_a_plan_prices_its_trainer_pool_scoring_tied_and_verifies() -> None:
-    """veRL runs the reference on the trainer's pool: the plan's scoring phase is on a pool that
-    also runs the update, priced at the tied rate, and the independent verifier (which recomputes
-    it from the plan's own pools) agrees."""
+    """veRL runs the reference on the trainer's pool (the example read with the shipped
+    framework, veRL 0.9): the plan's scoring phase is on a pool that also runs the update,
+    priced at the tied rate, and the independent verifier (which recomputes it from the plan's
+    own pools) agrees."""
     spec = load_spec(str(EX / "grpo-7b.yaml"))
     plan = ptplan.plan(spec, ptplan.load_catalog("embedded"), timings=False)
     phases = {p.name: p for p in plan.phases}

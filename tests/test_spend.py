@@ -27,11 +27,11 @@ PLANS = Path(__file__).parent / "data" / "plans"
 AWS_PLAN = str(PLANS / "grpo-aws.json")
 GCP_PLAN = str(PLANS / "grpo-gcp.json")
 TABLE = "billing-proj.billing.gcp_billing_export_v1_0000"
-# grpo-aws.json: pools rollout (phases rollout, eval, weight_sync: 3 spot nodes at 2.4655 $/h),
+# grpo-aws.json: pools rollout (phases rollout, eval, weight_sync: 2 spot nodes at 2.4655 $/h),
 # scoring (2 spot at 2.4655), update (update, checkpoint: 1 on-demand at 113.9328); all held
-# the makespan, AWS_HOURS; disks 0.065753425, 0.043835616, 0.021917808 $/h; storage 17.02 $,
+# the makespan, AWS_HOURS; disks 0.043835616, 0.043835616, 0.021917808 $/h; storage 17.02 $,
 # network 0.00 $ (test_planned_curve_by_hand asserts these premises).
-AWS_HOURS = 7.20790817857  # grpo-aws.json makespan_hours (issue #39 fixture, 2026-12-07)
+AWS_HOURS = 7.20466855326  # grpo-aws.json makespan_hours (issue #39 fixture, 2026-12-07)
 # grpo-gcp.json: rollout (1 spot a3-edgegpu-8g-nolssd at 17.40688 $/h), scoring (1 spot at
 # 17.40688), update (4 on-demand a3-edgegpu-8g-nolssd at 44.02255); all held GCP_HOURS; disks
 # 0.02739726, 0.02739726, 0.109589041 $/h; storage 15.19 $, network 0.00 $
@@ -92,16 +92,16 @@ def test_planned_curve_by_hand() -> None:
     plan = load_plan(AWS_PLAN)
     # the premises: the fixture's pools, prices, hours and storage as the comment at the top
     h = AWS_HOURS
-    assert pools_of(plan) == [("rollout", [("spot", 3, 2.4655, h)], 0.065753425, h),
+    assert pools_of(plan) == [("rollout", [("spot", 2, 2.4655, h)], 0.043835616, h),
                               ("scoring", [("spot", 2, 2.4655, h)], 0.043835616, h),
                               ("update", [("on_demand", 1, 113.9328, h)], 0.021917808, h)]
     assert (plan.makespan_hours, plan.storage_cost_usd, plan.network_cost_usd) == (
         h, "17.02", "0.00")
-    by_hand = (2 * (3 * 2.4655 + 2 * 2.4655 + 1 * 113.9328)
-               + 2 * (0.065753425 + 0.043835616 + 0.021917808)
+    by_hand = (2 * (2 * 2.4655 + 2 * 2.4655 + 1 * 113.9328)
+               + 2 * (0.043835616 + 0.043835616 + 0.021917808)
                + 17.02 * 2 / AWS_HOURS)
     assert planned_cumulative(plan, 2.0) == pytest.approx(by_hand, abs=1e-9)
-    assert by_hand == pytest.approx(257.5062, abs=1e-4)
+    assert by_hand == pytest.approx(252.5335, abs=1e-4)
     assert planned_cumulative(plan, 0) == 0
     # capped at the makespan: the plan's total, up to the cents each item was rounded to
     for name in ("grpo-aws", "grpo-gcp", "opd-aws-mixed", "opd-gcp-mixed", "sft-gcp"):
@@ -136,10 +136,10 @@ def test_aws_hourly_request_pages_and_variance(ce: FakeCostExplorer, tmp_path: P
     assert [p["hours"] for p in r["periods"]] == [1, 2, 3, 4, 5, 6]
     assert r["run_start"] == "2026-12-01T00:00:00Z"
     second = r["periods"][1]
-    planned = (2 * (5 * 2.4655 + 113.9328) + 2 * 0.131506849 + 17.02 * 2 / AWS_HOURS)
+    planned = (2 * (4 * 2.4655 + 113.9328) + 2 * 0.109589040 + 17.02 * 2 / AWS_HOURS)
     assert second["hours"] == 2
-    assert second["planned_cumulative_usd"] == round(planned, 2) == 257.51
-    assert second["variance_usd"] == round(260 - planned, 2) == 2.49
+    assert second["planned_cumulative_usd"] == round(planned, 2) == 252.53
+    assert second["variance_usd"] == round(260 - planned, 2) == 7.47
     assert second["variance_pct"] == round(100 * (260 - planned) / planned, 2)
     assert r["actual_usd"] == 390.0 and r["hours"] == 6
     groups = {g["group"]: g for g in r["groups"]}
@@ -174,12 +174,12 @@ def test_daily_table_markdown_and_chart(ce: FakeCostExplorer, tmp_path: Path) ->
     assert res.exit_code == 0, res.output
     assert ce.requests[0]["Granularity"] == "DAILY"
     assert ce.requests[0]["TimePeriod"] == {"Start": "2026-12-01", "End": "2026-12-03"}
-    # P(24 h) = P(makespan) = the sum of unrounded items of grpo-aws.json: 928.04 (the plan's
-    # items, each rounded to the cent, total 928.04); variance 390 - 928.04
-    p24 = (AWS_HOURS * (5 * 2.4655 + 113.9328 + 0.065753425 + 0.043835616 + 0.021917808)
+    # P(24 h) = P(makespan) = the sum of unrounded items of grpo-aws.json: 909.71 (the plan's
+    # items, each rounded to the cent, total 909.71); variance 390 - 909.71
+    p24 = (AWS_HOURS * (4 * 2.4655 + 113.9328 + 0.043835616 + 0.043835616 + 0.021917808)
            + 17.02)
-    assert round(p24, 2) == 928.04 and float(load_plan(AWS_PLAN).total_cost_usd) == 928.04
-    assert "| 2026-12-01T00:00:00Z | 24 | 390.00 | 390.00 | 928.04 | -538.04 |" in res.stdout
+    assert round(p24, 2) == 909.71 and float(load_plan(AWS_PLAN).total_cost_usd) == 909.71
+    assert "| 2026-12-01T00:00:00Z | 24 | 390.00 | 390.00 | 909.71 | -519.71 |" in res.stdout
     svg = (tmp_path / "c.svg").read_text()
     assert svg.startswith("<?xml") and "<svg" in svg
 
@@ -328,7 +328,7 @@ def test_gcp_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> None:
     """guard --spend-from aws: the same pull as spend (cached), then the decision; grpo-aws's
     budget is $25,000, so 130 $/h for 3 h with no progress data is on track:
-    F = 390 + 130 * (AWS_HOURS - 3) = 390 + 130 * (7.20790817857 - 3) = 937.03."""
+    F = 390 + 130 * (AWS_HOURS - 3) = 390 + 130 * (7.20466855326 - 3) = 936.61."""
     def guard(until: str) -> dict[str, Any]:
         res = runner.invoke(app, ["guard", AWS_PLAN, "--spend-from", "aws", "--since",
                                   "2026-12-01T00", "--until", until, "--endpoint", ce.url,
@@ -339,13 +339,13 @@ def test_guard_pulls_the_bill_itself(ce: FakeCostExplorer, tmp_path: Path) -> No
 
     r = guard("2026-12-01T03")
     assert (r["decision"], r["spent_usd"], r["burn_usd_per_hour"]) == ("ok", 390.0, 130.0)
-    assert r["forecast_usd"] == round(390 + 130 * (AWS_HOURS - 3), 2) == 937.03
+    assert r["forecast_usd"] == round(390 + 130 * (AWS_HOURS - 3), 2) == 936.61
     assert ce.requests[0]["Granularity"] == "HOURLY"
     # three hours later with no cost yet (the bill lags, or the run stopped): the burn is the
-    # last billed one, to hour 3; the plan's hours left are AWS_HOURS - 6 = 7.2079 - 6
+    # last billed one, to hour 3; the plan's hours left are AWS_HOURS - 6 = 7.2047 - 6
     r = guard("2026-12-01T06")
     assert (r["hours"], r["billed_to_hours"], r["burn_usd_per_hour"]) == (6, 3, 130.0)
-    assert r["forecast_usd"] == round(390 + 130 * (AWS_HOURS - 6), 2) == 547.03
+    assert r["forecast_usd"] == round(390 + 130 * (AWS_HOURS - 6), 2) == 546.61
 
 
 def test_names_that_sanitise_alike_never_share_a_bill(monkeypatch: pytest.MonkeyPatch,

@@ -15,7 +15,7 @@ from ptplan.demand import agent as ag
 from ptplan.demand import inference as inf
 from ptplan.demand import steps as st
 from ptplan.demand.model import GB, KV_HEADROOM, MAX_REPLICA_GPUS, Cell, Part
-from ptplan.spec.project import ProjectSpec
+from ptplan.spec.project import ModelBlock, ProjectSpec
 
 KV_16BIT = {"fp32": 4.0}
 """KV-cache bytes per element by weight precision when fp8 KV is not allowed: the model's own
@@ -50,6 +50,15 @@ def rollout_of(part: Part) -> inf.Rollout:
     return inf.Rollout(part.run_sequences, part.prompt_tokens, part.lengths)
 
 
+def head_split(m: ModelBlock, lo: int, hi: int, node: int = 0) -> int:
+    """The smallest engine size in [lo, hi] that vLLM can shard the model over
+    (``ModelBlock.splits_tp``: the query heads split evenly, the KV heads split or replicate
+    evenly); with ``node``, the largest that also tiles a node of that many GPUs; 0 if none."""
+    if node:
+        return next((d for d in range(hi, lo - 1, -1) if m.splits_tp(d) and node % d == 0), 0)
+    return next((d for d in range(lo, hi + 1) if m.splits_tp(d)), 0)
+
+
 def decode_engine(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: int,
                   cond: Conditions) -> inf.Engine | str:
     """The replica a decode part runs on, or why none fits. Colocated engines get
@@ -66,6 +75,13 @@ def decode_engine(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, repli
     if g > MAX_REPLICA_GPUS:
         return (f"weights ({weights / GB:.0f} GB) and a KV cache need more than "
                 f"{MAX_REPLICA_GPUS} GPUs per inference replica")
+    if not replica_gpus and not eff.rollout_tp:
+        split = head_split(m, g, MAX_REPLICA_GPUS)
+        if not split:
+            return (f"no engine of {g} to {MAX_REPLICA_GPUS} GPUs splits the model's "
+                    f"{m.query_heads} attention heads ({m.kv_heads} KV heads) evenly, as vLLM "
+                    "shards them")
+        g = split
     context = part.prompt_tokens + (part.lengths.mean_age if part.lengths is not None else 0.0)
     kv_tok = inf.kv_bytes_per_token(m, kv_element_bytes(precision, cond.kv_fp8), context) \
         * inf.kv_replication(m, g)
@@ -200,13 +216,16 @@ def decode_curve(part: Part, c: Cell, spec: ProjectSpec, synchronous: bool,
     assert c.engine is not None
     ro = rollout_of(part)
     engines = [c.engine]
-    # the smallest engine (most throughput per GPU) and one spanning the node (least latency per
+    # the smallest engine (most throughput per GPU) and the widest in the node (least latency per
     # token: what a drain-bound step needs). Sizes between are not tried: on the validation runs
     # they would shorten the AReaL 1.5B step by 11 % and DeepScaleR by 5 % (others <= 0.3 %), at
     # twice the planning cost; the model is conservative there
-    whole = max(cond.gpus_per_node, c.engine.gpus)
+    # the largest engine within the node that splits the heads and tiles the node (28 heads on
+    # 8 GPUs: 4; 12 heads: 4; 40 heads: 8)
+    whole = head_split(part.model, c.engine.gpus + 1, min(cond.gpus_per_node, MAX_REPLICA_GPUS),
+                       node=cond.gpus_per_node)
     pinned = spec.efficiency.rollout_tp is not None  # the spec's engine size, and only it
-    if whole > c.engine.gpus and whole <= MAX_REPLICA_GPUS and not pinned:
+    if whole > c.engine.gpus and not pinned:
         e = decode_engine(part, gpu, precision, spec, whole, cond)
         if not isinstance(e, str):
             engines.append(e)

@@ -155,6 +155,8 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
                 continue
             else:
                 npr = math.ceil(g / gpn)
+                if phase != "scoring" and not demand.spec.model.splits_tp(npr * gpn):
+                    continue  # whole nodes of tensor parallel that vLLM cannot shard the heads on
                 pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn,
                                 fallback=fallback, cond=cond, synchronous=tail)
                 if not pc.fits:

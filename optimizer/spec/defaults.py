@@ -82,7 +82,7 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
         shown = str(value).lower() if isinstance(value, bool) else value
         if key == "rollout_tp" and value is None:
             shown = ("per pool (the faster of the smallest engine that holds the weights and "
-                     "one spanning the node)")
+                     "the widest within the node, each splitting the attention heads)")
         if key == "internode_gb_per_s_per_gpu" and value is None:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")

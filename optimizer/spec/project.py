@@ -154,12 +154,13 @@ class ProjectSpec(_Strict):
             raise ValueError(f"max_staleness_steps {self.max_staleness_steps} applies to the "
                              f"async pipeline of rl/opd, not {where}; use pipeline: async or "
                              "auto, or remove max_staleness_steps")
-        tp, heads = self.efficiency.rollout_tp, self.model.query_heads
-        if tp is not None and heads % tp:
-            ok = ", ".join(str(d) for d in range(1, min(heads, 64) + 1) if heads % d == 0)
-            raise ValueError(f"efficiency.rollout_tp {tp}: vLLM splits the model's {heads} "
-                             f"attention heads over the engine's GPUs, so it must divide "
-                             f"{heads}; use one of {ok}")
+        tp, mb = self.efficiency.rollout_tp, self.model
+        if tp is not None and not mb.splits_tp(tp):
+            ok = ", ".join(str(d) for d in range(1, 65) if mb.splits_tp(d))
+            raise ValueError(f"efficiency.rollout_tp {tp}: vLLM shards the model's "
+                             f"{mb.query_heads} attention heads ({mb.kv_heads} KV heads) over "
+                             f"the engine's GPUs, and {tp} does not split them evenly; use one "
+                             f"of {ok}")
         if m == "sft" and self.pipeline not in ("auto", "colocated"):
             raise ValueError(f"pipeline {self.pipeline} applies to rl/opd; an SFT job runs on "
                              "one pool (use auto or colocated)")

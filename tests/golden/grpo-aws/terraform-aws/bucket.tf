@@ -3,7 +3,7 @@
 
 resource "aws_s3_bucket" "checkpoints" {
   bucket = var.bucket_name
-  tags   = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-6a92bd", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
+  tags   = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-fb7190", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "checkpoints" {

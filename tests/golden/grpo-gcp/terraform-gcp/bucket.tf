@@ -6,7 +6,7 @@ resource "google_storage_bucket" "checkpoints" {
   location                    = "NORTHAMERICA-NORTHEAST2"
   storage_class               = "STANDARD"
   uniform_bucket_level_access = true
-  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-ba728d", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
+  labels                      = { "ptplan-capacity-type" = "none", "ptplan-method" = "rl", "ptplan-phase" = "checkpoint", "ptplan-plan" = "grpo-7b-math-cbccb2", "ptplan-pool" = "storage", "ptplan-project" = "grpo-7b-math" }
 
   lifecycle_rule {
     action {

@@ -31,5 +31,5 @@ variable "bucket_name" {
 provider "google" {
   project        = var.project_id
   region         = "northamerica-northeast2"
-  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-ba728d", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
+  default_labels = { "ptplan-capacity-type" = "mixed", "ptplan-method" = "rl", "ptplan-phase" = "all", "ptplan-plan" = "grpo-7b-math-cbccb2", "ptplan-pool" = "all", "ptplan-project" = "grpo-7b-math" }
 }

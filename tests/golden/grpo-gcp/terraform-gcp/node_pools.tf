@@ -2,8 +2,8 @@
 # Pools scale from zero up to the plan's nodes while the job's pods wait and back to zero when the job ends.
 
 # pool rollout (rollout, eval, weight_sync): 1 x a3-edgegpu-8g-nolssd spot in northamerica-northeast2-c
-resource "google_container_node_pool" "r_grpo_7b_math_ba728d_rollout_spot" {
-  name     = "grpo-7b-math-ba728d-rollout-spot"
+resource "google_container_node_pool" "r_grpo_7b_math_cbccb2_rollout_spot" {
+  name     = "grpo-7b-math-cbccb2-rollout-spot"
   cluster  = var.cluster
   location = "northamerica-northeast2"
   node_locations = ["northamerica-northeast2-c"]
@@ -17,8 +17,8 @@ resource "google_container_node_pool" "r_grpo_7b_math_ba728d_rollout_spot" {
   node_config {
     machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = true
-    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-ba728d-rollout-spot", "ptplan.io/pool" = "rollout" }
-    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-plan" = "grpo-7b-math-ba728d", "ptplan-pool" = "rollout", "ptplan-project" = "grpo-7b-math" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-cbccb2-rollout-spot", "ptplan.io/pool" = "rollout" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "rollout-eval-weight_sync", "ptplan-plan" = "grpo-7b-math-cbccb2", "ptplan-pool" = "rollout", "ptplan-project" = "grpo-7b-math" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -37,8 +37,8 @@ resource "google_container_node_pool" "r_grpo_7b_math_ba728d_rollout_spot" {
 }
 
 # pool scoring (scoring): 1 x a3-edgegpu-8g-nolssd spot in northamerica-northeast2-c
-resource "google_container_node_pool" "r_grpo_7b_math_ba728d_scoring_spot" {
-  name     = "grpo-7b-math-ba728d-scoring-spot"
+resource "google_container_node_pool" "r_grpo_7b_math_cbccb2_scoring_spot" {
+  name     = "grpo-7b-math-cbccb2-scoring-spot"
   cluster  = var.cluster
   location = "northamerica-northeast2"
   node_locations = ["northamerica-northeast2-c"]
@@ -52,8 +52,8 @@ resource "google_container_node_pool" "r_grpo_7b_math_ba728d_scoring_spot" {
   node_config {
     machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = true
-    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-ba728d-scoring-spot", "ptplan.io/pool" = "scoring" }
-    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "scoring", "ptplan-plan" = "grpo-7b-math-ba728d", "ptplan-pool" = "scoring", "ptplan-project" = "grpo-7b-math" }
+    labels          = { "ptplan.io/capacity-type" = "spot", "ptplan.io/group" = "grpo-7b-math-cbccb2-scoring-spot", "ptplan.io/pool" = "scoring" }
+    resource_labels = { "ptplan-capacity-type" = "spot", "ptplan-method" = "rl", "ptplan-phase" = "scoring", "ptplan-plan" = "grpo-7b-math-cbccb2", "ptplan-pool" = "scoring", "ptplan-project" = "grpo-7b-math" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
@@ -72,8 +72,8 @@ resource "google_container_node_pool" "r_grpo_7b_math_ba728d_scoring_spot" {
 }
 
 # pool update (update, checkpoint): 4 x a3-edgegpu-8g-nolssd on-demand in northamerica-northeast2-c
-resource "google_container_node_pool" "r_grpo_7b_math_ba728d_update_on_demand" {
-  name     = "grpo-7b-math-ba728d-update-on-demand"
+resource "google_container_node_pool" "r_grpo_7b_math_cbccb2_update_on_demand" {
+  name     = "grpo-7b-math-cbccb2-update-on-demand"
   cluster  = var.cluster
   location = "northamerica-northeast2"
   node_locations = ["northamerica-northeast2-c"]
@@ -87,8 +87,8 @@ resource "google_container_node_pool" "r_grpo_7b_math_ba728d_update_on_demand" {
   node_config {
     machine_type    = "a3-edgegpu-8g-nolssd"
     spot            = false
-    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "grpo-7b-math-ba728d-update-on-demand", "ptplan.io/pool" = "update" }
-    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "rl", "ptplan-phase" = "update-checkpoint", "ptplan-plan" = "grpo-7b-math-ba728d", "ptplan-pool" = "update", "ptplan-project" = "grpo-7b-math" }
+    labels          = { "ptplan.io/capacity-type" = "on-demand", "ptplan.io/group" = "grpo-7b-math-cbccb2-update-on-demand", "ptplan.io/pool" = "update" }
+    resource_labels = { "ptplan-capacity-type" = "on-demand", "ptplan-method" = "rl", "ptplan-phase" = "update-checkpoint", "ptplan-plan" = "grpo-7b-math-cbccb2", "ptplan-pool" = "update", "ptplan-project" = "grpo-7b-math" }
     disk_size_gb    = 200
     disk_type       = "pd-balanced"
 
