@@ -10,7 +10,8 @@ KV cache, the policy's high-precision share of teacher scoring, synchronous gene
 when the layout waits for each step's longest response), whole replicas per node for
 generation (``(gpn // g) · g`` usable GPUs) or several nodes per replica (``⌈g / gpn⌉``, the
 cell re-made on that many nodes' GPUs, tensor parallel over all of them, so only where
-vLLM can shard the heads over them — ``splits``; a precision that does not fit is skipped, not
+vLLM can shard the heads over them — ``splits``: the policy's for generation, the teacher's
+for scoring, none for the training engine's reference forwards; a precision that does not fit is skipped, not
 the ones after it), and per node-hour figures (GPU-hours ÷ usable GPUs, the floor in hours). Busy
 hours on n nodes are the timing's seconds on n × usable GPUs ÷ 3600, or without a timing
 max(node-hours ÷ n, floor).
@@ -77,7 +78,9 @@ def ref_rates(demand: Any, phase: str, gpu: Any, gpn: int, tail: bool, policy: P
             npr, usable = 1, (gpn // g) * g
         elif phase in GEN:
             npr, usable = math.ceil(g / gpn), gpn
-            if phase != "scoring" and not splits(demand.spec.model, npr * gpn):
+            models = ([demand.spec.model] if phase != "scoring" else
+                      [p.model for p in demand.phase_parts(phase) if p.role == "teacher"])
+            if not all(splits(m, npr * gpn) for m in models):
                 continue  # vLLM's tensor parallel over whole nodes must split the heads
             pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn, fallback=fallback,
                             cond=cond, synchronous=sync)

@@ -160,6 +160,29 @@ def test_an_mla_model_counts_its_query_heads_only() -> None:
     assert gqa.splits_tp(16) and not gqa.splits_tp(12)
 
 
+def test_a_teacher_engine_splits_its_own_heads() -> None:
+    """The teacher scores in a vLLM server: its engine must split the teacher's heads, not the
+    student's. Qwen2.5-32B's 40 heads (8 KV) on L4: 4 GPUs per engine within an 8-GPU node;
+    on 3-GPU nodes the engine would span two nodes, TP6, which 40 heads refuse, so scoring
+    has no rate there; the student's reference forwards (training engine) are not held to it."""
+    from ptplan.core.hardware import resolve_gpu
+    from ptplan.demand.model import build_demand
+    from ptplan.demand.rates import engine_models, phase_rates
+
+    d = yaml.safe_load((ROOT / "examples" / "opd-8b-from-32b.yaml").read_text())
+    d["teacher"] = {"params_b": 32.8, "layers": 64, "hidden_size": 5120, "heads": 40,
+                    "kv_heads": 8, "head_dim": 128}
+    d["framework"] = "any"
+    demand = build_demand(ProjectSpec.model_validate(d))
+    assert [m.query_heads for m in engine_models(demand, "scoring")] == [40]
+    assert [m.query_heads for m in engine_models(demand, "rollout")] == [32]
+    l4 = resolve_gpu("L4", "gpu")
+    assert {r.replica_gpus for r in phase_rates(demand, "scoring", l4, 8, True)} == {4}
+    assert phase_rates(demand, "scoring", l4, 3, True) == []
+    grpo = build_demand(ProjectSpec.model_validate(_spec()))
+    assert engine_models(grpo, "scoring") == ()  # the reference runs in the training engine
+
+
 def test_the_smallest_engine_is_the_first_that_splits_the_heads() -> None:
     """A 60B model with 12 heads on A100-40GB needs 8 GPUs for its weights; 8 does not divide
     12, so its smallest engine is 12 (on 16-GPU nodes). On 8-GPU nodes an engine spans whole

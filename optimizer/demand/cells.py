@@ -29,6 +29,7 @@ from ptplan.demand.decode import (
     DecodeCurve,
     decode_curve,
     decode_engine,
+    head_split,
     rollout_batch,
     rollout_of,
     usable_bytes,
@@ -116,6 +117,15 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
         if g > MAX_REPLICA_GPUS:
             return Cell(False, reason=f"weights ({weights / GB:.0f} GB) need more than "
                                       f"{MAX_REPLICA_GPUS} GPUs per inference replica")
+        if part.role == "teacher" and not replica_gpus:
+            # the teacher scores in an inference server (vLLM prompt log-probs): an engine size
+            # it can shard the heads over (docs/demand-model.md §4.6)
+            split = head_split(part.model, g, MAX_REPLICA_GPUS)
+            if not split:
+                return Cell(False, reason=f"no teacher engine of {g} to {MAX_REPLICA_GPUS} GPUs "
+                                          f"splits its {part.model.query_heads} attention heads "
+                                          f"({part.model.kv_heads} KV heads) evenly")
+            g = split
         spt = inf.prefill_seconds_per_token(part.model, gpu, precision, 1, eff, part.seq_tokens,
                                             _forward_efficiency(part, spec))
         return Cell(True, 1.0 / spt, g, weights / g / GB, 0, "compute")

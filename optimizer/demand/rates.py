@@ -17,6 +17,7 @@ from ptplan.demand.cells import CalibrationUse, Conditions, Timing, phase_cell, 
 from ptplan.demand.model import Demand
 from ptplan.policies.model import Policy, default_policy
 from ptplan.spec.frameworks import framework_precisions
+from ptplan.spec.project import ModelBlock
 
 GEN_PHASES = frozenset({"rollout", "eval", "scoring"})
 """Phases served by inference replicas (whole replicas per node, or nodes per replica)."""
@@ -133,6 +134,15 @@ def phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool,
     return list(hit)
 
 
+def engine_models(demand: Demand, phase: str) -> tuple[ModelBlock, ...]:
+    """The models a phase runs in inference engines whose tensor parallel must split their
+    heads (vLLM): the policy for rollout and eval, the teacher for scoring (the reference and
+    reward forwards run in the training engine, which shards them otherwise)."""
+    if phase != "scoring":
+        return (demand.spec.model,)
+    return tuple(p.model for p in demand.phase_parts(phase) if p.role == "teacher")
+
+
 def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, policy: Policy,
                  colocated: bool, with_trainer: bool = False) -> list[PhaseRate]:
     out: list[PhaseRate] = []
@@ -155,7 +165,7 @@ def _phase_rates(demand: Demand, phase: str, gpu: GPU, gpn: int, tail: bool, pol
                 continue
             else:
                 npr = math.ceil(g / gpn)
-                if phase != "scoring" and not demand.spec.model.splits_tp(npr * gpn):
+                if not all(m.splits_tp(npr * gpn) for m in engine_models(demand, phase)):
                     continue  # whole nodes of tensor parallel that vLLM cannot shard the heads on
                 pc = phase_cell(demand, phase, gpu, q, replica_gpus=npr * gpn,
                                 fallback=fallback, cond=cond, synchronous=tail)
