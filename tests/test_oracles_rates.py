@@ -11,8 +11,9 @@ when the layout waits for each step's longest response), whole replicas per node
 generation (``(gpn // g) · g`` usable GPUs) or several nodes per replica (``⌈g / gpn⌉``, the
 cell re-made on that many nodes' GPUs, tensor parallel over all of them, so only where
 vLLM can shard the heads over them — ``splits``: the policy's for generation, the teacher's
-for scoring, none for the training engine's reference forwards; a precision that does not fit is skipped, not
-the ones after it), and per node-hour figures (GPU-hours ÷ usable GPUs, the floor in hours). Busy
+for scoring, none for the training engine's reference forwards; a precision that does not fit
+is skipped, not the ones after it), and per node-hour figures (GPU-hours ÷ usable GPUs, the
+floor in hours). Busy
 hours on n nodes are the timing's seconds on n × usable GPUs ÷ 3600, or without a timing
 max(node-hours ÷ n, floor).
 """

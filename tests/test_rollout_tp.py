@@ -154,8 +154,9 @@ def test_an_mla_model_counts_its_query_heads_only() -> None:
     field does not restrict the engine."""
     from ptplan.spec.project import ModelBlock
     mla = ModelBlock(params_b=671.0, active_params_b=37.0, layers=61, hidden_size=7168,
-                     heads=128, kv_heads=128, head_dim=128, kv_latent_dim=576)
+                     heads=128, kv_heads=3, head_dim=128, kv_latent_dim=576)
     assert [t for t in (1, 2, 3, 8, 16, 32, 48, 64) if mla.splits_tp(t)] == [1, 2, 8, 16, 32, 64]
+    assert not mla.model_copy(update={"kv_latent_dim": None}).splits_tp(2)  # 3 KV heads
     gqa = mla.model_copy(update={"kv_latent_dim": None, "kv_heads": 8})
     assert gqa.splits_tp(16) and not gqa.splits_tp(12)
 
@@ -181,6 +182,30 @@ def test_a_teacher_engine_splits_its_own_heads() -> None:
     assert phase_rates(demand, "scoring", l4, 3, True) == []
     grpo = build_demand(ProjectSpec.model_validate(_spec()))
     assert engine_models(grpo, "scoring") == ()  # the reference runs in the training engine
+
+
+def test_a_teacher_replica_moves_up_to_a_size_that_splits_its_heads() -> None:
+    """A 60B teacher with 28 heads (4 KV) on A100-40GB needs 8 GPUs for its weights; 8 does not
+    split 28 heads and 14 does not split 4 KV heads, so its replica is 28 GPUs. The student's
+    reference (training engine) keeps the power of two its weights need."""
+    from ptplan.core.hardware import resolve_gpu
+    from ptplan.demand.cells import Conditions, cell
+    from ptplan.demand.model import build_demand
+
+    d = yaml.safe_load((ROOT / "examples" / "opd-8b-from-32b.yaml").read_text())
+    d["teacher"] = {"params_b": 60.0, "layers": 48, "hidden_size": 3584, "heads": 28,
+                    "kv_heads": 4, "head_dim": 128}
+    d["framework"] = "any"
+    spec = ProjectSpec.model_validate(d)
+    demand = build_demand(spec)
+    a100 = resolve_gpu("A100-40GB", "gpu")
+    teacher = next(p for p in demand.phase_parts("scoring") if p.role == "teacher")
+    c = cell(teacher, a100, "bf16", spec, 0, Conditions(gpus_per_node=8))
+    assert c.fits and c.replica_gpus == 28, c
+    student = teacher.model_copy(update={"role": "reference"}) \
+        if hasattr(teacher, "model_copy") else __import__("dataclasses").replace(
+            teacher, role="reference")
+    assert cell(student, a100, "bf16", spec, 0, Conditions(gpus_per_node=8)).replica_gpus == 8
 
 
 def test_the_smallest_engine_is_the_first_that_splits_the_heads() -> None:
