@@ -50,6 +50,13 @@ GAPS = {
                                          "table's 70B row (its vLLM engines of 2 GPUs, stated "
                                          "in its launcher) now sets higher; the 34B row's "
                                          "engine size and lengths are not in the record",
+    "nemorl-async-grpo-llama8b-16xh100": "with the response length its table gives (the column "
+                                         "is the response alone: audit of 2026-12-07) its "
+                                         "trainer side, reference and update on 8 H100, takes "
+                                         "1.4x the step: NeMo RL's Megatron update of "
+                                         "Llama-3.1-8B runs faster than the one RL update "
+                                         "factor fitted across frameworks (the on-policy "
+                                         "sibling sits at the band's edge, 1.33)",
     "nemorl-async-grpo-qwen3-30b-a3b-16xgb200": "the one-step-off row takes 1.36x its on-policy "
                                                 "sibling on the same 16 GB200 (301 vs 221 s), "
                                                 "ptplan's overlap 0.6x; the table's EP16 cannot "
@@ -122,12 +129,14 @@ def _gm(xs) -> float:
 
 
 def test_the_fit_reduces_the_bias(suite) -> None:
-    """Unfitted, the model is biased fast (geometric mean 0.70 of predicted ÷ reported); fitted,
-    in-sample and leave-one-out geometric means are nearer 1 and at least 0.85 (a regression
-    guard: the issue's target 0.9-1.1 is the test below)."""
+    """Unfitted, the model is biased fast (geometric mean 0.80 of predicted ÷ reported on the
+    77 runs, 0.70 on the first 14; the 2026-12-07 audit of the records found work they had
+    left out, which moved it from 0.78); fitted, in-sample and leave-one-out geometric means are
+    nearer 1 and at least 0.85 (a regression guard: the issue's target 0.9-1.1 is the test
+    below)."""
     res, parts = suite
     unfitted = _gm(fitting.predict(d, {}, 0.0) / d.reported for _, d, _ in parts)
-    assert unfitted < 0.8
+    assert unfitted < 0.85
     assert abs(math.log(_gm(res.ratio.values()))) < abs(math.log(unfitted))
     assert 0.85 <= _gm(res.ratio.values()) <= 1.15
     assert 0.85 <= _gm(res.loo_ratio.values()) <= 1.15

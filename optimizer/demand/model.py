@@ -236,8 +236,10 @@ def build_demand(spec: ProjectSpec) -> Demand:
         # agent: the (K − 1)·o observation tokens are in every trained sequence; a decoding
         # turn sees half of them on average (§4.8)
         obs = spec.agent.observation_tokens if spec.agent is not None else 0
-        seq = d.prompt_tokens + d.response_tokens + obs
         max_seq = d.prompt_tokens + spec.max_response_tokens + obs
+        # the sequence the scoring and training passes see: its own length, or the cap when the
+        # framework pads every response to it (efficiency.pad_responses_to_cap)
+        seq = max_seq if eff.pad_responses_to_cap else d.prompt_tokens + d.response_tokens + obs
         lengths = response_lengths(spec)
         prompt = d.prompt_tokens + obs / 2.0 if obs else d.prompt_tokens
         context = prompt + lengths.mean_age

@@ -28,7 +28,8 @@ out of the digest when unset, so that a spec typed by hand keeps its digest."""
 MODEL_BLOCKS = ("model", "teacher", "reward_model", "critic")
 LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5, "sequence_packing": True,
                              "zero3_overlap_comm": True, "colocated_refit_gb_per_s": 17.8,
-                             "generation_batching": "continuous", "rollout_tp": None}
+                             "generation_batching": "continuous", "rollout_tp": None,
+                             "pad_responses_to_cap": False}
 """``efficiency`` fields added with schema 8 and after (issue #39): left out of the digest at
 their default, so that a spec that does not set them keeps its digest."""
 

@@ -61,7 +61,8 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
     defaults = Efficiency()
     rl_only = {"rl_train_mfu", "recompute_old_logprobs", "weight_sync_gb_per_s",
                "colocated_refit_gb_per_s", "lost_work_minutes"}
-    rl_only |= {"prefix_caching", "colocated_rollout_memory_fraction", "sequence_packing"}
+    rl_only |= {"prefix_caching", "colocated_rollout_memory_fraction", "sequence_packing",
+                "pad_responses_to_cap"}
     if spec.eval is None:  # SFT generates only for eval
         rl_only |= {"decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
                     "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",

@@ -88,6 +88,12 @@ class Efficiency(_Strict):
     decodes sequential batches of ``max_batch_per_replica`` sequences, each call returning
     when its longest response ends (HF ``generate``, DeepSpeed-Chat's hybrid engine,
     NeMo-Aligner's TensorRT-LLM ``GptSession`` called per rollout micro-batch)."""
+    pad_responses_to_cap: bool = False
+    """rl/opd: the scoring and training passes see every response padded to
+    ``data.max_response_tokens`` (open-instruct's PPO appends pad tokens up to its
+    ``response_length``), so they run prompt + cap tokens per sequence whatever was generated.
+    False: each pass sees the sequence's own length (or its micro-batch's longest,
+    ``sequence_packing: false``)."""
     adam_bytes_per_param: Annotated[float, Field(ge=2, le=32, strict=True)] = 16.0
     activation_recompute: Literal["full", "selective", "none"] = "full"
     micro_batch_size: Count = 1

@@ -148,6 +148,9 @@ class ProjectSpec(_Strict):
         if m == "sft" and (self.reward_model is not None or self.reference_model is not None):
             raise ValueError("reward_model and reference_model apply to rl/opd; remove them "
                              "for method sft")
+        if self.efficiency.pad_responses_to_cap and m in ("sft", "generate"):
+            raise ValueError(f"efficiency.pad_responses_to_cap applies to the scored and trained "
+                             f"responses of rl/opd, not method {m}; remove it")
         if self.max_staleness_steps > 1 and (m in ("sft", "generate")
                                              or self.pipeline in ("colocated", "sync")):
             where = f"method {m}" if m in ("sft", "generate") else f"pipeline {self.pipeline}"
