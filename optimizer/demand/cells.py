@@ -117,15 +117,10 @@ def cell(part: Part, gpu: GPU, precision: str, spec: ProjectSpec, replica_gpus: 
         if g > MAX_REPLICA_GPUS:
             return Cell(False, reason=f"weights ({weights / GB:.0f} GB) need more than "
                                       f"{MAX_REPLICA_GPUS} GPUs per inference replica")
-        if part.role == "teacher" and not replica_gpus:
-            # the teacher scores in an inference server (vLLM prompt log-probs): an engine size
-            # it can shard the heads over (docs/demand-model.md §4.6)
-            split = head_split(part.model, g, MAX_REPLICA_GPUS)
-            if not split:
-                return Cell(False, reason=f"no teacher engine of {g} to {MAX_REPLICA_GPUS} GPUs "
-                                          f"splits its {part.model.query_heads} attention heads "
-                                          f"({part.model.kv_heads} KV heads) evenly")
-            g = split
+        if part.role == "teacher" and not replica_gpus and not (  # a vLLM server (§4.6)
+                g := head_split(part.model, need, MAX_REPLICA_GPUS)):
+            return Cell(False, reason=f"no teacher engine of {need} to {MAX_REPLICA_GPUS} GPUs "
+                                      "splits its attention heads evenly")
         spt = inf.prefill_seconds_per_token(part.model, gpu, precision, 1, eff, part.seq_tokens,
                                             _forward_efficiency(part, spec))
         return Cell(True, 1.0 / spt, g, weights / g / GB, 0, "compute")
@@ -164,10 +159,6 @@ def _colocated_state_cap(gpu: GPU, spec: ProjectSpec) -> float:
     eff = spec.efficiency
     return gpu.memory_gb * GB * max(0.0, eff.gpu_memory_utilization
                                     - eff.colocated_rollout_memory_fraction)
-
-
-def is_high_precision(precision: str) -> bool:
-    return precision in HIGH_PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -299,7 +290,7 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
             floor += curve.floor_seconds
             continue
         share = 1.0
-        if f > 0 and not is_high_precision(precision):
+        if f > 0 and precision not in HIGH_PRECISIONS:
             hp = _fallback_cell(part, gpu, spec, replica_gpus, cond)
             if hp is None:
                 return PhaseCell(phase, gpu.name, precision, False, math.inf, 0, 0.0, False,
