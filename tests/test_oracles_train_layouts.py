@@ -4,7 +4,8 @@ only data types and the memory formulas of ``tests/test_oracles_train_memory.py`
 the smallest data-parallel degree by bisection over dp (memory per GPU falls as dp grows),
 not by the package's closed form.
 
-The rules restated: tensor parallel within a node, dividing the query heads, up to the
+The rules restated: tensor parallel within a node, dividing the query heads and the KV groups
+(Megatron replicates no group; an MLA model has none), up to the
 backend's largest (FSDP: none); context parallel only for sequences of at least 2,048 tokens
 per rank; a (tp, cp) whose activations alone fill the usable memory is skipped; ZeRO stages per
 backend (auto 3 then 1, Megatron 1, FSDP 3); the optimizer kept on the GPU then offloaded
@@ -68,7 +69,8 @@ def ref_candidates(job: TrainJob, eff: Efficiency, usable: float, gpn: int, prec
     out: list[Layout] = []
     smallest = math.inf
     for tp in TP:
-        if tp > gpn or tp > BACKEND_TP[backend] or m.query_heads % tp:
+        if tp > gpn or tp > BACKEND_TP[backend] or m.query_heads % tp or (
+                m.kv_latent_dim is None and m.kv_heads % tp):
             continue
         for cp in CP:
             if cp > 1 and job.longest < 2048 * cp:
@@ -95,9 +97,10 @@ def ref_candidates(job: TrainJob, eff: Efficiency, usable: float, gpn: int, prec
     return kept, smallest
 
 
-def _job(params_b: float, layers: int, hidden: int, heads: int, longest: int) -> TrainJob:
+def _job(params_b: float, layers: int, hidden: int, heads: int, longest: int,
+         kv_heads: int = 0) -> TrainJob:
     model = ModelBlock(params_b=params_b, layers=layers, hidden_size=hidden, heads=heads,
-                       kv_heads=heads, head_dim=hidden // heads)
+                       kv_heads=kv_heads or heads, head_dim=hidden // heads)
     n = params_b * 1e9
     return TrainJob(model, 6 * n, 4 * n, 12 * n, longest, 1e6, 0.3)
 
@@ -115,6 +118,9 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "fsdp-7b-always-offload": dict(job=dict(SEVEN_B, longest=8192),
                                    eff=dict(train_backend="fsdp", optimizer_offload="always")),
     # 7 query heads: only tp 1 divides them
+    # 12 query heads in 2 KV groups (DeepSeek-R1-Distill-Qwen-1.5B): Megatron's tp 1 and 2 only
+    "two-kv-groups": dict(job=dict(params_b=1.78, layers=28, hidden=1536, heads=12, kv_heads=2,
+                                   longest=8192), eff=dict(train_backend="megatron")),
     "seven-heads": dict(job=dict(params_b=14, layers=24, hidden=896, heads=7, longest=2048)),
     # exactly 2,048 tokens per context-parallel rank at cp 2
     "cp2-exactly": dict(job=dict(SEVEN_B, longest=4096)),
@@ -245,3 +251,19 @@ def test_the_chosen_cells_within_a_node_and_across_nodes() -> None:
     assert four.layout == Layout(1, 1, 1, 4, 3, False) and four.fits and four.reason == ""
     assert four.seconds_per_token_per_gpu == pytest.approx(0.12 / 1024, rel=1e-12, abs=0)
     assert four.memory_gb_per_gpu == pytest.approx((4e9 + ACT32) / GB, rel=1e-12, abs=0)
+
+
+def test_megatron_tensor_parallel_splits_heads_and_kv_groups() -> None:
+    """Megatron shards the query heads and the KV groups without replication: 12 heads in 2
+    groups take tp 1 and 2; an MLA model (no KV groups, DeepSeek-style) only its query heads,
+    so 12 MLA heads take 1, 2 and 4 but not 8; 8 heads in 8 groups take all of 1-8."""
+    from ptplan.demand.training import _megatron_splits
+
+    def sizes(heads: int, kv: int, latent: int | None = None) -> list[int]:
+        m = ModelBlock(params_b=2.0, layers=4, hidden_size=128 * heads, heads=heads,
+                       kv_heads=kv, head_dim=128, kv_latent_dim=latent)
+        return [tp for tp in TP if _megatron_splits(m, tp)]
+
+    assert sizes(12, 2) == [1, 2]
+    assert sizes(12, 12, latent=576) == [1, 2, 4]
+    assert sizes(8, 8) == [1, 2, 4, 8]
