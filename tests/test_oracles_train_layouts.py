@@ -257,12 +257,10 @@ def test_megatron_tensor_parallel_splits_heads_and_kv_groups() -> None:
     """Megatron shards the query heads and the KV groups without replication: 12 heads in 2
     groups take tp 1 and 2; an MLA model (no KV groups, DeepSeek-style) only its query heads,
     so 12 MLA heads take 1, 2 and 4 but not 8; 8 heads in 8 groups take all of 1-8."""
-    from ptplan.demand.training import _megatron_splits
-
     def sizes(heads: int, kv: int, latent: int | None = None) -> list[int]:
         m = ModelBlock(params_b=2.0, layers=4, hidden_size=128 * heads, heads=heads,
                        kv_heads=kv, head_dim=128, kv_latent_dim=latent)
-        return [tp for tp in TP if _megatron_splits(m, tp)]
+        return [tp for tp in TP if m.splits_tp(tp, replicate_kv=False)]
 
     assert sizes(12, 2) == [1, 2]
     assert sizes(12, 12, latent=576) == [1, 2, 4]

@@ -247,12 +247,6 @@ def _running_min(cells: list[TrainCell]) -> tuple[tuple[int, TrainCell], ...]:
     return tuple(out)
 
 
-def _megatron_splits(m: ModelBlock, tp: int) -> bool:
-    """Megatron's tensor parallel shards the query heads and the KV groups, with no replication
-    (num_query_groups % tensor_model_parallel_size == 0); MLA has no KV groups."""
-    return m.query_heads % tp == 0 and (m.kv_latent_dim is not None or m.kv_heads % tp == 0)
-
-
 def _candidates(job: TrainJob, eff: Efficiency, usable: float, gpn: int, precision: str,
                 replica_gpus: int, state_cap: float | None) -> tuple[list[Layout], float]:
     """Every layout that fits (its smallest dp), and the least activation bytes seen."""
@@ -260,7 +254,8 @@ def _candidates(job: TrainJob, eff: Efficiency, usable: float, gpn: int, precisi
     smallest_act = math.inf
     m = job.model
     for tp in TP_SIZES:
-        if tp > gpn or not _megatron_splits(m, tp) or tp > _BACKEND_TP[eff.train_backend]:
+        if tp > gpn or not m.splits_tp(tp, replicate_kv=False) or tp > _BACKEND_TP[
+                eff.train_backend]:
             continue
         for cp in CP_SIZES:
             if cp > 1 and job.longest < 2048 * cp:

@@ -120,17 +120,18 @@ class ModelBlock(_Strict):
     def query_heads(self) -> int:
         return self.heads if self.heads is not None else max(1, self.hidden_size // self.head_dim)
 
-    def splits_tp(self, tp: int) -> bool:
-        """Whether a tensor-parallel engine of ``tp`` GPUs can shard this model as vLLM does:
-        the query heads split evenly (``ModelConfig.verify_with_parallel_config``), and the KV
-        heads either split evenly or, when fewer than ``tp``, are replicated evenly
-        (``LlamaAttention``: ``kv_heads % tp == 0`` or ``tp % kv_heads == 0``). An MLA model
+    def splits_tp(self, tp: int, replicate_kv: bool = True) -> bool:
+        """Whether tensor parallel over ``tp`` GPUs can shard this model: the query heads split
+        evenly (vLLM ``ModelConfig.verify_with_parallel_config``), and the KV heads split evenly
+        or, when fewer than ``tp`` and ``replicate_kv`` (vLLM's ``LlamaAttention``: ``tp %
+        kv_heads == 0``), are replicated evenly; Megatron replicates no KV group
+        (``num_query_groups % tensor_model_parallel_size``: ``replicate_kv=False``). An MLA model
         caches a latent per token, not per head, so only its query heads count."""
         if self.query_heads % tp:
             return False
-        if self.kv_latent_dim is not None:
+        if self.kv_latent_dim is not None or self.kv_heads % tp == 0:
             return True
-        return self.kv_heads % tp == 0 if self.kv_heads >= tp else tp % self.kv_heads == 0
+        return replicate_kv and self.kv_heads < tp and tp % self.kv_heads == 0
 
 
 class TrainedModel(ModelBlock):
