@@ -142,6 +142,11 @@ def test_the_models_own_engines_split_the_heads() -> None:
     assert head_split(m(28), 1, 64) == 1
     assert head_split(m(7, kv=7), 2, 8, node=8) == 0
     assert head_split(m(40, kv=8), 9, 40) == 40  # 20 splits the heads, 20 % 8 does not
+    # the bounds are inclusive, every size between is tried, and none found is 0
+    assert head_split(m(28), 3, 4, node=8) == 4
+    assert head_split(m(28, kv=28), 2, 8, node=14) == 7
+    assert head_split(m(28, kv=28), 5, 6) == 0
+    assert head_split(m(7, kv=7), 2, 6) == 0
     layout = _run().layout["rollout"]  # the example's rollout on 8 H100, unpinned
     assert layout is not None and 28 % layout["tp"] == 0, layout
 
