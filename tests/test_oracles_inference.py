@@ -23,6 +23,7 @@ from ptplan.demand.inference import (
     reference_peak,
     reference_precision,
 )
+from ptplan.spec.sections import ModelBlock
 
 TIGHT = 1e-13
 
@@ -73,22 +74,44 @@ def test_attention_runs_at_the_16_bit_peak(peaks: dict[str, float], attention: f
 
 
 def test_fixed_costs_add_to_the_iteration() -> None:
-    """2 ms step overhead, eager launches 2 layers × 45 µs, a 2-GPU replica inside a node:
-    2 × 2 layers × 10 µs all-reduce: 2.13 ms on top of t_mem (2 GB over 2 × 1e12 B/s = 1 ms,
-    plus 1 × 1,000 × 1,000 B = 0.5 µs). The all-reduce bytes come on top (§3.12): 2 layers × 2
-    all-reduces × 1 sequence × 256 hidden × 2 B × 2(2 − 1)/2 = 2,048 B per GPU over the
-    32 GB/s PCIe of a GPU without a scale-up link: 64 ns."""
+    """2 ms step overhead, eager launches 2 dense layers × 340 µs (``EAGER_LAUNCH_US``), a
+    2-GPU replica inside a node: 2 × 2 layers × 10 µs all-reduce: 2.72 ms on top of t_mem
+    (2 GB over 2 × 1e12 B/s = 1 ms, plus 1 × 1,000 × 1,000 B = 0.5 µs). The all-reduce bytes
+    come on top (§3.12): 2 layers × 2 all-reduces × 1 sequence × 256 hidden × 2 B × 2(2 − 1)/2
+    = 2,048 B per GPU over the 32 GB/s PCIe of a GPU without a scale-up link: 64 ns."""
     e = engine()
     e2 = type(e)(**{**e.__dict__, "gpus": 2,
                     "eff": eff(decode_step_overhead_ms=2.0, cuda_graphs=False)})
-    assert e2.fixed_seconds == pytest.approx(2e-3 + 90e-6 + 40e-6, rel=1e-12, abs=0)
+    assert e2.fixed_seconds == pytest.approx(2e-3 + 680e-6 + 40e-6, rel=1e-12, abs=0)
     # docs/demand-model.md §3.12 (engines that span nodes: TP bytes): the decode iteration adds
     # 2·L·b·h·2 B·2(g − 1)/g per GPU over the link (§5.3: the scale-up link, else PCIe
     # `pcie_gb_per_s` = 32 GB/s; the network only when the replica spans nodes)
     tp_bytes = 2 * 2 * 1 * 256 * 2.0 * 2 * (2 - 1) / 2
     assert tp_bytes == 2048.0
     assert float(e2.iteration_seconds(1, 1000)) == pytest.approx(
-        (2e9 + 1e6) / 2e12 + 2.13e-3 + tp_bytes / 32e9, rel=1e-12, abs=0)
+        (2e9 + 1e6) / 2e12 + 2.72e-3 + tp_bytes / 32e9, rel=1e-12, abs=0)
+
+
+def test_eager_launches_cost_per_layer_by_kind_unless_stated() -> None:
+    """Without CUDA graphs an iteration adds L × the launch cost of a layer: unset, 340 µs a
+    dense layer and 500 µs a mixture-of-experts layer (``EAGER_LAUNCH_US``: vllm-omni #7960,
+    vLLM #45709); a stated ``eager_launch_us_per_layer`` holds for every layer, 0 included.
+    With graphs nothing is added (2 layers, one GPU, no step overhead)."""
+    e = engine()
+    dense = type(e)(**{**e.__dict__, "eff": eff(cuda_graphs=False)})
+    assert dense.fixed_seconds == pytest.approx(2 * 340e-6, rel=1e-12, abs=0)
+    moe_block = ModelBlock(params_b=8.0, active_params_b=1.0, experts_per_token=2, layers=2,
+                           hidden_size=256, kv_heads=1, head_dim=64, heads=4)
+    assert moe_block.is_moe
+    moe = type(e)(**{**dense.__dict__, "model": moe_block})
+    assert moe.fixed_seconds == pytest.approx(2 * 500e-6, rel=1e-12, abs=0)
+    for stated in (45.0, 0.0):
+        pinned = eff(cuda_graphs=False, eager_launch_us_per_layer=stated)
+        for m in (dense.model, moe_block):
+            got = type(e)(**{**e.__dict__, "eff": pinned, "model": m}).fixed_seconds
+            assert got == pytest.approx(2 * stated * 1e-6, rel=1e-12, abs=0)
+    graphs = type(e)(**{**e.__dict__, "model": moe_block})
+    assert graphs.fixed_seconds == 0.0
 
 
 def test_bound_at_the_tie_and_a_hair_either_side() -> None:

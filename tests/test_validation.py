@@ -39,10 +39,12 @@ GAPS = {
                                         "same 4 A100-80GB",
     "alpaca-native-7b-sft-fsdp-4xa100": "as the Alpaca case; its own thread (issue #32) traced a "
                                         "24-h ETA to GPUs linked over PCIe via the CPU (PHB)",
-    "verl-grpo-deepseek-v3-96xh20": "its reported generation is 2.7x the modelled engine's "
-                                    "(eager MoE decode at TP32 over 4 H20 nodes) and the "
-                                    "rest 2.3x (the 671B state swapped to and from the host "
-                                    "around each phase is not modelled)",
+    "verl-grpo-deepseek-v3-96xh20": "its generation is modelled within 5 % of the reported "
+                                    "1,050 s since eager MoE launches cost what vLLM issue "
+                                    "#45709 measures (docs/demand-model.md §4.2), but the rest "
+                                    "of its step, 650 s, is modelled at ~240 s: the 671B state "
+                                    "swapped to and from the host around each phase (param/grad "
+                                    "offload, CPU Adam over 12 nodes) is not modelled",
     "openrlhf-ppo-llama2-7b-8xa800": "OpenRLHF's DeepSpeed MFU is above veRL's; one update "
                                      "factor for every framework",
     "openrlhf-ppo-codellama-34b-8xa800": "its reference and reward forwards on 2 A800 of their "
@@ -50,25 +52,18 @@ GAPS = {
                                          "table's 70B row (its vLLM engines of 2 GPUs, stated "
                                          "in its launcher) now sets higher; the 34B row's "
                                          "engine size and lengths are not in the record",
-    "nemorl-async-grpo-llama8b-16xh100": "with the response length its table gives (the column "
-                                         "is the response alone: audit of 2026-12-07) its "
-                                         "trainer side, reference and update on 8 H100, takes "
-                                         "1.4x the step: NeMo RL's Megatron update of "
-                                         "Llama-3.1-8B runs faster than the one RL update "
-                                         "factor fitted across frameworks (the on-policy "
-                                         "sibling sits at the band's edge, 1.33)",
     "nemorl-async-grpo-qwen3-30b-a3b-16xgb200": "the one-step-off row takes 1.36x its on-policy "
                                                 "sibling on the same 16 GB200 (301 vs 221 s), "
                                                 "ptplan's overlap 0.6x; the table's EP16 cannot "
                                                 "hold on the recipe's 8 training GPUs",
     "sky-t1-mini-7b-grpo-8k-8xh100": "the 8K stage's mean response is not in the record "
-                                     "(4,500 assumed); the 16K stage of the same recipe (0.77) "
+                                     "(4,500 assumed); the 16K stage of the same recipe (0.74) "
                                      "takes only 1.27x its seconds per step at twice the cap, "
                                      "so the 8K responses run longer than assumed",
-    "verl-grpo-qwen3-30b-a3b-8k-colocate-128xh20": "its 128-GPU reference and update take 1.67x "
-                                                   "the GPU-seconds per token of the same "
-                                                   "table's 32-GPU async trainer: a scale cost of "
-                                                   "veRL's Megatron MoE trainer not modelled",
+    "tulu3-405b-rlvr-ppo-256xh100": "its unpacked ZeRO-3 update over 30 nodes, which the "
+                                    "physics alone puts at 1,570 s per step against the blog's "
+                                    "~1,500 s of training, is sped up by the one RL update "
+                                    "factor (x1.64) that packed FSDP and Megatron updates set",
 }
 
 
@@ -129,9 +124,10 @@ def _gm(xs) -> float:
 
 
 def test_the_fit_reduces_the_bias(suite) -> None:
-    """Unfitted, the model is biased fast (geometric mean 0.80 of predicted ÷ reported on the
+    """Unfitted, the model is biased fast (geometric mean 0.84 of predicted ÷ reported on the
     77 runs, 0.70 on the first 14; the 2026-12-07 audit of the records found work they had
-    left out, which moved it from 0.78); fitted, in-sample and leave-one-out geometric means are
+    left out, which moved it from 0.78 to 0.80, and the measured eager launch costs to 0.84);
+    fitted, in-sample and leave-one-out geometric means are
     nearer 1 and at least 0.85 (a regression guard: the issue's target 0.9-1.1 is the test
     below)."""
     res, parts = suite
@@ -147,6 +143,14 @@ def test_the_fit_meets_the_issues_bias_target(suite) -> None:
     res, _ = suite
     assert 0.9 <= _gm(res.ratio.values()) <= 1.1
     assert 0.9 <= _gm(res.loo_ratio.values()) <= 1.1
+
+
+def test_the_fit_meets_the_issues_leave_one_out_target(suite) -> None:
+    """The issue's target: at least 80 % of the cases within 1.5× (0.67–1.5) with the case
+    left out of the fit (62 of 77 at the 2026-12-07 fit; two more sit at 0.666)."""
+    res, _ = suite
+    within = sum(1 for x in res.loo_ratio.values() if 2 / 3 <= x <= 1.5)
+    assert within >= 0.8 * len(res.loo_ratio), f"{within} of {len(res.loo_ratio)}"
 
 
 def test_leave_one_out_intervals_cover_about_their_level(suite) -> None:

@@ -7,7 +7,8 @@ sequences one token per *iteration*. One iteration of batch b at mean context c 
     t_mem = (W + b·c·kv) / (g·BW·MBU)                    weights and KV cache read once
     t_cmp = b·2N / (g·peak_q·eff) + b·4·L·H·Q·c / (g·peak_16·eff)   GEMMs at the weight precision,
                                                            attention at 16 bit
-    t_fixed = decode_step_overhead_ms (+ eager launches: L × eager_launch_us_per_layer)
+    t_fixed = decode_step_overhead_ms (+ eager launches: L × eager_launch_us_per_layer,
+              unset: EAGER_LAUNCH_US of a dense or an MoE layer)
     t_tp = 2·L·allreduce latency (tp > 1; the inter-node figure when the replica spans nodes)
 
 How a synchronous step runs (``step_seconds``): n = sequences per replica. If the engine can
@@ -34,6 +35,7 @@ import numpy as np
 
 from ptplan.core.hardware import GPU
 from ptplan.demand.lengths import LengthDist
+from ptplan.spec.efficiency import EAGER_LAUNCH_US
 from ptplan.spec.project import Efficiency, ModelBlock
 
 GB = 1e9
@@ -89,7 +91,10 @@ class Engine:
         eff, layers = self.eff, self.model.layers
         t = eff.decode_step_overhead_ms / 1e3
         if not eff.cuda_graphs:
-            t += layers * eff.eager_launch_us_per_layer / 1e6
+            per_layer = eff.eager_launch_us_per_layer
+            if per_layer is None:
+                per_layer = EAGER_LAUNCH_US["moe" if self.model.is_moe else "dense"]
+            t += layers * per_layer / 1e6
         if self.gpus > 1:
             lat = eff.tp_allreduce_us_inter_node if self.spans_nodes \
                 else eff.tp_allreduce_us_intra_node

@@ -32,6 +32,10 @@ LATER_EFFICIENCY_DEFAULTS = {"moe_load_imbalance": 1.5, "sequence_packing": True
                              "pad_responses_to_cap": False}
 """``efficiency`` fields added with schema 8 and after (issue #39): left out of the digest at
 their default, so that a spec that does not set them keeps its digest."""
+FORMER_EFFICIENCY_DEFAULTS = {"eager_launch_us_per_layer": 45.0}
+"""``efficiency`` fields whose default became "unset, per model" (issue #39): unset, they enter
+the digest as the value plans recorded before, so that a spec that does not set them keeps its
+digest (the one spec it cannot tell apart: the same value set by hand)."""
 
 
 def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
@@ -64,6 +68,12 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
         spec_dump = {**spec_dump, "efficiency": {
             k: v for k, v in eff.items()
             if not (k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k])}}
+    eff = spec_dump.get("efficiency")
+    if isinstance(eff, dict) and any(k in eff and eff[k] is None
+                                     for k in FORMER_EFFICIENCY_DEFAULTS):
+        spec_dump = {**spec_dump, "efficiency": {
+            k: (FORMER_EFFICIENCY_DEFAULTS[k] if k in FORMER_EFFICIENCY_DEFAULTS and v is None
+                else v) for k, v in eff.items()}}
     for key in MODEL_BLOCKS:
         spec_dump = _without_unset(spec_dump, key, LATER_MODEL_FIELDS)
     cal = spec_dump.get("calibration")

@@ -3,7 +3,7 @@ output: plans, estimates, reports). Split from :mod:`ptplan.spec.project`."""
 
 from __future__ import annotations
 
-from ptplan.spec.efficiency import Efficiency
+from ptplan.spec.efficiency import EAGER_LAUNCH_US, Efficiency
 from ptplan.spec.methods import GEN_EFFICIENCY
 from ptplan.spec.project import Checkpoints, ProjectSpec
 
@@ -84,6 +84,10 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
         if key == "rollout_tp" and value is None:
             shown = ("per pool (the faster of the smallest engine that holds the weights and "
                      "the widest within the node, each splitting the attention heads)")
+        if key == "eager_launch_us_per_layer" and value is None:
+            moe = spec.model.is_moe
+            shown = (f"per model: {EAGER_LAUNCH_US['moe' if moe else 'dense']:g} µs per layer "
+                     f"of {'an MoE' if moe else 'a dense'} model (docs/demand-model.md §4.2)")
         if key == "internode_gb_per_s_per_gpu" and value is None:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")

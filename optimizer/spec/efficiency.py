@@ -9,6 +9,15 @@ from pydantic import Field, model_validator
 
 from ptplan.spec.types import Amount, Count, Fraction, _Strict
 
+EAGER_LAUNCH_US = {"dense": 340.0, "moe": 500.0}
+"""Host and launch cost per layer per decode iteration of an engine without CUDA graphs (µs),
+measured as the time per output token eager minus with graphs, over the layers: Qwen2.5-7B
+(28 dense layers) 22.5 → 13 ms per token (vllm-project/vllm-omni issue #7960, 2 A800), and
+Qwen3-30B-A3B (48 MoE layers, TP4) 33.9 → 10.0 ms (vllm-project/vllm issue #45709); an RL
+rollout at full batch bounds it from below: veRL's Qwen2-7B PPO generation 85 → 62 s with graphs
+over at most 4,096 iterations, ≥ 200 µs per layer (veRL ``docs/README_vllm0.7.md``). The 45 µs
+used before came from vLLM PR #1440 (2023, Llama-2-7B at batch 1). docs/demand-model.md §4.2."""
+
 
 class Efficiency(_Strict):
     """Efficiency and system parameters of the demand model; each has a documented source."""
@@ -32,7 +41,10 @@ class Efficiency(_Strict):
     cuda_graphs: bool = True
     """Decode runs captured CUDA graphs (veRL, NeMo RL); false: eager kernel launches
     (OpenRLHF's hybrid-engine recipes pass --vllm.enforce_eager)."""
-    eager_launch_us_per_layer: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 45.0
+    eager_launch_us_per_layer: Annotated[float, Field(ge=0, le=10_000, strict=False)] | None \
+        = None
+    """Host and launch cost of one layer per decode iteration without CUDA graphs (µs); unset:
+    per model, ``EAGER_LAUNCH_US`` (a dense layer 340, a mixture-of-experts layer 500)."""
     tp_allreduce_us_intra_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 10.0
     tp_allreduce_us_inter_node: Annotated[float, Field(ge=0, le=10_000, strict=False)] = 30.0
     prefix_caching: bool = True
