@@ -85,9 +85,10 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
             shown = ("per pool (the faster of the smallest engine that holds the weights and "
                      "the widest within the node, each splitting the attention heads)")
         if key == "eager_launch_us_per_layer" and value is None:
-            moe = spec.model.is_moe
-            shown = (f"per model: {EAGER_LAUNCH_US['moe' if moe else 'dense']:g} µs per layer "
-                     f"of {'an MoE' if moe else 'a dense'} model (docs/demand-model.md §4.2)")
+            # per engine model: the policy's, a teacher's or a reference's (they may differ)
+            shown = (f"per model: {EAGER_LAUNCH_US['dense']:g} µs a dense layer, "
+                     f"{EAGER_LAUNCH_US['moe']:g} µs a mixture-of-experts layer "
+                     "(docs/demand-model.md §4.2)")
         if key == "internode_gb_per_s_per_gpu" and value is None:
             shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
                      "GPU's reference system)")
