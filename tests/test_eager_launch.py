@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import example_dict
 from typer.testing import CliRunner
 
 from ptplan.cli.app import app
@@ -28,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
 
-def _spec(name: str = "grpo-7b", **eff: object) -> dict:
-    d = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text())
+def _spec(**eff: object) -> dict:
+    d = example_dict("grpo-7b.yaml")
     d["efficiency"] = {**(d.get("efficiency") or {}), **eff}
     return d
 
@@ -79,14 +80,10 @@ def test_eager_engines_take_longer_with_the_measured_cost() -> None:
     assert runs["measured"].phases["update"] == pytest.approx(runs["former"].phases["update"])
 
 
-def test_a_stated_cost_out_of_range_is_one_line() -> None:
-    import tempfile
-
-    d = _spec(cuda_graphs=False, eager_launch_us_per_layer=-1)
-    with tempfile.TemporaryDirectory() as tmp:
-        p = Path(tmp) / "s.yaml"
-        p.write_text(yaml.safe_dump(d))
-        result = runner.invoke(app, ["estimate", str(p)])
+def test_a_stated_cost_out_of_range_is_one_line(tmp_path: Path) -> None:
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(_spec(cuda_graphs=False, eager_launch_us_per_layer=-1)))
+    result = runner.invoke(app, ["estimate", str(p)])
     assert result.exit_code == 2
     assert "efficiency.eager_launch_us_per_layer = -1" in result.output
     assert "Traceback" not in result.output

@@ -64,16 +64,8 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
         spec_dump = {**spec_dump, "sla": {k: v for k, v in sla.items() if k != "deadline"}}
     spec_dump = _without_unset(spec_dump, "data", LATER_SPEC_FIELDS)
     eff = spec_dump.get("efficiency")
-    if isinstance(eff, dict) and any(eff.get(k) == v for k, v in LATER_EFFICIENCY_DEFAULTS.items()):
-        spec_dump = {**spec_dump, "efficiency": {
-            k: v for k, v in eff.items()
-            if not (k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k])}}
-    eff = spec_dump.get("efficiency")
-    if isinstance(eff, dict) and any(k in eff and eff[k] is None
-                                     for k in FORMER_EFFICIENCY_DEFAULTS):
-        spec_dump = {**spec_dump, "efficiency": {
-            k: (FORMER_EFFICIENCY_DEFAULTS[k] if k in FORMER_EFFICIENCY_DEFAULTS and v is None
-                else v) for k, v in eff.items()}}
+    if isinstance(eff, dict):
+        spec_dump = {**spec_dump, "efficiency": _efficiency_as_recorded(eff)}
     for key in MODEL_BLOCKS:
         spec_dump = _without_unset(spec_dump, key, LATER_MODEL_FIELDS)
     cal = spec_dump.get("calibration")
@@ -85,6 +77,18 @@ def spec_digest(spec_dump: dict[str, Any], *, rounded: bool = True) -> str:
     canonical = json.dumps(round_floats(spec_dump) if rounded else spec_dump, sort_keys=True,
                            separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _efficiency_as_recorded(eff: dict[str, Any]) -> dict[str, Any]:
+    """The ``efficiency`` block as plans made before its later fields recorded it: a later
+    field at its default left out, a former default that became "unset" as its old value."""
+    out: dict[str, Any] = {}
+    for k, v in eff.items():
+        if k in LATER_EFFICIENCY_DEFAULTS and v == LATER_EFFICIENCY_DEFAULTS[k]:
+            continue
+        out[k] = FORMER_EFFICIENCY_DEFAULTS[k] if v is None and k in FORMER_EFFICIENCY_DEFAULTS \
+            else v
+    return out
 
 
 def _without_unset(spec_dump: dict[str, Any], section: str,
