@@ -139,6 +139,25 @@ def test_rl_only_efficiency_defaults_are_not_listed_for_sft() -> None:
         assert f"efficiency.{field}" in sft
 
 
+def test_sft_without_eval_lists_no_generation_defaults() -> None:
+    """An SFT job generates only for its eval: without an eval block none of the decode fields
+    is among its defaults (the mutation run of 2026-12-07 night found no test of that branch);
+    with one (the example's) each is."""
+    from ptplan.spec.defaults import applied_defaults
+    decode = ("decode_step_overhead_ms", "cuda_graphs", "eager_launch_us_per_layer",
+              "tp_allreduce_us_intra_node", "tp_allreduce_us_inter_node", "decode_mbu",
+              "decode_compute_efficiency", "max_batch_per_replica", "generation_batching",
+              "rollout_tp")
+    bare = [line.split(" = ")[0] for line in applied_defaults(make("sft-8b.yaml", eval=None))]
+    with_eval = [line.split(" = ")[0] for line in applied_defaults(make("sft-8b.yaml"))]
+    for field in decode:
+        assert f"efficiency.{field}" not in bare, field
+        assert f"efficiency.{field}" in with_eval, field
+    assert "efficiency.train_mfu" in bare
+    for field in ("rl_train_mfu", "prefix_caching", "sequence_packing"):  # RL-only either way
+        assert f"efficiency.{field}" not in bare, field
+
+
 def test_sft_eval_and_checkpoints() -> None:
     demand = build_demand(make("sft-8b.yaml"))
     # 2344 optimizer steps; eval every 500 -> 4 runs x 1000 prompts x 1 sample x 512 tokens
