@@ -56,6 +56,12 @@ GAPS = {
                                                 "sibling on the same 16 GB200 (301 vs 221 s), "
                                                 "ptplan's overlap 0.6x; the table's EP16 cannot "
                                                 "hold on the recipe's 8 training GPUs",
+    "nemorl-grpo-qwen3-30b-a3b-16xgb200": "planned on GB200's own 2,500 dense TFLOPS since "
+                                          "2026-12-08 (0.68 on B200's 2,250): the MoE rows of "
+                                          "this recipe take 1.5x their modelled step on GB200 "
+                                          "but fit on H100 (0.99, 0.88); likely the 768-wide "
+                                          "expert GEMMs not keeping pace with the faster GPU, "
+                                          "which one update factor for every GPU cannot express",
     "sky-t1-mini-7b-grpo-8k-8xh100": "the 8K stage's mean response is not in the record "
                                      "(4,500 assumed); the 16K stage of the same recipe (0.74) "
                                      "takes only 1.27x its seconds per step at twice the cap, "

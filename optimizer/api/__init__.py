@@ -76,7 +76,8 @@ def estimate(spec: ProjectSpec | str | os.PathLike[str], gpus: Sequence[str] | N
             (``--cluster``). The report is the estimate on that GPU type plus ``cluster_run``:
             per step each phase's seconds, the step, wall hours, GPU-hours (wall x GPUs) and
             utilisation, with their 80 % interval.
-        gpus_per_node: With ``cluster``: GPUs per node; ``None``: 8.
+        gpus_per_node: With ``cluster``: GPUs per node; ``None``: the GPU's scale-up domain
+            (8; 72 for GB200 and GB300 NVL72, one rack's NVLink domain).
         pipeline: With ``cluster``: ``colocated``, ``sync`` or ``async``; ``None``: the
             spec's ``pipeline`` (colocated for ``auto`` and for SFT).
         pools: With ``cluster`` and a sync or async pipeline: GPUs per pool,

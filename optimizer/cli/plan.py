@@ -53,7 +53,8 @@ def estimate(
                                 "utilisation, with their 80 % intervals (not with --gpu or "
                                 "--precision)."),
     gpus_per_node: int = typer.Option(None, "--gpus-per-node", metavar="G",
-                                      help="With --cluster: GPUs per node; default 8."),
+                                      help="With --cluster: GPUs per node; default: the GPU's "
+                                           "scale-up domain (8; 72 for GB200 and GB300 NVL72)."),
     pipeline: PipelineMode = typer.Option(None, "--pipeline",
                                           help="With --cluster; default: the spec's pipeline "
                                           "(colocated for auto and for SFT)."),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ptplan.core.errors import InputError, suggest
+from ptplan.core.hardware import gpus as gpu_table
 from ptplan.core.hardware import resolve_gpu
 
 __all__ = ["CLI", "DEFAULT_GPUS_PER_NODE", "MAX_GPUS", "PIPELINES", "POOLS", "PYTHON",
@@ -37,7 +38,9 @@ class PipelineMode(StrEnum):
 PIPELINES = tuple(m.value for m in PipelineMode)
 POOLS = ("rollout", "update", "scoring")
 DEFAULT_GPUS_PER_NODE = 8
-"""Nodes of 8 GPUs (HGX/DGX systems); the GPU table holds no node size of its own."""
+"""Nodes of 8 GPUs (HGX/DGX and OAM systems) where the GPU table states no scale-up domain of its
+own; a GB200/GB300 NVL72 part takes its NVLink domain, 72 (``core.hardware.GPU.scaleup_domain``),
+so that a cluster within one rack counts as one node."""
 MAX_GPUS = 100_000
 """The largest cluster taken: about the largest training clusters built (a sync or async run
 searches every split of the cluster in whole nodes)."""
@@ -143,8 +146,11 @@ def cluster_request(cluster: str, gpus_per_node: int | None, pipeline: str | Non
     """Every cluster option checked together (see the module doc)."""
     gpus, gpu = parse_cluster(cluster, names.cluster)
     where = f"{names.cluster} {cluster.strip()}"
+    domain = ""
     if gpus_per_node is None:
-        gpn = DEFAULT_GPUS_PER_NODE
+        gpn = gpu_table()[gpu].scaleup_domain or DEFAULT_GPUS_PER_NODE
+        if gpn != DEFAULT_GPUS_PER_NODE:
+            domain = f" ({gpu}'s NVLink domain)"
     elif isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) \
             or not 1 <= gpus_per_node <= MAX_GPUS:
         raise InputError(f"{names.gpus_per_node} {gpus_per_node}: GPUs per node is a whole "
@@ -152,8 +158,8 @@ def cluster_request(cluster: str, gpus_per_node: int | None, pipeline: str | Non
     else:
         gpn = gpus_per_node
     if gpus > gpn and gpus % gpn:
-        raise InputError(f"{where}: {gpus} GPUs are not whole nodes of {gpn}; give a multiple "
-                         f"of {gpn}, or {names.gpus_per_node} for the nodes you have")
+        raise InputError(f"{where}: {gpus} GPUs are not whole nodes of {gpn}{domain}; give a "
+                         f"multiple of {gpn}, or {names.gpus_per_node} for the nodes you have")
     if pipeline is None:
         mode = default_pipeline(method, spec_pipeline)
     elif pipeline not in PIPELINES:

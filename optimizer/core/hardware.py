@@ -37,6 +37,8 @@ _CANONICAL: dict[str, str] = {
     "H200 SXM 141GB": "H200",
     "H20 96GB": "H20",
     "B200 (HGX 1000 W)": "B200",
+    "GB200 (NVL72 1200 W)": "GB200",
+    "GB300 (NVL72 1400 W)": "GB300",
     "A100 SXM4 80GB": "A100-80GB",
     "A100 SXM4 40GB": "A100-40GB",
     "A100 PCIe 80GB": "A100-PCIe-80GB",
@@ -66,6 +68,16 @@ ALIASES: dict[str, str] = {
     "h200": "H200",
     "h200-141gb": "H200",
     "b200": "B200",
+    "gb200": "GB200",
+    "gb200-nvl72": "GB200",
+    "gb300": "GB300",
+    "gb300-nvl72": "GB300",
+    "mi300x": "MI300X",
+    "instinct-mi300x": "MI300X",
+    "mi325x": "MI325X",
+    "instinct-mi325x": "MI325X",
+    "mi355x": "MI355X",
+    "instinct-mi355x": "MI355X",
     "l40s": "L40S",
     "l4": "L4",
     "a10g": "A10G",
@@ -79,6 +91,20 @@ ALIASES: dict[str, str] = {
     "h800": "H800",
     "h20": "H20",
     "a800": "A800",
+    # the names nvidia-smi, datasheets and papers use for the same parts
+    "a100-sxm4-40gb": "A100-40GB",
+    "a100-pcie-80gb": "A100-PCIe-80GB",
+    "h100-sxm5-80gb": "H100",
+    "h100-pcie-80gb": "H100-PCIe",
+    "h800-sxm5": "H800",
+    "h800-sxm5-80gb": "H800",
+    "h200-sxm": "H200",
+    "h200-sxm-141gb": "H200",
+    "h20-96gb": "H20",
+    "a800-80gb": "A800",
+    "a800-sxm4-80gb": "A800",
+    "b200-hgx": "B200",
+    "hgx-b200": "B200",
 }
 
 
@@ -99,14 +125,27 @@ class GPU:
     """One direction of the GPU's scale-up link (NVLink), GB/s; 0 where there is none (the
     GPUs of a node then talk over PCIe)."""
     vendor: str = "NVIDIA"
-    """Who makes it (``gpu_specs.csv`` ``vendor``): NVIDIA parts run CUDA builds; AWS Trainium
-    needs Neuron builds (what a framework release runs on: :mod:`ptplan.spec.frameworks`)."""
+    """Who makes it (``gpu_specs.csv`` ``vendor``): NVIDIA parts run CUDA builds, AMD parts ROCm
+    builds; AWS Trainium needs Neuron builds (what a framework release runs on:
+    :mod:`ptplan.spec.frameworks`)."""
+    scaleup_domain: int = 8
+    """GPUs that share one scale-up domain in the part's reference system (``gpu_specs.csv``
+    ``scaleup_domain_gpus``; empty: 8): 8 on an HGX/DGX or OAM board, 72 in a GB200/GB300 NVL72
+    rack, whose 18 trays of 4 GPUs all reach each other over NVLink. ``--cluster`` takes it as
+    the GPUs per node when none is given (:mod:`ptplan.core.cluster_option`)."""
+    scaleout_gbit: float | None = None
+    """The reference system's scale-out NIC per GPU, Gb/s (``scaleout_gbit_per_gpu``); None:
+    by architecture (:attr:`scaleout_gb_per_s`)."""
 
     @property
     def scaleout_gb_per_s(self) -> float:
-        """Scale-out (inter-node) bandwidth per GPU of the GPU's reference system, GB/s: DGX
-        H100/H200 and HGX B200 carry one 400 Gb/s NIC per GPU (NVIDIA DGX H100 datasheet), DGX
-        A100 one 200 Gb/s NIC per GPU (DGX A100 datasheet); PCIe parts 100 Gb/s class."""
+        """Scale-out (inter-node) bandwidth per GPU of the GPU's reference system, GB/s: the
+        CSV's NIC per GPU where it states one (GB200 NVL72 ConnectX-7 400 Gb/s, GB300 NVL72
+        ConnectX-8 800 Gb/s, the AMD OAM platforms 400 Gb/s); otherwise DGX H100/H200 and HGX
+        B200 carry one 400 Gb/s NIC per GPU (NVIDIA DGX H100 datasheet), DGX A100 one 200 Gb/s
+        NIC per GPU (DGX A100 datasheet); PCIe parts 100 Gb/s class."""
+        if self.scaleout_gbit:
+            return self.scaleout_gbit / 8.0
         if self.architecture in ("Hopper", "Blackwell"):
             return 50.0
         if self.architecture == "Ampere" and self.scaleup_gb_per_s >= 200:
@@ -159,6 +198,8 @@ def gpus() -> dict[str, GPU]:
             source=row["source"],
             scaleup_gb_per_s=(_num(row["scaleup_bw_gbps_bidir"]) or 0.0) / 2.0,
             vendor=row["vendor"].strip() or "NVIDIA",
+            scaleup_domain=int(_num(row.get("scaleup_domain_gpus", "")) or 8),
+            scaleout_gbit=_num(row.get("scaleout_gbit_per_gpu", "")),
         )
     return out
 

@@ -13,7 +13,7 @@ node) the way that gives the shortest step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ptplan.core.errors import InputError
@@ -130,8 +130,8 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
         raise InputError(f"--pipeline {mode}: a {spec.method} job has one pool; use colocated")
     _framework_pools(spec, mode, pools)
     if mode == "colocated":
-        return _run(spec, demand, gpu, gpus, gpus_per_node, mode,
-                    {"rollout": gpus, "scoring": gpus, "update": gpus}, policy, [])
+        return _vendor_noted(spec, gpu, _run(spec, demand, gpu, gpus, gpus_per_node, mode,
+                             {"rollout": gpus, "scoring": gpus, "update": gpus}, policy, []))
     if pools is not None:
         if "rollout" not in pools or "update" not in pools:
             raise InputError("pools: sync and async runs need GPUs per pool for rollout and "
@@ -141,9 +141,27 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
         notes = []
         if sum(set(pools.values())) > gpus and sum(pools.values()) > gpus:
             notes.append(f"pools hold {sum(pools.values())} GPUs, more than the {gpus} given")
-        return _run(spec, demand, gpu, gpus, gpus_per_node, mode, pool_gpus, policy, notes,
-                    scoring_apart="scoring" in pools)
-    return _best_split(spec, demand, gpu, gpus, gpus_per_node, mode, policy)
+        return _vendor_noted(spec, gpu, _run(spec, demand, gpu, gpus, gpus_per_node, mode,
+                                             pool_gpus, policy, notes,
+                                             scoring_apart="scoring" in pools))
+    return _vendor_noted(spec, gpu, _best_split(spec, demand, gpu, gpus, gpus_per_node, mode,
+                                                policy))
+
+
+def _vendor_noted(spec: ProjectSpec, gpu: Any, run: ClusterRun) -> ClusterRun:
+    """A part no fitted run used (AMD): the estimate says that its efficiency factors come from
+    NVIDIA runs, and whether the spec's framework release plans for that vendor at all."""
+    if gpu.vendor == "NVIDIA":
+        return run
+    note = (f"{gpu.name} is an {gpu.vendor} part: its figures apply the efficiency factors "
+            "fitted on NVIDIA runs (docs/validation.md), so they assume its software reaches "
+            "the same share of its peaks")
+    rel = spec.release
+    if rel is not None and gpu.vendor not in rel.accelerators:
+        note += (f"; framework {rel.key} as ptplan pins and renders it runs "
+                 f"{', '.join(sorted(rel.accelerators))} builds ({rel.cite('accelerators')}), "
+                 "so plan never buys this part for it")
+    return replace(run, notes=[*run.notes, note])
 
 
 def _framework_pools(spec: ProjectSpec, mode: str, pools: dict[str, int] | None) -> None:

@@ -90,8 +90,8 @@ def applied_defaults(spec: ProjectSpec) -> list[str]:
                      f"{EAGER_LAUNCH_US['moe']:g} µs a mixture-of-experts layer "
                      "(docs/demand-model.md §4.2)")
         if key == "internode_gb_per_s_per_gpu" and value is None:
-            shown = ("per GPU type (Hopper/Blackwell 50, A100/A800 25, others 12.5 GB/s: the "
-                     "GPU's reference system)")
+            shown = ("per GPU type (Hopper/Blackwell and AMD Instinct 50, GB300 100, A100/A800 25, "
+                     "others 12.5 GB/s: the GPU's reference system)")
         out.append(f"efficiency.{key} = {shown}")
     out += _fitted_defaults(spec)
     if spec.method not in ("sft", "generate") and "pipeline" not in spec.model_fields_set:
