@@ -475,10 +475,15 @@ def test_rule_accelerator_names_each_pool_and_an_unknown_gpu() -> None:
     """One pool off the release's GPUs reads in the singular; a GPU the table does not know (a
     hand-edited plan) is named as unknown, not a crash."""
     d = _dict("grpo-7b", "verl==0.9")
-    d["pools"][0]["gpu"] = "MI300X"
+    d["pools"][0]["gpu"] = "V100"
+    got = [v for v in _fire(d) if v.startswith("framework.accelerator")]
+    assert got == [f"framework.accelerator: pool {d['pools'][0]['name']} runs on V100 "
+                   "(unknown); veRL 0.9 runs on NVIDIA GPUs (verl 0.9.1 "
+                   "verl/plugin/platform/platform_cuda.py:28)"], got
+    d["pools"][0]["gpu"] = "MI300X"  # in the GPU table since 2026-12-08: an AMD part
     got = [v for v in _fire(d) if v.startswith("framework.accelerator")]
     assert got == [f"framework.accelerator: pool {d['pools'][0]['name']} runs on MI300X "
-                   "(unknown); veRL 0.9 runs on NVIDIA GPUs (verl 0.9.1 "
+                   "(AMD); veRL 0.9 runs on NVIDIA GPUs (verl 0.9.1 "
                    "verl/plugin/platform/platform_cuda.py:28)"], got
     d = _dict("grpo-7b", "verl==0.9")
     for pool in d["pools"]:
