@@ -147,3 +147,7 @@ def test_an_amd_estimate_says_what_its_figures_rest_on(tmp_path: Path) -> None:
                 if "AMD part" in n]
     assert _run(spec("any"), "--cluster", "8xMI355X")["seconds_per_step"] \
         < _run(spec("any"), "--cluster", "8xMI300X")["seconds_per_step"]
+    # every part no fitted run used says so, AWS Trainium as well; NVIDIA parts do not
+    (trn,) = [n for n in _run(spec("any"), "--cluster", "32xTrainium1", "--gpus-per-node",
+                              "16")["notes"] if "fitted on NVIDIA runs" in n]
+    assert trn.startswith("Trainium1 is an AWS part")

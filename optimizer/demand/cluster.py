@@ -149,8 +149,9 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
 
 
 def _vendor_noted(spec: ProjectSpec, gpu: Any, run: ClusterRun) -> ClusterRun:
-    """A part no fitted run used (AMD): the estimate says that its efficiency factors come from
-    NVIDIA runs, and whether the spec's framework release plans for that vendor at all."""
+    """A part no fitted run used (AMD Instinct, AWS Trainium): the estimate says that its
+    efficiency factors come from NVIDIA runs, and whether the spec's framework release plans for
+    that vendor at all."""
     if gpu.vendor == "NVIDIA":
         return run
     note = (f"{gpu.name} is an {gpu.vendor} part: its figures apply the efficiency factors "
