@@ -90,6 +90,22 @@ def test_names_papers_and_nvidia_smi_use(name: str, canon: str) -> None:
     assert canonical_gpu_name(name) == canon
 
 
+@pytest.mark.parametrize(("printed", "canon"), [
+    ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA A100-SXM4-80GB", "A100-80GB"),
+    ("NVIDIA A100-SXM4-40GB", "A100-40GB"), ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
+    ("NVIDIA H100 PCIe", "H100-PCIe"), ("NVIDIA H200 141GB HBM3e", "H200"),
+    ("NVIDIA A800-SXM4-80GB", "A800"), ("NVIDIA GB200", "GB200"), ("Tesla T4", "T4"),
+    ("AMD Instinct MI300X", "MI300X"), ("AMD Instinct MI300X OAM", "MI300X")])
+def test_the_names_nvidia_smi_and_rocm_smi_print(printed: str, canon: str) -> None:
+    assert canonical_gpu_name(printed) == canon
+
+
+@pytest.mark.parametrize("other", ["NVIDIA H100 NVL", "NVIDIA", "HBM3", "NVIDIA V100-SXM2-32GB"])
+def test_other_parts_stay_unknown(other: str) -> None:
+    """H100 NVL is a 94 GB part of its own: no prefix or suffix rule makes it an H100."""
+    assert canonical_gpu_name(other) is None
+
+
 def test_no_cloud_in_the_embedded_catalog_sells_them() -> None:
     """So no plan on the embedded catalog changed when they were added."""
     sold = {o.gpu for o in embedded_catalog().offers}

@@ -94,6 +94,7 @@ ALIASES: dict[str, str] = {
     # the names nvidia-smi, datasheets and papers use for the same parts
     "a100-sxm4-40gb": "A100-40GB",
     "a100-pcie-80gb": "A100-PCIe-80GB",
+    "a100-80gb-pcie": "A100-PCIe-80GB",
     "h100-sxm5-80gb": "H100",
     "h100-pcie-80gb": "H100-PCIe",
     "h800-sxm5": "H800",
@@ -204,17 +205,43 @@ def gpus() -> dict[str, GPU]:
     return out
 
 
+VENDOR_PREFIXES: tuple[str, ...] = ("nvidia-", "tesla-", "amd-")
+"""Leading words of the names ``nvidia-smi`` and ``rocm-smi`` print (``NVIDIA H100 80GB HBM3``,
+``Tesla T4``, ``AMD Instinct MI300X``), dropped before the lookup."""
+MEMORY_SUFFIXES: tuple[str, ...] = ("-hbm3e", "-hbm3", "-hbm2e", "-oam")
+"""Trailing memory-type and form-factor words of the same names, dropped likewise."""
+
+
+def _name_keys(name: str) -> list[str]:
+    """The lookup keys of a user-given name: lower-cased with ``_`` and spaces as ``-``, then
+    without a vendor prefix, then without a memory-type suffix as well."""
+    key = "-".join(name.strip().lower().replace("_", "-").split())
+    keys = [key]
+    for prefix in VENDOR_PREFIXES:
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+            keys.append(key)
+            break
+    for suffix in MEMORY_SUFFIXES:
+        if key.endswith(suffix):
+            keys.append(key[: -len(suffix)])
+            break
+    return keys
+
+
 def canonical_gpu_name(name: str) -> str | None:
-    """The canonical id for ``name`` (case-insensitive, aliases accepted), or None."""
+    """The canonical id for ``name`` (case-insensitive, aliases accepted, and the names
+    ``nvidia-smi``/``rocm-smi`` print: their vendor prefix and memory-type suffix dropped), or
+    None."""
     table = gpus()
     if name in table:
         return name
-    key = name.strip().lower().replace("_", "-").replace(" ", "-")
-    if key in ALIASES:
-        return ALIASES[key]
-    for canon in table:
-        if canon.lower() == key:
-            return canon
+    for key in _name_keys(name):
+        if key in ALIASES:
+            return ALIASES[key]
+        for canon in table:
+            if canon.lower() == key:
+                return canon
     return None
 
 
