@@ -31,6 +31,7 @@ from ptplan.core.fit import (  # noqa: E402
     applies,
     family,
     family_of,
+    fit_method,
     identity_fit,
     using,
 )
@@ -116,8 +117,9 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     for phase, secs in r.phases.items():
         side = "gen" if phase in ("rollout", "eval") else "rest"
         on_trainer = scoring_on_trainer(phase, demand.phase_parts(phase), with_trainer)
-        if applies(phase, spec.method, eff_set, spec.efficiency.param_offload, on_trainer):
-            fams.append((family(phase, spec.method, spec.efficiency.param_offload, on_trainer),
+        method = fit_method(spec.method, spec.efficiency.train_backend)
+        if applies(phase, method, eff_set, spec.efficiency.param_offload, on_trainer):
+            fams.append((family(phase, method, spec.efficiency.param_offload, on_trainer),
                          side, secs))
         else:
             fixed[side] += secs

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ptplan
-from ptplan.core.fit import active_fit, applies, family
+from ptplan.core.fit import active_fit, applies, family, fit_method
 from ptplan.core.hardware import gpus
 from ptplan.demand.cells import scoring_on_trainer
 from ptplan.demand.model import build_demand
@@ -205,3 +205,33 @@ def test_a_stated_efficiency_drops_only_its_own_factor() -> None:
     stated = _with_efficiency(plain, train_mfu=0.4)
     from ptplan.spec.defaults import applied_defaults
     assert not [d for d in applied_defaults(stated) if d.startswith("efficiency fitted on")]
+    # an SFT on Megatron-core takes its own factor, which a stated train_mfu drops as well
+    megatron = _with_efficiency(plain, train_backend="megatron")
+    assert _fitted_line(megatron).endswith(
+        f"throughput): update_sft_megatron x{f['update_sft_megatron']:g} "
+        "(docs/demand-model.md §7)")
+    stated = _with_efficiency(megatron, train_mfu=0.4)
+    assert not [d for d in applied_defaults(stated) if d.startswith("efficiency fitted on")]
+
+
+def test_an_sft_update_takes_the_factor_of_its_trainer() -> None:
+    """``train_backend: megatron`` on an SFT job is Megatron-core's trainer (its own factor,
+    fitted on NVIDIA's NeMo and Megatron-Bridge tables); ``auto`` and ``fsdp`` keep the fine-tuning
+    tools' factor; an RL update, whatever its backend, keeps ``update_rl``; ZeRO-3 parameter
+    offload is ``update_offload`` whatever the trainer."""
+    assert fit_method("sft", "megatron") == "sft_megatron"
+    assert fit_method("sft", "fsdp") == fit_method("sft", "auto") == "sft"
+    assert fit_method("rl", "megatron") == "rl" and fit_method("opd", "megatron") == "opd"
+    assert family("update", fit_method("sft", "megatron")) == "update_sft_megatron"
+    assert family("update", fit_method("sft", "fsdp")) == "update_sft"
+    assert family("update", fit_method("rl", "megatron")) == "update_rl"
+    assert family("update", fit_method("sft", "megatron"), param_offload=True) == "update_offload"
+    assert not applies("update", "sft_megatron", {"train_mfu"})
+    f = active_fit().factors
+    assert f["update_sft_megatron"] > 1.5 > 1.0 > f["update_sft"]  # faster; slower than physics
+    sft = _with_efficiency(load_spec(str(EX / "sft-8b.yaml")).model_copy(update={"eval": None}),
+                           train_backend="fsdp")
+    fast = _with_efficiency(sft, train_backend="megatron")
+    from ptplan.demand.cluster import run_on_cluster
+    a, b = (run_on_cluster(s, "H100", 8, 8, "colocated").phases["update"] for s in (sft, fast))
+    assert b < a

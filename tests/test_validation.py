@@ -56,6 +56,12 @@ GAPS = {
                                                 "sibling on the same 16 GB200 (301 vs 221 s), "
                                                 "ptplan's overlap 0.6x; the table's EP16 cannot "
                                                 "hold on the recipe's 8 training GPUs",
+    "nemo-24.07-llama2-70b-sft-fp8-16xh100": "the table's 70B full SFT on 16 H100 at TP4 PP4 (no "
+                                             "data parallel) fits 80 GB only with activation "
+                                             "recompute, which the table does not give; the case "
+                                             "assumes none, as the 26.06 FP8 recipes set, so "
+                                             "ptplan offloads the optimizer (2.3x); with recompute "
+                                             "full it picks the table's TP4 PP4 and lands at 1.09",
     "nemorl-grpo-qwen3-30b-a3b-16xgb200": "planned on GB200's own 2,500 dense TFLOPS since "
                                           "2026-12-08 (0.68 on B200's 2,250): the MoE rows of "
                                           "this recipe take 1.5x their modelled step on GB200 "
@@ -130,16 +136,30 @@ def _gm(xs) -> float:
 
 
 def test_the_fit_reduces_the_bias(suite) -> None:
-    """Unfitted, the model is biased fast (geometric mean 0.84 of predicted ÷ reported on the
-    77 runs, 0.70 on the first 14; the 2026-12-07 audit of the records found work they had
-    left out, which moved it from 0.78 to 0.80, and the measured eager launch costs to 0.84);
-    fitted, in-sample and leave-one-out geometric means are
-    nearer 1 and at least 0.85 (a regression guard: the issue's target 0.9-1.1 is the test
-    below)."""
+    """Unfitted, the model is biased by trainer: fast for the fine-tuning tools' SFT (geometric
+    mean 0.39 of predicted ÷ reported on their 13 runs, ZeRO-3 offload the most), slow for
+    Megatron-core SFT (1.96 on its 12 runs, two NVIDIA tables), near 1 on the RL runs once the
+    2026-12-07 audit and the eager launch costs were in (0.98); over the 77 runs before the
+    Megatron tables joined it was 0.84, on the first 14 0.70. Fitted, the suite's mean squared
+    log error is at most half the unfitted one, each trainer's geometric mean is nearer 1, and
+    the in-sample and leave-one-out geometric means are within 0.85–1.15 (a regression guard:
+    the issue's target 0.9–1.1 is the test below)."""
     res, parts = suite
-    unfitted = _gm(fitting.predict(d, {}, 0.0) / d.reported for _, d, _ in parts)
-    assert unfitted < 0.85
-    assert abs(math.log(_gm(res.ratio.values()))) < abs(math.log(unfitted))
+    by: dict[str, list[tuple[float, float]]] = {}
+    unfitted, fitted = [], []
+    for case, d, _ in parts:
+        u, f = fitting.predict(d, {}, 0.0) / d.reported, res.ratio[case.id]
+        unfitted.append(u)
+        fitted.append(f)
+        fams = {fam for fam, _, _ in d.family_seconds}
+        key = "sft_megatron" if "update_sft_megatron" in fams else d.job_family
+        by.setdefault(key, []).append((u, f))
+    msle = [sum(math.log(x) ** 2 for x in xs) / len(xs) for xs in (unfitted, fitted)]
+    assert msle[1] <= 0.5 * msle[0], msle
+    assert _gm(u for u, _ in by["sft"]) < 0.6 and _gm(u for u, _ in by["sft_megatron"]) > 1.5
+    for key in ("sft", "sft_megatron"):
+        u, f = _gm(x for x, _ in by[key]), _gm(x for _, x in by[key])
+        assert abs(math.log(f)) < abs(math.log(u)), (key, u, f)
     assert 0.85 <= _gm(res.ratio.values()) <= 1.15
     assert 0.85 <= _gm(res.loo_ratio.values()) <= 1.15
 
@@ -153,7 +173,7 @@ def test_the_fit_meets_the_issues_bias_target(suite) -> None:
 
 def test_the_fit_meets_the_issues_leave_one_out_target(suite) -> None:
     """The issue's target: at least 80 % of the cases within 1.5× (0.67–1.5) with the case
-    left out of the fit (62 of 77 at the 2026-12-07 fit; two more sit at 0.666)."""
+    left out of the fit (62 of 77 at the 2026-12-07 fit; 73 of 89 at the 2026-12-08 fit)."""
     res, _ = suite
     within = sum(1 for x in res.loo_ratio.values() if 2 / 3 <= x <= 1.5)
     assert within >= 0.8 * len(res.loo_ratio), f"{within} of {len(res.loo_ratio)}"

@@ -4,9 +4,13 @@ Physics (``cells``, ``decode``, ``training``, ``inference``) gives each phase's 
 bytes and memory. What physics leaves open is fitted on the published runs of ``validation/``
 as a few physically meaningful factors, never per case:
 
-* ``generation``, ``scoring``, ``update_rl``, ``update_sft``: achieved ÷ modelled throughput of
-  that phase family (a phase's time is divided by its factor); the reference and reward
-  forwards of the training engine on the trainer's own GPUs take the update's factor, so
+* ``generation``, ``scoring``, ``update_rl``, ``update_sft``, ``update_sft_megatron``: achieved
+  ÷ modelled throughput of that phase family (a phase's time is divided by its factor); an SFT
+  update takes ``update_sft_megatron`` when its spec says ``train_backend: megatron``
+  (Megatron-core's fused, overlapped training engine: NeMo, Megatron-Bridge) and ``update_sft``
+  otherwise (the fine-tuning tools' trainers: HF Trainer, TRL, LLaMA-Factory on FSDP or
+  DeepSpeed); the reference and reward forwards of the training engine on the trainer's own
+  GPUs take the update's factor, so
   ``scoring`` is scoring on a pool of its own and teacher scoring in an inference server;
 * ``step_overhead_seconds``: per RL/OPD step, the framework's own time outside the modelled
   phases (dispatch, data loading, reward execution in the driver, logging).
@@ -31,7 +35,19 @@ LEVEL = 0.8
 """Coverage of every interval ptplan prints: the 10th to the 90th percentile."""
 
 PHASE_FAMILY = {"rollout": "generation", "eval": "generation", "scoring": "scoring"}
-"""Which fitted factor a phase's time takes (``update`` takes ``update_rl`` or ``update_sft``)."""
+"""Which fitted factor a phase's time takes (``update`` takes ``update_rl``, ``update_sft`` or
+``update_sft_megatron``)."""
+
+UPDATE_FAMILY = {"sft": "update_sft", "sft_megatron": "update_sft_megatron"}
+"""The update's family by :func:`fit_method` (every other method: ``update_rl``)."""
+
+
+def fit_method(method: str, train_backend: str = "auto") -> str:
+    """The method as the fit tells jobs apart: an SFT job whose spec states ``train_backend:
+    megatron`` is ``sft_megatron`` (its update takes ``update_sft_megatron``); ``auto`` and
+    ``fsdp`` keep the fine-tuning tools' ``update_sft``, the conservative figure when the spec
+    does not say which trainer runs (docs/demand-model.md §7)."""
+    return "sft_megatron" if method == "sft" and train_backend == "megatron" else method
 
 
 @dataclass(frozen=True)
@@ -107,6 +123,7 @@ GOVERNED_BY = {
     "scoring": ("rl_train_mfu", "prefill_efficiency"),
     "update_rl": ("rl_train_mfu",),
     "update_sft": ("train_mfu",),
+    "update_sft_megatron": ("train_mfu",),
     "update_offload": ("cpu_adam_b_params_per_s", "pcie_gb_per_s"),
 }
 """A family's fitted factor is the suite's correction of these efficiency defaults: a spec that
@@ -154,7 +171,7 @@ def family(phase: str, method: str, param_offload: bool = False,
         phase = "update"
     if phase == "update" and param_offload:
         return "update_offload"
-    return PHASE_FAMILY.get(phase) or ("update_sft" if method == "sft" else "update_rl")
+    return PHASE_FAMILY.get(phase) or UPDATE_FAMILY.get(method, "update_rl")
 
 
 def applies(phase: str, method: str, efficiency_set: set[str] | frozenset[str],

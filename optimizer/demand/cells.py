@@ -308,7 +308,8 @@ def _uncalibrated(demand: Demand, phase: str, gpu: GPU, precision: str, replica_
         floor += _part_floor(demand, part, c)
     replica = max((c.replica_gpus for _, c in cells), default=1)
     memory = max((c.memory_gb_per_gpu for _, c in cells), default=0.0)
-    fitted = fit.phase_factor(phase, spec.method, spec.efficiency.model_fields_set,
+    fitted = fit.phase_factor(phase, fit.fit_method(spec.method, spec.efficiency.train_backend),
+                              spec.efficiency.model_fields_set,
                               spec.efficiency.param_offload,
                               scoring_on_trainer(phase, parts, cond.with_trainer))
     fixed = demand.steps * fit.step_overhead(spec.method) if phase == "update" else 0.0

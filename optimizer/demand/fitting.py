@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FAMILIES = ("generation", "scoring", "update_rl", "update_sft", "update_offload")
+FAMILIES = ("generation", "scoring", "update_rl", "update_sft", "update_sft_megatron",
+            "update_offload")
 """Factor families, in parameter order; the last parameter is the per-step overhead."""
 CONFIDENCE_WEIGHT = {"High": 1.0, "Medium": 0.7, "Low": 0.4}
 """Weight of a case's squared log error: the record's own uncertainty (its band)."""

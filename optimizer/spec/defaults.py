@@ -183,7 +183,7 @@ def _agent_defaults(spec: ProjectSpec) -> list[str]:
 
 def _fitted_defaults(spec: ProjectSpec) -> list[str]:
     """The suite-fitted efficiency factors this job's phases take (docs/demand-model.md §7)."""
-    from ptplan.core.fit import applies, family, load_fit
+    from ptplan.core.fit import applies, family, fit_method, load_fit
 
     fit = load_fit()
     eff = spec.efficiency
@@ -196,9 +196,10 @@ def _fitted_defaults(spec: ProjectSpec) -> list[str]:
     for phase in phases:
         if phase == "scoring" and not spec.scoring_roles:
             continue  # no reference, reward model or teacher: the job has no scoring phase
-        if not applies(phase, spec.method, eff.model_fields_set, eff.param_offload):
+        method = fit_method(spec.method, eff.train_backend)
+        if not applies(phase, method, eff.model_fields_set, eff.param_offload):
             continue
-        fam = family(phase, spec.method, eff.param_offload)
+        fam = family(phase, method, eff.param_offload)
         item = f"{fam} x{fit.factors.get(fam, 1.0):g}"
         if phase == "scoring" and "teacher" not in spec.scoring_roles:
             # the reference/reward forwards of the training engine: the update's factor on the
