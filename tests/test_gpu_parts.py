@@ -95,7 +95,8 @@ def test_names_papers_and_nvidia_smi_use(name: str, canon: str) -> None:
     ("NVIDIA A100-SXM4-40GB", "A100-40GB"), ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
     ("NVIDIA H100 PCIe", "H100-PCIe"), ("NVIDIA H200 141GB HBM3e", "H200"),
     ("NVIDIA A800-SXM4-80GB", "A800"), ("NVIDIA GB200", "GB200"), ("Tesla T4", "T4"),
-    ("AMD Instinct MI300X", "MI300X"), ("AMD Instinct MI300X OAM", "MI300X")])
+    ("AMD Instinct MI300X", "MI300X"), ("AMD Instinct MI300X OAM", "MI300X"),
+    ("a100_80gb", "A100-80GB"), ("NVIDIA_GB200_NVL72", "GB200"), ("  h100  sxm5  ", "H100")])
 def test_the_names_nvidia_smi_and_rocm_smi_print(printed: str, canon: str) -> None:
     assert canonical_gpu_name(printed) == canon
 
