@@ -114,10 +114,10 @@ def decompose(case: Case) -> tuple[fitting.Decomposed, ClusterRun]:
     # scoring on the update's GPUs unless the case gives it a pool of its own (cluster._run)
     with_trainer = "scoring" not in (case.raw["cluster"].get("pools") or {})
     demand = build_demand(spec)
+    method = fit_method(spec.method, spec.efficiency.train_backend)
     for phase, secs in r.phases.items():
         side = "gen" if phase in ("rollout", "eval") else "rest"
         on_trainer = scoring_on_trainer(phase, demand.phase_parts(phase), with_trainer)
-        method = fit_method(spec.method, spec.efficiency.train_backend)
         if applies(phase, method, eff_set, spec.efficiency.param_offload, on_trainer):
             fams.append((family(phase, method, spec.efficiency.param_offload, on_trainer),
                          side, secs))

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ptplan.core.errors import InputError, suggest
+from ptplan.core.hardware import DEFAULT_SCALEUP_DOMAIN, resolve_gpu
 from ptplan.core.hardware import gpus as gpu_table
-from ptplan.core.hardware import resolve_gpu
 
 __all__ = ["CLI", "DEFAULT_GPUS_PER_NODE", "MAX_GPUS", "PIPELINES", "POOLS", "PYTHON",
            "ClusterRequest", "OptionNames", "PipelineMode", "cluster_request", "default_pipeline",
@@ -37,7 +37,7 @@ class PipelineMode(StrEnum):
 
 PIPELINES = tuple(m.value for m in PipelineMode)
 POOLS = ("rollout", "update", "scoring")
-DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_GPUS_PER_NODE = DEFAULT_SCALEUP_DOMAIN
 """Nodes of 8 GPUs (HGX/DGX and OAM systems) where the GPU table states no scale-up domain of its
 own; a GB200/GB300 NVL72 part takes its NVLink domain, 72 (``core.hardware.GPU.scaleup_domain``),
 so that a cluster within one rack counts as one node."""
@@ -148,7 +148,7 @@ def cluster_request(cluster: str, gpus_per_node: int | None, pipeline: str | Non
     where = f"{names.cluster} {cluster.strip()}"
     domain = ""
     if gpus_per_node is None:
-        gpn = gpu_table()[gpu].scaleup_domain or DEFAULT_GPUS_PER_NODE
+        gpn = gpu_table()[gpu].scaleup_domain
         if gpn != DEFAULT_GPUS_PER_NODE:
             domain = f" ({gpu}'s NVLink domain)"
     elif isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) \

@@ -109,6 +109,10 @@ ALIASES: dict[str, str] = {
 }
 
 
+DEFAULT_SCALEUP_DOMAIN = 8
+"""GPUs of one scale-up domain where the GPU table states none: an HGX/DGX or OAM board."""
+
+
 @dataclass(frozen=True)
 class GPU:
     """One accelerator type. ``peak_tflops`` maps precision -> dense peak; absent = unsupported."""
@@ -129,7 +133,7 @@ class GPU:
     """Who makes it (``gpu_specs.csv`` ``vendor``): NVIDIA parts run CUDA builds, AMD parts ROCm
     builds; AWS Trainium needs Neuron builds (what a framework release runs on:
     :mod:`ptplan.spec.frameworks`)."""
-    scaleup_domain: int = 8
+    scaleup_domain: int = DEFAULT_SCALEUP_DOMAIN
     """GPUs that share one scale-up domain in the part's reference system (``gpu_specs.csv``
     ``scaleup_domain_gpus``; empty: 8): 8 on an HGX/DGX or OAM board, 72 in a GB200/GB300 NVL72
     rack, whose 18 trays of 4 GPUs all reach each other over NVLink. ``--cluster`` takes it as
@@ -199,7 +203,7 @@ def gpus() -> dict[str, GPU]:
             source=row["source"],
             scaleup_gb_per_s=(_num(row["scaleup_bw_gbps_bidir"]) or 0.0) / 2.0,
             vendor=row["vendor"].strip() or "NVIDIA",
-            scaleup_domain=int(_num(row.get("scaleup_domain_gpus", "")) or 8),
+            scaleup_domain=int(_num(row.get("scaleup_domain_gpus", "")) or DEFAULT_SCALEUP_DOMAIN),
             scaleout_gbit=_num(row.get("scaleout_gbit_per_gpu", "")),
         )
     return out

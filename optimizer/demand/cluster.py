@@ -129,9 +129,16 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
     if mode != "colocated" and spec.method in ("sft", "generate"):
         raise InputError(f"--pipeline {mode}: a {spec.method} job has one pool; use colocated")
     _framework_pools(spec, mode, pools)
+    return _vendor_noted(spec, gpu, _run_split(spec, demand, gpu, gpus, gpus_per_node, mode,
+                                               pools, policy))
+
+
+def _run_split(spec: ProjectSpec, demand: Demand, gpu: Any, gpus: int, gpus_per_node: int,
+               mode: str, pools: dict[str, int] | None, policy: Policy) -> ClusterRun:
+    """The run on every GPU (colocated), on the pools given, or on the best split."""
     if mode == "colocated":
-        return _vendor_noted(spec, gpu, _run(spec, demand, gpu, gpus, gpus_per_node, mode,
-                             {"rollout": gpus, "scoring": gpus, "update": gpus}, policy, []))
+        return _run(spec, demand, gpu, gpus, gpus_per_node, mode,
+                    {"rollout": gpus, "scoring": gpus, "update": gpus}, policy, [])
     if pools is not None:
         if "rollout" not in pools or "update" not in pools:
             raise InputError("pools: sync and async runs need GPUs per pool for rollout and "
@@ -141,11 +148,9 @@ def run_on_cluster(spec: ProjectSpec, gpu_name: str, gpus: int, gpus_per_node: i
         notes = []
         if sum(set(pools.values())) > gpus and sum(pools.values()) > gpus:
             notes.append(f"pools hold {sum(pools.values())} GPUs, more than the {gpus} given")
-        return _vendor_noted(spec, gpu, _run(spec, demand, gpu, gpus, gpus_per_node, mode,
-                                             pool_gpus, policy, notes,
-                                             scoring_apart="scoring" in pools))
-    return _vendor_noted(spec, gpu, _best_split(spec, demand, gpu, gpus, gpus_per_node, mode,
-                                                policy))
+        return _run(spec, demand, gpu, gpus, gpus_per_node, mode, pool_gpus, policy, notes,
+                    scoring_apart="scoring" in pools)
+    return _best_split(spec, demand, gpu, gpus, gpus_per_node, mode, policy)
 
 
 def _vendor_noted(spec: ProjectSpec, gpu: Any, run: ClusterRun) -> ClusterRun:

@@ -192,11 +192,11 @@ def _fitted_defaults(spec: ProjectSpec) -> list[str]:
         phases = ["rollout"]
     if spec.eval is not None and "eval" not in phases:
         phases.append("eval")
+    method = fit_method(spec.method, eff.train_backend)
     shown: list[str] = []
     for phase in phases:
         if phase == "scoring" and not spec.scoring_roles:
             continue  # no reference, reward model or teacher: the job has no scoring phase
-        method = fit_method(spec.method, eff.train_backend)
         if not applies(phase, method, eff.model_fields_set, eff.param_offload):
             continue
         fam = family(phase, method, eff.param_offload)
